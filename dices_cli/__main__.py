@@ -1,0 +1,3 @@
+from dices_cli.main import run
+
+run()

@@ -1,0 +1,209 @@
+"""Commands that move data in and out: ingest, validate, info, export, demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
+from dices_cli.render import emit, progress_bar, say
+
+DatasetChoice = Annotated[
+    Literal["auto", "350", "990"],
+    typer.Option(
+        "--dataset", "-d", help="Which DICES file this is: auto (from the header), 350 or 990."
+    ),
+]
+Files = Annotated[
+    list[Path],
+    typer.Argument(
+        help="DICES CSV files (plain or .gz).", exists=True, dir_okay=False, show_default=False
+    ),
+]
+
+
+def ingest(
+    files: Files,
+    data: DataDir = None,
+    dataset: DatasetChoice = "auto",
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace a dataset that is already ingested.")
+    ] = False,
+    rejects: Annotated[
+        Path | None,
+        typer.Option(
+            "--rejects",
+            help="Write valid rows; put each rejected row, verbatim, with its problems in FILE.",
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Validate DICES CSV files and store them as typed Parquet.
+
+    Each file becomes DIR/350 or DIR/990 (items, raters, ratings and a manifest).
+    Invalid input is refused whole unless --rejects is given. Writing is atomic: an
+    interrupted ingest leaves the previous data as it was.
+
+    Examples:
+
+        dices ingest diverse_safety_adversarial_dialog_350.csv
+
+        dices ingest dices_350.csv dices_990.csv --data ~/dices --force
+
+        dices ingest messy.csv --rejects rejected.csv
+    """
+    from dices_cli.ingest import ingest as run_ingest
+    from dices_cli.store import Store, resolve_data_dir
+
+    store = Store(resolve_data_dir(data))
+    with progress_bar(enabled=True) as progress:
+        results = run_ingest(files, store, dataset, force, rejects, progress)
+    for result in results:
+        report = result.report
+        counts = result.stored.manifest["counts"]
+        say(
+            f"DICES-{result.stored.name}: {report.rows_read:,} rows read = "
+            f"{counts['ratings']:,} written + {report.rows_rejected:,} rejected; "
+            f"{counts['conversations']:,} conversations, {counts['raters']:,} raters "
+            f"-> {store.link(result.stored.name)}"
+        )
+        if report.rows_rejected:
+            say(f"  rejected rows and their problems: {rejects}")
+        if report.warnings:
+            say(
+                f"  warning: {len(report.warnings):,} rows have a Q_overall that disagrees "
+                "with their sub-questions (kept as given) [inconsistent-overall]"
+            )
+
+
+def validate(
+    files: Files,
+    dataset: DatasetChoice = "auto",
+    fmt: OutputFormat = None,
+    output: OutputFile = None,
+) -> None:
+    """Check DICES CSV files without ingesting them; list every problem found.
+
+    Each problem is a record (file, type, severity, line, column, value, message).
+    Exit status 1 when any file has errors; warnings alone do not fail.
+
+    Examples:
+
+        dices validate dices_350.csv
+
+        dices validate dices_350.csv --format csv -o problems.csv
+    """
+    import polars as pl
+
+    from dices_cli.ingest import check_file
+    from dices_cli.problems import PROBLEM_FIELDS
+
+    reports = []
+    with progress_bar(enabled=True) as progress:
+        reports = [check_file(path, dataset, progress).report for path in files]
+    records = [
+        {"file": report.path, **problem.as_record()}
+        for report in reports
+        for problem in report.problems
+    ]
+    schema = {
+        "file": pl.String,
+        **{f: pl.Int64 if f == "line" else pl.String for f in PROBLEM_FIELDS},
+    }
+    emit(pl.DataFrame(records, schema=schema, orient="row"), fmt, output, title="Problems")
+    for report in reports:
+        say(report.summary())
+    if not all(report.ok for report in reports):
+        raise typer.Exit(1)
+
+
+def info(data: DataDir = None, fmt: OutputFormat = None, output: OutputFile = None) -> None:
+    """Show what is ingested: per dataset, conversations, raters, ratings, source and checksum.
+
+    Example:
+
+        dices info --data ~/dices
+    """
+    import polars as pl
+
+    from dices_cli.errors import NotIngestedError
+    from dices_cli.store import Store, inventory, resolve_data_dir
+
+    store = Store(resolve_data_dir(data))
+    records = inventory(store)
+    if not records:
+        raise NotIngestedError(
+            f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
+        )
+    emit(pl.DataFrame(records), fmt, output, title=f"Datasets in {store.root}")
+
+
+def export(
+    dataset: Annotated[
+        Literal["350", "990"],
+        typer.Option("--dataset", "-d", help="The dataset to write back.", show_default=False),
+    ],
+    data: DataDir = None,
+    output: OutputFile = None,
+) -> None:
+    """Write an ingested dataset back as the original wide CSV.
+
+    Same columns in the same order, same rows in the same order, same cell strings as
+    the file that was ingested.
+
+    Examples:
+
+        dices export --dataset 350 -o dices_350_roundtrip.csv
+
+        dices export -d 990 | csvlook | less -S
+    """
+    import sys
+
+    from dices_cli.export import write_csv
+    from dices_cli.store import Store, resolve_data_dir
+
+    stored = Store(resolve_data_dir(data)).open(dataset)
+    if output is None:
+        write_csv(stored, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    else:
+        with output.open("wb") as handle:
+            write_csv(stored, handle)
+
+
+def demo(
+    keep: Annotated[
+        Path | None,
+        typer.Option(
+            "--keep",
+            help="Ingest into DIR and keep it, instead of a temporary directory.",
+            file_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Ingest the small sample that ships with dices and show a short tour. Works offline.
+
+    The sample is the first conversations of each DICES replica file, with all their
+    raters (DICES: CC BY 4.0, Google LLC). Content warning: the conversations are
+    adversarial and can be offensive; the tour shows numbers only.
+    """
+    import tempfile
+
+    from dices_cli.demo import tour
+    from dices_cli.render import print_table
+
+    with tempfile.TemporaryDirectory(prefix="dices-demo-") as scratch:
+        workdir = keep or Path(scratch)
+        say(f"Ingesting the bundled sample into {workdir} ...")
+        for section in tour(workdir):
+            say("")
+            print_table(section.frame, title=section.title)
+            say(f"  {section.explanation}")
+            say(f"  try: {section.command}")
+
+
+def register(app: typer.Typer) -> None:
+    for command in (ingest, validate, info, export, demo):
+        app.command(no_args_is_help=command in (ingest, validate))(command)

@@ -1,0 +1,40 @@
+"""Exceptions raised by the core. The CLI turns each into `Error: ...` and an exit code."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dices_cli.problems import Report
+
+
+class DicesError(Exception):
+    """A failure the user can act on; the message says what happened and what to do."""
+
+    exit_code = 1
+
+
+class UsageError(DicesError):
+    """The command line asks for something that cannot be done as asked."""
+
+    exit_code = 2
+
+
+class NotIngestedError(DicesError):
+    """A command needs a dataset that the data directory does not hold."""
+
+
+class DatasetExistsError(DicesError):
+    """Ingest would replace a dataset and --force was not given."""
+
+
+class LockedError(DicesError):
+    """Another dices process is writing to the same data directory."""
+
+
+class InvalidInputError(DicesError):
+    """A CSV file failed validation; `report` holds every problem found."""
+
+    def __init__(self, message: str, report: Report) -> None:
+        super().__init__(message)
+        self.report = report

@@ -1,0 +1,294 @@
+"""Check DICES CSV files and ingest them into the data directory as typed Parquet."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from dices_cli import __version__
+from dices_cli.csvparse import (
+    LINE,
+    LINE_COUNT,
+    EmptyFileError,
+    ParsedFile,
+    UnreadableError,
+    decode,
+    parse,
+    read_header,
+)
+from dices_cli.errors import DicesError, InvalidInputError, UsageError
+from dices_cli.problems import Problem, ProblemType, Report, Severity
+from dices_cli.schema import DATASETS, SCHEMA_VERSION, Dataset, canonical_names, detect
+from dices_cli.store import Store, StoredDataset
+from dices_cli.tables import split
+from dices_cli.validate import validate_rows
+
+Progress = Callable[[str, float], None]  # (what is happening, fraction of the file done)
+
+
+def _no_progress(_stage: str, _fraction: float) -> None:
+    return None
+
+
+@dataclass
+class CheckedFile:
+    """A file read and validated, with everything needed to write it or its rejects."""
+
+    path: Path
+    report: Report
+    size: int
+    sha256: str
+    data: bytes = b""  # the decoded CSV (no BOM, decompressed)
+    dataset: Dataset | None = None
+    header: list[str] = field(default_factory=list)
+    parsed: ParsedFile | None = None
+    rejected: pl.Series | None = None  # per row of parsed.frame
+
+    @property
+    def writable(self) -> bool:
+        """True when the header is sound, so valid rows can be written despite bad ones."""
+        return self.parsed is not None and not any(
+            p.line is None or p.line == 1 for p in self.report.errors
+        )
+
+    def valid_cells(self) -> pl.DataFrame:
+        assert self.parsed is not None and self.rejected is not None
+        return self.parsed.frame.filter(~self.rejected)
+
+
+def _header_problems(dataset: Dataset, header: list[str], names: list[str]) -> list[Problem]:
+    problems = []
+    seen: set[str] = set()
+    for cell, name in zip(header, names, strict=True):
+        if name in seen:
+            problems.append(
+                Problem(ProblemType.DUPLICATE_COLUMN, 1, name, cell, f"column {name} appears twice")
+            )
+        elif name not in dataset.names:
+            problems.append(
+                Problem(
+                    ProblemType.UNEXPECTED_COLUMN,
+                    1,
+                    cell,
+                    cell,
+                    f"{cell!r} is not a {dataset.title} column",
+                )
+            )
+        seen.add(name)
+    problems += [
+        Problem(
+            ProblemType.MISSING_COLUMN,
+            1,
+            name,
+            None,
+            f"the header has no {name} column, which {dataset.title} requires",
+        )
+        for name in dataset.names
+        if name not in seen
+    ]
+    return problems
+
+
+def _choose_dataset(choice: str, header: list[str]) -> Dataset | None:
+    return DATASETS[choice] if choice in DATASETS else detect(header)
+
+
+def check_file(path: Path, choice: str = "auto", progress: Progress = _no_progress) -> CheckedFile:
+    """Read and validate one file. Problems go into the report; nothing raises for bad data."""
+    progress(f"reading {path.name}", 0.0)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise DicesError(f"cannot read {path}: {error.strerror}") from error
+    checked = CheckedFile(path, Report(str(path), None), len(raw), hashlib.sha256(raw).hexdigest())
+    report = checked.report
+    try:
+        data = decode(raw)
+        header = read_header(data)
+    except UnreadableError as error:
+        raise DicesError(f"{path}: {error}") from error
+    except EmptyFileError:
+        report.problems.append(
+            Problem(
+                ProblemType.EMPTY_FILE, None, None, None, "the file is empty: no header, no rows"
+            )
+        )
+        return checked
+    dataset = _choose_dataset(choice, header.cells)
+    if dataset is None:
+        report.problems.append(
+            Problem(
+                ProblemType.UNKNOWN_DATASET,
+                1,
+                None,
+                None,
+                "the header matches neither DICES-350 nor DICES-990; "
+                "check that this is a DICES file or pass --dataset 350|990",
+            )
+        )
+        return checked
+    checked.data, checked.dataset, checked.header = data, dataset, header.cells
+    report.dataset = dataset.name
+    names = canonical_names(dataset, header.cells)
+    report.problems += _header_problems(dataset, header.cells, names)
+    if any(p.type is ProblemType.DUPLICATE_COLUMN for p in report.problems):
+        return checked
+    progress(f"parsing {path.name}", 0.2)
+    parsed = parse(data, header, names)
+    checked.parsed = parsed
+    progress(f"validating {path.name}", 0.5)
+    row_problems, rejected = validate_rows(dataset, parsed.frame)
+    checked.rejected = rejected
+    for record in parsed.bad_records:
+        report.problems += record.problems
+    report.problems += row_problems
+    report.problems.sort(key=lambda p: (p.line or 0, p.severity is Severity.WARNING))
+    report.rows_read = parsed.rows_read
+    report.rows_rejected = len(parsed.bad_records) + int(rejected.sum())
+    if report.rows_read == 0:
+        report.problems.append(
+            Problem(ProblemType.NO_ROWS, None, None, None, "the file has a header but no rows")
+        )
+    return checked
+
+
+REJECT_FIELDS = ("file", "line", "problems", "record")
+
+
+def write_rejects(checked_files: Sequence[CheckedFile], destination: Path) -> int:
+    """Every rejected record, verbatim, with its problems. Returns how many were written."""
+    written = 0
+    with destination.open("w", newline="", encoding="utf-8", errors="surrogateescape") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(REJECT_FIELDS)
+        for checked in checked_files:
+            for line, record, problems in _rejected_records(checked):
+                text = "; ".join(
+                    f"{p.type} in {p.column}: {p.message}" if p.column else f"{p.type}: {p.message}"
+                    for p in problems
+                )
+                writer.writerow(
+                    [checked.path.name, line, text, record.decode("utf-8", "surrogateescape")]
+                )
+                written += 1
+    return written
+
+
+def _rejected_records(checked: CheckedFile) -> list[tuple[int, bytes, list[Problem]]]:
+    parsed = checked.parsed
+    if parsed is None or checked.rejected is None:
+        return []
+    by_line: dict[int, list[Problem]] = {}
+    for problem in checked.report.errors:
+        by_line.setdefault(problem.line or 0, []).append(problem)
+    records = [(bad.line, bad.raw, bad.problems) for bad in parsed.bad_records]
+    spans = parsed.frame.filter(checked.rejected).select(LINE, LINE_COUNT).iter_rows()
+    records += [
+        (line, parsed.verbatim(checked.data, line, count), by_line.get(line, []))
+        for line, count in spans
+    ]
+    return sorted(records, key=lambda record: record[0])
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    report: Report
+    stored: StoredDataset
+
+
+def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
+    assert checked.dataset is not None
+    report = checked.report
+    return {
+        "dataset": checked.dataset.name,
+        "title": checked.dataset.title,
+        "source": {
+            "name": checked.path.name,
+            "path": str(checked.path.resolve()),
+            "size": checked.size,
+            "sha256": checked.sha256,
+        },
+        "rows": {
+            "read": report.rows_read,
+            "written": tables["ratings"].height,
+            "rejected": report.rows_rejected,
+        },
+        "counts": {
+            "conversations": tables["items"].height,
+            "raters": tables["raters"].height,
+            "ratings": tables["ratings"].height,
+        },
+        "warnings": dict(
+            sorted(
+                (str(t), n)
+                for t, n in report.counts().items()
+                if t == ProblemType.INCONSISTENT_OVERALL
+            )
+        ),
+        "header": checked.header,
+        "filter": None,
+        "schema_version": SCHEMA_VERSION,
+        "tool_version": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def ingest(
+    paths: Sequence[Path],
+    store: Store,
+    choice: str = "auto",
+    force: bool = False,
+    rejects: Path | None = None,
+    progress: Progress = _no_progress,
+) -> list[IngestResult]:
+    """Validate every file, then write each dataset atomically; all or nothing per call.
+
+    Without `rejects`, any error refuses the whole call and writes nothing. With it,
+    valid rows are written and every rejected record goes to `rejects`.
+    """
+    checked_files = [check_file(path, choice, progress) for path in paths]
+    _refuse_same_dataset_twice(checked_files)
+    invalid = [c for c in checked_files if not c.report.ok]
+    if invalid and (rejects is None or not all(c.writable for c in invalid)):
+        first = invalid[0].report
+        raise InvalidInputError(f"{first.path} is not valid DICES data; nothing was written", first)
+    for checked in checked_files:
+        assert checked.dataset is not None
+        store.check_replaceable(checked.dataset.name, force)
+        if checked.report.rows_valid == 0:
+            raise InvalidInputError(
+                f"{checked.path}: every row was rejected; nothing was written", checked.report
+            )
+    if rejects is not None:
+        write_rejects(checked_files, rejects)
+    results = []
+    with store.locked():
+        for checked in checked_files:
+            assert checked.dataset is not None
+            store.check_replaceable(checked.dataset.name, force)
+            progress(f"writing DICES-{checked.dataset.name}", 0.8)
+            tables = split(checked.dataset, checked.valid_cells())
+            stored = store.publish(checked.dataset.name, tables, _manifest(checked, tables))
+            results.append(IngestResult(checked.report, stored))
+    progress("done", 1.0)
+    return results
+
+
+def _refuse_same_dataset_twice(checked_files: Sequence[CheckedFile]) -> None:
+    seen: dict[str, Path] = {}
+    for checked in checked_files:
+        if checked.dataset is None:
+            continue
+        name = checked.dataset.name
+        if name in seen:
+            raise UsageError(
+                f"{seen[name]} and {checked.path} are both DICES-{name}; ingest one at a time"
+            )
+        seen[name] = checked.path

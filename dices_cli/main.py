@@ -1,0 +1,77 @@
+"""The `dices` command line: parses arguments, calls the core, renders the result.
+
+Heavy libraries (Polars, DuckDB) are imported inside the commands that need them, so
+`dices --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from dices_cli import __version__
+from dices_cli.commands import data
+from dices_cli.errors import DicesError, InvalidInputError, UsageError
+
+
+class DicesGroup(TyperGroup):
+    """Turns core exceptions into `Error: ...` and an exit code, and a closed pipe into exit 0."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as error:
+            ctx.fail(str(error))
+        except DicesError as error:
+            from dices_cli.render import report_problems, say
+
+            say(f"Error: {error}")
+            if isinstance(error, InvalidInputError):
+                report_problems(error.report, error.report.errors)
+            raise typer.Exit(error.exit_code) from None
+        except BrokenPipeError:
+            # The reader went away (`| head`): stop quietly, and stop Python complaining
+            # about the unflushable stdout at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
+
+
+app = typer.Typer(
+    cls=DicesGroup,
+    name="dices",
+    help=(
+        "Validated Parquet and canned queries for the DICES crowd safety ratings.\n\n"
+        "Start with `dices demo`, then `dices ingest FILE` and `dices query --list`."
+    ),
+    context_settings={"help_option_names": ["-h", "--help"]},
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        print(f"dices {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Validated Parquet and canned queries for the DICES crowd safety ratings."""
+
+
+data.register(app)
+
+
+def run() -> None:
+    app()

@@ -1,0 +1,96 @@
+"""Validation problems as records, so they can be counted, tabulated and written as CSV."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    ERROR = "error"  # the row (or the file) cannot be ingested
+    WARNING = "warning"  # reported, but the row is ingested unchanged
+
+
+class ProblemType(StrEnum):
+    EMPTY_FILE = "empty-file"
+    NO_ROWS = "no-rows"
+    UNKNOWN_DATASET = "unknown-dataset"
+    MISSING_COLUMN = "missing-column"
+    UNEXPECTED_COLUMN = "unexpected-column"
+    DUPLICATE_COLUMN = "duplicate-column"
+    INVALID_UTF8 = "invalid-utf8"
+    NUL_CHARACTER = "nul-character"
+    UNTERMINATED_QUOTE = "unterminated-quote"
+    BAD_QUOTING = "bad-quoting"
+    WRONG_FIELD_COUNT = "wrong-field-count"
+    MISSING_VALUE = "missing-value"
+    NOT_AN_INTEGER = "not-an-integer"
+    OUT_OF_RANGE = "out-of-range"
+    NOT_IN_ENUM = "not-in-enum"
+    MALFORMED_LIST = "malformed-list"
+    DUPLICATE_ID = "duplicate-id"
+    DUPLICATE_RATING = "duplicate-rating"
+    INCONSISTENT_CONVERSATION = "inconsistent-conversation"
+    INCONSISTENT_RATER = "inconsistent-rater"
+    INCONSISTENT_OVERALL = "inconsistent-overall"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in one place. `line` is the file line where the row starts (1 = header)."""
+
+    type: ProblemType
+    line: int | None
+    column: str | None
+    value: str | None
+    message: str
+    severity: Severity = Severity.ERROR
+
+    def as_record(self) -> dict[str, str | int | None]:
+        record = asdict(self)
+        record["type"] = str(self.type)
+        record["severity"] = str(self.severity)
+        return record
+
+
+PROBLEM_FIELDS = ("type", "severity", "line", "column", "value", "message")
+
+
+@dataclass
+class Report:
+    """What validating one file found, and how its rows were accounted for."""
+
+    path: str
+    dataset: str | None
+    problems: list[Problem] = field(default_factory=list)
+    rows_read: int = 0
+    rows_rejected: int = 0
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity is Severity.WARNING]
+
+    @property
+    def rows_valid(self) -> int:
+        return self.rows_read - self.rows_rejected
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def counts(self) -> Counter[str]:
+        return Counter(str(p.type) for p in self.problems)
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{n} {t}" for t, n in sorted(self.counts().items()))
+        verdict = "valid" if self.ok else f"{len(self.errors)} errors"
+        text = f"{self.path}: {verdict}"
+        if self.dataset:
+            text += f" (DICES-{self.dataset})"
+        text += f"; {self.rows_read} rows read, {self.rows_rejected} would be rejected"
+        return text + (f" [{counts}]" if counts else "")

@@ -1,0 +1,112 @@
+"""Typed tables from validated string cells, and the wide string table back from them."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dices_cli.schema import (
+    GOLD_REASONS,
+    HARM_TAGS,
+    HARM_TYPE,
+    ITEM_ID,
+    RATER_ID,
+    SAFETY_GOLD_REASON,
+    Column,
+    Dataset,
+    Entity,
+    Kind,
+)
+
+TABLES = ("items", "raters", "ratings")
+
+
+def polars_type(column: Column) -> pl.DataType:
+    if column.kind is Kind.INTEGER:
+        return pl.Int64()
+    if column.kind is Kind.TIMESTAMP:
+        return pl.Datetime("us", "UTC")
+    if column.kind is Kind.ENUM:
+        return pl.Enum(list(column.values))
+    return pl.String()
+
+
+def _typed(column: Column) -> pl.Expr:
+    cell = pl.col(column.name)
+    if column.nullable:
+        cell = pl.when(cell != "").then(cell)
+    if column.kind is Kind.TIMESTAMP:
+        seconds = pl.from_epoch(cell.cast(pl.Int64), time_unit="s")
+        return seconds.dt.replace_time_zone("UTC").alias(column.name)
+    return cell.cast(polars_type(column)).alias(column.name)
+
+
+def _derived(dataset: Dataset) -> list[pl.Expr]:
+    """List forms kept beside the raw strings they are parsed from."""
+    tags = (
+        pl.col(HARM_TYPE.name)
+        .str.split(",")
+        .list.eval(pl.element().str.strip_chars().str.to_lowercase())
+        .list.filter(pl.element() != "")
+    )
+    derived = [tags.alias(HARM_TAGS)]
+    if SAFETY_GOLD_REASON.name in dataset.names:
+        # The malformed literals in the real file miss a quote; the names are intact.
+        reasons = pl.col(SAFETY_GOLD_REASON.name).str.extract_all(r"[A-Za-z_]+")
+        derived.append(reasons.alias(GOLD_REASONS))
+    return derived
+
+
+def _names(dataset: Dataset, entity: Entity) -> list[str]:
+    return [c.name for c in dataset.of(entity)]
+
+
+def _item_columns(dataset: Dataset) -> list[str]:
+    """The conversation's columns, each derived list right after its raw string."""
+    columns = []
+    for name in _names(dataset, Entity.ITEM):
+        columns.append(name)
+        if name == HARM_TYPE.name:
+            columns.append(HARM_TAGS)
+        elif name == SAFETY_GOLD_REASON.name:
+            columns.append(GOLD_REASONS)
+    return columns
+
+
+def _rating_columns(dataset: Dataset) -> list[str]:
+    row_id, *answers = _names(dataset, Entity.RATING)
+    return [row_id, RATER_ID.name, ITEM_ID.name, *answers]
+
+
+def split(dataset: Dataset, cells: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """items (one row per conversation), raters (one per rater), ratings (one per row).
+
+    `cells` holds validated String cells; rows keep their file order, and items and
+    raters the order in which they first appear.
+    """
+    typed = cells.select(_typed(c) for c in dataset.columns).with_columns(_derived(dataset))
+    return {
+        "items": typed.select(_item_columns(dataset)).unique(
+            ITEM_ID.name, keep="first", maintain_order=True
+        ),
+        "raters": typed.select(_names(dataset, Entity.RATER)).unique(
+            RATER_ID.name, keep="first", maintain_order=True
+        ),
+        "ratings": typed.select(_rating_columns(dataset)),
+    }
+
+
+def _as_cell(column: Column) -> pl.Expr:
+    value = pl.col(column.name)
+    if column.kind is Kind.TIMESTAMP:
+        value = value.dt.epoch("s")
+    return value.cast(pl.String).fill_null("").alias(column.name)
+
+
+def wide_cells(dataset: Dataset, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The wide file again, every cell a String as it was in the CSV, rows in file order."""
+    wide = (
+        tables["ratings"]
+        .join(tables["raters"], on=RATER_ID.name, how="left", maintain_order="left")
+        .join(tables["items"], on=ITEM_ID.name, how="left", maintain_order="left")
+    )
+    return wide.select(_as_cell(c) for c in dataset.columns)

@@ -1,0 +1,72 @@
+"""Shared fixtures: replica DICES files built once per run, and a data directory holding both.
+
+The replica generator lives in the sibling `shared/` folder (../shared/data), not in this
+repository. Without it, the tests that need full-size files are skipped with a reason, unless
+DICES_REQUIRE_REPLICA=1 (set by CI), which turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dices_cli.main import app
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("DICES_SHARED", REPO.parent / "shared"))
+GENERATOR = SHARED / "data" / "make_replica.py"
+
+
+def _replica(name: str, directory: Path) -> Path:
+    if not GENERATOR.exists():
+        message = f"replica generator not found at {GENERATOR} (set DICES_SHARED)"
+        if os.environ.get("DICES_REQUIRE_REPLICA") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    target = directory / f"dices_{name}.csv"
+    subprocess.run(
+        [sys.executable, str(GENERATOR), name, str(target)], check=True, capture_output=True
+    )
+    return target
+
+
+@pytest.fixture(scope="session")
+def replica_350(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _replica("350", tmp_path_factory.mktemp("replica"))
+
+
+@pytest.fixture(scope="session")
+def replica_990(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _replica("990", tmp_path_factory.mktemp("replica"))
+
+
+@pytest.fixture(scope="session")
+def ingested(
+    tmp_path_factory: pytest.TempPathFactory, replica_350: Path, replica_990: Path
+) -> Path:
+    """A data directory with both replica datasets. Read-only: copy it before changing it."""
+    data = tmp_path_factory.mktemp("data")
+    result = CliRunner().invoke(
+        app, ["ingest", str(replica_350), str(replica_990), "--data", str(data)]
+    )
+    assert result.exit_code == 0, result.output
+    return data
+
+
+@pytest.fixture
+def ingested_copy(ingested: Path, tmp_path: Path) -> Path:
+    """A private copy of `ingested` that a test may change."""
+    target = tmp_path / "data"
+    shutil.copytree(ingested, target, symlinks=True)
+    return target
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
