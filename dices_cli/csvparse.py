@@ -221,11 +221,13 @@ def _structure_problems(line: int, cells: list[str] | csv.Error, names: list[str
         if not _is_utf8(cell):
             shown = cell.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             problems.append(
-                Problem(ProblemType.INVALID_UTF8, line, name, shown, "the value is not valid UTF-8")
+                Problem(
+                    ProblemType.INVALID_UTF8, line, name, shown, f"'{shown}' is not valid UTF-8"
+                )
             )
         elif "\x00" in cell:
             shown = cell.replace("\x00", "\\x00")
             problems.append(
-                Problem(ProblemType.NUL_CHARACTER, line, name, shown, "the value holds a NUL byte")
+                Problem(ProblemType.NUL_CHARACTER, line, name, shown, f"'{shown}' holds a NUL byte")
             )
     return problems

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from dices_cli.ingest import ingest
+from dices_cli.output import Table, table_from_rows
 from dices_cli.store import Store, inventory
 
 SAMPLE_FILES = ("dices_350_sample.csv.gz", "dices_990_sample.csv.gz")
@@ -20,7 +21,7 @@ class Section:
     title: str
     explanation: str
     command: str  # what the user would type to see this on their own data
-    frame: pl.DataFrame
+    table: Table
 
 
 def sample_paths() -> list[Path]:
@@ -36,7 +37,7 @@ def tour(workdir: Path, sections: Callable[[Store], list[Section]] | None = None
         "What was ingested",
         "Both sample files were validated and split into typed Parquet tables.",
         f"dices ingest FILE... && dices info --data {workdir}",
-        pl.DataFrame(inventory(store)).drop("path", "sha256", "filter"),
+        _summary(store),
     )
     return [first, *(sections or _default_sections)(store)]
 
@@ -60,6 +61,12 @@ def _default_sections(store: Store) -> list[Section]:
             "How raters answered Q_overall (is the last response unsafe?)",
             "Each rating is one rater's verdict on one conversation.",
             "dices query overview",
-            pl.concat(shares),
+            Table.from_polars(pl.concat(shares)),
         )
     ]
+
+
+def _summary(store: Store) -> Table:
+    shown = ("dataset", "conversations", "raters", "ratings", "rows_rejected", "source")
+    records = inventory(store)
+    return table_from_rows(shown, [tuple(r[k] for k in shown) for r in records])

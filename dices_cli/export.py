@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import BinaryIO
 
 import polars as pl
@@ -23,4 +24,10 @@ def wide_frame(stored: StoredDataset) -> pl.DataFrame:
 
 
 def write_csv(stored: StoredDataset, handle: BinaryIO) -> None:
-    wide_frame(stored).write_csv(handle)
+    try:
+        wide_frame(stored).write_csv(handle)
+    except OSError as error:
+        # Polars reports a closed pipe (`dices export | head`) as a bare OSError.
+        if error.errno == errno.EPIPE or f"os error {errno.EPIPE})" in str(error):
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe") from error
+        raise

@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from dices_cli import __version__
-from dices_cli.commands import data
+from dices_cli.commands import data, query
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 
 
@@ -25,7 +25,12 @@ class DicesGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except UsageError as error:
-            ctx.fail(str(error))
+            from dices_cli.render import say
+
+            command = " ".join(filter(None, ["dices", ctx.invoked_subcommand]))
+            say(f"Error: {error}")
+            say(f"Try '{command} -h' for help.")
+            raise typer.Exit(error.exit_code) from None
         except DicesError as error:
             from dices_cli.render import report_problems, say
 
@@ -33,11 +38,21 @@ class DicesGroup(TyperGroup):
             if isinstance(error, InvalidInputError):
                 report_problems(error.report, error.report.errors)
             raise typer.Exit(error.exit_code) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
         except BrokenPipeError:
             # The reader went away (`| head`): stop quietly, and stop Python complaining
             # about the unflushable stdout at exit.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
+        except Exception as error:
+            if os.environ.get("DICES_DEBUG"):
+                raise
+            from dices_cli.render import say
+
+            say(f"Error: unexpected {type(error).__name__}: {error}")
+            say("This is a bug in dices; rerun with DICES_DEBUG=1 for the traceback and report it.")
+            raise typer.Exit(1) from None
 
 
 app = typer.Typer(
@@ -71,6 +86,7 @@ def main(
 
 
 data.register(app)
+query.register(app)
 
 
 def run() -> None:

@@ -1,18 +1,28 @@
-"""One output path for every command: a frame written as CSV, TSV, JSON, JSON Lines or Parquet.
+"""One output path for every command: a result written as CSV, TSV, JSON, JSON Lines or Parquet.
 
-Tables for people are drawn by the CLI (`dices_cli.render`); this module writes the
-machine formats, with numbers exact and column order stable.
+Results are plain `Table`s (column names and row tuples), so writing CSV or JSON needs
+neither Polars nor PyArrow and a query starts fast. Numbers are written exactly (Python's
+shortest round-trip form); only the table for people, drawn by `dices_cli.render`, rounds.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
-from typing import BinaryIO
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from dices_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 class Format(StrEnum):
@@ -35,6 +45,26 @@ EXTENSIONS = {
 }
 
 
+@dataclass(frozen=True)
+class Table:
+    """A result: column names, whether each is numeric, and the rows."""
+
+    columns: list[str]
+    numeric: list[bool]
+    rows: list[tuple[Any, ...]]
+
+    @classmethod
+    def from_polars(cls, frame: pl.DataFrame) -> Table:
+        return cls(
+            list(frame.columns),
+            [dtype.is_numeric() for dtype in frame.dtypes],
+            frame.rows(),
+        )
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
 def choose_format(
     requested: Format | None, output: Path | None, stdout_is_terminal: bool
 ) -> Format:
@@ -42,7 +72,7 @@ def choose_format(
     if requested is not None:
         if requested is Format.TABLE and output is not None:
             raise UsageError(
-                "--format table is for the terminal; pick csv, tsv, json, jsonl or parquet with -o"
+                "--format table is for the terminal; with -o pick csv, tsv, json, jsonl or parquet"
             )
         if requested is Format.PARQUET and output is None and stdout_is_terminal:
             raise UsageError("Parquet is binary; write it with -o FILE or redirect stdout")
@@ -52,35 +82,77 @@ def choose_format(
     return Format.TABLE if stdout_is_terminal else Format.CSV
 
 
-def _flatten_for_text(frame: pl.DataFrame) -> pl.DataFrame:
-    """CSV has no lists: list cells become JSON arrays, so they still parse unambiguously."""
-    nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
-    if not nested:
-        return frame
-    return frame.with_columns(pl.col(nested).map_elements(_json_list, return_dtype=pl.String))
+def _text_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(_json_value(value), ensure_ascii=False)
+    return str(value)
 
 
-def _json_list(values: pl.Series) -> str:
-    import json
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    return value
 
-    return json.dumps(values.to_list(), ensure_ascii=False)
+
+def _write_delimited(table: Table, handle: BinaryIO, delimiter: str) -> None:
+    text = io.TextIOWrapper(handle, encoding="utf-8", newline="", write_through=True)
+    writer = csv.writer(text, delimiter=delimiter, lineterminator="\n")
+    writer.writerow(table.columns)
+    writer.writerows([_text_cell(v) for v in row] for row in table.rows)
+    text.detach()  # leave `handle` open for the caller
 
 
-DATETIME_FORMAT = "%Y-%m-%dT%H:%M:%S%:z"
+def _write_json_lines(table: Table, handle: BinaryIO) -> None:
+    for record in table.records():
+        handle.write(json.dumps(_json_value(record), ensure_ascii=False).encode() + b"\n")
 
 
-def write_frame(frame: pl.DataFrame, fmt: Format, handle: BinaryIO) -> None:
-    if fmt in (Format.CSV, Format.TSV):
-        _flatten_for_text(frame).write_csv(
-            handle,
-            separator="," if fmt is Format.CSV else "\t",
-            datetime_format=DATETIME_FORMAT,
-        )
+def _write_parquet(table: Table, handle: BinaryIO) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {name: [row[i] for row in table.rows] for i, name in enumerate(table.columns)}
+    pq.write_table(pa.table(columns), handle)
+
+
+def write_table(table: Table, fmt: Format, handle: BinaryIO) -> None:
+    if fmt is Format.CSV:
+        _write_delimited(table, handle, ",")
+    elif fmt is Format.TSV:
+        _write_delimited(table, handle, "\t")
     elif fmt is Format.JSON:
-        handle.write(frame.write_json().encode() + b"\n")
+        handle.write(json.dumps(_json_value(table.records()), ensure_ascii=False).encode() + b"\n")
     elif fmt is Format.JSONL:
-        frame.write_ndjson(handle)
+        _write_json_lines(table, handle)
     elif fmt is Format.PARQUET:
-        frame.write_parquet(handle)
+        _write_parquet(table, handle)
     else:
         raise ValueError(f"{fmt} is drawn by the CLI, not written here")
+
+
+def table_from_rows(columns: Sequence[str], rows: list[tuple[Any, ...]]) -> Table:
+    """A Table whose numeric columns are found from the values themselves."""
+    numeric = [
+        all(
+            isinstance(row[i], int | float | Decimal) and not isinstance(row[i], bool)
+            for row in rows
+            if row[i] is not None
+        )
+        and any(row[i] is not None for row in rows)
+        for i in range(len(columns))
+    ]
+    return Table(list(columns), numeric, rows)

@@ -8,10 +8,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dices_cli.output import Format, choose_format, write_frame
+from dices_cli.output import Format, Table, choose_format, write_table
 
 if TYPE_CHECKING:
-    import polars as pl
     from rich.console import Console
 
     from dices_cli.ingest import Progress
@@ -42,33 +41,29 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def print_table(frame: pl.DataFrame, title: str | None = None) -> None:
+def print_table(table: Table, title: str | None = None) -> None:
+    from rich import box
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=title, title_justify="left", header_style="bold")
-    for name, dtype in frame.schema.items():
-        table.add_column(name, justify="right" if dtype.is_numeric() else "left", overflow="fold")
-    for row in frame.iter_rows():
-        table.add_row(*(_cell(v) for v in row))
-    Console().print(table)
+    drawn = RichTable(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+    for name, numeric in zip(table.columns, table.numeric, strict=True):
+        drawn.add_column(name, justify="right" if numeric else "left", overflow="fold")
+    for row in table.rows:
+        drawn.add_row(*(_cell(v) for v in row))
+    Console().print(drawn)
 
 
-def emit(
-    frame: pl.DataFrame,
-    fmt: Format | None,
-    output: Path | None,
-    title: str | None = None,
-) -> None:
+def emit(table: Table, fmt: Format | None, output: Path | None, title: str | None = None) -> None:
     """Send a result to stdout or -o FILE in the format asked for (or the natural one)."""
     chosen = choose_format(fmt, output, sys.stdout.isatty())
     if chosen is Format.TABLE:
-        print_table(frame, title)
+        print_table(table, title)
     elif output is not None:
         with output.open("wb") as handle:
-            write_frame(frame, chosen, handle)
+            write_table(table, chosen, handle)
     else:
-        write_frame(frame, chosen, sys.stdout.buffer)
+        write_table(table, chosen, sys.stdout.buffer)
         sys.stdout.buffer.flush()
 
 

@@ -65,6 +65,7 @@ class Column:
     values: tuple[str, ...] = ()
     nullable: bool = False  # an empty cell is allowed and stored as null
     minimum: int | None = None  # for integer columns
+    maximum: int | None = None  # for integer columns; None = the Int64 maximum
 
     @property
     def is_answer(self) -> bool:
@@ -111,6 +112,7 @@ ANSWER_TIMESTAMP = Column(
     Entity.RATING,
     "When the rater rated this conversation (Unix seconds in the CSV).",
     minimum=0,
+    maximum=253_402_300_799,  # 9999-12-31T23:59:59Z: the last second a datetime can hold
 )
 CONTEXT = Column("context", Kind.TEXT, Entity.ITEM, "The conversation before the last response.")
 RESPONSE = Column("response", Kind.TEXT, Entity.ITEM, "The chatbot's last response, being rated.")

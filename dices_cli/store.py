@@ -26,12 +26,13 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DatasetExistsError, DicesError, LockedError, NotIngestedError
 from dices_cli.schema import DATASETS
+
+if TYPE_CHECKING:
+    import polars as pl
 
 DATA_ENV = "DICES_DATA"
 DEFAULT_DIR = "dices-data"
@@ -63,6 +64,8 @@ class StoredDataset:
         return self.path / f"{table}.parquet"
 
     def read(self, table: str) -> pl.DataFrame:
+        import polars as pl
+
         return pl.read_parquet(self.table_path(table))
 
 

@@ -24,7 +24,7 @@ from dices_cli.schema import (
     Kind,
 )
 
-INTEGER_PATTERN = r"^-?(0|[1-9][0-9]*)$"
+INTEGER_PATTERN = r"^(0|-?[1-9][0-9]*)$"  # no "-0", which would not export back as written
 REASON_LIST_PATTERN = r'^\[\s*(?:"?[A-Za-z_]+"?\s*(?:,\s*"?[A-Za-z_]+"?\s*)*)?\]$'
 INT64_MAX = 2**63 - 1
 SHOWN_CHARS = 60  # how much of a long text value a message quotes
@@ -63,6 +63,7 @@ def _cell_checks(column: Column) -> list[Check]:
         looks_integer = cell.str.contains(INTEGER_PATTERN)
         number = cell.cast(pl.Int64, strict=False)
         low = column.minimum if column.minimum is not None else -INT64_MAX
+        high = column.maximum if column.maximum is not None else INT64_MAX
         checks += [
             Check(
                 ProblemType.NOT_AN_INTEGER,
@@ -76,8 +77,8 @@ def _cell_checks(column: Column) -> list[Check]:
             Check(
                 ProblemType.OUT_OF_RANGE,
                 column.name,
-                looks_integer & (number.is_null() | (number < low)),
-                pl.format("{} is outside the range {}..{}", cell, pl.lit(low), pl.lit(INT64_MAX)),
+                looks_integer & (number.is_null() | (number < low) | (number > high)),
+                pl.format("{} is outside the range {}..{}", cell, pl.lit(low), pl.lit(high)),
             ),
         ]
     elif column.kind is Kind.ENUM:
@@ -163,12 +164,13 @@ def _consistency_checks(dataset: Dataset, present: set[str]) -> list[Check]:
                     column.name,
                     (pl.col(key) != "") & (pl.col(column.name) != first),
                     pl.format(
-                        "{} {} has {} {} on line {}, but a different value here",
+                        "{} {} has {} {} on line {}, but {} here",
                         pl.lit(noun),
                         pl.col(key),
                         pl.lit(column.name),
                         _quoted(first),
                         pl.col(LINE).first().over(key),
+                        _quoted(pl.col(column.name)),
                     ),
                 )
             )

@@ -95,24 +95,19 @@ def validate(
 
         dices validate dices_350.csv --format csv -o problems.csv
     """
-    import polars as pl
-
     from dices_cli.ingest import check_file
+    from dices_cli.output import Table
     from dices_cli.problems import PROBLEM_FIELDS
 
-    reports = []
     with progress_bar(enabled=True) as progress:
         reports = [check_file(path, dataset, progress).report for path in files]
-    records = [
-        {"file": report.path, **problem.as_record()}
+    columns = ["file", *PROBLEM_FIELDS]
+    rows = [
+        (report.path, *(problem.as_record()[f] for f in PROBLEM_FIELDS))
         for report in reports
         for problem in report.problems
     ]
-    schema = {
-        "file": pl.String,
-        **{f: pl.Int64 if f == "line" else pl.String for f in PROBLEM_FIELDS},
-    }
-    emit(pl.DataFrame(records, schema=schema, orient="row"), fmt, output, title="Problems")
+    emit(Table(columns, [c == "line" for c in columns], rows), fmt, output, title="Problems")
     for report in reports:
         say(report.summary())
     if not all(report.ok for report in reports):
@@ -126,9 +121,8 @@ def info(data: DataDir = None, fmt: OutputFormat = None, output: OutputFile = No
 
         dices info --data ~/dices
     """
-    import polars as pl
-
     from dices_cli.errors import NotIngestedError
+    from dices_cli.output import table_from_rows
     from dices_cli.store import Store, inventory, resolve_data_dir
 
     store = Store(resolve_data_dir(data))
@@ -137,7 +131,8 @@ def info(data: DataDir = None, fmt: OutputFormat = None, output: OutputFile = No
         raise NotIngestedError(
             f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
         )
-    emit(pl.DataFrame(records), fmt, output, title=f"Datasets in {store.root}")
+    table = table_from_rows(list(records[0]), [tuple(r.values()) for r in records])
+    emit(table, fmt, output, title=f"Datasets in {store.root}")
 
 
 def export(
@@ -188,6 +183,12 @@ def demo(
     The sample is the first conversations of each DICES replica file, with all their
     raters (DICES: CC BY 4.0, Google LLC). Content warning: the conversations are
     adversarial and can be offensive; the tour shows numbers only.
+
+    Examples:
+
+        dices demo
+
+        dices demo --keep ./dices-demo
     """
     import tempfile
 
@@ -199,7 +200,7 @@ def demo(
         say(f"Ingesting the bundled sample into {workdir} ...")
         for section in tour(workdir):
             say("")
-            print_table(section.frame, title=section.title)
+            print_table(section.table, title=section.title)
             say(f"  {section.explanation}")
             say(f"  try: {section.command}")
 

@@ -1,0 +1,216 @@
+"""Commands that ask questions of ingested data: query (canned SQL) and sql (ad hoc)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
+from dices_cli.render import emit, say
+
+QUERY_HELP = """Run a canned query: the field's standard questions, as documented SQL.
+
+`dices query --list` names them all; `dices query NAME --explain` says what one tells you.
+
+Examples:
+
+    dices query overview
+
+    dices query qoverall-by-demographic --by rater_race --by rater_gender
+
+    dices query gold-vs-crowd --rule threshold --threshold 0.3 --format json
+
+    dices query item-distribution -o items.parquet
+
+    dices filter-raters --min-quality 0.6 --ids-only | dices query overview --raters -
+"""
+
+DatasetOption = Annotated[
+    Literal["all", "350", "990"],
+    typer.Option("--dataset", "-d", help="Which ingested dataset(s) to query."),
+]
+ExcludeRemoved = Annotated[
+    bool,
+    typer.Option(
+        "--exclude-removed",
+        help="Leave out the raters the DICES authors removed (19 in DICES-350, 12 in DICES-990).",
+    ),
+]
+RatersFile = Annotated[
+    str | None,
+    typer.Option(
+        "--raters",
+        metavar="FILE|-",
+        help="Keep only these raters: one id a line, or a CSV with a rater_id column; - is stdin.",
+    ),
+]
+
+
+def rater_selection(exclude_removed: bool, raters: str | None) -> Any:
+    """The rater selection every query honours, from the shared options."""
+    from dices_cli.queries.engine import RaterSelection
+    from dices_cli.raters import parse_rater_ids
+
+    selection = RaterSelection(exclude_removed=exclude_removed)
+    if exclude_removed:
+        selection.description.append("without the raters the DICES authors removed")
+    if raters is not None:
+        if raters == "-":
+            text, source = sys.stdin.read(), "stdin"
+        else:
+            try:
+                text, source = Path(raters).read_text(encoding="utf-8"), raters
+            except OSError as error:
+                from dices_cli.errors import DicesError
+
+                raise DicesError(f"cannot read --raters {raters}: {error.strerror}") from error
+        selection.keep_ids = parse_rater_ids(text, source)
+        selection.description.append(f"{len(selection.keep_ids)} raters from {source}")
+    return selection
+
+
+def _list_queries(fmt: Any, output: Path | None) -> None:
+    from dices_cli.output import Table
+    from dices_cli.queries.catalog import catalog
+
+    rows = [
+        (
+            q.name,
+            " ".join(q.datasets),
+            " ".join(f"--{p.name.replace('_', '-')}" for p in q.parameters),
+            q.summary,
+        )
+        for q in catalog().values()
+    ]
+    columns = ["name", "datasets", "parameters", "summary"]
+    emit(Table(columns, [False] * 4, rows), fmt, output, title="Canned queries")
+
+
+def _explain(name: str) -> None:
+    from dices_cli.queries.catalog import get_query
+
+    query = get_query(name)
+    print(f"{query.name}: {query.summary}\n")
+    print(query.explanation + "\n")
+    print(f"Datasets: {', '.join('DICES-' + d for d in query.datasets)}")
+    for parameter in query.parameters:
+        default = "required" if parameter.required else f"default {parameter.default or 'none'}"
+        choices = f" Choices: {', '.join(parameter.choices)}." if parameter.choices else ""
+        option = f"--{parameter.name.replace('_', '-')}"
+        print(f"  {option} ({parameter.type}, {default}): {parameter.help}{choices}")
+    print(f"\nSQL: {query.path}")
+
+
+def _bind(query: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """Bound values for every parameter of `query`; refuses options it does not take."""
+    from dices_cli.errors import UsageError
+
+    for option, value in given.items():
+        if value not in (None, [], False) and query.parameter(option) is None:
+            takes = (
+                ", ".join(f"--{p.name.replace('_', '-')}" for p in query.parameters) or "no options"
+            )
+            raise UsageError(
+                f"{query.name} does not take --{option.replace('_', '-')}; it takes: {takes}"
+            )
+    return {p.name: p.convert(given.get(p.name)) for p in query.parameters}
+
+
+def query(
+    name: Annotated[
+        str | None, typer.Argument(help="The query to run.", show_default=False)
+    ] = None,
+    list_: Annotated[bool, typer.Option("--list", "-l", help="List the canned queries.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Say what the query tells you.")
+    ] = False,
+    dataset: DatasetOption = "all",
+    by: Annotated[
+        list[str] | None,
+        typer.Option("--by", "-b", help="Group by this rater column (repeat for intersections)."),
+    ] = None,
+    rule: Annotated[
+        str | None, typer.Option("--rule", help="gold-vs-crowd: plurality or threshold.")
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option("--threshold", help="gold-vs-crowd --rule threshold: share of Yes (0-1)."),
+    ] = None,
+    exclude_removed: ExcludeRemoved = False,
+    raters: RatersFile = None,
+    show_sql: Annotated[
+        bool, typer.Option("--show-sql", help="Print the SQL and its parameters to stderr.")
+    ] = False,
+    data: DataDir = None,
+    fmt: OutputFormat = None,
+    output: OutputFile = None,
+) -> None:
+    from dices_cli.errors import UsageError
+    from dices_cli.queries.catalog import get_query, render_sql
+    from dices_cli.queries.engine import open_session
+    from dices_cli.store import Store, resolve_data_dir
+
+    if list_:
+        _list_queries(fmt, output)
+        return
+    if name is None:
+        raise UsageError("name a query, or use --list to see them")
+    if explain:
+        _explain(name)
+        return
+    canned = get_query(name)
+    parameters = _bind(canned, {"by": by or [], "rule": rule, "threshold": threshold})
+    selection = rater_selection(exclude_removed, raters)
+    if show_sql:
+        say(f"-- parameters: {parameters}\n{render_sql(canned)}")
+    store = Store(resolve_data_dir(data))
+    session = open_session(store, dataset, selection, needs=canned.datasets)
+    skipped = sorted(set(store.available()) - {d.name for d in session.datasets})
+    if dataset == "all" and skipped:
+        left_out = ", ".join(f"DICES-{d}" for d in skipped)
+        say(f"note: {name} does not apply to {left_out}; showing the datasets it applies to")
+    if selection.description:
+        say(f"raters: {'; '.join(selection.description)}")
+    emit(session.run(canned, parameters), fmt, output, title=name)
+
+
+def sql(
+    statement: Annotated[
+        str, typer.Argument(help="One SELECT over items, raters, ratings, ratings_wide.")
+    ],
+    dataset: DatasetOption = "all",
+    exclude_removed: ExcludeRemoved = False,
+    raters: RatersFile = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Stop the query after this many seconds.", min=0.1)
+    ] = 60.0,
+    data: DataDir = None,
+    fmt: OutputFormat = None,
+    output: OutputFile = None,
+) -> None:
+    """Run your own read-only SQL over the ingested data.
+
+    Views: items, raters, ratings, ratings_wide (ratings joined to raters and items) and
+    published_removed, each with a `dataset` column. The data is loaded into memory and
+    the connection locked: one SELECT only, no files, no extensions, no settings.
+
+    Examples:
+
+        dices sql "SELECT rater_age, count(*) FROM ratings_wide GROUP BY ALL ORDER BY ALL"
+
+        dices sql "SELECT * FROM items WHERE dataset = '350' AND safety_gold = 'Yes'" -f jsonl
+    """
+    from dices_cli.queries.sandbox import run_sql
+    from dices_cli.store import Store, resolve_data_dir
+
+    selection = rater_selection(exclude_removed, raters)
+    store = Store(resolve_data_dir(data))
+    emit(run_sql(store, dataset, statement, selection, timeout), fmt, output, title="sql")
+
+
+def register(app: typer.Typer) -> None:
+    app.command(help=QUERY_HELP, no_args_is_help=True)(query)
+    app.command(no_args_is_help=True)(sql)

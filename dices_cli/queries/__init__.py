@@ -1,0 +1,1 @@
+"""Canned DuckDB queries over the ingested data."""

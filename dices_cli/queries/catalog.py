@@ -1,0 +1,199 @@
+"""The canned queries: `.sql` files whose header comment names and documents them.
+
+A header is the leading block of `--` comment lines:
+
+    -- name: qoverall-by-demographic
+    -- summary: Q_overall answers per demographic group, with a 95% Wilson interval.
+    -- datasets: 350 990
+    -- uses: gold-vs-crowd AS cells          (optional: another query as a CTE)
+    -- param by: columns, required: Rater columns to group by; several intersect.
+    -- param threshold: float = 0.5: Share of Yes that makes the crowd say Yes.
+    -- explanation:
+    --   Free text, as many lines as needed, until the header ends.
+
+Parameter types: `columns` (a list of column names from the group-by choices), `float`,
+`integer`, `choice(a|b)`. Each parameter is bound by name (`$threshold`), never pasted.
+Adding a query is adding a file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from dices_cli.errors import UsageError
+
+# Rater and rating columns a result can be broken down by.
+GROUP_COLUMNS = (
+    "rater_gender",
+    "rater_race",
+    "rater_raw_race",
+    "rater_age",
+    "rater_education",
+    "rater_locale",
+    "phase",
+)
+
+_PARAM = re.compile(
+    r"^param (?P<name>[a-z_]+): (?P<type>columns|float|integer|choice\([a-z|]+\))"
+    r"(?:, (?P<required>required)| = (?P<default>[^:]+))?: (?P<help>.+)$"
+)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    type: str
+    default: str | None
+    required: bool
+    help: str
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        if self.type == "columns":
+            return GROUP_COLUMNS
+        if self.type.startswith("choice("):
+            return tuple(self.type[len("choice(") : -1].split("|"))
+        return ()
+
+    def convert(self, raw: object) -> object:
+        """The value to bind: from the CLI's value, or this parameter's default."""
+        if raw is None or raw == []:
+            if self.required:
+                raise UsageError(f"this query needs --{self.name.replace('_', '-')}")
+            raw = [] if self.type == "columns" else self.default
+        if self.type == "float":
+            return float(str(raw))
+        if self.type == "integer":
+            return int(str(raw))
+        if self.type == "columns":
+            columns = list(raw) if isinstance(raw, list | tuple) else [str(raw)]
+            unknown = [c for c in columns if c not in GROUP_COLUMNS]
+            if unknown:
+                raise UsageError(
+                    f"unknown --{self.name} column {unknown[0]!r}; choose from: "
+                    + ", ".join(GROUP_COLUMNS)
+                )
+            return columns
+        if str(raw) not in self.choices:
+            raise UsageError(
+                f"--{self.name} must be one of: {', '.join(self.choices)} (got {raw!r})"
+            )
+        return str(raw)
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    summary: str
+    explanation: str
+    datasets: tuple[str, ...]
+    parameters: tuple[Parameter, ...]
+    uses: tuple[str, str] | None  # (query name, CTE alias)
+    body: str
+    path: Path
+
+    def parameter(self, name: str) -> Parameter | None:
+        return next((p for p in self.parameters if p.name == name), None)
+
+
+def _header_lines(text: str) -> tuple[list[str], str]:
+    lines = text.splitlines()
+    header: list[str] = []
+    for index, line in enumerate(lines):
+        if not line.startswith("--"):
+            return header, "\n".join(lines[index:])
+        header.append(line[2:].strip() if not line.startswith("--   ") else "  " + line[5:])
+    return header, ""
+
+
+def parse_query(path: Path, text: str) -> Query:
+    header, body = _header_lines(text)
+    fields: dict[str, str] = {}
+    parameters = []
+    explanation: list[str] = []
+    in_explanation = False
+    for line in header:
+        if in_explanation and line.startswith("  "):
+            explanation.append(line.strip())
+            continue
+        in_explanation = False
+        if line.startswith("param "):
+            match = _PARAM.match(line)
+            if match is None:
+                raise ValueError(f"{path.name}: malformed parameter line: {line}")
+            parameters.append(
+                Parameter(
+                    match["name"],
+                    match["type"],
+                    match["default"],
+                    bool(match["required"]),
+                    match["help"],
+                )
+            )
+        elif line.startswith("explanation:"):
+            in_explanation = True
+        elif ":" in line:
+            key, value = line.split(":", 1)
+            fields[key.strip()] = value.strip()
+    uses = None
+    if "uses" in fields:
+        base, _, alias = fields["uses"].partition(" AS ")
+        uses = (base.strip(), alias.strip())
+    return Query(
+        name=fields["name"],
+        summary=fields["summary"],
+        explanation=" ".join(explanation),
+        datasets=tuple(fields.get("datasets", "350 990").split()),
+        parameters=tuple(parameters),
+        uses=uses,
+        body=body.strip().rstrip(";"),
+        path=path,
+    )
+
+
+def sql_directory() -> Path:
+    """`dices_cli/sql` in an installed wheel; the repository's `sql/` in a source checkout."""
+    packaged = Path(str(resources.files("dices_cli"))) / "sql"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "sql"
+
+
+@cache
+def catalog() -> dict[str, Query]:
+    """Every canned query by name; files starting with `_` are shared preludes, not queries."""
+    queries = {}
+    for path in sorted(sql_directory().glob("*.sql")):
+        if path.name.startswith("_"):
+            continue
+        query = parse_query(path, path.read_text(encoding="utf-8"))
+        queries[query.name] = query
+    return queries
+
+
+def get_query(name: str) -> Query:
+    queries = catalog()
+    if name not in queries:
+        raise UsageError(
+            f"there is no query {name!r}; choose from: {', '.join(sorted(queries))} "
+            "(`dices query --list` describes them)"
+        )
+    return queries[name]
+
+
+def prelude() -> str:
+    """Macros every query may use (sql/_macros.sql)."""
+    return (sql_directory() / "_macros.sql").read_text(encoding="utf-8")
+
+
+def render_sql(query: Query) -> str:
+    """The full statement: the query's body, with the query it uses as a CTE."""
+    if query.uses is None:
+        return query.body
+    base, alias = query.uses
+    inner = render_sql(get_query(base))
+    if query.body.upper().startswith("WITH "):
+        return f"WITH {alias} AS ({inner}),\n{query.body[5:]}"
+    return f"WITH {alias} AS ({inner})\n{query.body}"

@@ -1,0 +1,246 @@
+"""A DuckDB session over the ingested Parquet: typed views, rater selection, canned queries.
+
+Views (each with a `dataset` column, '350' or '990'):
+
+    items         one row per conversation
+    raters        one row per rater (after rater selection)
+    ratings       one row per rating (after rater selection), answers as ENUMs, plus
+                  granular_answers (the Q2-Q6 answers as a list) and implied_overall
+                  (the Q_overall its sub-questions imply)
+    ratings_wide  ratings joined to raters and items
+    published_removed  the raters the DICES authors removed (dataset, rater_id)
+
+Columns that mean the same thing in both datasets have the same name (DICES-990's
+Q3_unfair_bias_overall is Q3_bias_overall here); a column a dataset lacks is NULL there.
+Everything is generated from `dices_cli.schema`, whose names are fixed identifiers; every
+value that comes from a user is bound as a parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dices_cli.errors import DicesError, NotIngestedError, UsageError
+from dices_cli.output import Table, table_from_rows
+from dices_cli.queries.catalog import Query, prelude, render_sql
+from dices_cli.schema import (
+    DATASETS,
+    GOLD_REASONS,
+    HARM_TAGS,
+    PUBLISHED_REMOVED,
+    Column,
+    Dataset,
+    Entity,
+    Kind,
+)
+from dices_cli.store import Store
+
+if TYPE_CHECKING:
+    import duckdb
+
+UNIFIED_NAMES = {"Q3_unfair_bias_overall": "Q3_bias_overall"}
+
+
+def enum_types() -> dict[tuple[str, ...], str]:
+    """One DuckDB ENUM type per distinct value list, named after the column it first types."""
+    names: dict[tuple[str, ...], str] = {}
+    for dataset in DATASETS.values():
+        for column in dataset.columns:
+            if column.kind is Kind.ENUM and column.values not in names:
+                names[column.values] = "answer" if column.is_answer else f"{column.name}_t"
+    return names
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _sql_type(column: Column, enums: dict[tuple[str, ...], str]) -> str:
+    if column.kind is Kind.ENUM:
+        return enums[column.values]
+    if column.kind is Kind.INTEGER:
+        return "BIGINT"
+    if column.kind is Kind.TIMESTAMP:
+        return "TIMESTAMPTZ"
+    return "VARCHAR"
+
+
+@dataclass(frozen=True)
+class _ViewColumn:
+    name: str  # in the view
+    sql_type: str
+    sources: dict[str, str]  # dataset -> column in its Parquet file
+
+
+def _view_columns(entity: Entity, datasets: Sequence[Dataset]) -> list[_ViewColumn]:
+    enums = enum_types()
+    columns: dict[str, _ViewColumn] = {}
+    for dataset in datasets:
+        own = list(dataset.of(entity))
+        if entity is Entity.RATING:  # the keys live with their own entity, but ratings need them
+            own[1:1] = [dataset.column("rater_id"), dataset.column("item_id")]
+        for column in own:
+            name = UNIFIED_NAMES.get(column.name, column.name)
+            if name not in columns:
+                columns[name] = _ViewColumn(name, _sql_type(column, enums), {})
+            columns[name].sources[dataset.name] = column.name
+    return list(columns.values())
+
+
+def _derived_columns(entity: Entity, dataset: Dataset) -> list[str]:
+    if entity is Entity.ITEM:
+        derived = [f"{_quote(HARM_TAGS)}"]
+        derived.append(
+            _quote(GOLD_REASONS)
+            if dataset.has_gold
+            else f"NULL::VARCHAR[] AS {_quote(GOLD_REASONS)}"
+        )
+        return derived
+    if entity is Entity.RATING:
+        answers = ", ".join(f"{_quote(q)}::answer" for q in dataset.granular)
+        subs = [f"{_quote(q)}::answer" for q in dataset.sub_questions]
+        any_of = " OR ".join(f"{s} = '{{}}'" for s in subs)
+        implied = (
+            f"CASE WHEN {any_of.format(*['Yes'] * len(subs))} THEN 'Yes'::answer "
+            f"WHEN {any_of.format(*['Unsure'] * len(subs))} THEN 'Unsure'::answer "
+            "ELSE 'No'::answer END"
+        )
+        return [f"[{answers}] AS granular_answers", f"{implied} AS implied_overall"]
+    return []
+
+
+@dataclass
+class RaterSelection:
+    """Which raters every query sees. Empty selection = all raters."""
+
+    exclude_removed: bool = False
+    keep_ids: frozenset[int] | None = None
+    description: list[str] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.exclude_removed or self.keep_ids is not None
+
+
+class Session:
+    """One DuckDB connection with the views above, for the datasets asked for."""
+
+    def __init__(
+        self,
+        store: Store,
+        datasets: Iterable[str],
+        selection: RaterSelection | None = None,
+        materialize: bool = False,
+    ) -> None:
+        import duckdb
+
+        self.datasets = [DATASETS[name] for name in datasets]
+        if not self.datasets:
+            raise DicesError("no dataset selected")
+        self.selection = selection or RaterSelection()
+        self.con: duckdb.DuckDBPyConnection = duckdb.connect(":memory:")
+        for values, name in enum_types().items():
+            self.con.execute(f"CREATE TYPE {name} AS ENUM ({_literals(values)})")
+        self.con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
+        self._load(store, materialize)
+        self._create_views()
+        self.con.execute(prelude())
+
+    def _load(self, store: Store, materialize: bool) -> None:
+        removed = [(name, rid) for name, ids in PUBLISHED_REMOVED.items() for rid in sorted(ids)]
+        self.con.execute("CREATE TABLE published_removed (dataset VARCHAR, rater_id BIGINT)")
+        self.con.executemany("INSERT INTO published_removed VALUES (?, ?)", removed)
+        self.con.execute("CREATE TABLE _keep (rater_id BIGINT)")
+        if self.selection.keep_ids is not None:
+            self.con.execute(
+                "INSERT INTO _keep SELECT unnest($ids::BIGINT[])",
+                {"ids": sorted(self.selection.keep_ids)},
+            )
+        for dataset in self.datasets:
+            stored = store.open(dataset.name)
+            for table in ("items", "raters", "ratings"):
+                relation = self.con.read_parquet(str(stored.table_path(table)))
+                name = f"_{table}_{dataset.name}"
+                if materialize:
+                    relation.create(name)
+                else:
+                    relation.create_view(name)
+
+    def _kept(self, dataset: Dataset) -> str:
+        conditions = []
+        if self.selection.exclude_removed:
+            conditions.append(
+                f"rater_id NOT IN (SELECT rater_id FROM published_removed "
+                f"WHERE dataset = '{dataset.name}')"
+            )
+        if self.selection.keep_ids is not None:
+            conditions.append("rater_id IN (SELECT rater_id FROM _keep)")
+        return " WHERE " + " AND ".join(conditions) if conditions else ""
+
+    def _create_views(self) -> None:
+        for entity, view in (
+            (Entity.ITEM, "items"),
+            (Entity.RATER, "raters"),
+            (Entity.RATING, "ratings"),
+        ):
+            columns = _view_columns(entity, self.datasets)
+            selects = []
+            for dataset in self.datasets:
+                cells = [
+                    f"CAST({_quote(c.sources[dataset.name])} AS {c.sql_type}) AS {_quote(c.name)}"
+                    if dataset.name in c.sources
+                    else f"NULL::{c.sql_type} AS {_quote(c.name)}"
+                    for c in columns
+                ]
+                cells += _derived_columns(entity, dataset)
+                where = "" if entity is Entity.ITEM else self._kept(dataset)
+                selects.append(
+                    f"SELECT '{dataset.name}' AS dataset, {', '.join(cells)} "
+                    f"FROM _{view}_{dataset.name}{where}"
+                )
+            self.con.execute(f"CREATE VIEW {view} AS " + "\nUNION ALL\n".join(selects))
+        self.con.execute(
+            "CREATE VIEW ratings_wide AS SELECT * FROM ratings "
+            "JOIN raters USING (dataset, rater_id) JOIN items USING (dataset, item_id)"
+        )
+
+    def execute(self, sql: str, parameters: dict[str, Any] | None = None) -> Table:
+        import duckdb
+
+        try:
+            cursor = self.con.execute(sql, parameters or {})
+        except duckdb.Error as error:
+            raise DicesError(f"the query failed: {error}") from error
+        columns = [d[0] for d in cursor.description or []]
+        return table_from_rows(columns, cursor.fetchall())
+
+    def run(self, query: Query, parameters: dict[str, Any]) -> Table:
+        return self.execute(render_sql(query), parameters)
+
+
+def _literals(values: Sequence[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+def open_session(
+    store: Store,
+    dataset: str,
+    selection: RaterSelection | None = None,
+    materialize: bool = False,
+    needs: Sequence[str] = ("350", "990"),
+) -> Session:
+    """A session over `dataset` ('350', '990' or 'all': whatever is ingested and applies)."""
+    available = store.available()
+    if not available:
+        raise NotIngestedError(
+            f"nothing is ingested in {store.root}; "
+            f"run `dices ingest FILE --data {store.root}` first"
+        )
+    wanted = available if dataset == "all" else [dataset]
+    chosen = [name for name in wanted if name in needs]
+    if not chosen:
+        only = "/".join(f"DICES-{name}" for name in needs)
+        raise UsageError(f"this query applies to {only} only, not DICES-{wanted[0]}")
+    return Session(store, chosen, selection, materialize)

@@ -1,0 +1,47 @@
+-- Macros shared by the canned queries; every session loads this file first.
+
+-- The most frequent answer among counts of No, Yes and Unsure; 'tie' when the top two are
+-- equal; NULL when there are no answers.
+CREATE MACRO plurality(n_no, n_yes, n_unsure) AS (
+    CASE
+        WHEN greatest(n_no, n_yes, n_unsure) = 0 THEN NULL
+        WHEN (n_no = greatest(n_no, n_yes, n_unsure))::INTEGER
+            + (n_yes = greatest(n_no, n_yes, n_unsure))::INTEGER
+            + (n_unsure = greatest(n_no, n_yes, n_unsure))::INTEGER > 1 THEN 'tie'
+        WHEN n_no = greatest(n_no, n_yes, n_unsure) THEN 'No'
+        WHEN n_yes = greatest(n_no, n_yes, n_unsure) THEN 'Yes'
+        ELSE 'Unsure'
+    END
+)::crowd_label;
+
+-- 95% Wilson score interval for a proportion successes / trials (z = 1.959963984540054).
+CREATE MACRO wilson_low(successes, trials) AS (
+    CASE WHEN trials > 0 THEN
+        (successes / trials + 1.959963984540054 ** 2 / (2 * trials)
+         - 1.959963984540054 * sqrt(
+             (successes / trials) * (1 - successes / trials) / trials
+             + 1.959963984540054 ** 2 / (4 * trials ** 2)))
+        / (1 + 1.959963984540054 ** 2 / trials)
+    END
+);
+CREATE MACRO wilson_high(successes, trials) AS (
+    CASE WHEN trials > 0 THEN
+        (successes / trials + 1.959963984540054 ** 2 / (2 * trials)
+         + 1.959963984540054 * sqrt(
+             (successes / trials) * (1 - successes / trials) / trials
+             + 1.959963984540054 ** 2 / (4 * trials ** 2)))
+        / (1 + 1.959963984540054 ** 2 / trials)
+    END
+);
+
+-- -p log2 p of one category's count out of a total, with 0 log 0 = 0.
+CREATE MACRO neg_p_log2_p(n, total) AS (
+    CASE WHEN n > 0 THEN -(n / total) * log2(n / total) ELSE 0 END
+);
+
+-- Shannon entropy, in bits, of the No / Yes / Unsure distribution (0 = unanimous).
+CREATE MACRO entropy_bits(n_no, n_yes, n_unsure) AS (
+    neg_p_log2_p(n_no, n_no + n_yes + n_unsure)
+    + neg_p_log2_p(n_yes, n_no + n_yes + n_unsure)
+    + neg_p_log2_p(n_unsure, n_no + n_yes + n_unsure)
+);

@@ -1,0 +1,18 @@
+-- name: degree-of-harm
+-- summary: Q_overall per expert degree of harm (Benign to Extreme), optionally per rater group.
+-- datasets: 350 990
+-- param by: columns = []: Also break down by these rater columns.
+-- explanation:
+--   Does the crowd's verdict follow the experts' severity? For each degree_of_harm (in
+--   order of severity; empty where the experts gave none) the number of conversations and
+--   ratings and how the ratings split between No, Yes and Unsure.
+SELECT
+    COLUMNS(lambda c: c IN ('dataset', 'degree_of_harm') OR list_contains($by, c)),
+    count(DISTINCT item_id) AS conversations,
+    count(*) AS ratings,
+    count(*) FILTER (Q_overall = 'No') / count(*) AS share_no,
+    count(*) FILTER (Q_overall = 'Yes') / count(*) AS share_yes,
+    count(*) FILTER (Q_overall = 'Unsure') / count(*) AS share_unsure
+FROM ratings_wide
+GROUP BY ALL
+ORDER BY ALL

@@ -1,0 +1,38 @@
+-- name: gold-vs-crowd-summary
+-- summary: Accuracy, precision, recall, F1 and Cohen's kappa of the crowd against the experts.
+-- datasets: 350
+-- uses: gold-vs-crowd AS cells
+-- param by: columns = []: Compute the crowd label from this group's raters only.
+-- param rule: choice(plurality|threshold) = plurality: How the crowd's label is decided.
+-- param threshold: float = 0.5: With --rule threshold, the share of Yes among Yes and No that makes the crowd say Yes.
+-- explanation:
+--   The gold-vs-crowd confusion reduced to one row per dataset (and group). "Positive"
+--   is Yes (unsafe): the crowd predicts Yes when its label is Yes, and not-Yes for No,
+--   Unsure and ties; `ties` says how many conversations were ties. Precision, recall and
+--   F1 are for Yes; kappa is Cohen's kappa of the two binary labels. A NULL metric had a
+--   zero denominator.
+WITH confusion AS (
+    SELECT
+        COLUMNS(lambda c: c NOT IN ('safety_gold', 'crowd_label', 'conversations')),
+        sum(conversations) AS conversations,
+        sum(conversations) FILTER (crowd_label = 'tie') AS ties,
+        sum(conversations) FILTER (safety_gold = 'Yes' AND crowd_label = 'Yes') AS tp,
+        sum(conversations) FILTER (safety_gold = 'No' AND crowd_label = 'Yes') AS fp,
+        sum(conversations) FILTER (safety_gold = 'Yes' AND crowd_label <> 'Yes') AS fn,
+        sum(conversations) FILTER (safety_gold = 'No' AND crowd_label <> 'Yes') AS tn
+    FROM cells
+    GROUP BY ALL
+)
+SELECT
+    * EXCLUDE (tp, fp, fn, tn),
+    (tp + tn) / conversations AS accuracy,
+    tp / nullif(tp + fp, 0) AS precision,
+    tp / nullif(tp + fn, 0) AS recall,
+    2 * tp / nullif(2 * tp + fp + fn, 0) AS f1,
+    (
+        (tp + tn) / conversations
+        - ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / conversations ** 2
+    ) / nullif(1 - ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / conversations ** 2, 0)
+        AS kappa
+FROM confusion
+ORDER BY ALL

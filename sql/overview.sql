@@ -1,0 +1,18 @@
+-- name: overview
+-- summary: Size of each dataset and how its ratings split between No, Yes and Unsure.
+-- datasets: 350 990
+-- explanation:
+--   The first look at a dataset: how many conversations, raters and ratings it holds
+--   after rater selection, and the share of ratings that call the chatbot's last response
+--   unsafe (Q_overall = Yes), safe (No) or are unsure. Shares are out of all ratings.
+SELECT
+    dataset,
+    count(DISTINCT item_id) AS conversations,
+    count(DISTINCT rater_id) AS raters,
+    count(*) AS ratings,
+    count(*) FILTER (Q_overall = 'No') / count(*) AS share_no,
+    count(*) FILTER (Q_overall = 'Yes') / count(*) AS share_yes,
+    count(*) FILTER (Q_overall = 'Unsure') / count(*) AS share_unsure
+FROM ratings
+GROUP BY dataset
+ORDER BY dataset
