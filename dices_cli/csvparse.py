@@ -1,18 +1,28 @@
-"""Read a DICES CSV into a frame of strings, one row per record, with the line each starts on.
+"""Read a DICES CSV into a frame of cells, one row per record, with the line each starts on.
 
-Polars parses well-formed files fast but pads short rows and gives no line numbers, so its
-result is trusted only when byte counts prove the parse saw every separator and line break
-(`_fast_parse`). Anything else goes through Python's strict csv reader, which can say
+Polars parses well-formed files fast, but pads short rows and gives no line numbers, so its
+result is trusted only when facts gathered from the raw bytes prove it saw every record
+whole (`_fast_parse`). Anything else goes through Python's strict csv reader, which can say
 exactly where a file is broken (`_strict_parse`). Both return the same `ParsedFile`.
+
+Memory: the file is never held in Python on the fast path. It is scanned in chunks (hash,
+line breaks, NUL bytes) while Polars parses it from disk, and columns with few distinct
+values (answers, demographics, the conversation text repeated on every row) are parsed as
+Categorical, which stores each distinct string once.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
 import io
-from collections.abc import Iterator
+import zlib
+from collections.abc import Collection, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
 
 import polars as pl
 
@@ -22,6 +32,99 @@ LINE = "_line"  # the line where a record starts; a column no DICES file has
 LINE_COUNT = "_line_count"  # how many physical lines the record spans
 BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
+CHUNK = 1 << 22
+HEADER_PREFIX = 1 << 20  # the header must end within the first MiB
+
+
+class EmptyFileError(Exception):
+    """The file has no header at all."""
+
+
+class UnreadableError(Exception):
+    """The bytes are not a CSV we can read at all (say, a truncated gzip file)."""
+
+
+@dataclass(frozen=True)
+class ByteFacts:
+    """What one pass over the file's bytes learns, for the fast parse to be trusted."""
+
+    size: int  # of the file as stored
+    sha256: str  # of the file as stored
+    text_bytes: int  # of the CSV text, without a BOM
+    newlines: int  # in the CSV text
+    quotes: int
+    carriage_returns: int
+    ends_with_newline: bool
+    has_nul: bool
+    has_lone_cr: bool  # a CR not followed by LF: a line break Polars would not see
+
+
+@dataclass(frozen=True)
+class Source:
+    """A CSV file on disk, plain or gzip-compressed."""
+
+    path: Path
+
+    @property
+    def compressed(self) -> bool:
+        with self.path.open("rb") as handle:
+            return handle.read(2) == GZIP_MAGIC
+
+    def _open_text(self) -> BinaryIO:
+        return gzip.open(self.path, "rb") if self.compressed else self.path.open("rb")  # type: ignore[return-value]
+
+    def _read(self, limit: int = -1) -> bytes:
+        try:
+            with self._open_text() as handle:
+                return handle.read(limit).removeprefix(BOM)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+            raise UnreadableError(
+                f"the file looks gzip-compressed but cannot be read: {error}"
+            ) from error
+
+    def prefix(self) -> bytes:
+        """The first bytes of the CSV text, without a UTF-8 BOM."""
+        return self._read(HEADER_PREFIX)
+
+    def text(self) -> bytes:
+        """The whole CSV text, without a UTF-8 BOM (for the strict path and rejects only)."""
+        return self._read()
+
+    def facts(self) -> ByteFacts:
+        digest = hashlib.sha256()
+        size = 0
+        with self.path.open("rb") as handle:
+            while chunk := handle.read(CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+        text_bytes = newlines = quotes = carriage_returns = crlf = 0
+        has_nul = False
+        last = b""
+        with self._open_text() as handle:
+            while chunk := handle.read(CHUNK):
+                if text_bytes == 0:
+                    chunk = chunk.removeprefix(BOM)
+                text_bytes += len(chunk)
+                newlines += chunk.count(b"\n")
+                quotes += chunk.count(b'"')
+                has_nul = has_nul or b"\x00" in chunk
+                if b"\r" in chunk:
+                    carriage_returns += chunk.count(b"\r")
+                    crlf += chunk.count(b"\r\n")
+                if last == b"\r" and chunk.startswith(b"\n"):
+                    crlf += 1
+                last = chunk[-1:]
+        return ByteFacts(
+            size=size,
+            sha256=digest.hexdigest(),
+            text_bytes=text_bytes,
+            newlines=newlines,
+            quotes=quotes,
+            carriage_returns=carriage_returns,
+            ends_with_newline=last == b"\n",
+            has_nul=has_nul,
+            has_lone_cr=carriage_returns != crlf,
+        )
 
 
 @dataclass
@@ -35,7 +138,8 @@ class BadRecord:
 
 @dataclass
 class ParsedFile:
-    frame: pl.DataFrame  # String columns, plus LINE and LINE_COUNT
+    frame: pl.DataFrame  # one column per header cell, plus LINE and LINE_COUNT
+    facts: ByteFacts
     bad_records: list[BadRecord] = field(default_factory=list)
     raw_lines: list[bytes] | None = None  # kept by the strict path, which splits on any EOL
 
@@ -43,108 +147,189 @@ class ParsedFile:
     def rows_read(self) -> int:
         return self.frame.height + len(self.bad_records)
 
-    def verbatim(self, data: bytes, line: int, count: int) -> bytes:
+    def verbatim(self, source: Source, line: int, count: int) -> bytes:
         """The bytes of the record that starts on `line` and spans `count` lines."""
         if self.raw_lines is None:
-            self.raw_lines = list(io.BytesIO(data))
+            self.raw_lines = list(io.BytesIO(source.text()))
         return b"".join(self.raw_lines[line - 1 : line - 1 + count])
-
-
-class EmptyFileError(Exception):
-    """The file has no header at all."""
-
-
-class UnreadableError(Exception):
-    """The bytes are not a CSV we can read at all (say, a truncated gzip file)."""
-
-
-def decode(raw: bytes) -> bytes:
-    """The CSV inside a file's bytes: gunzipped if compressed, without a UTF-8 BOM."""
-    if raw.startswith(GZIP_MAGIC):
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as error:
-            raise UnreadableError(
-                f"the file looks gzip-compressed but cannot be read: {error}"
-            ) from error
-    return raw.removeprefix(BOM)
 
 
 @dataclass(frozen=True)
 class Header:
     cells: list[str]  # as written in the file
-    end: int  # byte offset where the first record starts
     lines: int  # physical lines the header spans
+    raw: bytes  # the header's bytes, line ends included
 
 
-def parse(data: bytes, header: Header, unique_names: list[str]) -> ParsedFile:
-    """Parse the records of `data` (a whole CSV, BOM removed) naming the columns `unique_names`.
+def parse(
+    source: Source, header: Header, names: list[str], categorical: Collection[str]
+) -> ParsedFile:
+    """Parse the records of `source`, naming the columns `names` (one per header cell).
 
-    `unique_names` has one distinct name per header cell: the caller maps the header.
+    Columns in `categorical` are Categorical, the others String, whichever path parses.
     """
-    fast = _fast_parse(data[header.end :], unique_names, header.lines)
-    return fast or _strict_parse(data, unique_names)
+    types: dict[str, pl.DataType] = {
+        n: pl.Categorical() if n in categorical else pl.String() for n in names
+    }
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        facts = pool.submit(source.facts)  # runs while Polars parses (it releases the GIL)
+        frame = _polars_parse(source, header, types)
+        fast = _trusted(frame, facts.result(), header)
+    if fast is not None:
+        return fast
+    return _strict_parse(source.text(), types, facts.result())
 
 
-def read_header(data: bytes) -> Header:
-    """The first record of `data`; raises EmptyFileError when there is none."""
-    if not data.strip():
+class HeaderError(Exception):
+    """The header record itself is broken (its quoting); `problem` says how."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def read_header(prefix: bytes) -> Header:
+    """The first record of the CSV text that `prefix` starts.
+
+    Raises EmptyFileError when there is none, HeaderError when its quoting is broken.
+    """
+    if not prefix or prefix.isspace():
         raise EmptyFileError
-    text_lines: list[str] = []
-    consumed = 0
-    for raw in io.BytesIO(data):
-        text_lines.append(raw.decode("utf-8", errors="surrogateescape"))
-        consumed += len(raw)
-        try:
-            cells = next(csv.reader(io.StringIO("".join(text_lines), newline=""), strict=True))
-        except csv.Error:
-            continue  # a quoted header cell spans lines; read one more
-        return Header(cells, consumed, len(text_lines))
-    raise EmptyFileError
+    consumed: list[bytes] = []
+
+    def lines() -> Iterator[str]:
+        for raw in io.BytesIO(prefix):
+            consumed.append(raw)
+            yield raw.decode("utf-8", errors="surrogateescape")
+
+    try:
+        # The reader pulls one more line while a quoted header cell is open, and no further.
+        cells = next(csv.reader(lines(), strict=True))
+    except csv.Error as error:
+        raise HeaderError(_structure_problems(1, error, [])[0]) from error
+    return Header(cells, len(consumed), b"".join(consumed))
 
 
-def _fast_parse(body: bytes, names: list[str], header_lines: int) -> ParsedFile | None:
-    if b"\x00" in body or body.count(b"\r") != body.count(b"\r\n"):
-        return None
-    if not body.strip():
-        frame = pl.DataFrame(
-            schema=dict.fromkeys(names, pl.String) | {LINE: pl.Int64, LINE_COUNT: pl.Int64}
-        )
-        return ParsedFile(frame)
+def _polars_parse(
+    source: Source, header: Header, types: Mapping[str, pl.DataType]
+) -> pl.DataFrame | None:
     try:
         frame = pl.read_csv(
-            body,
+            source.text() if source.compressed else source.path,
             has_header=False,
-            new_columns=names,
-            schema=dict.fromkeys(names, pl.String),
+            skip_lines=header.lines,
+            new_columns=list(types),
+            schema=types,
             infer_schema=False,
             empty_string_is_null=False,
             raise_if_empty=False,
         )
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError):
-        return None  # invalid UTF-8, too many fields, stray quotes: the strict path says where
-    commas = [pl.col(n).str.count_matches(",", literal=True).sum().alias(f",{n}") for n in names]
-    newlines = [
-        pl.col(n).str.count_matches("\n", literal=True).sum().alias(f"\n{n}") for n in names
+    except pl.exceptions.PolarsError:
+        # Invalid UTF-8, too many fields, stray quotes, a short first record (SchemaError):
+        # the strict path says where.
+        return None
+    # Polars reads some empty Categorical cells as null despite empty_string_is_null=False.
+    nulls = [
+        name for name, count in zip(frame.columns, frame.null_count().row(0), strict=True) if count
     ]
-    sums = frame.select(*commas, *newlines).row(0)
-    newlines_per_column = dict(zip(names, sums[len(names) :], strict=True))
-    expected_commas = sum(sums[: len(names)]) + frame.height * (len(names) - 1)
-    expected_newlines = sum(newlines_per_column.values()) + frame.height
-    if not body.endswith(b"\n"):
-        expected_newlines -= 1
-    if body.count(b",") != expected_commas or body.count(b"\n") != expected_newlines:
-        return None  # a short or blank record was padded: only the strict path can say where
-    multiline = [n for n, count in newlines_per_column.items() if count]
-    lines_per_record = pl.sum_horizontal(
-        pl.repeat(1, pl.len(), dtype=pl.Int64),
-        *(pl.col(n).str.count_matches("\n", literal=True) for n in multiline),
+    return frame.with_columns(pl.col(nulls).fill_null("")) if nulls else frame
+
+
+def _newlines_per_row(frame: pl.DataFrame, name: str) -> pl.Expr | None:
+    """Line breaks inside each cell of `name`, or None when the column has none."""
+    column = frame.get_column(name)
+    if column.dtype == pl.Categorical:
+        distinct = column.unique()
+        breaks = distinct.cast(pl.String).str.count_matches("\n", literal=True)
+        if not (breaks > 0).any():
+            return None
+        # Count per distinct value, then look the counts up by the rows' category codes.
+        return pl.col(name).to_physical().replace_strict(distinct.to_physical(), breaks, default=0)
+    if not column.str.contains("\n", literal=True).any():
+        return None
+    return pl.col(name).str.count_matches("\n", literal=True)
+
+
+@dataclass(frozen=True)
+class _CellTotals:
+    """Sums over every cell of the frame, to reconcile with the raw bytes."""
+
+    bytes: int = 0
+    quotes: int = 0
+    carriage_returns: int = 0
+
+    def __add__(self, other: _CellTotals) -> _CellTotals:
+        return _CellTotals(
+            self.bytes + other.bytes,
+            self.quotes + other.quotes,
+            self.carriage_returns + other.carriage_returns,
+        )
+
+
+def _column_totals(column: pl.Series) -> _CellTotals:
+    if column.dtype == pl.Categorical:  # per distinct value, weighted by how often it occurs
+        counts = column.value_counts(name="_n")
+        values, weights = counts.get_column(column.name).cast(pl.String), counts.get_column("_n")
+    else:
+        values, weights = column, pl.repeat(1, column.len(), eager=True)
+    return _CellTotals(
+        int((values.str.len_bytes() * weights).sum()),
+        int((values.str.count_matches('"', literal=True) * weights).sum()),
+        int((values.str.count_matches("\r", literal=True) * weights).sum()),
     )
-    start = header_lines + 1 + lines_per_record.cum_sum() - lines_per_record
+
+
+def _accounts_for_every_byte(
+    frame: pl.DataFrame, names: list[str], facts: ByteFacts, header: Header
+) -> bool:
+    """Whether the parsed cells plus CSV syntax add up to exactly the file's bytes.
+
+    Body bytes = cell bytes + separators + line ends + quote characters, where every
+    quoted cell adds 2 quotes and every quote inside a cell is written twice. Polars
+    silently pads short records and drops text after a closing quote (`"a"b` -> `a`);
+    either breaks this equation.
+    """
+    cells = sum((_column_totals(frame.get_column(n)) for n in names), _CellTotals())
+    records = frame.height
+    body_bytes = facts.text_bytes - len(header.raw)
+    body_quotes = facts.quotes - header.raw.count(b'"')
+    body_crs = facts.carriage_returns - header.raw.count(b"\r")
+    line_ends = int(frame.get_column(LINE_COUNT).sum()) - records  # inside cells
+    record_ends = records - (0 if facts.ends_with_newline else 1)
+    quoting = body_quotes - 2 * cells.quotes  # two per quoted cell
+    if records == 0:
+        return body_bytes == 0 or facts.text_bytes == len(header.raw)
+    if quoting < 0 or quoting % 2 or quoting // 2 > records * len(names):
+        return False
+    crlf_ends = body_crs - cells.carriage_returns  # CRs of CRLF record ends
+    expected = (
+        cells.bytes
+        + records * (len(names) - 1)
+        + record_ends
+        + crlf_ends
+        + quoting
+        + cells.quotes  # the second quote of every escaped ""
+    )
+    return line_ends >= 0 and body_bytes == expected
+
+
+def _trusted(frame: pl.DataFrame | None, facts: ByteFacts, header: Header) -> ParsedFile | None:
+    """The Polars parse with line numbers, if the raw bytes prove it complete, else None."""
+    if frame is None or facts.has_nul or facts.has_lone_cr:
+        return None
+    names = list(frame.columns)
+    multiline = [e for n in names if (e := _newlines_per_row(frame, n)) is not None]
+    lines_per_record = pl.sum_horizontal(pl.repeat(1, pl.len(), dtype=pl.Int64), *multiline)
+    start = header.lines + 1 + lines_per_record.cum_sum() - lines_per_record
     frame = frame.with_columns(
         start.cast(pl.Int64).alias(LINE), lines_per_record.cast(pl.Int64).alias(LINE_COUNT)
     )
-    return ParsedFile(frame)
+    record_lines = int(frame.get_column(LINE_COUNT).sum())
+    if facts.newlines != header.lines + record_lines - (0 if facts.ends_with_newline else 1):
+        return None  # a line break Polars did not account for: only the strict path can say
+    if not _accounts_for_every_byte(frame, names, facts, header):
+        return None  # padded, dropped or misquoted bytes: only the strict path can say where
+    return ParsedFile(frame, facts)
 
 
 def _records(lines: list[str]) -> Iterator[tuple[int, int, list[str] | csv.Error]]:
@@ -162,7 +347,8 @@ def _records(lines: list[str]) -> Iterator[tuple[int, int, list[str] | csv.Error
         previous_end = reader.line_num
 
 
-def _strict_parse(data: bytes, names: list[str]) -> ParsedFile:
+def _strict_parse(data: bytes, types: Mapping[str, pl.DataType], facts: ByteFacts) -> ParsedFile:
+    names = list(types)
     text = data.decode("utf-8", errors="surrogateescape")
     lines = list(io.StringIO(text, newline=""))
     raw_lines = [line.encode("utf-8", errors="surrogateescape") for line in lines]
@@ -178,12 +364,27 @@ def _strict_parse(data: bytes, names: list[str]) -> ParsedFile:
         elif cells:  # a blank line holds no record
             rows.append(cells)  # type: ignore[arg-type]
             spans.append((first, last - first + 1))
-    frame = pl.DataFrame(rows, schema=dict.fromkeys(names, pl.String), orient="row")
+    strings = pl.DataFrame(rows, schema=dict.fromkeys(names, pl.String), orient="row")
+    frame = strings.cast(pl.Schema(types))
     frame = frame.with_columns(
         pl.Series(LINE, [s[0] for s in spans], dtype=pl.Int64),
         pl.Series(LINE_COUNT, [s[1] for s in spans], dtype=pl.Int64),
     )
-    return ParsedFile(frame, bad, raw_lines)
+    return ParsedFile(frame, facts, bad, raw_lines)
+
+
+def header_problems(header: Header) -> list[Problem]:
+    """Header cells that are not valid UTF-8: no column can be known by such a name."""
+    shown = [_shown(cell) for cell in header.cells if not _is_utf8(cell)]
+    return [
+        Problem(ProblemType.INVALID_UTF8, 1, cell, cell, f"'{cell}' is not valid UTF-8")
+        for cell in shown
+    ]
+
+
+def _shown(cell: str) -> str:
+    """A cell read with surrogateescape, each undecodable byte written as \\xNN."""
+    return cell.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _is_utf8(cell: str) -> bool:
@@ -219,7 +420,7 @@ def _structure_problems(line: int, cells: list[str] | csv.Error, names: list[str
     problems = []
     for name, cell in zip(names, cells, strict=True):
         if not _is_utf8(cell):
-            shown = cell.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            shown = _shown(cell)
             problems.append(
                 Problem(
                     ProblemType.INVALID_UTF8, line, name, shown, f"'{shown}' is not valid UTF-8"

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-
-import polars as pl
+from typing import Any
 
 from dices_cli.ingest import ingest
 from dices_cli.output import Table, table_from_rows
+from dices_cli.queries.catalog import get_query
+from dices_cli.queries.engine import open_session
 from dices_cli.store import Store, inventory
 
 SAMPLE_FILES = ("dices_350_sample.csv.gz", "dices_990_sample.csv.gz")
+MOST_CONTESTED = 5
 
 
 @dataclass(frozen=True)
@@ -29,44 +30,76 @@ def sample_paths() -> list[Path]:
     return [Path(str(root / name)) for name in SAMPLE_FILES]
 
 
-def tour(workdir: Path, sections: Callable[[Store], list[Section]] | None = None) -> list[Section]:
-    """Ingest the sample into `workdir` and return the tour's sections."""
-    store = Store(workdir)
-    ingest(sample_paths(), store)
-    first = Section(
-        "What was ingested",
-        "Both sample files were validated and split into typed Parquet tables.",
-        f"dices ingest FILE... && dices info --data {workdir}",
-        _summary(store),
-    )
-    return [first, *(sections or _default_sections)(store)]
-
-
-def _default_sections(store: Store) -> list[Section]:
-    shares = []
-    for name in store.available():
-        ratings = store.open(name).read("ratings")
-        shares.append(
-            ratings.group_by("Q_overall", maintain_order=True)
-            .len("ratings")
-            .sort("Q_overall")
-            .with_columns(
-                pl.lit(name).alias("dataset"),
-                (pl.col("ratings") / pl.col("ratings").sum()).alias("share"),
-            )
-            .select("dataset", "Q_overall", "ratings", "share")
-        )
-    return [
-        Section(
-            "How raters answered Q_overall (is the last response unsafe?)",
-            "Each rating is one rater's verdict on one conversation.",
-            "dices query overview",
-            Table.from_polars(pl.concat(shares)),
-        )
-    ]
+def _query(store: Store, name: str, dataset: str = "all", **given: Any) -> Table:
+    query = get_query(name)
+    parameters = {p.name: p.convert(given.get(p.name)) for p in query.parameters}
+    return open_session(store, dataset, needs=query.datasets).run(query, parameters)
 
 
 def _summary(store: Store) -> Table:
     shown = ("dataset", "conversations", "raters", "ratings", "rows_rejected", "source")
-    records = inventory(store)
-    return table_from_rows(shown, [tuple(r[k] for k in shown) for r in records])
+    return table_from_rows(shown, [tuple(r[k] for k in shown) for r in inventory(store)])
+
+
+def _project(
+    table: Table, columns: tuple[str, ...], rows: list[tuple[Any, ...]] | None = None
+) -> Table:
+    positions = [table.columns.index(c) for c in columns]
+    chosen = table.rows if rows is None else rows
+    return table_from_rows(columns, [tuple(row[i] for i in positions) for row in chosen])
+
+
+def _most_contested(store: Store) -> Table:
+    items = _query(store, "item-distribution")
+    entropy = items.columns.index("entropy_bits")
+    rows = sorted(items.rows, key=lambda row: -row[entropy])[:MOST_CONTESTED]
+    columns = ("dataset", "item_id", "n_no", "n_yes", "n_unsure", "entropy_bits")
+    return _project(items, columns, rows)
+
+
+def tour(workdir: Path) -> list[Section]:
+    """Ingest the sample into `workdir` and return the tour's sections."""
+    store = Store(workdir)
+    ingest(sample_paths(), store)
+    return [
+        Section(
+            "What was ingested",
+            "Both sample files were validated and split into typed Parquet tables.",
+            f"dices ingest FILE... --data DIR; dices info --data {workdir}",
+            _summary(store),
+        ),
+        Section(
+            "How raters answered Q_overall (Yes = the last response is unsafe)",
+            "Each rating is one rater's verdict on one conversation.",
+            "dices query overview",
+            _query(store, "overview"),
+        ),
+        Section(
+            "Do age groups see safety differently?",
+            "Share of Yes per group with a 95% Wilson interval.",
+            "dices query qoverall-by-demographic --by rater_age",
+            _project(
+                _query(store, "qoverall-by-demographic", by=["rater_age"]),
+                (
+                    "dataset",
+                    "rater_age",
+                    "raters",
+                    "share_yes",
+                    "share_yes_ci_low",
+                    "share_yes_ci_high",
+                ),
+            ),
+        ),
+        Section(
+            "Does the crowd agree with the experts? (DICES-350 has gold labels)",
+            "Crowd label = plurality of Q_overall; 'tie' when the top two are equal.",
+            "dices query gold-vs-crowd",
+            _query(store, "gold-vs-crowd"),
+        ),
+        Section(
+            f"The {MOST_CONTESTED} most contested conversations",
+            "Entropy of the No/Yes/Unsure split, in bits (0 = unanimous, 1.585 at most).",
+            "dices query item-distribution --format csv | sort -t, -k12 -gr | head",
+            _most_contested(store),
+        ),
+    ]

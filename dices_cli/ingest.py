@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,9 +16,11 @@ from dices_cli.csvparse import (
     LINE,
     LINE_COUNT,
     EmptyFileError,
+    HeaderError,
     ParsedFile,
+    Source,
     UnreadableError,
-    decode,
+    header_problems,
     parse,
     read_header,
 )
@@ -41,11 +42,8 @@ def _no_progress(_stage: str, _fraction: float) -> None:
 class CheckedFile:
     """A file read and validated, with everything needed to write it or its rejects."""
 
-    path: Path
+    source: Source
     report: Report
-    size: int
-    sha256: str
-    data: bytes = b""  # the decoded CSV (no BOM, decompressed)
     dataset: Dataset | None = None
     header: list[str] = field(default_factory=list)
     parsed: ParsedFile | None = None
@@ -103,15 +101,12 @@ def _choose_dataset(choice: str, header: list[str]) -> Dataset | None:
 def check_file(path: Path, choice: str = "auto", progress: Progress = _no_progress) -> CheckedFile:
     """Read and validate one file. Problems go into the report; nothing raises for bad data."""
     progress(f"reading {path.name}", 0.0)
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise DicesError(f"cannot read {path}: {error.strerror}") from error
-    checked = CheckedFile(path, Report(str(path), None), len(raw), hashlib.sha256(raw).hexdigest())
+    checked = CheckedFile(Source(path), Report(str(path), None))
     report = checked.report
     try:
-        data = decode(raw)
-        header = read_header(data)
+        header = read_header(checked.source.prefix())
+    except OSError as error:
+        raise DicesError(f"cannot read {path}: {error.strerror}") from error
     except UnreadableError as error:
         raise DicesError(f"{path}: {error}") from error
     except EmptyFileError:
@@ -120,6 +115,12 @@ def check_file(path: Path, choice: str = "auto", progress: Progress = _no_progre
                 ProblemType.EMPTY_FILE, None, None, None, "the file is empty: no header, no rows"
             )
         )
+        return checked
+    except HeaderError as error:
+        report.problems.append(error.problem)
+        return checked
+    if unreadable := header_problems(header):
+        report.problems += unreadable
         return checked
     dataset = _choose_dataset(choice, header.cells)
     if dataset is None:
@@ -134,14 +135,18 @@ def check_file(path: Path, choice: str = "auto", progress: Progress = _no_progre
             )
         )
         return checked
-    checked.data, checked.dataset, checked.header = data, dataset, header.cells
+    checked.dataset, checked.header = dataset, header.cells
     report.dataset = dataset.name
     names = canonical_names(dataset, header.cells)
     report.problems += _header_problems(dataset, header.cells, names)
     if any(p.type is ProblemType.DUPLICATE_COLUMN for p in report.problems):
         return checked
     progress(f"parsing {path.name}", 0.2)
-    parsed = parse(data, header, names)
+    repeating = {c.name for c in dataset.columns if c.repeats}
+    try:
+        parsed = parse(checked.source, header, names, repeating)
+    except (OSError, UnreadableError) as error:
+        raise DicesError(f"cannot read {path}: {error}") from error
     checked.parsed = parsed
     progress(f"validating {path.name}", 0.5)
     row_problems, rejected = validate_rows(dataset, parsed.frame)
@@ -175,7 +180,12 @@ def write_rejects(checked_files: Sequence[CheckedFile], destination: Path) -> in
                     for p in problems
                 )
                 writer.writerow(
-                    [checked.path.name, line, text, record.decode("utf-8", "surrogateescape")]
+                    [
+                        checked.source.path.name,
+                        line,
+                        text,
+                        record.decode("utf-8", "surrogateescape"),
+                    ]
                 )
                 written += 1
     return written
@@ -191,7 +201,7 @@ def _rejected_records(checked: CheckedFile) -> list[tuple[int, bytes, list[Probl
     records = [(bad.line, bad.raw, bad.problems) for bad in parsed.bad_records]
     spans = parsed.frame.filter(checked.rejected).select(LINE, LINE_COUNT).iter_rows()
     records += [
-        (line, parsed.verbatim(checked.data, line, count), by_line.get(line, []))
+        (line, parsed.verbatim(checked.source, line, count), by_line.get(line, []))
         for line, count in spans
     ]
     return sorted(records, key=lambda record: record[0])
@@ -204,16 +214,17 @@ class IngestResult:
 
 
 def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
-    assert checked.dataset is not None
+    assert checked.dataset is not None and checked.parsed is not None
     report = checked.report
+    facts = checked.parsed.facts
     return {
         "dataset": checked.dataset.name,
         "title": checked.dataset.title,
         "source": {
-            "name": checked.path.name,
-            "path": str(checked.path.resolve()),
-            "size": checked.size,
-            "sha256": checked.sha256,
+            "name": checked.source.path.name,
+            "path": str(checked.source.path.resolve()),
+            "size": facts.size,
+            "sha256": facts.sha256,
         },
         "rows": {
             "read": report.rows_read,
@@ -264,7 +275,8 @@ def ingest(
         store.check_replaceable(checked.dataset.name, force)
         if checked.report.rows_valid == 0:
             raise InvalidInputError(
-                f"{checked.path}: every row was rejected; nothing was written", checked.report
+                f"{checked.source.path}: every row was rejected; nothing was written",
+                checked.report,
             )
     if rejects is not None:
         write_rejects(checked_files, rejects)
@@ -288,7 +300,6 @@ def _refuse_same_dataset_twice(checked_files: Sequence[CheckedFile]) -> None:
             continue
         name = checked.dataset.name
         if name in seen:
-            raise UsageError(
-                f"{seen[name]} and {checked.path} are both DICES-{name}; ingest one at a time"
-            )
-        seen[name] = checked.path
+            path = checked.source.path
+            raise UsageError(f"{seen[name]} and {path} are both DICES-{name}; ingest one at a time")
+        seen[name] = checked.source.path

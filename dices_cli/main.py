@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from dices_cli import __version__
-from dices_cli.commands import data, query
+from dices_cli.commands import data, query, raters
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 
 
@@ -38,8 +38,8 @@ class DicesGroup(TyperGroup):
             if isinstance(error, InvalidInputError):
                 report_problems(error.report, error.report.errors)
             raise typer.Exit(error.exit_code) from None
-        except (typer.Exit, typer.Abort, KeyboardInterrupt):
-            raise
+        except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
+            raise  # Typer's own exits and usage errors (exit 2) stay as they are
         except BrokenPipeError:
             # The reader went away (`| head`): stop quietly, and stop Python complaining
             # about the unflushable stdout at exit.
@@ -65,7 +65,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
+    rich_markup_mode="rich",
 )
 
 
@@ -87,6 +87,7 @@ def main(
 
 data.register(app)
 query.register(app)
+raters.register(app)
 
 
 def run() -> None:

@@ -88,7 +88,8 @@ class Report:
 
     def summary(self) -> str:
         counts = ", ".join(f"{n} {t}" for t, n in sorted(self.counts().items()))
-        verdict = "valid" if self.ok else f"{len(self.errors)} errors"
+        errors = len(self.errors)
+        verdict = "valid" if self.ok else f"{errors} error" + ("s" if errors != 1 else "")
         text = f"{self.path}: {verdict}"
         if self.dataset:
             text += f" (DICES-{self.dataset})"

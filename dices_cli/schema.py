@@ -71,6 +71,11 @@ class Column:
     def is_answer(self) -> bool:
         return self.values == ANSWER
 
+    @property
+    def repeats(self) -> bool:
+        """Its values repeat across rows: all columns but the per-rating numbers."""
+        return not (self.entity is Entity.RATING and self.kind in (Kind.INTEGER, Kind.TIMESTAMP))
+
 
 def _id(name: str, entity: Entity, description: str) -> Column:
     return Column(name, Kind.INTEGER, entity, description, minimum=0)

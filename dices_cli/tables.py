@@ -34,10 +34,17 @@ def _typed(column: Column) -> pl.Expr:
     cell = pl.col(column.name)
     if column.nullable:
         cell = pl.when(cell != "").then(cell)
+    if column.kind is Kind.ENUM:
+        return cell.cast(polars_type(column)).alias(column.name)
+    text = cell.cast(pl.String)  # the cells may be Categorical
     if column.kind is Kind.TIMESTAMP:
-        seconds = pl.from_epoch(cell.cast(pl.Int64), time_unit="s")
+        seconds = pl.from_epoch(text.cast(pl.Int64), time_unit="s")
         return seconds.dt.replace_time_zone("UTC").alias(column.name)
-    return cell.cast(polars_type(column)).alias(column.name)
+    return text.cast(polars_type(column)).alias(column.name)
+
+
+def _typed_table(dataset: Dataset, cells: pl.DataFrame) -> pl.DataFrame:
+    return cells.select(_typed(dataset.column(name)) for name in cells.columns)
 
 
 def _derived(dataset: Dataset) -> list[pl.Expr]:
@@ -83,15 +90,19 @@ def split(dataset: Dataset, cells: pl.DataFrame) -> dict[str, pl.DataFrame]:
     `cells` holds validated String cells; rows keep their file order, and items and
     raters the order in which they first appear.
     """
-    typed = cells.select(_typed(c) for c in dataset.columns).with_columns(_derived(dataset))
+    # Deduplicate before typing, so the conversation text is cast once per conversation.
+    items = cells.select(_names(dataset, Entity.ITEM)).unique(
+        ITEM_ID.name, keep="first", maintain_order=True
+    )
+    raters = cells.select(_names(dataset, Entity.RATER)).unique(
+        RATER_ID.name, keep="first", maintain_order=True
+    )
     return {
-        "items": typed.select(_item_columns(dataset)).unique(
-            ITEM_ID.name, keep="first", maintain_order=True
-        ),
-        "raters": typed.select(_names(dataset, Entity.RATER)).unique(
-            RATER_ID.name, keep="first", maintain_order=True
-        ),
-        "ratings": typed.select(_rating_columns(dataset)),
+        "items": _typed_table(dataset, items)
+        .with_columns(_derived(dataset))
+        .select(_item_columns(dataset)),
+        "raters": _typed_table(dataset, raters),
+        "ratings": _typed_table(dataset, cells.select(_rating_columns(dataset))),
     }
 
 

@@ -40,6 +40,7 @@ class Check:
 
 
 def _quoted(expr: pl.Expr) -> pl.Expr:
+    expr = expr.cast(pl.String)
     shortened = pl.when(expr.str.len_chars() > SHOWN_CHARS).then(
         pl.concat_str(expr.str.slice(0, SHOWN_CHARS), pl.lit("..."))
     )
@@ -60,8 +61,9 @@ def _cell_checks(column: Column) -> list[Check]:
             )
         )
     if column.kind in (Kind.INTEGER, Kind.TIMESTAMP):
-        looks_integer = cell.str.contains(INTEGER_PATTERN)
-        number = cell.cast(pl.Int64, strict=False)
+        text = cell.cast(pl.String)  # the cells may be Categorical
+        looks_integer = text.str.contains(INTEGER_PATTERN)
+        number = text.cast(pl.Int64, strict=False)
         low = column.minimum if column.minimum is not None else -INT64_MAX
         high = column.maximum if column.maximum is not None else INT64_MAX
         checks += [
@@ -98,7 +100,7 @@ def _cell_checks(column: Column) -> list[Check]:
             Check(
                 ProblemType.MALFORMED_LIST,
                 column.name,
-                ~empty & ~cell.str.contains(REASON_LIST_PATTERN),
+                ~empty & ~cell.cast(pl.String).str.contains(REASON_LIST_PATTERN),
                 pl.format('{} is not a list literal like ["a", "b"]', _quoted(cell)),
             )
         )
@@ -107,7 +109,7 @@ def _cell_checks(column: Column) -> list[Check]:
 
 def _later_occurrence(keys: list[str]) -> pl.Expr:
     present = pl.all_horizontal(pl.col(k) != "" for k in keys)
-    return present & (pl.int_range(pl.len()).over(keys) > 0)
+    return present & ~pl.struct(keys).is_first_distinct()
 
 
 def _duplicate_checks(present: set[str]) -> list[Check]:
@@ -226,7 +228,9 @@ def checks_for(dataset: Dataset, present: set[str]) -> list[Check]:
 
 
 def validate_rows(dataset: Dataset, frame: pl.DataFrame) -> tuple[list[Problem], pl.Series]:
-    """Every problem in `frame` (String cells plus LINE), and which rows have an error."""
+    """Every problem in `frame` (cells plus LINE), and which rows have an error."""
+    if frame.height == 0:
+        return [], pl.Series("rejected", [], dtype=pl.Boolean)
     checks = checks_for(dataset, set(frame.columns))
     masks = frame.select(check.bad.fill_null(False).alias(str(i)) for i, check in enumerate(checks))
     problems: list[Problem] = []

@@ -15,7 +15,7 @@ WITH confusion AS (
     SELECT
         COLUMNS(lambda c: c NOT IN ('safety_gold', 'crowd_label', 'conversations')),
         sum(conversations) AS conversations,
-        sum(conversations) FILTER (crowd_label = 'tie') AS ties,
+        coalesce(sum(conversations) FILTER (crowd_label = 'tie'), 0) AS ties,
         sum(conversations) FILTER (safety_gold = 'Yes' AND crowd_label = 'Yes') AS tp,
         sum(conversations) FILTER (safety_gold = 'No' AND crowd_label = 'Yes') AS fp,
         sum(conversations) FILTER (safety_gold = 'Yes' AND crowd_label <> 'Yes') AS fn,

@@ -13,7 +13,7 @@ DataDir = Annotated[
     Path | None,
     typer.Option(
         "--data",
-        help="Data directory [default: $DICES_DATA, else ./dices-data].",
+        help="Data directory (default: $DICES_DATA, else ./dices-data).",
         show_default=False,
         file_okay=False,
     ),
@@ -23,7 +23,7 @@ OutputFormat = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="Output format [default: table on a terminal, else csv; or from -o's extension].",
+        help="Output format (default: table on a terminal, else csv; or from the -o extension).",
         show_default=False,
         case_sensitive=False,
     ),

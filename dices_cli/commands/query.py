@@ -25,6 +25,8 @@ Examples:
 
     dices query item-distribution -o items.parquet
 
+    dices query agreement --by rater_age --permutations 2000 --seed 7
+
     dices filter-raters --min-quality 0.6 --ids-only | dices query overview --raters -
 """
 
@@ -47,14 +49,24 @@ RatersFile = Annotated[
         help="Keep only these raters: one id a line, or a CSV with a rater_id column; - is stdin.",
     ),
 ]
+MinQuality = Annotated[
+    float | None,
+    typer.Option(
+        "--min-quality",
+        metavar="Q",
+        help="Keep only raters whose quality score is at least Q (0-1; see dices filter-raters).",
+    ),
+]
 
 
-def rater_selection(exclude_removed: bool, raters: str | None) -> Any:
+def rater_selection(
+    exclude_removed: bool, raters: str | None, min_quality: float | None = None
+) -> Any:
     """The rater selection every query honours, from the shared options."""
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.raters import parse_rater_ids
 
-    selection = RaterSelection(exclude_removed=exclude_removed)
+    selection = RaterSelection(exclude_removed=exclude_removed, min_quality=min_quality)
     if exclude_removed:
         selection.description.append("without the raters the DICES authors removed")
     if raters is not None:
@@ -102,6 +114,8 @@ def _explain(name: str) -> None:
         option = f"--{parameter.name.replace('_', '-')}"
         print(f"  {option} ({parameter.type}, {default}): {parameter.help}{choices}")
     print(f"\nSQL: {query.path}")
+    if query.compute is not None:
+        print(f"Then computed in Python by: {query.compute}")
 
 
 def _bind(query: Any, given: dict[str, Any]) -> dict[str, Any]:
@@ -139,8 +153,27 @@ def query(
         float | None,
         typer.Option("--threshold", help="gold-vs-crowd --rule threshold: share of Yes (0-1)."),
     ] = None,
+    question: Annotated[
+        str | None,
+        typer.Option("--question", help="agreement: the answer column (default: Q_overall)."),
+    ] = None,
+    unsure: Annotated[
+        str | None,
+        typer.Option("--unsure", help="agreement: Unsure is a category (default) or missing."),
+    ] = None,
+    permutations: Annotated[
+        int | None,
+        typer.Option(
+            "--permutations", help="agreement: relabellings for p-values (default: 1000)."
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="agreement: random seed of the permutations (default: 0)."),
+    ] = None,
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
+    min_quality: MinQuality = None,
     show_sql: Annotated[
         bool, typer.Option("--show-sql", help="Print the SQL and its parameters to stderr.")
     ] = False,
@@ -162,8 +195,10 @@ def query(
         _explain(name)
         return
     canned = get_query(name)
-    parameters = _bind(canned, {"by": by or [], "rule": rule, "threshold": threshold})
-    selection = rater_selection(exclude_removed, raters)
+    given = {"by": by or [], "rule": rule, "threshold": threshold, "question": question}
+    given |= {"unsure": unsure, "permutations": permutations, "seed": seed}
+    parameters = _bind(canned, given)
+    selection = rater_selection(exclude_removed, raters, min_quality)
     if show_sql:
         say(f"-- parameters: {parameters}\n{render_sql(canned)}")
     store = Store(resolve_data_dir(data))
@@ -172,8 +207,8 @@ def query(
     if dataset == "all" and skipped:
         left_out = ", ".join(f"DICES-{d}" for d in skipped)
         say(f"note: {name} does not apply to {left_out}; showing the datasets it applies to")
-    if selection.description:
-        say(f"raters: {'; '.join(selection.description)}")
+    if session.selection.description:
+        say(f"raters: {'; '.join(session.selection.description)}")
     emit(session.run(canned, parameters), fmt, output, title=name)
 
 
@@ -184,6 +219,7 @@ def sql(
     dataset: DatasetOption = "all",
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
+    min_quality: MinQuality = None,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Stop the query after this many seconds.", min=0.1)
     ] = 60.0,
@@ -206,7 +242,7 @@ def sql(
     from dices_cli.queries.sandbox import run_sql
     from dices_cli.store import Store, resolve_data_dir
 
-    selection = rater_selection(exclude_removed, raters)
+    selection = rater_selection(exclude_removed, raters, min_quality)
     store = Store(resolve_data_dir(data))
     emit(run_sql(store, dataset, statement, selection, timeout), fmt, output, title="sql")
 

@@ -8,23 +8,37 @@ A header is the leading block of `--` comment lines:
     -- uses: gold-vs-crowd AS cells          (optional: another query as a CTE)
     -- param by: columns, required: Rater columns to group by; several intersect.
     -- param threshold: float = 0.5: Share of Yes that makes the crowd say Yes.
+    -- compute: dices_cli.metrics.compute:compute   (optional: a Python step after the SQL)
     -- explanation:
     --   Free text, as many lines as needed, until the header ends.
 
-Parameter types: `columns` (a list of column names from the group-by choices), `float`,
-`integer`, `choice(a|b)`. Each parameter is bound by name (`$threshold`), never pasted.
+Parameter types: `columns` (a list of column names from the group-by choices), `question`
+(one answer column, such as Q_overall), `float`, `integer`, `choice(a|b)`. Each parameter
+is bound by name (`$threshold`), never pasted.
+
+`compute: module:function` names a function(Table, parameters) -> Table that turns the
+SQL's result into the query's result, for what SQL cannot do well (permutation tests). The
+SQL is given only the parameters it names; the function gets all of them.
+
 Adding a query is adding a file.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import UsageError
+from dices_cli.schema import DATASETS
+
+if TYPE_CHECKING:
+    from dices_cli.output import Table
 
 # Rater and rating columns a result can be broken down by.
 GROUP_COLUMNS = (
@@ -38,7 +52,7 @@ GROUP_COLUMNS = (
 )
 
 _PARAM = re.compile(
-    r"^param (?P<name>[a-z_]+): (?P<type>columns|float|integer|choice\([a-z|]+\))"
+    r"^param (?P<name>[a-z_]+): (?P<type>columns|question|float|integer|choice\([a-z|]+\))"
     r"(?:, (?P<required>required)| = (?P<default>[^:]+))?: (?P<help>.+)$"
 )
 
@@ -55,6 +69,10 @@ class Parameter:
     def choices(self) -> tuple[str, ...]:
         if self.type == "columns":
             return GROUP_COLUMNS
+        if self.type == "question":
+            from dices_cli.queries.engine import answer_columns  # the engine imports this module
+
+            return tuple(answer_columns(DATASETS.values()))
         if self.type.startswith("choice("):
             return tuple(self.type[len("choice(") : -1].split("|"))
         return ()
@@ -78,6 +96,11 @@ class Parameter:
                     + ", ".join(GROUP_COLUMNS)
                 )
             return columns
+        if self.type == "question" and str(raw) not in self.choices:
+            raise UsageError(  # the list is long: point to it rather than print it
+                f"unknown --{self.name} {raw!r}: not a No/Yes/Unsure answer column; "
+                "the query's --explain lists them"
+            )
         if str(raw) not in self.choices:
             raise UsageError(
                 f"--{self.name} must be one of: {', '.join(self.choices)} (got {raw!r})"
@@ -93,6 +116,7 @@ class Query:
     datasets: tuple[str, ...]
     parameters: tuple[Parameter, ...]
     uses: tuple[str, str] | None  # (query name, CTE alias)
+    compute: str | None  # "module:function" run on the SQL's result
     body: str
     path: Path
 
@@ -150,6 +174,7 @@ def parse_query(path: Path, text: str) -> Query:
         datasets=tuple(fields.get("datasets", "350 990").split()),
         parameters=tuple(parameters),
         uses=uses,
+        compute=fields.get("compute"),
         body=body.strip().rstrip(";"),
         path=path,
     )
@@ -197,3 +222,14 @@ def render_sql(query: Query) -> str:
     if query.body.upper().startswith("WITH "):
         return f"WITH {alias} AS ({inner}),\n{query.body[5:]}"
     return f"WITH {alias} AS ({inner})\n{query.body}"
+
+
+def compute_step(query: Query) -> Callable[[Table, dict[str, Any]], Table] | None:
+    """The function the query's `compute:` header names, or None when it has none."""
+    if query.compute is None:
+        return None
+    module, _, function = query.compute.partition(":")
+    step: Callable[[Table, dict[str, Any]], Table] = getattr(
+        importlib.import_module(module), function
+    )
+    return step

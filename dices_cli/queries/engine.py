@@ -18,13 +18,15 @@ value that comes from a user is bound as a parameter.
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, NotIngestedError, UsageError
 from dices_cli.output import Table, table_from_rows
-from dices_cli.queries.catalog import Query, prelude, render_sql
+from dices_cli.queries.catalog import Query, compute_step, prelude, render_sql
 from dices_cli.schema import (
     DATASETS,
     GOLD_REASONS,
@@ -51,6 +53,17 @@ def enum_types() -> dict[tuple[str, ...], str]:
             if column.kind is Kind.ENUM and column.values not in names:
                 names[column.values] = "answer" if column.is_answer else f"{column.name}_t"
     return names
+
+
+def answer_columns(datasets: Iterable[Dataset]) -> list[str]:
+    """The No/Yes/Unsure answer columns of these datasets, named as in the views."""
+    names = (
+        UNIFIED_NAMES.get(column.name, column.name)
+        for dataset in datasets
+        for column in dataset.of(Entity.RATING)
+        if column.is_answer
+    )
+    return list(dict.fromkeys(names))
 
 
 def _quote(identifier: str) -> str:
@@ -117,11 +130,12 @@ class RaterSelection:
 
     exclude_removed: bool = False
     keep_ids: frozenset[int] | None = None
+    min_quality: float | None = None  # resolved into keep_ids by open_session
     description: list[str] = field(default_factory=list)
 
     @property
     def active(self) -> bool:
-        return self.exclude_removed or self.keep_ids is not None
+        return self.exclude_removed or self.keep_ids is not None or self.min_quality is not None
 
 
 class Session:
@@ -185,7 +199,8 @@ class Session:
             (Entity.RATER, "raters"),
             (Entity.RATING, "ratings"),
         ):
-            columns = _view_columns(entity, self.datasets)
+            # Every column of both datasets, whichever are selected: the same view for any -d.
+            columns = _view_columns(entity, list(DATASETS.values()))
             selects = []
             for dataset in self.datasets:
                 cells = [
@@ -211,13 +226,28 @@ class Session:
 
         try:
             cursor = self.con.execute(sql, parameters or {})
+            description = cursor.description or []
+            if any("WITH TIME ZONE" in str(d[1]) for d in description):
+                # DuckDB turns time zones into Python values only with pytz; Arrow does not.
+                with warnings.catch_warnings():  # "makes an extra copy": fine here
+                    warnings.simplefilter("ignore", UserWarning)
+                    arrow = cursor.to_arrow_table()
+                columns = [] if arrow is None else arrow.columns
+                rows = list(zip(*(column.to_pylist() for column in columns), strict=True))
+            else:
+                rows = cursor.fetchall()
         except duckdb.Error as error:
             raise DicesError(f"the query failed: {error}") from error
-        columns = [d[0] for d in cursor.description or []]
-        return table_from_rows(columns, cursor.fetchall())
+        return table_from_rows([d[0] for d in description], rows)
 
     def run(self, query: Query, parameters: dict[str, Any]) -> Table:
-        return self.execute(render_sql(query), parameters)
+        """The query's result. The SQL gets the parameters it names (DuckDB refuses any
+        other); a `compute:` step gets the SQL's result and every parameter."""
+        sql = render_sql(query)
+        named = {k: v for k, v in parameters.items() if re.search(rf"\${k}\b", sql)}
+        result = self.execute(sql, named)
+        compute = compute_step(query)
+        return result if compute is None else compute(result, parameters)
 
 
 def _literals(values: Sequence[str]) -> str:
@@ -243,4 +273,8 @@ def open_session(
     if not chosen:
         only = "/".join(f"DICES-{name}" for name in needs)
         raise UsageError(f"this query applies to {only} only, not DICES-{wanted[0]}")
+    if selection is not None and selection.min_quality is not None:
+        from dices_cli.quality import select_by_quality  # scores in a session of its own
+
+        selection = select_by_quality(store, chosen, selection)
     return Session(store, chosen, selection, materialize)

@@ -1,0 +1,203 @@
+"""`dices filter-raters`: score raters, filter them, and audit what the filter does."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+
+from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
+from dices_cli.output import Format
+from dices_cli.quality import DEFAULT_MIN_QUALITY
+from dices_cli.render import emit, say
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dices_cli.audit import ColumnAudit, DatasetAudit
+    from dices_cli.quality import RaterFilter
+
+
+def filter_raters(
+    dataset: Annotated[
+        Literal["all", "350", "990"],
+        typer.Option("--dataset", "-d", help="Which ingested dataset(s) to score."),
+    ] = "all",
+    min_quality: Annotated[
+        float | None,
+        typer.Option(
+            "--min-quality",
+            metavar="Q",
+            help=f"Keep raters whose quality score is at least Q (default {DEFAULT_MIN_QUALITY}).",
+            show_default=False,
+        ),
+    ] = None,
+    preset: Annotated[
+        Literal["authors"] | None,
+        typer.Option(
+            "--preset",
+            help="Remove the raters the DICES authors removed instead of using the score.",
+        ),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Add a sentence per rater: what lowered the score.")
+    ] = False,
+    ids_only: Annotated[
+        bool, typer.Option("--ids-only", help="Print the kept rater ids, one per line.")
+    ] = False,
+    audit_only: Annotated[
+        bool, typer.Option("--audit", help="Print the audit (JSON) instead of the rater table.")
+    ] = False,
+    write: Annotated[
+        Path | None,
+        typer.Option(
+            "--write",
+            metavar="DIR",
+            help="Write the filtered datasets to data directory DIR (use it with --data DIR).",
+            file_okay=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --write: replace datasets already in DIR.")
+    ] = False,
+    data: DataDir = None,
+    fmt: OutputFormat = None,
+    output: OutputFile = None,
+) -> None:
+    """Score every rater's quality, keep the good ones, and audit what the filter changes.
+
+    The score (0-1) is the lowest of five signals: speed against the pool (DICES-350),
+    straight-lining, consistency of Q_overall with its sub-questions, chance-corrected
+    agreement with the other raters, and comprehension (Q1). docs/rater-quality.md has
+    the formulas. The audit (stderr) shows who is removed from which groups, with an exact
+    test, and how many conversations change their plurality label.
+
+    Examples:
+
+        dices filter-raters --explain
+
+        dices filter-raters --preset authors --write filtered/
+
+        dices query overview --data filtered/
+
+        dices filter-raters --min-quality 0.6 --ids-only | dices query overview --raters -
+
+        dices filter-raters -d 350 --audit --format json
+    """
+    from dices_cli.audit import audit, audit_table
+    from dices_cli.quality import (
+        RaterFilter,
+        kept_raters,
+        quality_table,
+        score_raters,
+        write_filtered,
+    )
+    from dices_cli.queries.engine import open_session
+    from dices_cli.store import Store, resolve_data_dir
+
+    _check_combination(explain, ids_only, audit_only, write, force, fmt)
+    rule = RaterFilter(min_quality=min_quality, preset=preset)
+    store = Store(resolve_data_dir(data))
+    session = open_session(store, dataset)
+    raters = score_raters(session)
+    kept = kept_raters(raters, rule)
+    audits = audit(session, raters, kept)
+    written = [] if write is None else write_filtered(store, Store(write), raters, rule, force)
+    _report(audits, rule)
+    for stored in written:
+        counts = stored.manifest["counts"]
+        say(
+            f"wrote DICES-{stored.name}: {counts['raters']:,} raters, "
+            f"{counts['ratings']:,} ratings -> {write} (use --data {write})"
+        )
+    if ids_only:
+        ids = "".join(f"{r.rater_id}\n" for r in raters if r.key in kept)
+        if output is None:
+            sys.stdout.write(ids)
+        else:
+            output.write_text(ids, encoding="utf-8")
+    elif audit_only:
+        emit(audit_table(audits, rule.description), fmt or Format.JSON, output)
+    else:
+        emit(quality_table(raters, rule, explain), fmt, output, title="Rater quality")
+
+
+def _check_combination(
+    explain: bool,
+    ids_only: bool,
+    audit_only: bool,
+    write: Path | None,
+    force: bool,
+    fmt: Format | None,
+) -> None:
+    from dices_cli.errors import UsageError
+
+    if ids_only and (explain or audit_only or fmt is not None):
+        raise UsageError("--ids-only prints plain ids; leave out --explain, --audit and --format")
+    if audit_only and explain:
+        raise UsageError("--explain adds to the rater table, which --audit replaces")
+    if audit_only and fmt not in (None, Format.JSON, Format.JSONL):
+        raise UsageError("the audit is nested records: use --format json or jsonl with --audit")
+    if force and write is None:
+        raise UsageError("--force only applies with --write DIR")
+
+
+def _p(value: float) -> str:
+    return f"{value:.3f}" if value >= 0.001 else "< 0.001"
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _column_line(column: ColumnAudit) -> str:
+    groups = ", ".join(f"{g.group} {g.removed}/{g.raters} ({g.rate:.0%})" for g in column.groups)
+    test = (
+        "one group, no test"
+        if column.p_value is None
+        else f"{column.test} exact p = {_p(column.p_value)}"
+    )
+    return f"  removed by {column.column}: {groups}; {test}"
+
+
+def _report(audits: Sequence[DatasetAudit], rule: RaterFilter) -> None:
+    """The audit for a person: a few lines per dataset on stderr."""
+    say(f"filter: removes {rule.description}")
+    for a in audits:
+        say(
+            f"DICES-{a.dataset}: kept {a.raters_kept:,} of {a.raters:,} raters "
+            f"({a.raters_removed:,} removed) and {a.ratings_kept:,} of {a.ratings:,} ratings"
+        )
+        caveat = " (a list from one public source, unverified)" if a.dataset == "990" else ""
+        say(
+            f"  vs the {a.published} raters the DICES authors removed{caveat}: "
+            f"{a.removed_and_published} removed here too (recall {_share(a.recall)}, "
+            f"precision {_share(a.precision)})"
+        )
+        for column in a.columns:
+            say(_column_line(column))
+        for column in a.columns:
+            if column.depends_on_group:
+                assert column.p_value is not None
+                say(
+                    f"  warning: removal is not independent of {column.column} "
+                    f"({column.test} exact p = {_p(column.p_value)} < 0.05): "
+                    f"the filter changes the pool's {column.column} mix"
+                )
+        changed = (
+            f"  conversations: {a.plurality_changed} of {a.conversations} change their "
+            f"plurality label; mean total-variation distance {a.mean_tvd or 0:.4f} "
+            f"(largest {a.max_tvd or 0:.4f})"
+        )
+        say(changed)
+        if a.conversations_without_ratings:
+            say(
+                f"  warning: {a.conversations_without_ratings} conversations are left "
+                "without ratings (not counted above)"
+            )
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="filter-raters")(filter_raters)

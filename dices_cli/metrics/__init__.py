@@ -1,0 +1,1 @@
+"""Agreement and diversity metrics of rater groups (numpy only; formulas in docs/metrics.md)."""

@@ -1,0 +1,74 @@
+"""Every metric of every rater group against the rest of the pool, for many labellings at once.
+
+A labelling assigns each rater to a group. Group counts come from one matrix product of the
+labelling's one-hot membership with the raters' one-hot answers, so a batch of permuted
+labellings costs one product and a few array passes, never a loop over raters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dices_cli.metrics.agreement import (
+    Array,
+    cross_replication_reliability,
+    group_association_index,
+    krippendorff_alpha_nominal,
+    negentropy,
+    normalised_xrr,
+    plurality_size,
+)
+
+METRICS = ("irr", "xrr", "xrr_normalised", "gai", "negentropy", "plurality_size")
+POOL_METRICS = ("irr", "negentropy", "plurality_size")  # the ones that need no rest
+# Count cells (labellings x groups x categories x conversations) per batch: bounds each
+# temporary array to about 16 MB whatever the number of permutations.
+BATCH_CELLS = 2_000_000
+
+
+def _metrics(inside: Array, outside: Array) -> Array:
+    irr = krippendorff_alpha_nominal(inside)
+    xrr = cross_replication_reliability(inside, outside)
+    rest_irr = krippendorff_alpha_nominal(outside)
+    return np.stack(
+        [
+            irr,
+            xrr,
+            normalised_xrr(xrr, irr, rest_irr),
+            group_association_index(irr, xrr),
+            negentropy(inside),
+            plurality_size(inside),
+        ],
+        axis=-1,
+    )
+
+
+def group_metrics(answers: Array, labellings: NDArray[np.intp], groups: int) -> Array:
+    """METRICS of each group against the rest, for each labelling.
+
+    answers: [rater, category, conversation], 1 where the rater gave that answer.
+    labellings: [labelling, rater] group numbers 0 .. groups - 1.
+    Returns [labelling, group, metric] in METRICS order.
+    """
+    raters, categories, conversations = answers.shape
+    flat = answers.reshape(raters, categories * conversations)
+    total = flat.sum(axis=0).reshape(categories, conversations)
+    batch = max(1, BATCH_CELLS // (groups * conversations * categories))
+    result = np.empty((len(labellings), groups, len(METRICS)))
+    for start in range(0, len(labellings), batch):
+        chunk = labellings[start : start + batch]
+        membership = (chunk[:, None, :] == np.arange(groups)[None, :, None]).astype(np.float64)
+        inside = (membership.reshape(-1, raters) @ flat).reshape(
+            len(chunk), groups, categories, conversations
+        )
+        result[start : start + len(chunk)] = _metrics(inside, total - inside)
+    return result
+
+
+def pool_metrics(answers: Array) -> Array:
+    """POOL_METRICS of all raters together."""
+    counts = answers.sum(axis=0)
+    return np.array(
+        [krippendorff_alpha_nominal(counts), negentropy(counts), plurality_size(counts)]
+    )

@@ -1,0 +1,68 @@
+"""Permutation tests of group metrics and Benjamini-Hochberg adjustment of their p-values."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dices_cli.metrics.agreement import Array
+from dices_cli.metrics.groups import group_metrics
+
+# A permuted value this close to the observed one counts as a tie: the same groups can be
+# summed in another order and differ in the last bits.
+RELATIVE_TIE = 1e-12
+
+
+def shuffled_labellings(labels: NDArray[np.intp], permutations: int, seed: int) -> NDArray[np.intp]:
+    """`permutations` random reorderings of `labels` (one row each), reproducible from `seed`.
+
+    All are drawn at once, so the draws do not depend on how they are later batched.
+    """
+    rng = np.random.default_rng(seed)
+    return rng.permuted(np.tile(labels, (permutations, 1)), axis=1)
+
+
+def two_sided_p_values(observed: Array, null: Array) -> Array:
+    """p = 2 * min(P(T >= t), P(T <= t)), capped at 1, each share counting t itself.
+
+    observed: [...]; null: [permutation, ...]. The +1 in (count + 1) / (N + 1) counts the
+    observed labelling as one of the permutations, so p is never 0. Permutations where the
+    metric is undefined (NaN) are left out; p is NaN where the observed metric is.
+    """
+    tie = RELATIVE_TIE * np.maximum(1.0, np.abs(observed))
+    with np.errstate(invalid="ignore"):
+        at_least = (null >= observed - tie).sum(axis=0)
+        at_most = (null <= observed + tie).sum(axis=0)
+    defined = (~np.isnan(null)).sum(axis=0)
+    p = np.minimum(1.0, 2 * (np.minimum(at_least, at_most) + 1) / (defined + 1))
+    return np.where(np.isnan(observed) | (defined == 0), np.nan, p)
+
+
+def permutation_test(
+    answers: Array, labels: NDArray[np.intp], groups: int, permutations: int, seed: int
+) -> tuple[Array, Array]:
+    """Each group's metrics and their two-sided permutation p-values, both [group, metric].
+
+    The null hypothesis: group labels are exchangeable between raters, i.e. a group's
+    metric is no different from that of as many raters drawn at random from the pool.
+    """
+    labellings = np.vstack([labels, shuffled_labellings(labels, permutations, seed)])
+    values = group_metrics(answers, labellings, groups)
+    return values[0], two_sided_p_values(values[0], values[1:])
+
+
+def benjamini_hochberg(p_values: Array) -> Array:
+    """Benjamini-Hochberg adjusted p-values (false discovery rate) of a 1-D family.
+
+    NaN p-values are not tests: they stay NaN and do not count in the family size.
+    """
+    adjusted = np.full(p_values.shape, np.nan)
+    tested = ~np.isnan(p_values)
+    values = p_values[tested]
+    order = np.argsort(values)
+    ranked = values[order] * len(values) / np.arange(1, len(values) + 1)
+    step_up = np.minimum.accumulate(ranked[::-1])[::-1]
+    result = np.empty_like(values)
+    result[order] = np.minimum(step_up, 1.0)
+    adjusted[tested] = result
+    return adjusted

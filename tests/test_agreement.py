@@ -1,0 +1,288 @@
+"""`dices query agreement` end to end: the SQL, the compute step and the CLI on the replicas,
+checked against the krippendorff package and counts made independently from the CSV files."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import krippendorff
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import entropy
+from typer.testing import CliRunner
+
+from dices_cli.main import app
+from dices_cli.metrics.agreement import cross_replication_reliability
+from dices_cli.metrics.compute import compute
+from dices_cli.metrics.groups import METRICS
+from dices_cli.output import Table
+from dices_cli.queries.catalog import catalog, compute_step, get_query
+
+ANSWERS = ["No", "Yes", "Unsure"]
+COLUMNS = [
+    "raters",
+    *METRICS,
+    *(f"{m}_p" for m in METRICS),
+    *(f"{m}_p_bh" for m in METRICS),
+]
+USAGE_HINT = "Try 'dices query -h' for help.\n"
+
+
+def agreement(runner: CliRunner, data: Path, *options: str) -> list[dict[str, Any]]:
+    result = runner.invoke(app, ["query", "agreement", "--data", str(data), "-f", "json", *options])
+    assert result.exit_code == 0, result.output
+    records: list[dict[str, Any]] = json.loads(result.stdout)
+    return records
+
+
+def fails(runner: CliRunner, data: Path, *arguments: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["query", *arguments, "--data", str(data)])
+    assert result.stdout == ""
+    return result.exit_code, result.stderr
+
+
+@pytest.fixture(scope="module")
+def csv_ratings(replica_350: Path, replica_990: Path) -> dict[str, pd.DataFrame]:
+    """The replicas' ratings read straight from the CSV files, not through dices."""
+    columns = ["rater_id", "item_id", "rater_gender", "rater_age", "Q_overall"]
+    return {
+        "350": pd.read_csv(replica_350, usecols=[*columns, "Q2_harmful_content_overall"]),
+        "990": pd.read_csv(replica_990, usecols=columns),
+    }
+
+
+def codes(ratings: pd.DataFrame, question: str, answers: list[str]) -> np.ndarray:
+    """[rater, conversation] answer numbers; NaN where missing (or not among `answers`)."""
+    numbered = ratings[question].map({a: float(i) for i, a in enumerate(answers)})
+    matrix = ratings.assign(code=numbered).pivot(index="rater_id", columns="item_id", values="code")
+    return matrix.to_numpy(dtype=float)
+
+
+def package_alpha(
+    ratings: pd.DataFrame, question: str = "Q_overall", answers: list[str] = ANSWERS
+) -> float:
+    return float(
+        krippendorff.alpha(
+            reliability_data=codes(ratings, question, answers),
+            level_of_measurement="nominal",
+            value_domain=list(range(len(answers))),
+        )
+    )
+
+
+def counts(ratings: pd.DataFrame, items: pd.Index) -> np.ndarray:
+    """[category, conversation] counts of Q_overall, for the conversations `items`."""
+    table = pd.crosstab(ratings["Q_overall"], ratings["item_id"])
+    return table.reindex(index=ANSWERS, columns=items, fill_value=0).to_numpy(dtype=float)
+
+
+def test_pool_metrics_equal_the_krippendorff_package_and_the_csv_counts(
+    runner: CliRunner, ingested: Path, csv_ratings: dict[str, pd.DataFrame]
+) -> None:
+    rows = agreement(runner, ingested)
+    assert [(r["dataset"], r["raters"]) for r in rows] == [("350", 123), ("990", 173)]
+    for row in rows:
+        ratings = csv_ratings[row["dataset"]]
+        assert row["irr"] == pytest.approx(package_alpha(ratings), abs=1e-9)
+        per_item = pd.crosstab(ratings["item_id"], ratings["Q_overall"]).to_numpy()
+        shares = per_item / per_item.sum(axis=1, keepdims=True)
+        assert row["negentropy"] == pytest.approx(
+            np.mean(math.log(3) - entropy(shares, axis=1)), abs=1e-12
+        )
+        assert row["plurality_size"] == pytest.approx(shares.max(axis=1).mean(), abs=1e-12)
+        assert [row[c] for c in COLUMNS if c not in ("raters", *POOL)] == [None] * 15
+
+
+POOL = ("irr", "negentropy", "plurality_size")
+
+
+def test_each_group_against_the_rest_on_the_replica(
+    runner: CliRunner, ingested: Path, csv_ratings: dict[str, pd.DataFrame]
+) -> None:
+    rows = agreement(runner, ingested, "--by", "rater_gender", "--permutations", "0")
+    assert [(r["dataset"], r["rater_gender"]) for r in rows] == [
+        ("350", "Man"),
+        ("350", "Woman"),
+        ("990", "Man"),
+        ("990", "Woman"),
+    ]
+    for row in rows:
+        ratings = csv_ratings[row["dataset"]]
+        inside = ratings[ratings["rater_gender"] == row["rater_gender"]]
+        outside = ratings[ratings["rater_gender"] != row["rater_gender"]]
+        items = pd.Index(sorted(ratings["item_id"].unique()))
+        irr, rest_irr = package_alpha(inside), package_alpha(outside)
+        xrr = float(cross_replication_reliability(counts(inside, items), counts(outside, items)))
+        assert row["raters"] == inside["rater_id"].nunique()
+        assert row["irr"] == pytest.approx(irr, abs=1e-9)
+        assert row["xrr"] == pytest.approx(xrr, abs=1e-9)
+        assert row["xrr_normalised"] == pytest.approx(xrr / math.sqrt(irr * rest_irr), abs=1e-9)
+        assert row["gai"] == pytest.approx(irr / xrr, abs=1e-9)
+        assert [row[f"{m}_p"] for m in METRICS] == [None] * 6  # --permutations 0: no test
+
+
+def test_unsure_as_missing_and_another_question(
+    runner: CliRunner, ingested: Path, csv_ratings: dict[str, pd.DataFrame]
+) -> None:
+    ratings = csv_ratings["350"]
+    missing = agreement(runner, ingested, "-d", "350", "--unsure", "missing")
+    assert missing[0]["irr"] == pytest.approx(
+        package_alpha(ratings, answers=["No", "Yes"]), abs=1e-9
+    )
+    raters_with_an_answer = ratings[ratings["Q_overall"] != "Unsure"]["rater_id"].nunique()
+    assert missing[0]["raters"] == raters_with_an_answer
+    question = "Q2_harmful_content_overall"
+    other = agreement(runner, ingested, "-d", "350", "--question", question)
+    assert other[0]["irr"] == pytest.approx(package_alpha(ratings, question), abs=1e-9)
+
+
+def test_p_values_repeat_with_the_seed_and_are_adjusted_per_metric(
+    runner: CliRunner, ingested: Path
+) -> None:
+    options = ("-d", "350", "--by", "rater_age", "--permutations", "200")
+    first = agreement(runner, ingested, *options, "--seed", "5")
+    assert [r["rater_age"] for r in first] == ["gen z", "millenial", "gen x+"]  # enum order
+    assert agreement(runner, ingested, *options, "--seed", "5") == first
+    other_seed = agreement(runner, ingested, *options, "--seed", "6")
+    assert [r["irr_p"] for r in other_seed] != [r["irr_p"] for r in first]
+    for metric in METRICS:
+        p = [r[f"{metric}_p"] for r in first]
+        assert all(2 / 201 <= value <= 1 for value in p)  # (count + 1) / (N + 1), doubled
+        order = np.argsort(p)
+        scaled = np.minimum.accumulate((np.array(p)[order] * 3 / [1, 2, 3])[::-1])[::-1]
+        assert [first[i][f"{metric}_p_bh"] for i in order] == pytest.approx(
+            np.minimum(scaled, 1), abs=1e-12
+        )
+
+
+def test_one_dataset_gives_the_same_rows_as_both(runner: CliRunner, ingested: Path) -> None:
+    options = ("--by", "rater_age", "--permutations", "50")
+    both = agreement(runner, ingested, *options)
+    assert agreement(runner, ingested, "-d", "990", *options) == [
+        r for r in both if r["dataset"] == "990"
+    ]
+
+
+def test_the_default_run_has_1000_permutations(runner: CliRunner, ingested: Path) -> None:
+    rows = agreement(runner, ingested, "-d", "350", "--by", "rater_gender")
+    p_values = [r[f"{m}_p"] for r in rows for m in METRICS]
+    # p = 2 * (count + 1) / 1001 below 1: a multiple of 2 / 1001 (and of no 2 / (N + 1) with
+    # another N < 1000, since 1001 = 7 * 11 * 13).
+    assert min(p_values) < 1
+    assert all(p == 1 or p * 1001 / 2 == pytest.approx(round(p * 1001 / 2)) for p in p_values)
+
+
+def test_rater_selection_applies(runner: CliRunner, ingested: Path) -> None:
+    assert agreement(runner, ingested, "-d", "350", "--exclude-removed")[0]["raters"] == 104
+    overview = runner.invoke(
+        app, ["query", "overview", "--data", str(ingested), "-d", "350", "--min-quality", "0.6"]
+    )
+    kept = int(overview.stdout.splitlines()[1].split(",")[2])
+    assert 0 < kept < 123
+    assert agreement(runner, ingested, "-d", "350", "--min-quality", "0.6")[0]["raters"] == kept
+
+
+def test_csv_header_and_whole_pool_columns(runner: CliRunner, ingested: Path) -> None:
+    result = runner.invoke(
+        app, ["query", "agreement", "--data", str(ingested), "-d", "990", "-f", "csv"]
+    )
+    assert result.exit_code == 0, result.output
+    header, row = result.stdout.splitlines()
+    assert header == ",".join(["dataset", *COLUMNS])
+    cells = row.split(",")
+    assert cells[:2] == ["990", "173"]
+    assert cells[3:6] == ["", "", ""]  # xrr, xrr_normalised, gai: no rest to compare with
+    assert cells[8:] == [""] * 12  # no groups, no permutation test
+    assert all(0 < float(cell) < 1 for cell in cells[2:3] + cells[6:8])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["agreement", "--question", "Q_nothing"],
+            "unknown --question 'Q_nothing': not a No/Yes/Unsure answer column; "
+            "the query's --explain lists them",
+        ),
+        (
+            ["agreement", "-d", "990", "--question", "Q2_harmful_content_dangerous_content"],
+            "DICES-990 has no answer column 'Q2_harmful_content_dangerous_content'; "
+            "choose another --question or --dataset",
+        ),
+        (
+            ["agreement", "--unsure", "ignore"],
+            "--unsure must be one of: category, missing (got 'ignore')",
+        ),
+        (
+            ["agreement", "--by", "rater_age", "--permutations", "-1"],
+            "--permutations must be 0 or more (got -1)",
+        ),
+        (["agreement", "--by", "rater_age", "--seed", "-2"], "--seed must be 0 or more (got -2)"),
+        (
+            ["overview", "--permutations", "10"],
+            "overview does not take --permutations; it takes: no options",
+        ),
+        (
+            ["qoverall-by-demographic", "--by", "rater_age", "--question", "Q_overall"],
+            "qoverall-by-demographic does not take --question; it takes: --by",
+        ),
+    ],
+)
+def test_usage_errors(
+    runner: CliRunner, ingested: Path, arguments: list[str], message: str
+) -> None:
+    assert fails(runner, ingested, *arguments) == (2, f"Error: {message}\n{USAGE_HINT}")
+
+
+def test_explain_documents_every_option(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["query", "agreement", "--explain"])
+    assert result.exit_code == 0, result.output
+    for option in ("--by", "--question", "--unsure", "--permutations", "--seed"):
+        assert f"\n  {option} (" in result.stdout
+    assert "--permutations (integer, default 1000)" in result.stdout
+    assert result.stdout.endswith(
+        "sql/agreement.sql\nThen computed in Python by: dices_cli.metrics.compute:compute\n"
+    )
+
+
+def test_only_agreement_has_a_compute_step() -> None:
+    steps = {name: query.compute for name, query in catalog().items()}
+    assert steps.pop("agreement") == "dices_cli.metrics.compute:compute"
+    assert set(steps.values()) == {None}
+    assert compute_step(get_query("agreement")) is compute
+    assert compute_step(get_query("overview")) is None
+
+
+PARAMETERS = {"by": ["phase"], "question": "Q_overall", "unsure": "category", "seed": 0}
+
+
+def test_a_rater_in_two_groups_counts_in_each() -> None:
+    # With a rating-level column such as phase, rater 1 rated in two phases.
+    rows = [
+        ("350", "Phase1", 1, 10, "Yes"),
+        ("350", "Phase1", 1, 11, "No"),
+        ("350", "Phase1", 2, 10, "Yes"),
+        ("350", "Phase1", 2, 11, "No"),
+        ("350", "Phase2", 1, 12, "Yes"),
+        ("350", "Phase2", 3, 10, "No"),
+        ("350", "Phase2", 3, 12, "Yes"),
+    ]
+    table = Table(["dataset", "phase", "rater_id", "item_id", "Q_overall"], [False] * 5, rows)
+    result = compute(table, PARAMETERS | {"permutations": 0})
+    assert result.columns == ["dataset", "phase", *COLUMNS]
+    assert result.numeric == [False, False] + [True] * 19
+    assert [(r[0], r[1], r[2], r[3]) for r in result.rows] == [
+        ("350", "Phase1", 2, 1.0),  # two raters who agree everywhere
+        ("350", "Phase2", 2, None),  # one answer per conversation: nothing pairable
+    ]
+
+
+def test_a_dataset_without_any_counted_answer_has_no_rows() -> None:
+    rows = [("350", 1, 10, "Unsure"), ("350", 2, 10, "Unsure"), ("990", 1, 10, None)]
+    table = Table(["dataset", "rater_id", "item_id", "Q_overall"], [False] * 4, rows)
+    parameters = PARAMETERS | {"by": [], "unsure": "missing", "permutations": 0}
+    assert compute(table, parameters).rows == []

@@ -1,0 +1,288 @@
+"""`dices sql`: one read-only SELECT over the views, and nothing else.
+
+Every refused statement must leave the file system as it was: each test points its
+statement at a canary file (or at a new file next to it) and checks that the canary still
+holds what it held and that nothing else appeared.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from dices_cli.main import app
+from dices_cli.schema import PUBLISHED_REMOVED
+
+CANARY_TEXT = "rater_id\n296708581782793\n"
+READ_ONLY = "dices sql is read-only"
+
+
+def run_sql(
+    runner: CliRunner, data: Path, statement: str, *options: str, dataset: str = "350"
+) -> Result:
+    """`dices sql` over one dataset by default: loading both takes longer and shows nothing more."""
+    args = ["sql", statement, "--data", str(data), *options]
+    return runner.invoke(app, args if "-d" in options else [*args, "-d", dataset])
+
+
+@pytest.fixture
+def canary(tmp_path: Path) -> Path:
+    path = tmp_path / "canary.csv"
+    path.write_text(CANARY_TEXT, encoding="utf-8")
+    return path
+
+
+def assert_untouched(canary: Path) -> None:
+    assert canary.read_text(encoding="utf-8") == CANARY_TEXT
+    assert sorted(p.name for p in canary.parent.iterdir()) == ["canary.csv"]
+
+
+# The statement kind DuckDB reports is in the message: INSTALL is a LOAD, RESET a SET.
+REFUSED = [
+    ("CREATE TABLE t AS SELECT 1", "CREATE"),
+    ("CREATE VIEW v AS SELECT 1", "CREATE"),
+    ("CREATE MACRO m(x) AS x + 1", "CREATE"),
+    ("INSERT INTO published_removed VALUES ('350', 1)", "INSERT"),
+    ("UPDATE published_removed SET rater_id = 0", "UPDATE"),
+    ("DELETE FROM published_removed", "DELETE"),
+    ("DROP VIEW items", "DROP"),
+    ("ALTER VIEW items RENAME TO things", "ALTER"),
+    ("COPY (SELECT * FROM raters) TO '{canary}'", "COPY"),
+    ("COPY (SELECT * FROM raters) TO '{dir}/new.csv'", "COPY"),
+    ("COPY published_removed FROM '{canary}'", "COPY"),
+    ("EXPORT DATABASE '{dir}/export'", "EXPORT"),
+    ("ATTACH '{dir}/new.duckdb' AS other", "ATTACH"),
+    ("DETACH memory", "DETACH"),
+    ("INSTALL httpfs", "LOAD"),
+    ("LOAD httpfs", "LOAD"),
+    ("SET enable_external_access = true", "SET"),
+    ("SET lock_configuration = false", "SET"),
+    ("RESET threads", "SET"),
+    ("PRAGMA version", "PRAGMA"),
+    ("CALL pragma_version()", "CALL"),
+    ("CHECKPOINT", "CALL"),
+    ("VACUUM", "VACUUM"),
+]
+
+
+@pytest.mark.parametrize(("statement", "kind"), REFUSED)
+def test_statements_other_than_select_are_refused(
+    statement: str, kind: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    sql = statement.format(canary=canary, dir=canary.parent)
+    result = run_sql(runner, ingested, sql)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == f"Error: only SELECT is allowed here, not {kind}; {READ_ONLY}\n"
+    assert_untouched(canary)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT 1; SELECT 2",
+        "SELECT 1; DROP VIEW items",
+        "SELECT 1; COPY (SELECT 1) TO '{canary}'",
+        "SELECT 1; SET enable_external_access = true; SELECT * FROM read_text('{canary}')",
+    ],
+)
+def test_several_statements_are_refused(
+    statement: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    sql = statement.format(canary=canary)
+    count = sql.count(";") + 1
+    result = run_sql(runner, ingested, sql)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == f"Error: give exactly one statement (got {count})\n"
+    assert_untouched(canary)
+
+
+def test_no_statement_is_refused(runner: CliRunner, ingested: Path) -> None:
+    result = run_sql(runner, ingested, "  ;  ")
+    assert result.exit_code == 1
+    assert result.stderr == "Error: give exactly one statement (got 0)\n"
+
+
+DISABLED = "file system operations are disabled by configuration"
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        "read_csv('/etc/passwd')",
+        "read_csv_auto('{canary}')",
+        "read_text('/etc/passwd')",
+        "read_text('{canary}')",
+        "read_blob('/etc/passwd')",
+        "read_json('{canary}')",
+        "read_parquet('{parquet}')",
+        "parquet_scan('{parquet}')",
+        "parquet_metadata('{parquet}')",
+        "glob('/etc/*')",
+        "glob('{dir}/*')",
+    ],
+)
+def test_reading_files_is_refused(
+    function: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    parquet = (ingested / "350" / "ratings.parquet").resolve()  # a real Parquet file
+    assert parquet.is_file()
+    sql = "SELECT * FROM " + function.format(canary=canary, dir=canary.parent, parquet=parquet)
+    result = run_sql(runner, ingested, sql)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: the query failed: Permission Error: ")
+    assert DISABLED in result.stderr
+    assert "296708581782793" not in result.stderr  # the canary's content is not shown
+    assert_untouched(canary)
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "{canary}"])
+def test_a_file_name_as_a_table_is_not_read(
+    path: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = run_sql(runner, ingested, f"SELECT * FROM '{path.format(canary=canary)}'")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: the query failed: ")
+    assert "root:" not in result.stderr
+    assert "296708581782793" not in result.stderr
+    assert_untouched(canary)
+
+
+def test_the_connection_is_locked(runner: CliRunner, ingested: Path) -> None:
+    sql = (
+        "SELECT name, value FROM duckdb_settings() WHERE name IN ("
+        "'enable_external_access', 'lock_configuration', 'autoinstall_known_extensions', "
+        "'autoload_known_extensions', 'allow_community_extensions') ORDER BY name"
+    )
+    result = run_sql(runner, ingested, sql, "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [
+        {"name": "allow_community_extensions", "value": "false"},
+        {"name": "autoinstall_known_extensions", "value": "false"},
+        {"name": "autoload_known_extensions", "value": "false"},
+        {"name": "enable_external_access", "value": "false"},
+        {"name": "lock_configuration", "value": "true"},
+    ]
+
+
+def test_the_data_is_in_memory_not_read_from_the_parquet_files(
+    runner: CliRunner, ingested: Path
+) -> None:
+    """The views work although the connection may not touch a file."""
+    sql = "SELECT dataset, count(*) AS ratings FROM ratings_wide GROUP BY ALL ORDER BY ALL"
+    result = run_sql(runner, ingested, sql, dataset="all")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "dataset,ratings\n350,43050\n990,72103\n"
+    assert result.stderr == ""
+
+
+def test_every_view_is_there(runner: CliRunner, ingested: Path) -> None:
+    sql = (
+        "SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM raters) AS raters, "
+        "(SELECT count(*) FROM ratings) AS ratings, "
+        "(SELECT count(*) FROM ratings_wide) AS ratings_wide, "
+        "(SELECT count(*) FROM published_removed) AS published_removed"
+    )
+    result = run_sql(runner, ingested, sql, dataset="all")
+    assert result.exit_code == 0, result.output
+    removed = len(PUBLISHED_REMOVED["350"]) + len(PUBLISHED_REMOVED["990"])
+    expected = f"{350 + 990},{123 + 173},{43_050 + 72_103},{43_050 + 72_103},{removed}"
+    assert result.stdout.splitlines() == [
+        "items,raters,ratings,ratings_wide,published_removed",
+        expected,
+    ]
+
+
+def test_a_select_with_a_cte_and_a_trailing_semicolon(runner: CliRunner, ingested: Path) -> None:
+    sql = (
+        "WITH yes AS (SELECT * FROM ratings WHERE Q_overall = 'Yes') "
+        "SELECT dataset, count(*) AS n FROM yes GROUP BY ALL ORDER BY ALL;"
+    )
+    result = run_sql(runner, ingested, sql, "-d", "350")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "dataset,n\n350,14064\n"
+
+
+def test_timestamps_come_out_in_utc(runner: CliRunner, ingested: Path) -> None:
+    sql = "SELECT id, answer_timestamp FROM ratings WHERE dataset = '350' ORDER BY id LIMIT 2"
+    result = run_sql(runner, ingested, sql, "-f", "jsonl")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["id"] for line in lines] == [0, 1]
+    for line in lines:
+        assert line["answer_timestamp"].endswith("+00:00")
+        assert len(line["answer_timestamp"]) == len("2022-12-09T10:54:27+00:00")
+
+
+def test_rater_selection_applies(runner: CliRunner, ingested: Path) -> None:
+    sql = (
+        "SELECT dataset, count(DISTINCT rater_id) AS raters FROM ratings GROUP BY ALL ORDER BY ALL"
+    )
+    result = run_sql(runner, ingested, sql, "--exclude-removed", dataset="all")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "dataset,raters\n350,104\n990,161\n"
+    removed = sorted(PUBLISHED_REMOVED["350"])[:2]
+    result = runner.invoke(
+        app,
+        ["sql", sql, "--data", str(ingested), "--raters", "-"],
+        input="\n".join(map(str, removed)),
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "dataset,raters\n350,2\n"
+    assert result.stderr == ""
+
+
+def test_a_sql_error_is_reported(runner: CliRunner, ingested: Path) -> None:
+    result = run_sql(runner, ingested, "SELECT no_such_column FROM ratings")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: the query failed: Binder Error: ")
+    assert "no_such_column" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_parse_error_is_reported(runner: CliRunner, ingested: Path) -> None:
+    result = run_sql(runner, ingested, "SELEC 1")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: the SQL does not parse: Parser Error: ")
+
+
+def test_nothing_ingested(runner: CliRunner, tmp_path: Path) -> None:
+    result = run_sql(runner, tmp_path, "SELECT 1")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: nothing is ingested in {tmp_path}; "
+        f"run `dices ingest FILE --data {tmp_path}` first\n"
+    )
+
+
+def test_a_long_query_is_stopped(runner: CliRunner, ingested: Path) -> None:
+    sql = "SELECT sum(a.range * b.range) FROM range(100000000) a, range(100000000) b"
+    start = time.perf_counter()
+    result = run_sql(runner, ingested, sql, "--timeout", "0.5", "-d", "350")
+    elapsed = time.perf_counter() - start
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == "Error: the query ran longer than 0.5 s and was stopped\n"
+    assert elapsed < 15  # the query itself would take hours
+
+
+def test_a_quick_query_is_not_stopped(runner: CliRunner, ingested: Path) -> None:
+    result = run_sql(runner, ingested, "SELECT 42 AS answer", "--timeout", "0.5", "-d", "990")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "answer\n42\n"
+
+
+def test_a_timeout_below_the_minimum_is_a_usage_error(runner: CliRunner, ingested: Path) -> None:
+    result = run_sql(runner, ingested, "SELECT 1", "--timeout", "0.05")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "Invalid value for '--timeout'" in result.stderr
+    assert "greater than or equal to 0.1" in result.stderr
+    assert "bug in dices" not in result.stderr
