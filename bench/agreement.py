@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 # Scripts in bench/ share their helpers: `python bench/agreement.py` puts bench/ on the path.
-from ingest import REPO, dices_command, generate, measure
+from ingest import add_shared_dir_argument, dices_command, generate, measure
 
 from dices_cli.metrics.compute import compute
 from dices_cli.queries.catalog import get_query, render_sql
@@ -136,12 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--permutations", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3, help="fresh-process runs per --by")
-    parser.add_argument(
-        "--shared-dir",
-        type=Path,
-        default=Path(os.environ.get("DICES_SHARED", REPO.parent / "shared")),
-        help="folder holding data/make_replica.py (default $DICES_SHARED or ../shared)",
-    )
+    add_shared_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:

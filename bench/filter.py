@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest import REPO, dices_command, generate, measure
+from ingest import add_shared_dir_argument, dices_command, generate, measure
 
 GOAL_S = 1.0  # scoring both datasets, in-process median
 
@@ -90,12 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9, help="runs per measurement")
     parser.add_argument("--data", type=Path, help="an ingested data directory (no generating)")
-    parser.add_argument(
-        "--shared-dir",
-        type=Path,
-        default=Path(os.environ.get("DICES_SHARED", REPO.parent / "shared")),
-        help="folder holding data/make_replica.py (default $DICES_SHARED or ../shared)",
-    )
+    add_shared_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:

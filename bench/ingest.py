@@ -184,16 +184,21 @@ def table(results: list[Result], runs: int) -> str:
     return "\n".join(text)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="fresh-process runs per tool")
-    parser.add_argument("--files", type=Path, nargs="+", help="CSV files to use (no generating)")
+def add_shared_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """--shared-dir: where the replica generator lives (every benchmark builds replicas)."""
     parser.add_argument(
         "--shared-dir",
         type=Path,
         default=Path(os.environ.get("DICES_SHARED", REPO.parent / "shared")),
         help="folder holding data/make_replica.py (default $DICES_SHARED or ../shared)",
     )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="fresh-process runs per tool")
+    parser.add_argument("--files", type=Path, nargs="+", help="CSV files to use (no generating)")
+    add_shared_dir_argument(parser)
     parser.add_argument("--datasets", nargs="+", choices=["350", "990"], help="replicas to build")
     parser.add_argument("--scale", type=int, default=1, help="generator --scale (default 1)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -16,10 +16,12 @@ result as CSV. Before timing, its output is checked cell by cell against dices' 
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Any
+
+# Scripts in bench/ share their helpers: `python bench/queries.py` puts bench/ on the path.
+from ingest import add_shared_dir_argument
 
 REPO = Path(__file__).resolve().parents[1]
 SPEEDUP_GOAL = 2.0  # pandas median / dices median, each query
@@ -529,12 +531,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--files", type=Path, nargs=2, metavar=("CSV_350", "CSV_990"), help="no generating"
     )
-    parser.add_argument(
-        "--shared-dir",
-        type=Path,
-        default=Path(os.environ.get("DICES_SHARED", REPO.parent / "shared")),
-        help="folder holding data/make_replica.py (default $DICES_SHARED or ../shared)",
-    )
+    add_shared_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-bench-queries-") as temp:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dices_cli import __version__
 from dices_cli.errors import UsageError
 from dices_cli.output import Table, table_from_rows
+from dices_cli.queries.catalog import internal_sql
 from dices_cli.schema import ANSWER, PUBLISHED_REMOVED
 
 if TYPE_CHECKING:
@@ -33,35 +34,6 @@ AGREEMENT_FINE = 0.1  # Gwet's AC1 with the others' plurality; about 3 standard 
 NOT_UNDERSTOOD_FAILED = 0.5  # share of Q1 answers saying "not understood"
 
 Preset = Literal["authors"]
-
-# Per rater: its Q_overall shares, and the shares of the plurality answer of the
-# conversations it rated (a tie splits evenly). Gwet's chance agreement needs both.
-ANSWER_SHARES_SQL = """
-WITH item_counts AS (
-    SELECT
-        dataset,
-        item_id,
-        count(*) FILTER (Q_overall = 'No') AS n_no,
-        count(*) FILTER (Q_overall = 'Yes') AS n_yes,
-        count(*) FILTER (Q_overall = 'Unsure') AS n_unsure,
-        greatest(n_no, n_yes, n_unsure) AS top,
-        (n_no = top)::INTEGER + (n_yes = top)::INTEGER + (n_unsure = top)::INTEGER AS at_top
-    FROM ratings
-    GROUP BY dataset, item_id
-)
-SELECT
-    dataset,
-    rater_id,
-    avg((Q_overall = 'No')::INTEGER) AS share_no,
-    avg((Q_overall = 'Yes')::INTEGER) AS share_yes,
-    avg((Q_overall = 'Unsure')::INTEGER) AS share_unsure,
-    avg((n_no = top)::INTEGER / at_top) AS plurality_no,
-    avg((n_yes = top)::INTEGER / at_top) AS plurality_yes,
-    avg((n_unsure = top)::INTEGER / at_top) AS plurality_unsure
-FROM ratings
-JOIN item_counts USING (dataset, item_id)
-GROUP BY dataset, rater_id
-"""
 
 
 @dataclass(frozen=True)
@@ -213,7 +185,8 @@ def score_raters(session: Session) -> list[RaterQuality]:
 
     signals = session.run(get_query("rater-quality"), {}).records()
     answers = {
-        (r["dataset"], r["rater_id"]): r for r in session.execute(ANSWER_SHARES_SQL).records()
+        (r["dataset"], r["rater_id"]): r
+        for r in session.execute(internal_sql("rater-answer-shares")).records()
     }
     pool_medians = {}
     for dataset in {r["dataset"] for r in signals}:

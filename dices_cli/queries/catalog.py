@@ -208,9 +208,14 @@ def get_query(name: str) -> Query:
     return queries[name]
 
 
+def internal_sql(name: str) -> str:
+    """An SQL file the code runs itself (sql/_NAME.sql), not a canned query."""
+    return (sql_directory() / f"_{name}.sql").read_text(encoding="utf-8")
+
+
 def prelude() -> str:
     """Macros every query may use (sql/_macros.sql)."""
-    return (sql_directory() / "_macros.sql").read_text(encoding="utf-8")
+    return internal_sql("macros")
 
 
 def render_sql(query: Query) -> str:
