@@ -960,6 +960,10 @@ def test_by_is_required(runner: CliRunner, ingested: Path) -> None:
             ["gold-vs-crowd", "--rule", "majority"],
             "--rule must be one of: plurality, threshold (got 'majority')",
         ),
+        (
+            ["gold-vs-crowd", "--threshold", "0.3"],
+            "--threshold applies only with --rule threshold",
+        ),
     ],
 )
 def test_options_a_query_does_not_take(

@@ -130,6 +130,8 @@ def _bind(query: Any, given: dict[str, Any]) -> dict[str, Any]:
             raise UsageError(
                 f"{query.name} does not take --{option.replace('_', '-')}; it takes: {takes}"
             )
+    if given.get("threshold") is not None and given.get("rule") != "threshold":
+        raise UsageError("--threshold applies only with --rule threshold")
     return {p.name: p.convert(given.get(p.name)) for p in query.parameters}
 
 
