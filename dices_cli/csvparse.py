@@ -235,21 +235,6 @@ def _polars_parse(
     return frame.with_columns(pl.col(nulls).fill_null("")) if nulls else frame
 
 
-def _newlines_per_row(frame: pl.DataFrame, name: str) -> pl.Expr | None:
-    """Line breaks inside each cell of `name`, or None when the column has none."""
-    column = frame.get_column(name)
-    if column.dtype == pl.Categorical:
-        distinct = column.unique()
-        breaks = distinct.cast(pl.String).str.count_matches("\n", literal=True)
-        if not (breaks > 0).any():
-            return None
-        # Count per distinct value, then look the counts up by the rows' category codes.
-        return pl.col(name).to_physical().replace_strict(distinct.to_physical(), breaks, default=0)
-    if not column.str.contains("\n", literal=True).any():
-        return None
-    return pl.col(name).str.count_matches("\n", literal=True)
-
-
 @dataclass(frozen=True)
 class _CellTotals:
     """Sums over every cell of the frame, to reconcile with the raw bytes."""
@@ -266,21 +251,34 @@ class _CellTotals:
         )
 
 
-def _column_totals(column: pl.Series) -> _CellTotals:
-    if column.dtype == pl.Categorical:  # per distinct value, weighted by how often it occurs
+def _profile(column: pl.Series) -> tuple[_CellTotals, pl.Expr | None]:
+    """The column's totals, and the line breaks in each of its cells (None if it has none).
+
+    A Categorical column is measured once per distinct value, weighted by how often it
+    occurs; its per-row line breaks are looked up by the rows' category codes.
+    """
+    if column.dtype == pl.Categorical:
         counts = column.value_counts(name="_n")
-        values, weights = counts.get_column(column.name).cast(pl.String), counts.get_column("_n")
+        distinct = counts.get_column(column.name)
+        values, weights = distinct.cast(pl.String), counts.get_column("_n")
     else:
         values, weights = column, pl.repeat(1, column.len(), eager=True)
-    return _CellTotals(
+    breaks = values.str.count_matches("\n", literal=True)
+    totals = _CellTotals(
         int((values.str.len_bytes() * weights).sum()),
         int((values.str.count_matches('"', literal=True) * weights).sum()),
         int((values.str.count_matches("\r", literal=True) * weights).sum()),
     )
+    if not (breaks > 0).any():
+        return totals, None
+    cell = pl.col(column.name)
+    if column.dtype == pl.Categorical:
+        return totals, cell.to_physical().replace_strict(distinct.to_physical(), breaks, default=0)
+    return totals, cell.str.count_matches("\n", literal=True)
 
 
 def _accounts_for_every_byte(
-    frame: pl.DataFrame, names: list[str], facts: ByteFacts, header: Header
+    frame: pl.DataFrame, cells: _CellTotals, facts: ByteFacts, header: Header
 ) -> bool:
     """Whether the parsed cells plus CSV syntax add up to exactly the file's bytes.
 
@@ -289,7 +287,7 @@ def _accounts_for_every_byte(
     silently pads short records and drops text after a closing quote (`"a"b` -> `a`);
     either breaks this equation.
     """
-    cells = sum((_column_totals(frame.get_column(n)) for n in names), _CellTotals())
+    names = [n for n in frame.columns if n not in (LINE, LINE_COUNT)]
     records = frame.height
     body_bytes = facts.text_bytes - len(header.raw)
     body_quotes = facts.quotes - header.raw.count(b'"')
@@ -317,8 +315,9 @@ def _trusted(frame: pl.DataFrame | None, facts: ByteFacts, header: Header) -> Pa
     """The Polars parse with line numbers, if the raw bytes prove it complete, else None."""
     if frame is None or facts.has_nul or facts.has_lone_cr:
         return None
-    names = list(frame.columns)
-    multiline = [e for n in names if (e := _newlines_per_row(frame, n)) is not None]
+    profiles = [_profile(frame.get_column(n)) for n in frame.columns]
+    cells = sum((totals for totals, _ in profiles), _CellTotals())
+    multiline = [breaks for _, breaks in profiles if breaks is not None]
     lines_per_record = pl.sum_horizontal(pl.repeat(1, pl.len(), dtype=pl.Int64), *multiline)
     start = header.lines + 1 + lines_per_record.cum_sum() - lines_per_record
     frame = frame.with_columns(
@@ -327,7 +326,7 @@ def _trusted(frame: pl.DataFrame | None, facts: ByteFacts, header: Header) -> Pa
     record_lines = int(frame.get_column(LINE_COUNT).sum())
     if facts.newlines != header.lines + record_lines - (0 if facts.ends_with_newline else 1):
         return None  # a line break Polars did not account for: only the strict path can say
-    if not _accounts_for_every_byte(frame, names, facts, header):
+    if not _accounts_for_every_byte(frame, cells, facts, header):
         return None  # padded, dropped or misquoted bytes: only the strict path can say where
     return ParsedFile(frame, facts)
 
