@@ -14,6 +14,7 @@ Categorical, which stores each distinct string once.
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import hashlib
 import io
@@ -59,13 +60,13 @@ class ByteFacts:
     has_lone_cr: bool  # a CR not followed by LF: a line break Polars would not see
 
 
-@dataclass(frozen=True)
+@dataclass
 class Source:
     """A CSV file on disk, plain or gzip-compressed."""
 
     path: Path
 
-    @property
+    @functools.cached_property
     def compressed(self) -> bool:
         with self.path.open("rb") as handle:
             return handle.read(2) == GZIP_MAGIC
@@ -91,40 +92,56 @@ class Source:
         return self._read()
 
     def facts(self) -> ByteFacts:
-        digest = hashlib.sha256()
+        digest, text = hashlib.sha256(), _TextCounts()
         size = 0
         with self.path.open("rb") as handle:
             while chunk := handle.read(CHUNK):
                 digest.update(chunk)
                 size += len(chunk)
-        text_bytes = newlines = quotes = carriage_returns = crlf = 0
-        has_nul = False
-        last = b""
-        with self._open_text() as handle:
-            while chunk := handle.read(CHUNK):
-                if text_bytes == 0:
-                    chunk = chunk.removeprefix(BOM)
-                text_bytes += len(chunk)
-                newlines += chunk.count(b"\n")
-                quotes += chunk.count(b'"')
-                has_nul = has_nul or b"\x00" in chunk
-                if b"\r" in chunk:
-                    carriage_returns += chunk.count(b"\r")
-                    crlf += chunk.count(b"\r\n")
-                if last == b"\r" and chunk.startswith(b"\n"):
-                    crlf += 1
-                last = chunk[-1:]
+                if not self.compressed:  # a plain file is read once for both
+                    text.add(chunk)
+        if self.compressed:
+            with self._open_text() as handle:
+                while chunk := handle.read(CHUNK):
+                    text.add(chunk)
         return ByteFacts(
             size=size,
             sha256=digest.hexdigest(),
-            text_bytes=text_bytes,
-            newlines=newlines,
-            quotes=quotes,
-            carriage_returns=carriage_returns,
-            ends_with_newline=last == b"\n",
-            has_nul=has_nul,
-            has_lone_cr=carriage_returns != crlf,
+            text_bytes=text.size,
+            newlines=text.newlines,
+            quotes=text.quotes,
+            carriage_returns=text.carriage_returns,
+            ends_with_newline=text.last == b"\n",
+            has_nul=text.has_nul,
+            has_lone_cr=text.carriage_returns != text.crlf,
         )
+
+
+@dataclass
+class _TextCounts:
+    """Running counts over the CSV text, fed chunk by chunk."""
+
+    size: int = 0
+    newlines: int = 0
+    quotes: int = 0
+    carriage_returns: int = 0
+    crlf: int = 0
+    has_nul: bool = False
+    last: bytes = b""
+
+    def add(self, chunk: bytes) -> None:
+        if self.size == 0:
+            chunk = chunk.removeprefix(BOM)
+        self.size += len(chunk)
+        self.newlines += chunk.count(b"\n")
+        self.quotes += chunk.count(b'"')
+        self.has_nul = self.has_nul or b"\x00" in chunk
+        if b"\r" in chunk:
+            self.carriage_returns += chunk.count(b"\r")
+            self.crlf += chunk.count(b"\r\n")
+        if self.last == b"\r" and chunk.startswith(b"\n"):
+            self.crlf += 1  # a CRLF split between two chunks
+        self.last = chunk[-1:] or self.last
 
 
 @dataclass
