@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 import polars as pl
 
-from dices_cli.problems import Problem, ProblemType
+from dices_cli.problems import Problem, ProblemType, shortened
 
 LINE = "_line"  # the line where a record starts; a column no DICES file has
 LINE_COUNT = "_line_count"  # how many physical lines the record spans
@@ -35,6 +35,10 @@ BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 22
 HEADER_PREFIX = 1 << 20  # the header must end within the first MiB
+
+# The csv module refuses fields over 128 KiB by default, which would report a long but valid
+# cell as broken quoting; a cell may be as long as the file (2 GiB fits every C long).
+csv.field_size_limit(2**31 - 1)
 
 
 class EmptyFileError(Exception):
@@ -208,7 +212,8 @@ class HeaderError(Exception):
 def read_header(prefix: bytes) -> Header:
     """The first record of the CSV text that `prefix` starts.
 
-    Raises EmptyFileError when there is none, HeaderError when its quoting is broken.
+    Raises EmptyFileError when there is none, HeaderError when its quoting is broken or it
+    does not end within the prefix.
     """
     if not prefix or prefix.isspace():
         raise EmptyFileError
@@ -219,12 +224,28 @@ def read_header(prefix: bytes) -> Header:
             consumed.append(raw)
             yield raw.decode("utf-8", errors="surrogateescape")
 
+    full = len(prefix) >= HEADER_PREFIX - len(BOM)  # the file may go on after the prefix
     try:
         # The reader pulls one more line while a quoted header cell is open, and no further.
         cells = next(csv.reader(lines(), strict=True))
     except csv.Error as error:
+        if full and "unexpected end of data" in str(error):
+            raise HeaderError(_header_too_long()) from error
         raise HeaderError(_structure_problems(1, error, [])[0]) from error
+    if full and not consumed[-1].endswith(b"\n"):
+        raise HeaderError(_header_too_long())
     return Header(cells, len(consumed), b"".join(consumed))
+
+
+def _header_too_long() -> Problem:
+    return Problem(
+        ProblemType.UNKNOWN_DATASET,
+        1,
+        None,
+        None,
+        f"the header does not end within its first {HEADER_PREFIX >> 20} MiB, and a DICES "
+        "header is a few KB; check that this is a DICES file",
+    )
 
 
 def _polars_parse(
@@ -393,7 +414,7 @@ def header_problems(header: Header) -> list[Problem]:
     """Header cells that are not valid UTF-8: no column can be known by such a name."""
     shown = [_shown(cell) for cell in header.cells if not _is_utf8(cell)]
     return [
-        Problem(ProblemType.INVALID_UTF8, 1, cell, cell, f"'{cell}' is not valid UTF-8")
+        Problem(ProblemType.INVALID_UTF8, 1, cell, cell, f"'{shortened(cell)}' is not valid UTF-8")
         for cell in shown
     ]
 
@@ -439,12 +460,22 @@ def _structure_problems(line: int, cells: list[str] | csv.Error, names: list[str
             shown = _shown(cell)
             problems.append(
                 Problem(
-                    ProblemType.INVALID_UTF8, line, name, shown, f"'{shown}' is not valid UTF-8"
+                    ProblemType.INVALID_UTF8,
+                    line,
+                    name,
+                    shown,
+                    f"'{shortened(shown)}' is not valid UTF-8",
                 )
             )
         elif "\x00" in cell:
             shown = cell.replace("\x00", "\\x00")
             problems.append(
-                Problem(ProblemType.NUL_CHARACTER, line, name, shown, f"'{shown}' holds a NUL byte")
+                Problem(
+                    ProblemType.NUL_CHARACTER,
+                    line,
+                    name,
+                    shown,
+                    f"'{shortened(shown)}' holds a NUL byte",
+                )
             )
     return problems

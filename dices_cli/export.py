@@ -3,29 +3,54 @@
 from __future__ import annotations
 
 import errno
+from pathlib import Path
 from typing import BinaryIO
 
 import polars as pl
 
-from dices_cli.schema import DATASETS, canonical_names
+from dices_cli.schema import DATASETS, Kind, canonical_names
 from dices_cli.store import StoredDataset
 from dices_cli.tables import TABLES, wide_cells
 
+# A cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV Injection").
+FORMULA_START = r"^[=+\-@\t\r]"
 
-def wide_frame(stored: StoredDataset) -> pl.DataFrame:
-    """Every row and column of the source file, in its order, under its header names."""
+
+def wide_frame(stored: StoredDataset, excel_safe: bool = False) -> pl.DataFrame:
+    """Every row and column of the source file, in its order, under its header names.
+
+    With `excel_safe`, a text cell that a spreadsheet would run as a formula gets a leading
+    `'`; numbers (ids, times) are never changed.
+    """
     dataset = DATASETS[stored.name]
     header: list[str] = stored.manifest["header"]
     cells = wide_cells(dataset, {table: stored.read(table) for table in TABLES})
+    if excel_safe:
+        numeric = (Kind.INTEGER, Kind.TIMESTAMP)
+        cells = cells.with_columns(
+            _defused(column.name) for column in dataset.columns if column.kind not in numeric
+        )
     return cells.select(
         pl.col(name).alias(cell)
         for cell, name in zip(header, canonical_names(dataset, header), strict=True)
     )
 
 
-def write_csv(stored: StoredDataset, handle: BinaryIO) -> None:
+def _defused(name: str) -> pl.Expr:
+    cell = pl.col(name)
+    formula = cell.str.contains(FORMULA_START)
+    return pl.when(formula).then(pl.concat_str(pl.lit("'"), cell)).otherwise(cell).alias(name)
+
+
+def source_path(stored: StoredDataset) -> Path | None:
+    """The file the dataset was ingested from, as the manifest records it."""
+    path = stored.manifest.get("source", {}).get("path")
+    return Path(path) if path else None
+
+
+def write_csv(stored: StoredDataset, handle: BinaryIO, excel_safe: bool = False) -> None:
     try:
-        wide_frame(stored).write_csv(handle)
+        wide_frame(stored, excel_safe).write_csv(handle)
     except OSError as error:
         # Polars reports a closed pipe (`dices export | head`) as a bare OSError.
         if error.errno == errno.EPIPE or f"os error {errno.EPIPE})" in str(error):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +26,8 @@ from dices_cli.csvparse import (
     read_header,
 )
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
-from dices_cli.problems import Problem, ProblemType, Report, Severity
+from dices_cli.output import check_output, open_output
+from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
 from dices_cli.schema import DATASETS, SCHEMA_VERSION, Dataset, canonical_names, detect
 from dices_cli.store import Store, StoredDataset
 from dices_cli.tables import split
@@ -64,11 +66,24 @@ class CheckedFile:
 def _header_problems(dataset: Dataset, header: list[str], names: list[str]) -> list[Problem]:
     problems = []
     seen: set[str] = set()
-    for cell, name in zip(header, names, strict=True):
+    for position, (cell, name) in enumerate(zip(header, names, strict=True), start=1):
+        # An unnamed column (a spreadsheet's index, say) is named by its place.
+        label = name if cell.strip() else f"#{position}"
         if name in seen:
             problems.append(
-                Problem(ProblemType.DUPLICATE_COLUMN, 1, name, cell, f"column {name} appears twice")
+                Problem(
+                    ProblemType.DUPLICATE_COLUMN,
+                    1,
+                    label,
+                    cell,
+                    f"column {name} appears twice"
+                    if cell.strip()
+                    else f"header cell {position} is empty, as an earlier one is",
+                )
             )
+        elif not cell.strip():
+            message = f"header cell {position} is empty; every {dataset.title} column has a name"
+            problems.append(Problem(ProblemType.UNEXPECTED_COLUMN, 1, label, cell, message))
         elif name not in dataset.names:
             problems.append(
                 Problem(
@@ -76,7 +91,7 @@ def _header_problems(dataset: Dataset, header: list[str], names: list[str]) -> l
                     1,
                     cell,
                     cell,
-                    f"{cell!r} is not a {dataset.title} column",
+                    f"{shortened(cell)!r} is not a {dataset.title} column",
                 )
             )
         seen.add(name)
@@ -167,10 +182,17 @@ def check_file(path: Path, choice: str = "auto", progress: Progress = _no_progre
 REJECT_FIELDS = ("file", "line", "problems", "record")
 
 
-def write_rejects(checked_files: Sequence[CheckedFile], destination: Path) -> int:
-    """Every rejected record, verbatim, with its problems. Returns how many were written."""
+def write_rejects(
+    checked_files: Sequence[CheckedFile], destination: Path, force: bool = False
+) -> int:
+    """Every rejected record, verbatim, with its problems. Returns how many were written.
+
+    An existing `destination` is replaced only with `force`; an input file never.
+    """
     written = 0
-    with destination.open("w", newline="", encoding="utf-8", errors="surrogateescape") as handle:
+    inputs = [checked.source.path for checked in checked_files]
+    raw = open_output(destination, force, inputs, option="--rejects")
+    with io.TextIOWrapper(raw, newline="", encoding="utf-8", errors="surrogateescape") as handle:
         writer = csv.writer(handle)
         writer.writerow(REJECT_FIELDS)
         for checked in checked_files:
@@ -264,6 +286,8 @@ def ingest(
     Without `rejects`, any error refuses the whole call and writes nothing. With it,
     valid rows are written and every rejected record goes to `rejects`.
     """
+    if rejects is not None:  # before reading anything: the files may be large
+        check_output(rejects, force, [*paths, store.root], option="--rejects")
     checked_files = [check_file(path, choice, progress) for path in paths]
     _refuse_same_dataset_twice(checked_files)
     invalid = [c for c in checked_files if not c.report.ok]
@@ -279,7 +303,7 @@ def ingest(
                 checked.report,
             )
     if rejects is not None:
-        write_rejects(checked_files, rejects)
+        write_rejects(checked_files, rejects, force)
     results = []
     with store.locked():
         for checked in checked_files:

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -19,7 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from dices_cli.errors import UsageError
+from dices_cli.errors import DicesError, UsageError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -80,6 +81,51 @@ def choose_format(
     if output is not None:
         return EXTENSIONS.get(output.suffix.lower(), Format.CSV)
     return Format.TABLE if stdout_is_terminal else Format.CSV
+
+
+def check_output(
+    path: Path, force: bool = False, inputs: Sequence[Path] = (), option: str = "-o"
+) -> None:
+    """Refuse to write `path` when it is one of the command's inputs (always), or an existing
+    file (unless `force`). A directory among `inputs` is a data directory: nothing in it.
+    """
+    target = path.resolve()
+    for source in inputs:
+        if source.is_dir():
+            if target.is_relative_to(source.resolve()):
+                raise DicesError(
+                    f"{option} {path} is inside the data directory {source}; choose another file"
+                )
+        elif target == source.resolve() or _same_file(path, source):
+            raise DicesError(f"{option} {path} is an input of this command; choose another file")
+    if path.is_file() and not force:
+        raise DicesError(f"{path} exists; use --force to overwrite it")
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    """Whether two existing paths are one file (a hard link, say)."""
+    try:
+        return os.path.samefile(path, other)
+    except OSError:
+        return False
+
+
+def open_output(
+    path: Path, force: bool = False, inputs: Sequence[Path] = (), option: str = "-o"
+) -> BinaryIO:
+    """`path` opened for writing, after `check_output`.
+
+    Without `force` the file is created exclusively, so one that appears meanwhile is not
+    overwritten either; a device or a pipe (`-o /dev/null`) is written as it is.
+    """
+    check_output(path, force, inputs, option)
+    exclusive = not force and not path.exists()
+    try:
+        return path.open("xb" if exclusive else "wb")
+    except FileExistsError:
+        raise DicesError(f"{path} exists; use --force to overwrite it") from None
+    except OSError as error:
+        raise DicesError(f"cannot write {path}: {error.strerror or error}") from error
 
 
 def _text_cell(value: Any) -> str:

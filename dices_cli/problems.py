@@ -55,6 +55,12 @@ class Problem:
 
 
 PROBLEM_FIELDS = ("type", "severity", "line", "column", "value", "message")
+SHOWN_CHARS = 60  # how much of a long value a message quotes
+
+
+def shortened(text: str) -> str:
+    """`text` for a message: its first SHOWN_CHARS characters and "..." when it is longer."""
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 @dataclass

@@ -31,7 +31,10 @@ def parse_rater_ids(text: str, source: str) -> frozenset[int]:
     ids = set()
     for number, cell in numbered:
         try:
-            ids.add(int(cell.strip()))
+            rater_id = int(cell.strip())
+            if not -(2**63) <= rater_id < 2**63:  # ids are BIGINT in every query
+                raise ValueError(rater_id)
+            ids.add(rater_id)
         except ValueError:
             raise DicesError(
                 f"{source}: line {number}: {cell.strip()!r} is not a rater id"

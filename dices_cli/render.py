@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dices_cli.output import Format, Table, choose_format, write_table
+from dices_cli.output import Format, Table, choose_format, open_output, write_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,13 +54,24 @@ def print_table(table: Table, title: str | None = None) -> None:
     Console().print(drawn)
 
 
-def emit(table: Table, fmt: Format | None, output: Path | None, title: str | None = None) -> None:
-    """Send a result to stdout or -o FILE in the format asked for (or the natural one)."""
+def emit(
+    table: Table,
+    fmt: Format | None,
+    output: Path | None,
+    title: str | None = None,
+    force: bool = False,
+    inputs: Sequence[Path] = (),
+) -> None:
+    """Send a result to stdout or -o FILE in the format asked for (or the natural one).
+
+    -o never names one of `inputs` (files, or data directories), nor an existing file
+    unless `force`.
+    """
     chosen = choose_format(fmt, output, sys.stdout.isatty())
     if chosen is Format.TABLE:
         print_table(table, title)
     elif output is not None:
-        with output.open("wb") as handle:
+        with open_output(output, force, inputs) as handle:
             write_table(table, chosen, handle)
     else:
         write_table(table, chosen, sys.stdout.buffer)

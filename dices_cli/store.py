@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -95,7 +96,7 @@ class Store:
         """Hold the directory's write lock; refuse at once if another process holds it."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            handle = (self.root / ".lock").open("a+")
+            handle = (self.root / ".lock").open("a+b", buffering=0)  # unbuffered: see below
         except OSError as error:
             raise DicesError(f"cannot write to {self.root}: {error.strerror}") from error
         with handle:
@@ -103,14 +104,16 @@ class Store:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 handle.seek(0)
-                holder = handle.read().strip() or "another process"
+                holder = handle.read().decode(errors="replace").strip() or "another process"
                 raise LockedError(
                     f"{self.root} is being written by {holder}; "
                     "wait for it to finish, then run this again"
                 ) from None
             handle.truncate(0)
-            handle.write(f"dices (pid {os.getpid()})")
-            handle.flush()
+            # Only a note for whoever is refused; on a full disk it fails, and publish()
+            # reports that clearly, so no buffered write may be left to fail at close.
+            with contextlib.suppress(OSError):
+                handle.write(f"dices (pid {os.getpid()})".encode())
             try:
                 self._remove_stale()
                 yield
@@ -140,26 +143,32 @@ class Store:
 
         Call inside `locked()`.
         """
+        from polars.exceptions import PolarsError  # Polars wraps I/O errors in its own
+
         store = self.root / STORE
-        store.mkdir(parents=True, exist_ok=True)
         version = f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         temp = store / f"{TEMP_PREFIX}{version}"
+        final = store / version
+        new_link = self.root / f"{TEMP_PREFIX}{version}"
         try:
+            store.mkdir(parents=True, exist_ok=True)
             temp.mkdir()
             for table, frame in tables.items():
                 frame.write_parquet(temp / f"{table}.parquet", statistics=True)
             (temp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
             _fsync_tree(temp)
-            final = store / version
             temp.rename(final)
             previous = self.link(name).resolve() if self.exists(name) else None
-            new_link = self.root / f"{TEMP_PREFIX}{version}"
             new_link.symlink_to(Path(STORE) / version)
             new_link.replace(self.link(name))
-        except OSError as error:
+        except (OSError, PolarsError) as error:
+            # The link was not switched (that is the last step), so nothing here is visible.
             shutil.rmtree(temp, ignore_errors=True)
+            shutil.rmtree(final, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                new_link.unlink(missing_ok=True)
             raise DicesError(
-                f"could not write DICES-{name} to {self.root}: {error.strerror or error}; "
+                f"could not write DICES-{name} to {self.root}: {_reason(error)}; "
                 "the previous data (if any) is unchanged"
             ) from error
         self._prune(name, keep={final.resolve(), previous})
@@ -169,6 +178,18 @@ class Store:
         for version in (self.root / STORE).glob(f"{name}-*"):
             if version.resolve() not in keep:
                 shutil.rmtree(version, ignore_errors=True)
+
+
+def _reason(error: Exception) -> str:
+    """Why a write failed, in the system's words ("No space left on device").
+
+    Polars reports an I/O error as e.g. ComputeError("...: underlying IO error: No space
+    left on device (os error 28)"), without an errno attribute.
+    """
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    match = re.search(r"\(os error (\d+)\)", str(error))
+    return os.strerror(int(match[1])) if match else str(error)
 
 
 def _fsync_tree(directory: Path) -> None:

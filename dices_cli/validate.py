@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from dices_cli.csvparse import LINE
-from dices_cli.problems import Problem, ProblemType, Severity
+from dices_cli.problems import SHOWN_CHARS, Problem, ProblemType, Severity
 from dices_cli.schema import (
     ANSWER,
     ITEM_ID,
@@ -27,7 +27,6 @@ from dices_cli.schema import (
 INTEGER_PATTERN = r"^(0|-?[1-9][0-9]*)$"  # no "-0", which would not export back as written
 REASON_LIST_PATTERN = r'^\[\s*(?:"?[A-Za-z_]+"?\s*(?:,\s*"?[A-Za-z_]+"?\s*)*)?\]$'
 INT64_MAX = 2**63 - 1
-SHOWN_CHARS = 60  # how much of a long text value a message quotes
 
 
 @dataclass(frozen=True)
@@ -39,12 +38,16 @@ class Check:
     severity: Severity = Severity.ERROR
 
 
-def _quoted(expr: pl.Expr) -> pl.Expr:
+def _shortened(expr: pl.Expr) -> pl.Expr:
     expr = expr.cast(pl.String)
     shortened = pl.when(expr.str.len_chars() > SHOWN_CHARS).then(
         pl.concat_str(expr.str.slice(0, SHOWN_CHARS), pl.lit("..."))
     )
-    return pl.concat_str(pl.lit("'"), shortened.otherwise(expr), pl.lit("'"))
+    return shortened.otherwise(expr)
+
+
+def _quoted(expr: pl.Expr) -> pl.Expr:
+    return pl.concat_str(pl.lit("'"), _shortened(expr), pl.lit("'"))
 
 
 def _cell_checks(column: Column) -> list[Check]:
@@ -80,7 +83,9 @@ def _cell_checks(column: Column) -> list[Check]:
                 ProblemType.OUT_OF_RANGE,
                 column.name,
                 looks_integer & (number.is_null() | (number < low) | (number > high)),
-                pl.format("{} is outside the range {}..{}", cell, pl.lit(low), pl.lit(high)),
+                pl.format(
+                    "{} is outside the range {}..{}", _shortened(cell), pl.lit(low), pl.lit(high)
+                ),
             ),
         ]
     elif column.kind is Kind.ENUM:
@@ -123,7 +128,7 @@ def _duplicate_checks(present: set[str]) -> list[Check]:
                 _later_occurrence([ROW_ID.name]),
                 pl.format(
                     "id {} is already used on line {}",
-                    pl.col(ROW_ID.name),
+                    _shortened(pl.col(ROW_ID.name)),
                     first_line.over(ROW_ID.name),
                 ),
             )
@@ -137,8 +142,8 @@ def _duplicate_checks(present: set[str]) -> list[Check]:
                 _later_occurrence(keys),
                 pl.format(
                     "rater {} already rated conversation {} on line {}",
-                    pl.col(RATER_ID.name),
-                    pl.col(ITEM_ID.name),
+                    _shortened(pl.col(RATER_ID.name)),
+                    _shortened(pl.col(ITEM_ID.name)),
                     first_line.over(keys),
                 ),
             )
@@ -168,7 +173,7 @@ def _consistency_checks(dataset: Dataset, present: set[str]) -> list[Check]:
                     pl.format(
                         "{} {} has {} {} on line {}, but {} here",
                         pl.lit(noun),
-                        pl.col(key),
+                        _shortened(pl.col(key)),
                         pl.lit(column.name),
                         _quoted(first),
                         pl.col(LINE).first().over(key),

@@ -14,9 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner
 
 from dices_cli.main import app
+
+# Hypothesis profiles for tests that take their example count from the profile: "ci" (the
+# default) keeps the suite fast; `pytest --hypothesis-profile=long` searches far longer.
+settings.register_profile("ci", max_examples=30, deadline=None, print_blob=True)
+settings.register_profile("long", max_examples=1000, deadline=None, print_blob=True)
+settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DICES_SHARED", REPO.parent / "shared"))

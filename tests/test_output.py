@@ -359,7 +359,7 @@ def test_emit_writes_the_file_the_extension_names(
     ):
         emit(TABLE, None, tmp_path / name)
         assert (tmp_path / name).read_bytes() == expected
-    emit(TABLE, Format.JSONL, tmp_path / "r.csv")  # --format wins
+    emit(TABLE, Format.JSONL, tmp_path / "r.csv", force=True)  # --format wins
     assert (tmp_path / "r.csv").read_text(encoding="utf-8") == "".join(r + "\n" for r in RECORDS)
     assert stdout.data() == b""  # nothing on stdout
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
+from dices_cli.commands.options import DataDir, Force, OutputFile, OutputFormat
 from dices_cli.render import emit, progress_bar, say
 
 DatasetChoice = Annotated[
@@ -29,7 +29,11 @@ def ingest(
     data: DataDir = None,
     dataset: DatasetChoice = "auto",
     force: Annotated[
-        bool, typer.Option("--force", help="Replace a dataset that is already ingested.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace a dataset that is already ingested, and a --rejects FILE that exists.",
+        ),
     ] = False,
     rejects: Annotated[
         Path | None,
@@ -83,6 +87,7 @@ def validate(
     dataset: DatasetChoice = "auto",
     fmt: OutputFormat = None,
     output: OutputFile = None,
+    force: Force = False,
 ) -> None:
     """Check DICES CSV files without ingesting them; list every problem found.
 
@@ -96,9 +101,11 @@ def validate(
         dices validate dices_350.csv --format csv -o problems.csv
     """
     from dices_cli.ingest import check_file
-    from dices_cli.output import Table
+    from dices_cli.output import Table, check_output
     from dices_cli.problems import PROBLEM_FIELDS
 
+    if output is not None:  # before reading: the files may be large
+        check_output(output, force, files)
     with progress_bar(enabled=True) as progress:
         reports = [check_file(path, dataset, progress).report for path in files]
     columns = ["file", *PROBLEM_FIELDS]
@@ -107,14 +114,17 @@ def validate(
         for report in reports
         for problem in report.problems
     ]
-    emit(Table(columns, [c == "line" for c in columns], rows), fmt, output, title="Problems")
+    table = Table(columns, [c == "line" for c in columns], rows)
+    emit(table, fmt, output, title="Problems", force=force, inputs=files)
     for report in reports:
         say(report.summary())
     if not all(report.ok for report in reports):
         raise typer.Exit(1)
 
 
-def info(data: DataDir = None, fmt: OutputFormat = None, output: OutputFile = None) -> None:
+def info(
+    data: DataDir = None, fmt: OutputFormat = None, output: OutputFile = None, force: Force = False
+) -> None:
     """Show what is ingested: per dataset, conversations, raters, ratings, source and checksum.
 
     Example:
@@ -132,7 +142,7 @@ def info(data: DataDir = None, fmt: OutputFormat = None, output: OutputFile = No
             f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
         )
     table = table_from_rows(list(records[0]), [tuple(r.values()) for r in records])
-    emit(table, fmt, output, title=f"Datasets in {store.root}")
+    emit(table, fmt, output, title=f"Datasets in {store.root}", force=force, inputs=[store.root])
 
 
 def export(
@@ -142,30 +152,46 @@ def export(
     ],
     data: DataDir = None,
     output: OutputFile = None,
+    force: Force = False,
+    excel_safe: Annotated[
+        bool,
+        typer.Option(
+            "--excel-safe",
+            help="For spreadsheets: put ' before text that starts with = + - @, a tab or a CR.",
+        ),
+    ] = False,
 ) -> None:
     """Write an ingested dataset back as the original wide CSV.
 
     Same columns in the same order, same rows in the same order, same cell strings as
-    the file that was ingested.
+    the file that was ingested. --excel-safe defuses text cells that a spreadsheet would
+    run as formulas (CSV injection) by prefixing a single quote; the file is then for
+    reading in a spreadsheet, no longer an exact copy.
 
     Examples:
 
         dices export --dataset 350 -o dices_350_roundtrip.csv
 
+        dices export -d 990 --excel-safe -o dices_990_for_excel.csv
+
         dices export -d 990 | csvlook | less -S
     """
     import sys
 
-    from dices_cli.export import write_csv
+    from dices_cli.export import source_path, write_csv
+    from dices_cli.output import open_output
     from dices_cli.store import Store, resolve_data_dir
 
-    stored = Store(resolve_data_dir(data)).open(dataset)
+    store = Store(resolve_data_dir(data))
+    stored = store.open(dataset)
     if output is None:
-        write_csv(stored, sys.stdout.buffer)
+        write_csv(stored, sys.stdout.buffer, excel_safe)
         sys.stdout.buffer.flush()
     else:
-        with output.open("wb") as handle:
-            write_csv(stored, handle)
+        source = source_path(stored)
+        inputs = [store.root, *([source] if source is not None else [])]
+        with open_output(output, force, inputs) as handle:
+            write_csv(stored, handle, excel_safe)
 
 
 def demo(

@@ -32,3 +32,7 @@ OutputFile = Annotated[
     Path | None,
     typer.Option("--output", "-o", help="Write to FILE instead of stdout.", dir_okay=False),
 ]
+Force = Annotated[
+    bool,
+    typer.Option("--force", help="Overwrite -o FILE if it exists (never an input of the command)."),
+]

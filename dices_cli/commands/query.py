@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
+from dices_cli.commands.options import DataDir, Force, OutputFile, OutputFormat
 from dices_cli.render import emit, say
 
 QUERY_HELP = """Run a canned query: the field's standard questions, as documented SQL.
@@ -84,7 +84,14 @@ def rater_selection(
     return selection
 
 
-def _list_queries(fmt: Any, output: Path | None) -> None:
+def read_paths(data: Path | None, raters: str | None) -> list[Path]:
+    """What a query reads, which -o must not overwrite: the data directory, --raters FILE."""
+    from dices_cli.store import resolve_data_dir
+
+    return [resolve_data_dir(data), *([Path(raters)] if raters not in (None, "-") else [])]
+
+
+def _list_queries(fmt: Any, output: Path | None, force: bool) -> None:
     from dices_cli.output import Table
     from dices_cli.queries.catalog import catalog
 
@@ -98,7 +105,7 @@ def _list_queries(fmt: Any, output: Path | None) -> None:
         for q in catalog().values()
     ]
     columns = ["name", "datasets", "parameters", "summary"]
-    emit(Table(columns, [False] * 4, rows), fmt, output, title="Canned queries")
+    emit(Table(columns, [False] * 4, rows), fmt, output, title="Canned queries", force=force)
 
 
 def _explain(name: str) -> None:
@@ -182,20 +189,24 @@ def query(
     data: DataDir = None,
     fmt: OutputFormat = None,
     output: OutputFile = None,
+    force: Force = False,
 ) -> None:
     from dices_cli.errors import UsageError
+    from dices_cli.output import check_output
     from dices_cli.queries.catalog import get_query, render_sql
     from dices_cli.queries.engine import open_session
     from dices_cli.store import Store, resolve_data_dir
 
     if list_:
-        _list_queries(fmt, output)
+        _list_queries(fmt, output, force)
         return
     if name is None:
         raise UsageError("name a query, or use --list to see them")
     if explain:
         _explain(name)
         return
+    if output is not None:  # before the work
+        check_output(output, force, read_paths(data, raters))
     canned = get_query(name)
     given = {"by": by or [], "rule": rule, "threshold": threshold, "question": question}
     given |= {"unsure": unsure, "permutations": permutations, "seed": seed}
@@ -211,7 +222,8 @@ def query(
         say(f"note: {name} does not apply to {left_out}; showing the datasets it applies to")
     if session.selection.description:
         say(f"raters: {'; '.join(session.selection.description)}")
-    emit(session.run(canned, parameters), fmt, output, title=name)
+    inputs = read_paths(data, raters)
+    emit(session.run(canned, parameters), fmt, output, title=name, force=force, inputs=inputs)
 
 
 def sql(
@@ -228,6 +240,7 @@ def sql(
     data: DataDir = None,
     fmt: OutputFormat = None,
     output: OutputFile = None,
+    force: Force = False,
 ) -> None:
     """Run your own read-only SQL over the ingested data.
 
@@ -241,12 +254,16 @@ def sql(
 
         dices sql "SELECT * FROM items WHERE dataset = '350' AND safety_gold = 'Yes'" -f jsonl
     """
+    from dices_cli.output import check_output
     from dices_cli.queries.sandbox import run_sql
     from dices_cli.store import Store, resolve_data_dir
 
+    if output is not None:  # before the work
+        check_output(output, force, read_paths(data, raters))
     selection = rater_selection(exclude_removed, raters, min_quality)
     store = Store(resolve_data_dir(data))
-    emit(run_sql(store, dataset, statement, selection, timeout), fmt, output, title="sql")
+    result = run_sql(store, dataset, statement, selection, timeout)
+    emit(result, fmt, output, title="sql", force=force, inputs=read_paths(data, raters))
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
-from dices_cli.output import Format
+from dices_cli.output import Format, check_output, open_output
 from dices_cli.quality import DEFAULT_MIN_QUALITY
 from dices_cli.render import emit, say
 
@@ -60,7 +60,11 @@ def filter_raters(
         ),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="With --write: replace datasets already in DIR.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace datasets already in --write DIR; overwrite an existing -o FILE.",
+        ),
     ] = False,
     data: DataDir = None,
     fmt: OutputFormat = None,
@@ -97,9 +101,11 @@ def filter_raters(
     from dices_cli.queries.engine import open_session
     from dices_cli.store import Store, resolve_data_dir
 
-    _check_combination(explain, ids_only, audit_only, write, force, fmt)
+    _check_combination(explain, ids_only, audit_only, write, force, fmt, output)
     rule = RaterFilter(min_quality=min_quality, preset=preset)
     store = Store(resolve_data_dir(data))
+    if output is not None:  # before --write writes anything
+        check_output(output, force, [store.root])
     session = open_session(store, dataset)
     raters = score_raters(session)
     kept = kept_raters(raters, rule)
@@ -117,11 +123,14 @@ def filter_raters(
         if output is None:
             sys.stdout.write(ids)
         else:
-            output.write_text(ids, encoding="utf-8")
+            with open_output(output, force, [store.root]) as handle:
+                handle.write(ids.encode("utf-8"))
     elif audit_only:
-        emit(audit_table(audits, rule.description), fmt or Format.JSON, output)
+        table = audit_table(audits, rule.description)
+        emit(table, fmt or Format.JSON, output, force=force, inputs=[store.root])
     else:
-        emit(quality_table(raters, rule, explain), fmt, output, title="Rater quality")
+        table = quality_table(raters, rule, explain)
+        emit(table, fmt, output, title="Rater quality", force=force, inputs=[store.root])
 
 
 def _check_combination(
@@ -131,6 +140,7 @@ def _check_combination(
     write: Path | None,
     force: bool,
     fmt: Format | None,
+    output: Path | None = None,
 ) -> None:
     from dices_cli.errors import UsageError
 
@@ -140,8 +150,8 @@ def _check_combination(
         raise UsageError("--explain adds to the rater table, which --audit replaces")
     if audit_only and fmt not in (None, Format.JSON, Format.JSONL):
         raise UsageError("the audit is nested records: use --format json or jsonl with --audit")
-    if force and write is None:
-        raise UsageError("--force only applies with --write DIR")
+    if force and write is None and output is None:
+        raise UsageError("--force only applies with --write DIR or -o FILE")
 
 
 def _p(value: float) -> str:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import threading
 
-from dices_cli.errors import DicesError
+from dices_cli.errors import DicesError, UsageError
 from dices_cli.output import Table
 from dices_cli.queries.engine import RaterSelection, open_session
 from dices_cli.store import Store
+
+MIN_TIMEOUT = 0.1  # seconds
 
 LOCKDOWN = (
     "SET autoinstall_known_extensions = false",
@@ -39,6 +41,8 @@ def run_sql(
 ) -> Table:
     import duckdb
 
+    if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
+        raise UsageError(f"--timeout must be at least {MIN_TIMEOUT:g} s (got {timeout:g})")
     session = open_session(store, dataset, selection, materialize=True)
     for statement in LOCKDOWN:
         session.con.execute(statement)
@@ -48,10 +52,14 @@ def run_sql(
         raise DicesError(f"the SQL does not parse: {error}") from error
     if len(statements) != 1:
         raise QueryRefusedError(f"give exactly one statement (got {len(statements)})")
-    if statements[0].type != duckdb.StatementType.SELECT:
+    try:
         kind = statements[0].type.name
+    except ValueError:  # a kind DuckDB's Python API cannot name, such as UPDATE EXTENSIONS
+        kind = statements[0].query.split()[0].upper()
+    if kind != duckdb.StatementType.SELECT.name:
         raise QueryRefusedError(f"only SELECT is allowed here, not {kind}; dices sql is read-only")
-    timer = threading.Timer(timeout, session.con.interrupt)
+    # A longer wait (e.g. --timeout inf) overflows the timer's clock: that is "no limit".
+    timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), session.con.interrupt)
     timer.start()
     try:
         return session.execute(sql)

@@ -1,0 +1,476 @@
+"""Hostile input against the SQL layer: every one is refused with a clear error or treated
+as a plain value, and none touches the file system.
+
+tests/test_sql_sandbox.py covers the basic `dices sql` lockdown (writes, COPY, ATTACH,
+INSTALL/LOAD, SET, PRAGMA, the file-reading functions, several statements, --timeout);
+this file adds what it does not: other statement kinds and disguises, URL and extension
+table functions, statements hidden inside functions, never-ending recursion, and above
+all hostile values in the parameters of the canned queries (--by, --rule, --threshold,
+--question, --unsure, --raters and its file, the query name, the --data path).
+
+Every test runs in a directory that holds only a canary file; a statement that wrote
+anything (a relative path lands there) or changed the canary fails the test.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from drivers.datadir import subset
+from typer.testing import CliRunner, Result
+
+from dices_cli.errors import UsageError
+from dices_cli.main import app
+from dices_cli.queries.catalog import GROUP_COLUMNS
+from dices_cli.queries.sandbox import run_sql
+from dices_cli.store import Store
+
+CANARY_TEXT = "rater_id\n296708581782793\n"
+READ_ONLY = "dices sql is read-only"
+DISABLED = "file system operations are disabled by configuration"
+EVIL_WRITE = "COPY (SELECT 1) TO 'pwned.csv'"
+QUOTED_WRITE = EVIL_WRITE.replace("'", "''")  # inside an SQL string literal
+TRY_QUERY = "Try 'dices query -h' for help.\n"
+
+
+@pytest.fixture
+def canary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A directory holding only canary.csv, made the working directory."""
+    directory = tmp_path / "canary"
+    directory.mkdir()
+    path = directory / "canary.csv"
+    path.write_text(CANARY_TEXT, encoding="utf-8")
+    monkeypatch.chdir(directory)
+    duckdb_home = _duckdb_home()
+    yield path
+    assert path.read_text(encoding="utf-8") == CANARY_TEXT
+    assert sorted(p.name for p in directory.iterdir()) == ["canary.csv"]
+    assert _duckdb_home() == duckdb_home  # no extension installed, no secret stored
+
+
+def _duckdb_home() -> list[str]:
+    home = Path.home() / ".duckdb"
+    return sorted(str(p) for p in home.rglob("*")) if home.is_dir() else []
+
+
+def unboxed(text: str) -> str:
+    """Typer's usage errors come in a box that wraps lines: the words alone."""
+    return " ".join(text.replace("│", " ").replace("╭", " ").replace("╰", " ").split())
+
+
+def sql(runner: CliRunner, data: Path, statement: str, *options: str) -> Result:
+    return runner.invoke(app, ["sql", statement, "--data", str(data), "-d", "350", *options])
+
+
+def query(runner: CliRunner, data: Path, *arguments: str, stdin: str | None = None) -> Result:
+    return runner.invoke(app, ["query", *arguments, "--data", str(data)], input=stdin)
+
+
+# --- dices sql: statement kinds and disguises not in test_sql_sandbox.py ---------------
+
+REFUSED = [
+    ("EXPLAIN ANALYZE SELECT 1", "EXPLAIN"),
+    ("CREATE SECRET s (TYPE s3, KEY_ID 'k', SECRET 's')", "CREATE"),
+    ("CREATE TEMP TABLE t AS SELECT 1", "CREATE"),
+    ("CREATE VIEW v AS SELECT * FROM read_csv('{canary}')", "CREATE"),
+    ("CREATE OR REPLACE FUNCTION f() AS 1", "CREATE"),
+    ("USE memory", "SET"),
+    ("SET GLOBAL enable_external_access = true", "SET"),
+    ("SET memory_limit = '100GB'", "SET"),
+    ("SET VARIABLE x = 1", "SET"),
+    ("SET profiling_output = '{dir}/profile.json'", "SET"),
+    ("PRAGMA profile_output = '{dir}/profile.json'", "SET"),
+    ("BEGIN TRANSACTION", "TRANSACTION"),
+    ("PIVOT ratings ON Q_overall USING count(*) GROUP BY dataset", "MULTI"),
+    ("/* only a comment */ COPY (SELECT 1) TO '{canary}'", "COPY"),
+    ("copy (select 1) to '{dir}/new.csv'", "COPY"),
+    ("COPY FROM DATABASE memory TO other", "PRAGMA"),
+    ("IMPORT DATABASE '{dir}'", "PRAGMA"),
+    ("INSTALL httpfs FROM 'http://example.com'", "LOAD"),
+    ("FORCE INSTALL '{dir}/evil.duckdb_extension'", "LOAD"),
+    ("LOAD '{dir}/evil.duckdb_extension'", "LOAD"),
+    ("UPDATE EXTENSIONS", "UPDATE"),
+    ("ATTACH '{canary}' AS c (TYPE sqlite)", "ATTACH"),
+    ("ATTACH ':memory:' AS scratch", "ATTACH"),
+    ("DETACH DATABASE memory", "DETACH"),
+    (
+        "MERGE INTO published_removed USING (SELECT 1 AS a) s ON true WHEN MATCHED THEN DELETE",
+        "MERGE_INTO",
+    ),
+    ("TRUNCATE published_removed", "DELETE"),
+    ("COMMENT ON TABLE published_removed IS 'x'", "ALTER"),
+    ("DROP SECRET s", "DROP"),
+    ("ANALYZE", "VACUUM"),
+]
+
+
+@pytest.mark.parametrize(("statement", "kind"), REFUSED)
+def test_other_statements_are_refused(
+    statement: str, kind: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = sql(runner, ingested, statement.format(canary=canary, dir=canary.parent))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == f"Error: only SELECT is allowed here, not {kind}; {READ_ONLY}\n"
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT 1 -- harmless\n; COPY (SELECT 1) TO '{canary}'",
+        "SELECT 1;/* */COPY (SELECT 1) TO '{canary}'",
+        "SELECT 1;\nLOAD httpfs",
+        "WITH x AS (SELECT 1) SELECT * FROM x; ATTACH '{dir}/new.duckdb'",
+    ],
+)
+def test_a_second_statement_behind_a_comment_is_refused(
+    statement: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = sql(runner, ingested, statement.format(canary=canary, dir=canary.parent))
+    assert result.exit_code == 1
+    assert result.stderr == "Error: give exactly one statement (got 2)\n"
+
+
+@pytest.mark.parametrize(
+    ("statement", "output"),
+    [
+        (f"SELECT '; {QUOTED_WRITE}' AS s", f"s\n; {EVIL_WRITE}\n"),
+        (f"SELECT 1 AS x /* ; {EVIL_WRITE} */", "x\n1\n"),
+        (f"SELECT 1 AS x -- ; {EVIL_WRITE}", "x\n1\n"),
+        (f'SELECT 1 AS "; {EVIL_WRITE}"', f"; {EVIL_WRITE}\n1\n"),
+    ],
+)
+def test_a_statement_in_a_string_or_comment_is_only_text(
+    statement: str, output: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = sql(runner, ingested, statement)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == output
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        "read_csv('https://example.com/ratings.csv')",
+        "read_parquet('s3://bucket/ratings.parquet')",
+        "read_json('http://127.0.0.1:9/x.json')",
+        "'https://example.com/ratings.csv'",
+        "read_text('file:///etc/passwd')",
+        "read_json_auto('/proc/self/environ')",
+        "sniff_csv('{canary}')",
+        "read_ndjson_objects('{canary}')",
+        "read_csv(['{canary}', '/etc/passwd'])",
+        "glob('~/*')",
+        "query('SELECT * FROM read_text(''{canary}'')')",
+        "duckdb_secrets()",
+        "duckdb_extensions()",
+    ],
+)
+def test_urls_and_other_file_readers_are_refused(
+    function: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = sql(runner, ingested, "SELECT * FROM " + function.format(canary=canary))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: the query failed: Permission Error: ")
+    assert DISABLED in result.stderr
+    assert "296708581782793" not in result.stderr
+
+
+def test_a_statement_hidden_in_query_is_refused(
+    runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = sql(runner, ingested, f"SELECT * FROM query('COPY (SELECT 1) TO ''{canary}''')")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "Error: the query failed: Parser Error: Expected a single SELECT statement"
+    )
+
+
+@pytest.mark.parametrize(
+    ("function", "extension"),
+    [
+        ("read_xlsx('{canary}')", "excel"),
+        ("st_read('{canary}')", "spatial"),
+        ("sqlite_scan('{canary}', 't')", "sqlite_scanner"),
+        ("iceberg_scan('{dir}')", "iceberg"),
+        ("delta_scan('{dir}')", "delta"),
+    ],
+)
+def test_extension_functions_are_not_loaded(
+    function: str, extension: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    name = function.split("(")[0]
+    statement = "SELECT * FROM " + function.format(canary=canary, dir=canary.parent)
+    result = sql(runner, ingested, statement)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f'Error: the query failed: Catalog Error: Table Function with name "{name}" is not in '
+        f"the catalog, but it exists in the {extension} extension."
+    )
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t",
+        "SELECT count(*) FROM ratings a, ratings b, ratings c WHERE a.id + b.id = c.id - 1",
+    ],
+)
+def test_a_statement_that_never_ends_is_interrupted(
+    statement: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = sql(runner, ingested, statement, "--timeout", "0.5")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == "Error: the query ran longer than 0.5 s and was stopped\n"
+
+
+def test_an_infinite_timeout_means_no_limit(ingested: Path, canary: Path) -> None:
+    """A process of its own: the timer runs in a thread whose errors go to the real stderr."""
+    command = [sys.executable, "-m", "dices_cli", "sql", "SELECT 42 AS answer"]
+    result = subprocess.run(
+        [*command, "--timeout", "inf", "--data", str(ingested), "-d", "350"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answer\n42\n"
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("value", ["1; DROP VIEW items", "-1", "0.05", "nan"])
+def test_a_timeout_that_is_not_a_number_of_seconds_is_a_usage_error(
+    value: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = sql(runner, ingested, "SELECT 1", "--timeout", value)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    words = unboxed(result.stderr)
+    # Typer refuses it, or (NaN, which some Typer versions let through) dices does.
+    assert "Invalid value for '--timeout'" in words or words == (
+        f"Error: --timeout must be at least 0.1 s (got {value}) Try 'dices sql -h' for help."
+    )
+
+
+def test_a_nan_timeout_is_refused_by_the_core(ingested: Path, canary: Path) -> None:
+    """NaN would make the timer fire at once, before the query starts: no limit at all."""
+    with pytest.raises(UsageError) as refused:
+        run_sql(Store(ingested), "350", "SELECT 1", timeout=float("nan"))
+    assert str(refused.value) == "--timeout must be at least 0.1 s (got nan)"
+
+
+# --- canned queries: hostile parameter values -------------------------------------------
+
+HOSTILE = [
+    "rater_gender; DROP TABLE x",
+    "x') OR 1=1 --",
+    "rater_gender\" FROM ratings; COPY (SELECT 1) TO 'pwned.csv'; --",
+    "rater_gender') TO 'pwned.csv' (FORMAT csv); --",
+    "*",
+    "rater_gender, rater_race",
+    "",
+]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+@pytest.mark.parametrize(
+    "name", ["qoverall-by-demographic", "agreement", "gold-vs-crowd", "degree-of-harm"]
+)
+def test_a_hostile_by_is_refused(
+    name: str, value: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = query(runner, ingested, name, "--by", "rater_gender", "--by", value)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"Error: unknown --by column {value!r}; choose from: {', '.join(GROUP_COLUMNS)}\n"
+        + TRY_QUERY
+    )
+
+
+@pytest.mark.parametrize("value", ["Q_overall", "rater_id", "context"])
+def test_a_column_that_is_not_a_group_is_refused_as_by(
+    value: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = query(runner, ingested, "qoverall-by-demographic", "--by", value)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: unknown --by column {value!r}; choose from: ")
+
+
+@pytest.mark.parametrize("value", [*HOSTILE, "PLURALITY", "threshold "])
+def test_a_hostile_rule_is_refused(
+    value: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = query(runner, ingested, "gold-vs-crowd", "--rule", value)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: --rule must be one of: plurality, threshold (got {value!r})\n" + TRY_QUERY
+    )
+
+
+@pytest.mark.parametrize(
+    "value", ["Q_overall') TO 'pwned.csv'", "Q_overall; DROP TABLE x", "rater_id", "context", "*"]
+)
+def test_a_hostile_question_is_refused(
+    value: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    """--question picks a column in the SQL (COLUMNS(lambda c: c = $question)): only answer
+    columns are accepted, so no other column, let alone SQL, gets there."""
+    result = query(runner, ingested, "agreement", "--question", value, "--permutations", "0")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: unknown --question {value!r}: not a No/Yes/Unsure answer column; "
+        "the query's --explain lists them\n" + TRY_QUERY
+    )
+
+
+@pytest.mark.parametrize("value", ["missing; DROP TABLE x", "category' OR '1'='1"])
+def test_a_hostile_unsure_is_refused(
+    value: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = query(runner, ingested, "agreement", "--unsure", value)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: --unsure must be one of: category, missing (got {value!r})\n" + TRY_QUERY
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "option"),
+    [
+        (
+            ["gold-vs-crowd", "--rule", "threshold", "--threshold", "0.5; DROP TABLE x"],
+            "--threshold",
+        ),
+        (["gold-vs-crowd", "--rule", "threshold", "--threshold", "0.5' OR '1'='1"], "--threshold"),
+        (["agreement", "--permutations", "1; DROP TABLE x"], "--permutations"),
+        (["agreement", "--seed", "0 OR 1=1"], "--seed"),
+        (["overview", "--min-quality", "0.5; COPY (SELECT 1) TO 'pwned.csv'"], "--min-quality"),
+        (["overview", "--dataset", "350'; --"], "--dataset"),
+    ],
+)
+def test_a_hostile_number_or_choice_is_a_usage_error(
+    arguments: list[str], option: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = query(runner, ingested, *arguments)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert f"Invalid value for '{option}'" in unboxed(result.stderr)
+
+
+@pytest.mark.parametrize("name", ["overview; DROP TABLE x", "../sql/overview", "overview.sql"])
+def test_a_hostile_query_name_is_refused(
+    name: str, runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    result = query(runner, ingested, name)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: there is no query {name!r}; choose from: ")
+
+
+def test_the_threshold_is_bound_as_a_number(
+    runner: CliRunner, ingested: Path, canary: Path
+) -> None:
+    """--show-sql shows $threshold in the SQL and the float apart: bound, not pasted."""
+    arguments = ["gold-vs-crowd", "--rule", "threshold", "--threshold", "0.3", "--show-sql"]
+    result = query(runner, ingested, *arguments)
+    assert result.exit_code == 0, result.output
+    assert "'threshold': 0.3" in result.stderr
+    assert "$threshold" in result.stderr
+    assert ">= 0.3" not in result.stderr
+
+
+# --- --raters: hostile file content, hostile file names ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("1; DROP TABLE ratings\n", "line 1: '1; DROP TABLE ratings' is not a rater id"),
+        ("296708581782793\n0) OR (1=1\n", "line 2: '0) OR (1=1' is not a rater id"),
+        (f"296708581782793\n{EVIL_WRITE}\n", f'line 2: "{EVIL_WRITE}" is not a rater id'),
+        (
+            "rater_id,note\n296708581782793,ok\n\"1); COPY (SELECT 1) TO 'pwned.csv'; --\",x\n",
+            "line 3: \"1); COPY (SELECT 1) TO 'pwned.csv'; --\" is not a rater id",
+        ),
+        (
+            '"rater_id\'); DROP TABLE x; --",note\n1,x\n',
+            "line 1 has columns but none is named rater_id",
+        ),
+        ("99999999999999999999999\n", "line 1: '99999999999999999999999' is not a rater id"),
+        ("-9223372036854775809\n", "line 1: '-9223372036854775809' is not a rater id"),
+    ],
+)
+def test_hostile_rater_files_are_refused(
+    content: str, problem: str, runner: CliRunner, ingested: Path, canary: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "raters.txt"
+    path.write_text(content, encoding="utf-8")
+    result = query(runner, ingested, "overview", "--raters", str(path))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == f"Error: {path}: {problem}\n"
+    # The same from stdin.
+    result = query(runner, ingested, "overview", "--raters", "-", stdin=content)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: stdin: {problem}\n"
+
+
+def test_a_rater_file_with_a_hostile_name_is_read_as_a_file(
+    runner: CliRunner, ingested: Path, canary: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / f"ids'; {EVIL_WRITE}; --.txt"
+    path.write_text("296708581782793\n296708603742541\n", encoding="utf-8")
+    result = query(runner, ingested, "overview", "-d", "350", "--raters", str(path))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"raters: 2 raters from {path}\n"
+    assert result.stdout.splitlines()[1].startswith("350,350,2,700,")
+    missing = tmp_path / f"none'; {EVIL_WRITE}; --.txt"
+    result = query(runner, ingested, "overview", "--raters", str(missing))
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot read --raters {missing}: No such file or directory\n"
+
+
+# --- a data directory whose path looks like SQL -----------------------------------------
+
+HOSTILE_DIR = f"d'; {EVIL_WRITE}; --\" x"
+
+
+@pytest.fixture(scope="module")
+def small_350(replica_350: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return subset(replica_350, tmp_path_factory.mktemp("small") / "dices_350_small.csv", 40)
+
+
+def test_a_data_path_that_looks_like_sql_is_only_a_path(
+    runner: CliRunner, ingested: Path, small_350: Path, canary: Path, tmp_path: Path
+) -> None:
+    """Parquet paths go to DuckDB as values, never pasted into SQL: the same answers as
+    from a plain path, and nothing written (a relative COPY would land next to the canary)."""
+    hostile = tmp_path / HOSTILE_DIR
+    shutil.copytree(ingested, hostile, symlinks=True)
+    for arguments in (
+        ["query", "overview"],
+        ["query", "qoverall-by-demographic", "--by", "rater_gender"],
+        ["query", "rater-quality", "-d", "990"],
+        ["sql", "SELECT dataset, count(*) AS n FROM ratings_wide GROUP BY ALL ORDER BY ALL"],
+    ):
+        plain = runner.invoke(app, [*arguments, "--data", str(ingested)])
+        odd = runner.invoke(app, [*arguments, "--data", str(hostile)])
+        assert plain.exit_code == odd.exit_code == 0, odd.output
+        assert odd.stdout == plain.stdout
+    # Ingest into, and info about, a fresh directory with such a name.
+    fresh = tmp_path / ("fresh" + HOSTILE_DIR)
+    result = runner.invoke(app, ["ingest", str(small_350), "--data", str(fresh)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["info", "--data", str(fresh), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    assert '"ratings": 4920' in result.stdout
+    result = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM ratings", "--data", str(fresh)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "n\n4920\n"
