@@ -263,10 +263,6 @@ class Dataset:
         return self.granular + self.category_overall
 
     @property
-    def questions(self) -> tuple[str, ...]:
-        return (Q1_COL.name, *self.sub_questions, Q_OVERALL.name)
-
-    @property
     def has_gold(self) -> bool:
         return SAFETY_GOLD.name in self.names
 

@@ -133,10 +133,6 @@ class RaterSelection:
     min_quality: float | None = None  # resolved into keep_ids by open_session
     description: list[str] = field(default_factory=list)
 
-    @property
-    def active(self) -> bool:
-        return self.exclude_removed or self.keep_ids is not None or self.min_quality is not None
-
 
 class Session:
     """One DuckDB connection with the views above, for the datasets asked for."""
