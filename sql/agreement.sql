@@ -23,5 +23,8 @@ SELECT
     rater_id,
     item_id,
     COLUMNS(lambda c: c = $question)
-FROM ratings_wide
-ORDER BY ALL
+FROM (
+    -- dataset as an ENUM: the compute step reads codes, not strings
+    SELECT * REPLACE (dataset::dataset_name AS dataset)
+    FROM ratings JOIN raters USING (dataset, rater_id)
+)

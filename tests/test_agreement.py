@@ -11,6 +11,7 @@ from typing import Any
 import krippendorff
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from scipy.stats import entropy
 from typer.testing import CliRunner
@@ -19,7 +20,6 @@ from dices_cli.main import app
 from dices_cli.metrics.agreement import cross_replication_reliability
 from dices_cli.metrics.compute import compute
 from dices_cli.metrics.groups import METRICS
-from dices_cli.output import Table
 from dices_cli.queries.catalog import catalog, compute_step, get_query
 
 ANSWERS = ["No", "Yes", "Unsure"]
@@ -260,18 +260,23 @@ def test_only_agreement_has_a_compute_step() -> None:
 PARAMETERS = {"by": ["phase"], "question": "Q_overall", "unsure": "category", "seed": 0}
 
 
+def enum(cells: list[str | None], values: list[str]) -> pa.DictionaryArray:
+    """An ENUM column as DuckDB hands it over: Arrow dictionary codes into `values`."""
+    codes = pa.array([None if cell is None else values.index(cell) for cell in cells], pa.int8())
+    return pa.DictionaryArray.from_arrays(codes, pa.array(values))
+
+
 def test_a_rater_in_two_groups_counts_in_each() -> None:
     # With a rating-level column such as phase, rater 1 rated in two phases.
-    rows = [
-        ("350", "Phase1", 1, 10, "Yes"),
-        ("350", "Phase1", 1, 11, "No"),
-        ("350", "Phase1", 2, 10, "Yes"),
-        ("350", "Phase1", 2, 11, "No"),
-        ("350", "Phase2", 1, 12, "Yes"),
-        ("350", "Phase2", 3, 10, "No"),
-        ("350", "Phase2", 3, 12, "Yes"),
-    ]
-    table = Table(["dataset", "phase", "rater_id", "item_id", "Q_overall"], [False] * 5, rows)
+    table = pa.table(
+        {
+            "dataset": enum(["350"] * 7, ["350", "990"]),
+            "phase": enum(["Phase1"] * 4 + ["Phase2"] * 3, ["Phase1", "Phase2", "Phase3"]),
+            "rater_id": [1, 1, 2, 2, 1, 3, 3],
+            "item_id": [10, 11, 10, 11, 12, 10, 12],
+            "Q_overall": enum(["Yes", "No", "Yes", "No", "Yes", "No", "Yes"], ANSWERS),
+        }
+    )
     result = compute(table, PARAMETERS | {"permutations": 0})
     assert result.columns == ["dataset", "phase", *COLUMNS]
     assert result.numeric == [False, False] + [True] * 19
@@ -281,8 +286,37 @@ def test_a_rater_in_two_groups_counts_in_each() -> None:
     ]
 
 
+def test_groups_come_in_enum_order_then_text_order_with_null_last() -> None:
+    # Rows in no particular order, as the SQL leaves them; one rater per group value.
+    groups = ["Woman", None, "Man", "Woman", None, "Man"]
+    raw_race = ["White", "Asian", None, "White", "Asian", None]
+    table = pa.table(
+        {
+            "dataset": enum(["990", "350", "350", "990", "350", "350"], ["350", "990"]),
+            "rater_gender": enum(groups, ["Man", "Woman"]),
+            "rater_raw_race": raw_race,
+            "rater_id": [3, 2, 1, 3, 2, 1],
+            "item_id": [10, 10, 10, 11, 11, 11],
+            "Q_overall": enum(["Yes", "No", "Unsure", "No", None, "Yes"], ANSWERS),
+        }
+    )
+    parameters = PARAMETERS | {"by": ["rater_gender", "rater_raw_race"], "permutations": 0}
+    result = compute(table, parameters)
+    assert [r[:4] for r in result.rows] == [
+        ("350", "Man", None, 1),
+        ("350", None, "Asian", 1),
+        ("990", "Woman", "White", 1),
+    ]
+
+
 def test_a_dataset_without_any_counted_answer_has_no_rows() -> None:
-    rows = [("350", 1, 10, "Unsure"), ("350", 2, 10, "Unsure"), ("990", 1, 10, None)]
-    table = Table(["dataset", "rater_id", "item_id", "Q_overall"], [False] * 4, rows)
+    table = pa.table(
+        {
+            "dataset": enum(["350", "350", "990"], ["350", "990"]),
+            "rater_id": [1, 2, 1],
+            "item_id": [10, 10, 10],
+            "Q_overall": enum(["Unsure", "Unsure", None], ANSWERS),
+        }
+    )
     parameters = PARAMETERS | {"by": [], "unsure": "missing", "permutations": 0}
     assert compute(table, parameters).rows == []

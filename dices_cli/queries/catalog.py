@@ -16,8 +16,8 @@ Parameter types: `columns` (a list of column names from the group-by choices), `
 (one answer column, such as Q_overall), `float`, `integer`, `choice(a|b)`. Each parameter
 is bound by name (`$threshold`), never pasted.
 
-`compute: module:function` names a function(Table, parameters) -> Table that turns the
-SQL's result into the query's result, for what SQL cannot do well (permutation tests). The
+`compute: module:function` names a function(pyarrow.Table, parameters) -> Table that turns
+the SQL's result into the query's result, for what SQL cannot do well (permutation tests). The
 SQL is given only the parameters it names; the function gets all of them.
 
 Adding a query is adding a file.
@@ -38,6 +38,8 @@ from dices_cli.errors import UsageError
 from dices_cli.schema import DATASETS
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from dices_cli.output import Table
 
 # Rater and rating columns a result can be broken down by.
@@ -229,12 +231,12 @@ def render_sql(query: Query) -> str:
     return f"WITH {alias} AS ({inner})\n{query.body}"
 
 
-def compute_step(query: Query) -> Callable[[Table, dict[str, Any]], Table] | None:
+def compute_step(query: Query) -> Callable[[pa.Table, dict[str, Any]], Table] | None:
     """The function the query's `compute:` header names, or None when it has none."""
     if query.compute is None:
         return None
     module, _, function = query.compute.partition(":")
-    step: Callable[[Table, dict[str, Any]], Table] = getattr(
+    step: Callable[[pa.Table, dict[str, Any]], Table] = getattr(
         importlib.import_module(module), function
     )
     return step

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dices_cli.errors import DicesError, NotIngestedError, UsageError
 from dices_cli.output import Table, table_from_rows
@@ -41,6 +41,9 @@ from dices_cli.store import Store
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
+
+_Result = TypeVar("_Result")
 
 UNIFIED_NAMES = {"Q3_unfair_bias_overall": "Q3_bias_overall"}
 
@@ -154,6 +157,7 @@ class Session:
         for values, name in enum_types().items():
             self.con.execute(f"CREATE TYPE {name} AS ENUM ({_literals(values)})")
         self.con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
+        self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({_literals(list(DATASETS))})")
         self._load(store, materialize)
         self._create_views()
         self.con.execute(prelude())
@@ -218,32 +222,50 @@ class Session:
         )
 
     def execute(self, sql: str, parameters: dict[str, Any] | None = None) -> Table:
+        """The result as Python values."""
+        return self._fetch(sql, parameters, _python_rows)
+
+    def _fetch(
+        self,
+        sql: str,
+        parameters: dict[str, Any] | None,
+        fetch: Callable[[duckdb.DuckDBPyConnection], _Result],
+    ) -> _Result:
         import duckdb
 
         try:
-            cursor = self.con.execute(sql, parameters or {})
-            description = cursor.description or []
-            if any("WITH TIME ZONE" in str(d[1]) for d in description):
-                # DuckDB turns time zones into Python values only with pytz; Arrow does not.
-                with warnings.catch_warnings():  # "makes an extra copy": fine here
-                    warnings.simplefilter("ignore", UserWarning)
-                    arrow = cursor.to_arrow_table()
-                columns = [] if arrow is None else arrow.columns
-                rows = list(zip(*(column.to_pylist() for column in columns), strict=True))
-            else:
-                rows = cursor.fetchall()
+            return fetch(self.con.execute(sql, parameters or {}))
         except duckdb.Error as error:
             raise DicesError(f"the query failed: {error}") from error
-        return table_from_rows([d[0] for d in description], rows)
 
     def run(self, query: Query, parameters: dict[str, Any]) -> Table:
         """The query's result. The SQL gets the parameters it names (DuckDB refuses any
-        other); a `compute:` step gets the SQL's result and every parameter."""
+        other); a `compute:` step gets the SQL's result, as an Arrow table, and every
+        parameter."""
         sql = render_sql(query)
         named = {k: v for k, v in parameters.items() if re.search(rf"\${k}\b", sql)}
-        result = self.execute(sql, named)
         compute = compute_step(query)
-        return result if compute is None else compute(result, parameters)
+        if compute is None:
+            return self.execute(sql, named)
+        # Arrow, not Python values: a compute step works on whole columns.
+        return compute(self._fetch(sql, named, _arrow), parameters)
+
+
+def _python_rows(cursor: duckdb.DuckDBPyConnection) -> Table:
+    description = cursor.description or []
+    if any("WITH TIME ZONE" in str(d[1]) for d in description):
+        # DuckDB turns time zones into Python values only with pytz; Arrow does not.
+        arrow = _arrow(cursor)
+        rows = list(zip(*(column.to_pylist() for column in arrow.columns), strict=True))
+    else:
+        rows = cursor.fetchall()
+    return table_from_rows([d[0] for d in description], rows)
+
+
+def _arrow(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
+    with warnings.catch_warnings():  # "makes an extra copy": the copy is columnar and cheap
+        warnings.simplefilter("ignore", UserWarning)
+        return cursor.to_arrow_table()
 
 
 def _literals(values: Sequence[str]) -> str:
