@@ -13,13 +13,13 @@ Categorical, which stores each distinct string once.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import gzip
-import hashlib
 import io
 import zlib
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +33,9 @@ LINE = "_line"  # the line where a record starts; a column no DICES file has
 LINE_COUNT = "_line_count"  # how many physical lines the record spans
 BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
-CHUNK = 1 << 22
+CHUNK = 1 << 18  # counted twice (line breaks, quotes): small enough to stay in the CPU cache
 HEADER_PREFIX = 1 << 20  # the header must end within the first MiB
+CELL, CODE = "_cell", "_code"  # a distinct cell and its category code
 
 # The csv module refuses fields over 128 KiB by default, which would report a long but valid
 # cell as broken quoting; a cell may be as long as the file (2 GiB fits every C long).
@@ -53,8 +54,6 @@ class UnreadableError(Exception):
 class ByteFacts:
     """What one pass over the file's bytes learns, for the fast parse to be trusted."""
 
-    size: int  # of the file as stored
-    sha256: str  # of the file as stored
     text_bytes: int  # of the CSV text, without a BOM
     newlines: int  # in the CSV text
     quotes: int
@@ -75,17 +74,21 @@ class Source:
         with self.path.open("rb") as handle:
             return handle.read(2) == GZIP_MAGIC
 
-    def _open_text(self) -> BinaryIO:
-        return gzip.open(self.path, "rb") if self.compressed else self.path.open("rb")  # type: ignore[return-value]
-
-    def _read(self, limit: int = -1) -> bytes:
+    @contextlib.contextmanager
+    def _open_text(self) -> Iterator[BinaryIO]:
+        """The CSV text (BOM included), decompressed if need be; a corrupt gzip stream
+        raises UnreadableError whenever it is found."""
         try:
-            with self._open_text() as handle:
-                return handle.read(limit).removeprefix(BOM)
+            with gzip.open(self.path, "rb") if self.compressed else self.path.open("rb") as handle:
+                yield handle  # type: ignore[misc]
         except (gzip.BadGzipFile, EOFError, zlib.error) as error:
             raise UnreadableError(
                 f"the file looks gzip-compressed but cannot be read: {error}"
             ) from error
+
+    def _read(self, limit: int = -1) -> bytes:
+        with self._open_text() as handle:
+            return handle.read(limit).removeprefix(BOM)
 
     def prefix(self) -> bytes:
         """The first bytes of the CSV text, without a UTF-8 BOM."""
@@ -96,21 +99,11 @@ class Source:
         return self._read()
 
     def facts(self) -> ByteFacts:
-        digest, text = hashlib.sha256(), _TextCounts()
-        size = 0
-        with self.path.open("rb") as handle:
+        text = _TextCounts()
+        with self._open_text() as handle:
             while chunk := handle.read(CHUNK):
-                digest.update(chunk)
-                size += len(chunk)
-                if not self.compressed:  # a plain file is read once for both
-                    text.add(chunk)
-        if self.compressed:
-            with self._open_text() as handle:
-                while chunk := handle.read(CHUNK):
-                    text.add(chunk)
+                text.add(chunk)
         return ByteFacts(
-            size=size,
-            sha256=digest.hexdigest(),
             text_bytes=text.size,
             newlines=text.newlines,
             quotes=text.quotes,
@@ -189,13 +182,15 @@ def parse(
 
     Columns in `categorical` are Categorical, the others String, whichever path parses.
     """
+    # Categories of their own: they then hold exactly this file's distinct strings.
+    categories = pl.Categories.random()
     types: dict[str, pl.DataType] = {
-        n: pl.Categorical() if n in categorical else pl.String() for n in names
+        n: pl.Categorical(categories) if n in categorical else pl.String() for n in names
     }
     with ThreadPoolExecutor(max_workers=1) as pool:
         facts = pool.submit(source.facts)  # runs while Polars parses (it releases the GIL)
         frame = _polars_parse(source, header, types)
-        fast = _trusted(frame, facts.result(), header)
+        fast = _trusted(frame, facts.result(), header, categories)
     if fast is not None:
         return fast
     return _strict_parse(source.text(), types, facts.result())
@@ -277,42 +272,62 @@ def _polars_parse(
 class _CellTotals:
     """Sums over every cell of the frame, to reconcile with the raw bytes."""
 
-    bytes: int = 0
-    quotes: int = 0
-    carriage_returns: int = 0
-
-    def __add__(self, other: _CellTotals) -> _CellTotals:
-        return _CellTotals(
-            self.bytes + other.bytes,
-            self.quotes + other.quotes,
-            self.carriage_returns + other.carriage_returns,
-        )
+    bytes: int
+    quotes: int
+    carriage_returns: int
+    line_breaks: list[pl.Expr]  # per row, one for each column where some cell has any
 
 
-def _profile(column: pl.Series) -> tuple[_CellTotals, pl.Expr | None]:
-    """The column's totals, and the line breaks in each of its cells (None if it has none).
+_MEASURES: dict[str, Callable[[pl.Expr], pl.Expr]] = {
+    "bytes": lambda cells: cells.str.len_bytes(),
+    "quotes": lambda cells: cells.str.count_matches('"', literal=True),
+    "carriage_returns": lambda cells: cells.str.count_matches("\r", literal=True),
+    "line_breaks": lambda cells: cells.str.count_matches("\n", literal=True),
+}
+_RARE = ("quotes", "carriage_returns", "line_breaks")  # in few distinct cells, if any
 
-    A Categorical column is measured once per distinct value, weighted by how often it
-    occurs; its per-row line breaks are looked up by the rows' category codes.
+
+def _cell_totals(frame: pl.DataFrame, categories: pl.Categories) -> _CellTotals:
+    """Every measure summed over every cell, in three queries whatever the column count.
+
+    The Categorical columns repeat their values (the conversation text is on every rating
+    of it) and share `categories`, which holds each distinct string once: strings are
+    measured there, and cells by their category codes.
     """
-    if column.dtype == pl.Categorical:
-        counts = column.value_counts(name="_n")
-        distinct = counts.get_column(column.name)
-        values, weights = distinct.cast(pl.String), counts.get_column("_n")
-    else:
-        values, weights = column, pl.repeat(1, column.len(), eager=True)
-    breaks = values.str.count_matches("\n", literal=True)
-    totals = _CellTotals(
-        int((values.str.len_bytes() * weights).sum()),
-        int((values.str.count_matches('"', literal=True) * weights).sum()),
-        int((values.str.count_matches("\r", literal=True) * weights).sum()),
+    categorical = [
+        name for name, dtype in frame.schema.items() if isinstance(dtype, pl.Categorical)
+    ]
+    plain = [name for name in frame.columns if name not in categorical]
+    distinct = pl.DataFrame({CELL: categories.to_series()}).with_row_index(CODE)
+    rare = distinct.select(
+        CODE, *(_MEASURES[m](pl.col(CELL)).cast(pl.Int64).alias(m) for m in _RARE)
+    ).filter(pl.any_horizontal(pl.col(m) > 0 for m in _RARE))
+    codes = rare.get_column(CODE)
+    found = [measured for measured in _RARE if (rare.get_column(measured) > 0).any()]
+
+    def rare_counts(measured: str, cells: pl.Expr) -> pl.Expr:
+        return cells.to_physical().replace_strict(codes, rare.get_column(measured), default=0)
+
+    per_row = {
+        name: {
+            "bytes": pl.col(name).cat.len_bytes(),
+            **{m: rare_counts(m, pl.col(name)) for m in found},
+        }
+        for name in categorical
+    } | {name: {m: _MEASURES[m](pl.col(name)) for m in _MEASURES} for name in plain}
+    sums = frame.select(
+        counts.cast(pl.Int64).sum().alias(f"{measured}/{name}")
+        for name, measures in per_row.items()
+        for measured, counts in measures.items()
     )
-    if not (breaks > 0).any():
-        return totals, None
-    cell = pl.col(column.name)
-    if column.dtype == pl.Categorical:
-        return totals, cell.to_physical().replace_strict(distinct.to_physical(), breaks, default=0)
-    return totals, cell.str.count_matches("\n", literal=True)
+    totals = dict.fromkeys(_MEASURES, 0)
+    multiline = []
+    for key, value in sums.row(0, named=True).items():
+        measured, _, name = key.partition("/")
+        totals[measured] += value
+        if measured == "line_breaks" and value:
+            multiline.append(per_row[name]["line_breaks"])
+    return _CellTotals(totals["bytes"], totals["quotes"], totals["carriage_returns"], multiline)
 
 
 def _accounts_for_every_byte(
@@ -349,14 +364,14 @@ def _accounts_for_every_byte(
     return line_ends >= 0 and body_bytes == expected
 
 
-def _trusted(frame: pl.DataFrame | None, facts: ByteFacts, header: Header) -> ParsedFile | None:
+def _trusted(
+    frame: pl.DataFrame | None, facts: ByteFacts, header: Header, categories: pl.Categories
+) -> ParsedFile | None:
     """The Polars parse with line numbers, if the raw bytes prove it complete, else None."""
     if frame is None or facts.has_nul or facts.has_lone_cr:
         return None
-    profiles = [_profile(frame.get_column(n)) for n in frame.columns]
-    cells = sum((totals for totals, _ in profiles), _CellTotals())
-    multiline = [breaks for _, breaks in profiles if breaks is not None]
-    lines_per_record = pl.sum_horizontal(pl.repeat(1, pl.len(), dtype=pl.Int64), *multiline)
+    cells = _cell_totals(frame, categories)
+    lines_per_record = pl.sum_horizontal(pl.repeat(1, pl.len(), dtype=pl.Int64), *cells.line_breaks)
     start = header.lines + 1 + lines_per_record.cum_sum() - lines_per_record
     frame = frame.with_columns(
         start.cast(pl.Int64).alias(LINE), lines_per_record.cast(pl.Int64).alias(LINE_COUNT)

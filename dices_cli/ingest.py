@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from dices_cli import __version__
+from dices_cli import __version__, checksum
 from dices_cli.csvparse import (
     LINE,
     LINE_COUNT,
@@ -238,15 +238,18 @@ class IngestResult:
 def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
     assert checked.dataset is not None and checked.parsed is not None
     report = checked.report
-    facts = checked.parsed.facts
+    try:
+        digest = checksum.sha256(checked.source.path)
+    except OSError as error:
+        raise DicesError(f"cannot read {checked.source.path}: {error.strerror}") from error
     return {
         "dataset": checked.dataset.name,
         "title": checked.dataset.title,
         "source": {
             "name": checked.source.path.name,
             "path": str(checked.source.path.resolve()),
-            "size": facts.size,
-            "sha256": facts.sha256,
+            "size": digest.size,
+            "sha256": digest.sha256,
         },
         "rows": {
             "read": report.rows_read,
@@ -288,6 +291,7 @@ def ingest(
     """
     if rejects is not None:  # before reading anything: the files may be large
         check_output(rejects, force, [*paths, store.root], option="--rejects")
+    checksum.prefetch(paths)  # for the manifests, on a spare core while the files are checked
     checked_files = [check_file(path, choice, progress) for path in paths]
     _refuse_same_dataset_twice(checked_files)
     invalid = [c for c in checked_files if not c.report.ok]

@@ -6,6 +6,7 @@ Heavy libraries (Polars, DuckDB) are imported inside the commands that need them
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Annotated, Any
@@ -91,4 +92,21 @@ raters.register(app)
 
 
 def run() -> None:
-    app()
+    """The console script: run the command, then leave without the interpreter's teardown.
+
+    Freeing Polars' and DuckDB's memory and unloading their modules takes 0.04 s, a tenth
+    of an ingest. Every file a command writes is closed (and synced) before it returns,
+    so only our own output is left to flush.
+    """
+    try:
+        app()
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
+        if isinstance(done.code, str):
+            print(done.code, file=sys.stderr)
+    # A reader that went away (`| head`) may have left stdout broken or closed.
+    with contextlib.suppress(BrokenPipeError, ValueError):
+        sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from dices_cli import __version__
 from dices_cli.errors import UsageError
 from dices_cli.main import app
 from dices_cli.output import Format, Table, choose_format, table_from_rows, write_table
@@ -403,3 +404,22 @@ def test_a_closed_pipe_is_a_quiet_success(
     assert status == "status: 0 0"
     assert stderr.read_text(encoding="utf-8") == ""
     assert done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "stdout", "stderr"),
+    [
+        (["--version"], 0, f"dices {__version__}\n", ""),
+        (["query", "nope"], 2, "", "Error: there is no query 'nope'"),
+        (["info", "--data", "{missing}"], 1, "", "Error: nothing is ingested"),
+    ],
+)
+def test_the_console_entry_point_exits_with_the_commands_status_and_output(
+    args: list[str], status: int, stdout: str, stderr: str, tmp_path: Path
+) -> None:
+    # run() leaves with os._exit, skipping the interpreter's teardown: output must be
+    # flushed and the status kept.
+    args = [arg.format(missing=tmp_path / "none") for arg in args]
+    done = subprocess.run([*dices_command(), *args], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (status, stdout)
+    assert done.stderr.startswith(stderr)

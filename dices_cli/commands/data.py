@@ -58,6 +58,9 @@ def ingest(
 
         dices ingest messy.csv --rejects rejected.csv
     """
+    from dices_cli import checksum
+
+    checksum.prefetch(files)  # hashes on a spare core while Polars is imported below
     from dices_cli.ingest import ingest as run_ingest
     from dices_cli.store import Store, resolve_data_dir
 

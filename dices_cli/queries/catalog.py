@@ -30,7 +30,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -184,8 +183,9 @@ def parse_query(path: Path, text: str) -> Query:
 
 def sql_directory() -> Path:
     """`dices_cli/sql` in an installed wheel; the repository's `sql/` in a source checkout."""
-    packaged = Path(str(resources.files("dices_cli"))) / "sql"
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "sql"
+    package = Path(__file__).resolve().parents[1]
+    packaged = package / "sql"
+    return packaged if packaged.is_dir() else package.parent / "sql"
 
 
 @cache
