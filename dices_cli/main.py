@@ -101,10 +101,8 @@ def run() -> None:
     try:
         app()
         code = 0
-    except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
-        if isinstance(done.code, str):
-            print(done.code, file=sys.stderr)
+    except SystemExit as done:  # Click always exits with an int status, or None for 0
+        code = done.code if isinstance(done.code, int) else 0
     # A reader that went away (`| head`) may have left stdout broken or closed.
     with contextlib.suppress(BrokenPipeError, ValueError):
         sys.stdout.flush()

@@ -131,11 +131,11 @@ def _ratings(
 
 
 def _read(
-    table: pa.Table, by: Sequence[str], question: str, categories: Sequence[str]
+    table: pa.Table, group_columns: Sequence[str], question: str, categories: Sequence[str]
 ) -> dict[str, _Ratings | None]:
     """Each dataset's counted ratings, None for a dataset with none. An answer that is not
     a category (NULL, or Unsure with --unsure missing) is missing."""
-    group, values = _group_codes(table, [name for name in table.column_names if name in by])
+    group, values = _group_codes(table, group_columns)
     answer_codes, answer_values = _enum_codes(table.column(question))
     category = np.array([categories.index(v) if v in categories else -1 for v in answer_values])
     answer = category[answer_codes]
@@ -184,7 +184,7 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
         ANSWER if parameters["unsure"] == "category" else tuple(a for a in ANSWER if a != UNSURE)
     )
     group_columns = [name for name in table.column_names if name in by]
-    ratings = _read(table, by, parameters["question"], categories)
+    ratings = _read(table, group_columns, parameters["question"], categories)
     _check(parameters, list(ratings))
     columns = [
         "dataset",
