@@ -25,51 +25,63 @@ class Digest:
     sha256: str
 
 
-# A prefetched digest counts only for the file as it was then: same size, same mtime.
-_Key = tuple[Path, int, int]
-_started: dict[_Key, Future[Digest]] = {}
+# A prefetched digest counts only for the very file that is read later, as it was then:
+# same device and inode (not another file renamed into place), same size, same mtime.
+_Key = tuple[int, int, int, int]
+_started: dict[_Key, Future[Digest | None]] = {}
 _lock = threading.Lock()
 
 
-def _key(path: Path) -> _Key:
-    status = os.stat(path)
-    return (path.resolve(), status.st_size, status.st_mtime_ns)
+def _key(status: os.stat_result) -> _Key:
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
 
-def _hash(path: Path) -> Digest:
+def _hash_fd(fd: int) -> Digest:
+    """Hash an open file from its start, without moving its offset (pread)."""
     digest, size = hashlib.sha256(), 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
+    while chunk := os.pread(fd, CHUNK, size):
+        digest.update(chunk)
+        size += len(chunk)
     return Digest(size, digest.hexdigest())
 
 
-def _run(path: Path, future: Future[Digest]) -> None:
+def _run(path: Path, key: _Key, future: Future[Digest | None]) -> None:
     try:
-        future.set_result(_hash(path))
-    except BaseException as error:  # handed to whoever asks for the digest
-        future.set_exception(error)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            same = _key(os.fstat(fd)) == key
+            digest = _hash_fd(fd) if same else None
+            # A file written while it was hashed has a digest that belongs to no version of it.
+            future.set_result(digest if same and _key(os.fstat(fd)) == key else None)
+        finally:
+            os.close(fd)
+    except OSError:
+        future.set_result(None)  # `sha256` hashes the file it is given, and says why it cannot
 
 
 def prefetch(paths: Iterable[Path]) -> None:
-    """Start hashing `paths` in the background; a file that cannot be read is skipped here
-    and reported by `sha256`. Daemon threads: an early exit does not wait for them."""
+    """Start hashing the regular files among `paths` in the background (daemon threads: an
+    early exit does not wait for them). Anything else is hashed by whoever reads it."""
     for path in paths:
         try:
-            key = _key(path)
+            status = os.stat(path)
         except OSError:
             continue
+        if not os.path.isfile(path):
+            continue  # a pipe or a device: reading it here would take its bytes away
+        key = _key(status)
         with _lock:
             if key in _started:
                 continue
-            future: Future[Digest] = Future()
+            future: Future[Digest | None] = Future()
             _started[key] = future
-        threading.Thread(target=_run, args=(path, future), daemon=True).start()
+        threading.Thread(target=_run, args=(path, key, future), daemon=True).start()
 
 
-def sha256(path: Path) -> Digest:
-    """The file's size and SHA-256: the prefetched ones if the file is unchanged since."""
+def sha256(fd: int) -> Digest:
+    """The size and SHA-256 of the open file `fd`: prefetched if that is this very file,
+    unchanged since; otherwise hashed now."""
     with _lock:
-        future = _started.pop(_key(path), None)
-    return _hash(path) if future is None else future.result()
+        future = _started.pop(_key(os.fstat(fd)), None)
+    prefetched = future.result() if future is not None else None
+    return prefetched if prefetched is not None else _hash_fd(fd)

@@ -5,36 +5,45 @@ result is trusted only when facts gathered from the raw bytes prove it saw every
 whole (`_fast_parse`). Anything else goes through Python's strict csv reader, which can say
 exactly where a file is broken (`_strict_parse`). Both return the same `ParsedFile`.
 
-Memory: the file is never held in Python on the fast path. It is scanned in chunks (hash,
-line breaks, NUL bytes) while Polars parses it from disk, and columns with few distinct
-values (answers, demographics, the conversation text repeated on every row) are parsed as
-Categorical, which stores each distinct string once.
+Memory is bounded by the data, never by how broken it is. The file is never held in Python:
+it is scanned in chunks (line breaks, quotes, NUL bytes) while Polars parses it from disk, and
+columns with few distinct values (answers, demographics, the conversation text repeated on
+every row) are parsed as Categorical, which stores each distinct string once. Input that
+would make Polars build far more than the data (a line of many MiB, more records than
+the bytes could hold, say millions of blank lines) skips it; the strict path streams
+records (`dices_cli.lines`) and keeps only the valid cells, in batches, and the broken
+records' bytes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import functools
-import gzip
 import io
-import zlib
+import mmap
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import BinaryIO
 
 import polars as pl
 
+from dices_cli.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError, encoded
 from dices_cli.problems import Problem, ProblemType, shortened
+from dices_cli.source import Source
 
 LINE = "_line"  # the line where a record starts; a column no DICES file has
 LINE_COUNT = "_line_count"  # how many physical lines the record spans
 BOM = b"\xef\xbb\xbf"
-GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 18  # counted twice (line breaks, quotes): small enough to stay in the CPU cache
 HEADER_PREFIX = 1 << 20  # the header must end within the first MiB
+# Every DICES record has 40 or more separators, a Q1 answer of 38 or more letters and 23 or
+# more answers of two or more, so a file of N bytes holds fewer than N // MIN_RECORD_BYTES
+# records. Polars, which turns every line (a blank one too) into a row of 41 cells, is not
+# asked for more rows than that.
+MIN_RECORD_BYTES = 128
+# Polars holds about three times a line's bytes while it parses it; a longer line (the CSV
+# text of a DICES record is a few KB) goes to the strict path, which streams.
+POLARS_MAX_LINE = 8 << 20
+BATCH_ROWS = 8192  # the strict path turns rows into a frame this many at a time
 CELL, CODE = "_cell", "_code"  # a distinct cell and its category code
 
 # The csv module refuses fields over 128 KiB by default, which would report a long but valid
@@ -44,10 +53,6 @@ csv.field_size_limit(2**31 - 1)
 
 class EmptyFileError(Exception):
     """The file has no header at all."""
-
-
-class UnreadableError(Exception):
-    """The bytes are not a CSV we can read at all (say, a truncated gzip file)."""
 
 
 @dataclass(frozen=True)
@@ -63,55 +68,26 @@ class ByteFacts:
     has_lone_cr: bool  # a CR not followed by LF: a line break Polars would not see
 
 
-@dataclass
-class Source:
-    """A CSV file on disk, plain or gzip-compressed."""
+def prefix(source: Source) -> bytes:
+    """The first bytes of the CSV text, without a UTF-8 BOM."""
+    return source.read(HEADER_PREFIX).removeprefix(BOM)
 
-    path: Path
 
-    @functools.cached_property
-    def compressed(self) -> bool:
-        with self.path.open("rb") as handle:
-            return handle.read(2) == GZIP_MAGIC
-
-    @contextlib.contextmanager
-    def _open_text(self) -> Iterator[BinaryIO]:
-        """The CSV text (BOM included), decompressed if need be; a corrupt gzip stream
-        raises UnreadableError whenever it is found."""
-        try:
-            with gzip.open(self.path, "rb") if self.compressed else self.path.open("rb") as handle:
-                yield handle  # type: ignore[misc]
-        except (gzip.BadGzipFile, EOFError, zlib.error) as error:
-            raise UnreadableError(
-                f"the file looks gzip-compressed but cannot be read: {error}"
-            ) from error
-
-    def _read(self, limit: int = -1) -> bytes:
-        with self._open_text() as handle:
-            return handle.read(limit).removeprefix(BOM)
-
-    def prefix(self) -> bytes:
-        """The first bytes of the CSV text, without a UTF-8 BOM."""
-        return self._read(HEADER_PREFIX)
-
-    def text(self) -> bytes:
-        """The whole CSV text, without a UTF-8 BOM (for the strict path and rejects only)."""
-        return self._read()
-
-    def facts(self) -> ByteFacts:
-        text = _TextCounts()
-        with self._open_text() as handle:
-            while chunk := handle.read(CHUNK):
-                text.add(chunk)
-        return ByteFacts(
-            text_bytes=text.size,
-            newlines=text.newlines,
-            quotes=text.quotes,
-            carriage_returns=text.carriage_returns,
-            ends_with_newline=text.last == b"\n",
-            has_nul=text.has_nul,
-            has_lone_cr=text.carriage_returns != text.crlf,
-        )
+def byte_facts(source: Source) -> ByteFacts:
+    """Counts over the whole CSV text, in one pass of cache-sized chunks."""
+    text = _TextCounts()
+    with source.open_text() as handle:
+        while chunk := handle.read(CHUNK):
+            text.add(chunk)
+    return ByteFacts(
+        text_bytes=text.size,
+        newlines=text.newlines,
+        quotes=text.quotes,
+        carriage_returns=text.carriage_returns,
+        ends_with_newline=text.last == b"\n",
+        has_nul=text.has_nul,
+        has_lone_cr=text.carriage_returns != text.crlf,
+    )
 
 
 @dataclass
@@ -153,19 +129,11 @@ class BadRecord:
 @dataclass
 class ParsedFile:
     frame: pl.DataFrame  # one column per header cell, plus LINE and LINE_COUNT
-    facts: ByteFacts
     bad_records: list[BadRecord] = field(default_factory=list)
-    raw_lines: list[bytes] | None = None  # kept by the strict path, which splits on any EOL
 
     @property
     def rows_read(self) -> int:
         return self.frame.height + len(self.bad_records)
-
-    def verbatim(self, source: Source, line: int, count: int) -> bytes:
-        """The bytes of the record that starts on `line` and spans `count` lines."""
-        if self.raw_lines is None:
-            self.raw_lines = list(io.BytesIO(source.text()))
-        return b"".join(self.raw_lines[line - 1 : line - 1 + count])
 
 
 @dataclass(frozen=True)
@@ -187,13 +155,61 @@ def parse(
     types: dict[str, pl.DataType] = {
         n: pl.Categorical(categories) if n in categorical else pl.String() for n in names
     }
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        facts = pool.submit(source.facts)  # runs while Polars parses (it releases the GIL)
-        frame = _polars_parse(source, header, types)
-        fast = _trusted(frame, facts.result(), header, categories)
-    if fast is not None:
-        return fast
-    return _strict_parse(source.text(), types, facts.result())
+    if _polars_can_hold(source):
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            facts = pool.submit(byte_facts, source)  # runs while Polars parses (no GIL)
+            frame = _polars_parse(source, header, types)
+            fast = _trusted(frame, facts.result(), header, categories)
+        if fast is not None:
+            return fast
+    return _strict_parse(source, types)
+
+
+def _polars_parse(
+    source: Source, header: Header, types: Mapping[str, pl.DataType]
+) -> pl.DataFrame | None:
+    row_limit = source.size // MIN_RECORD_BYTES + 1
+    try:
+        frame = pl.read_csv(
+            source.text_path,
+            has_header=False,
+            skip_lines=header.lines,
+            new_columns=list(types),
+            schema=types,
+            infer_schema=False,
+            empty_string_is_null=False,
+            raise_if_empty=False,
+            n_rows=row_limit,
+        )
+    except pl.exceptions.PolarsError:
+        # Invalid UTF-8, too many fields, stray quotes, a short first record (SchemaError):
+        # the strict path says where.
+        return None
+    except BaseException as error:  # a Rust panic is a BaseException (pyo3's PanicException)
+        if type(error).__name__ != "PanicException":
+            raise
+        return None
+    if frame.height >= row_limit:
+        return None  # more rows than DICES records could fill: blank or broken lines
+    # Polars reads some empty Categorical cells as null despite empty_string_is_null=False.
+    nulls = [
+        name for name, count in zip(frame.columns, frame.null_count().row(0), strict=True) if count
+    ]
+    return frame.with_columns(pl.col(nulls).fill_null("")) if nulls else frame
+
+
+def _polars_can_hold(source: Source) -> bool:
+    """False when some line is longer than POLARS_MAX_LINE: every window of half that size
+    must hold a line break (a line twice as long covers a window whole). The windows are
+    searched with memchr, in place: a few milliseconds for a DICES file."""
+    size, window = source.size, POLARS_MAX_LINE // 2
+    if size <= window:
+        return True
+    with mmap.mmap(source.fileno, 0, access=mmap.ACCESS_READ) as text:
+        return all(
+            text.find(b"\n", start, start + window) != -1
+            for start in range(0, size - window, window)
+        )
 
 
 class HeaderError(Exception):
@@ -241,31 +257,6 @@ def _header_too_long() -> Problem:
         f"the header does not end within its first {HEADER_PREFIX >> 20} MiB, and a DICES "
         "header is a few KB; check that this is a DICES file",
     )
-
-
-def _polars_parse(
-    source: Source, header: Header, types: Mapping[str, pl.DataType]
-) -> pl.DataFrame | None:
-    try:
-        frame = pl.read_csv(
-            source.text() if source.compressed else source.path,
-            has_header=False,
-            skip_lines=header.lines,
-            new_columns=list(types),
-            schema=types,
-            infer_schema=False,
-            empty_string_is_null=False,
-            raise_if_empty=False,
-        )
-    except pl.exceptions.PolarsError:
-        # Invalid UTF-8, too many fields, stray quotes, a short first record (SchemaError):
-        # the strict path says where.
-        return None
-    # Polars reads some empty Categorical cells as null despite empty_string_is_null=False.
-    nulls = [
-        name for name, count in zip(frame.columns, frame.null_count().row(0), strict=True) if count
-    ]
-    return frame.with_columns(pl.col(nulls).fill_null("")) if nulls else frame
 
 
 @dataclass(frozen=True)
@@ -381,48 +372,84 @@ def _trusted(
         return None  # a line break Polars did not account for: only the strict path can say
     if not _accounts_for_every_byte(frame, cells, facts, header):
         return None  # padded, dropped or misquoted bytes: only the strict path can say where
-    return ParsedFile(frame, facts)
+    return ParsedFile(frame)
 
 
-def _records(lines: list[str]) -> Iterator[tuple[int, int, list[str] | csv.Error]]:
-    """(first line, last line, cells or the csv error) for every record after the header."""
-    reader = csv.reader(iter(lines), strict=True)
-    previous_end = 0
-    while True:
-        try:
-            cells: list[str] | csv.Error = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            cells = error
-        yield previous_end + 1, reader.line_num, cells
-        previous_end = reader.line_num
-
-
-def _strict_parse(data: bytes, types: Mapping[str, pl.DataType], facts: ByteFacts) -> ParsedFile:
-    names = list(types)
-    text = data.decode("utf-8", errors="surrogateescape")
-    lines = list(io.StringIO(text, newline=""))
-    raw_lines = [line.encode("utf-8", errors="surrogateescape") for line in lines]
-    rows: list[list[str]] = []
-    spans: list[tuple[int, int]] = []
-    bad: list[BadRecord] = []
-    records = _records(lines)
-    next(records)  # the header, already read by read_header
-    for first, last, cells in records:
-        problems = _structure_problems(first, cells, names)
-        if problems:
-            bad.append(BadRecord(first, b"".join(raw_lines[first - 1 : last]), problems))
-        elif cells:  # a blank line holds no record
-            rows.append(cells)  # type: ignore[arg-type]
-            spans.append((first, last - first + 1))
-    strings = pl.DataFrame(rows, schema=dict.fromkeys(names, pl.String), orient="row")
-    frame = strings.cast(pl.Schema(types))
-    frame = frame.with_columns(
-        pl.Series(LINE, [s[0] for s in spans], dtype=pl.Int64),
-        pl.Series(LINE_COUNT, [s[1] for s in spans], dtype=pl.Int64),
+def _record_too_long(line: int) -> Problem:
+    return Problem(
+        ProblemType.RECORD_TOO_LONG,
+        line,
+        None,
+        None,
+        f"the record starting here is longer than {MAX_RECORD_BYTES >> 20} MiB, and a DICES "
+        "record is a few KB; reading goes on at the next line",
     )
-    return ParsedFile(frame, facts, bad, raw_lines)
+
+
+class _Rows:
+    """Valid records gathered into Polars frames, a batch at a time."""
+
+    def __init__(self, types: Mapping[str, pl.DataType]) -> None:
+        self.types = pl.Schema(types)
+        self.cells: list[list[str]] = []
+        self.spans: list[tuple[int, int]] = []  # (first line, line count)
+        self.frames: list[pl.DataFrame] = []
+
+    def add(self, cells: list[str], first: int, count: int) -> None:
+        self.cells.append(cells)
+        self.spans.append((first, count))
+        if len(self.cells) == BATCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        strings = pl.DataFrame(
+            self.cells, schema=dict.fromkeys(self.types, pl.String), orient="row"
+        )
+        self.frames.append(
+            strings.cast(self.types).with_columns(
+                pl.Series(LINE, [first for first, _ in self.spans], dtype=pl.Int64),
+                pl.Series(LINE_COUNT, [count for _, count in self.spans], dtype=pl.Int64),
+            )
+        )
+        self.cells, self.spans = [], []
+
+    def frame(self) -> pl.DataFrame:
+        if self.cells or not self.frames:
+            self._flush()
+        return pl.concat(self.frames)
+
+
+def _strict_parse(source: Source, types: Mapping[str, pl.DataType]) -> ParsedFile:
+    """Python's strict csv reader, one record at a time, which says where a file is broken."""
+    names = list(types)
+    rows, bad = _Rows(types), []
+    with source.open_text() as text:
+        lines = Lines(text)
+        reader = csv.reader(lines, strict=True)
+        header_read = False
+        while True:
+            lines.start_record()
+            try:
+                cells: list[str] | csv.Error = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as error:
+                cells = error
+            except RecordTooLongError:
+                start = encoded(lines.record[:1])[:CHUNK]  # enough to find it in the file
+                bad.append(BadRecord(lines.first, start, [_record_too_long(lines.first)]))
+                reader = csv.reader(lines, strict=True)  # a fresh start at the next line
+                continue
+            if not header_read:  # the header, already read by read_header
+                header_read = True
+                continue
+            first = lines.first
+            problems = _structure_problems(first, cells, names)
+            if problems:
+                bad.append(BadRecord(first, encoded(lines.record), problems))
+            elif cells:  # a record of one empty cell (a line of only a BOM, say) holds nothing
+                rows.add(cells, first, lines.count - first + 1)  # type: ignore[arg-type]
+    return ParsedFile(rows.frame(), bad)
 
 
 def header_problems(header: Header) -> list[Problem]:

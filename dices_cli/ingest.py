@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 from collections.abc import Callable, Sequence
@@ -19,16 +20,17 @@ from dices_cli.csvparse import (
     EmptyFileError,
     HeaderError,
     ParsedFile,
-    Source,
-    UnreadableError,
     header_problems,
     parse,
+    prefix,
     read_header,
 )
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
+from dices_cli.lines import verbatim_records
 from dices_cli.output import check_output, open_output
 from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
 from dices_cli.schema import DATASETS, SCHEMA_VERSION, Dataset, canonical_names, detect
+from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
 from dices_cli.store import Store, StoredDataset
 from dices_cli.tables import split
 from dices_cli.validate import validate_rows
@@ -113,17 +115,17 @@ def _choose_dataset(choice: str, header: list[str]) -> Dataset | None:
     return DATASETS[choice] if choice in DATASETS else detect(header)
 
 
-def check_file(path: Path, choice: str = "auto", progress: Progress = _no_progress) -> CheckedFile:
+def check_file(
+    source: Source, choice: str = "auto", progress: Progress = _no_progress
+) -> CheckedFile:
     """Read and validate one file. Problems go into the report; nothing raises for bad data."""
-    progress(f"reading {path.name}", 0.0)
-    checked = CheckedFile(Source(path), Report(str(path), None))
+    progress(f"reading {source.name}", 0.0)
+    checked = CheckedFile(source, Report(source.name, None))
     report = checked.report
     try:
-        header = read_header(checked.source.prefix())
+        header = read_header(prefix(source))
     except OSError as error:
-        raise DicesError(f"cannot read {path}: {error.strerror}") from error
-    except UnreadableError as error:
-        raise DicesError(f"{path}: {error}") from error
+        raise DicesError(f"cannot read {source.name}: {error.strerror}") from error
     except EmptyFileError:
         report.problems.append(
             Problem(
@@ -156,14 +158,15 @@ def check_file(path: Path, choice: str = "auto", progress: Progress = _no_progre
     report.problems += _header_problems(dataset, header.cells, names)
     if any(p.type is ProblemType.DUPLICATE_COLUMN for p in report.problems):
         return checked
-    progress(f"parsing {path.name}", 0.2)
+    progress(f"parsing {source.name}", 0.2)
     repeating = {c.name for c in dataset.columns if c.repeats}
     try:
-        parsed = parse(checked.source, header, names, repeating)
-    except (OSError, UnreadableError) as error:
-        raise DicesError(f"cannot read {path}: {error}") from error
+        parsed = parse(source, header, names, repeating)
+    except OSError as error:
+        raise DicesError(f"cannot read {source.name}: {error.strerror or error}") from error
+    source.check_unchanged()  # the cells must be the bytes the checksum describes
     checked.parsed = parsed
-    progress(f"validating {path.name}", 0.5)
+    progress(f"validating {source.name}", 0.5)
     row_problems, rejected = validate_rows(dataset, parsed.frame)
     checked.rejected = rejected
     for record in parsed.bad_records:
@@ -190,7 +193,7 @@ def write_rejects(
     An existing `destination` is replaced only with `force`; an input file never.
     """
     written = 0
-    inputs = [checked.source.path for checked in checked_files]
+    inputs = [checked.source.path for checked in checked_files if checked.source.path]
     raw = open_output(destination, force, inputs, option="--rejects")
     with io.TextIOWrapper(raw, newline="", encoding="utf-8", errors="surrogateescape") as handle:
         writer = csv.writer(handle)
@@ -203,7 +206,9 @@ def write_rejects(
                 )
                 writer.writerow(
                     [
-                        checked.source.path.name,
+                        checked.source.name
+                        if checked.source.path is None
+                        else checked.source.path.name,
                         line,
                         text,
                         record.decode("utf-8", "surrogateescape"),
@@ -222,10 +227,9 @@ def _rejected_records(checked: CheckedFile) -> list[tuple[int, bytes, list[Probl
         by_line.setdefault(problem.line or 0, []).append(problem)
     records = [(bad.line, bad.raw, bad.problems) for bad in parsed.bad_records]
     spans = parsed.frame.filter(checked.rejected).select(LINE, LINE_COUNT).iter_rows()
-    records += [
-        (line, parsed.verbatim(checked.source, line, count), by_line.get(line, []))
-        for line, count in spans
-    ]
+    with checked.source.open_text() as text:
+        verbatim = verbatim_records(text, spans)
+    records += [(line, record, by_line.get(line, [])) for line, record in verbatim.items()]
     return sorted(records, key=lambda record: record[0])
 
 
@@ -238,16 +242,15 @@ class IngestResult:
 def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
     assert checked.dataset is not None and checked.parsed is not None
     report = checked.report
-    try:
-        digest = checksum.sha256(checked.source.path)
-    except OSError as error:
-        raise DicesError(f"cannot read {checked.source.path}: {error.strerror}") from error
+    digest = checked.source.digest()
+    checked.source.check_unchanged()  # the digest describes the bytes that were parsed
+    path = checked.source.path
     return {
         "dataset": checked.dataset.name,
         "title": checked.dataset.title,
         "source": {
-            "name": checked.source.path.name,
-            "path": str(checked.source.path.resolve()),
+            "name": checked.source.name if path is None else path.name,
+            "path": None if path is None else str(path.resolve()),
             "size": digest.size,
             "sha256": digest.sha256,
         },
@@ -277,22 +280,37 @@ def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str
 
 
 def ingest(
-    paths: Sequence[Path],
+    paths: Sequence[Path | str],
     store: Store,
     choice: str = "auto",
     force: bool = False,
     rejects: Path | None = None,
     progress: Progress = _no_progress,
+    max_size: int = DEFAULT_MAX_SIZE,
 ) -> list[IngestResult]:
     """Validate every file, then write each dataset atomically; all or nothing per call.
 
     Without `rejects`, any error refuses the whole call and writes nothing. With it,
-    valid rows are written and every rejected record goes to `rejects`.
+    valid rows are written and every rejected record goes to `rejects`. A path `-` is
+    stdin; a compressed or piped input may hold at most `max_size` bytes of CSV text.
     """
+    files = [Path(path) for path in paths if str(path) != STDIN]
     if rejects is not None:  # before reading anything: the files may be large
-        check_output(rejects, force, [*paths, store.root], option="--rejects")
-    checksum.prefetch(paths)  # for the manifests, on a spare core while the files are checked
-    checked_files = [check_file(path, choice, progress) for path in paths]
+        check_output(rejects, force, [*files, store.root], option="--rejects")
+    checksum.prefetch(files)  # for the manifests, on a spare core while the files are checked
+    with contextlib.ExitStack() as opened:
+        sources = [opened.enter_context(open_source(path, max_size)) for path in paths]
+        checked_files = [check_file(source, choice, progress) for source in sources]
+        return _write(checked_files, store, force, rejects, progress)
+
+
+def _write(
+    checked_files: list[CheckedFile],
+    store: Store,
+    force: bool,
+    rejects: Path | None,
+    progress: Progress,
+) -> list[IngestResult]:
     _refuse_same_dataset_twice(checked_files)
     invalid = [c for c in checked_files if not c.report.ok]
     if invalid and (rejects is None or not all(c.writable for c in invalid)):
@@ -303,7 +321,7 @@ def ingest(
         store.check_replaceable(checked.dataset.name, force)
         if checked.report.rows_valid == 0:
             raise InvalidInputError(
-                f"{checked.source.path}: every row was rejected; nothing was written",
+                f"{checked.source.name}: every row was rejected; nothing was written",
                 checked.report,
             )
     if rejects is not None:
@@ -322,12 +340,13 @@ def ingest(
 
 
 def _refuse_same_dataset_twice(checked_files: Sequence[CheckedFile]) -> None:
-    seen: dict[str, Path] = {}
+    seen: dict[str, str] = {}
     for checked in checked_files:
         if checked.dataset is None:
             continue
-        name = checked.dataset.name
+        name, given = checked.dataset.name, checked.source.name
         if name in seen:
-            path = checked.source.path
-            raise UsageError(f"{seen[name]} and {path} are both DICES-{name}; ingest one at a time")
-        seen[name] = checked.source.path
+            raise UsageError(
+                f"{seen[name]} and {given} are both DICES-{name}; ingest one at a time"
+            )
+        seen[name] = given

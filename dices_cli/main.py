@@ -46,6 +46,11 @@ class DicesGroup(TyperGroup):
             # about the unflushable stdout at exit.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
+        except MemoryError:
+            from dices_cli.render import say
+
+            say("Error: not enough memory to finish; nothing was written")
+            raise typer.Exit(1) from None
         except Exception as error:
             if os.environ.get("DICES_DEBUG"):
                 raise

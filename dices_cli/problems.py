@@ -24,6 +24,7 @@ class ProblemType(StrEnum):
     UNTERMINATED_QUOTE = "unterminated-quote"
     BAD_QUOTING = "bad-quoting"
     WRONG_FIELD_COUNT = "wrong-field-count"
+    RECORD_TOO_LONG = "record-too-long"
     MISSING_VALUE = "missing-value"
     NOT_AN_INTEGER = "not-an-integer"
     OUT_OF_RANGE = "out-of-range"

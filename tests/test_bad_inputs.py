@@ -23,6 +23,7 @@ import pytest
 from fixtures.dices_csv import build, header, line_of, rows, to_csv
 from typer.testing import CliRunner
 
+from dices_cli.lines import MAX_RECORD_BYTES
 from dices_cli.main import app
 from dices_cli.problems import ProblemType
 
@@ -244,6 +245,22 @@ CASES = [
         with_raw(4, "rater_raw_race", b"Wh\x00ite"),
         "1 error (DICES-350); 6 rows read, 1 would be rejected [1 nul-character]",
         [("nul-character", L[4], "rater_raw_race", "Wh\\x00ite", "'Wh\\x00ite' holds a NUL byte")],
+    ),
+    Case(
+        # A NUL-filled tail longer than any record may be: refused without being held.
+        "record-too-long",
+        build() + b"\x00" * (MAX_RECORD_BYTES + 1),
+        "1 error (DICES-350); 7 rows read, 1 would be rejected [1 record-too-long]",
+        [
+            (
+                "record-too-long",
+                L[6],
+                None,
+                None,
+                "the record starting here is longer than 32 MiB, and a DICES record is a few "
+                "KB; reading goes on at the next line",
+            )
+        ],
     ),
     Case(
         # An open quote in the last record runs to the end of the file.

@@ -49,6 +49,7 @@ from dices_cli.schema import DATASETS, Entity, Kind, canonical_names
 FILE_LEVEL = {ProblemType.EMPTY_FILE, ProblemType.NO_ROWS}  # no line, no column
 RECORD_LEVEL = {  # a line, but no column: a broken record (or header) has no reliable columns
     ProblemType.WRONG_FIELD_COUNT,
+    ProblemType.RECORD_TOO_LONG,
     ProblemType.BAD_QUOTING,
     ProblemType.UNTERMINATED_QUOTE,
     ProblemType.UNKNOWN_DATASET,

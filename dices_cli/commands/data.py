@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -19,9 +21,46 @@ DatasetChoice = Annotated[
 Files = Annotated[
     list[Path],
     typer.Argument(
-        help="DICES CSV files (plain or .gz).", exists=True, dir_okay=False, show_default=False
+        help="DICES CSV files (plain or .gz); - reads stdin.", dir_okay=False, show_default=False
     ),
 ]
+MaxSize = Annotated[
+    str,
+    typer.Option(
+        "--max-size",
+        metavar="SIZE",
+        help="Refuse a gzip file or piped input whose CSV text is larger (e.g. 500M, 4G).",
+    ),
+]
+DEFAULT_MAX_SIZE = "2G"  # dices_cli.source.DEFAULT_MAX_SIZE, spelled for --help
+
+
+def _inputs(files: list[Path], max_size: str) -> tuple[list[Path], int]:
+    """The files, checked as a usage matter (each exists, stdin at most once), and the limit."""
+    from dices_cli.errors import UsageError
+    from dices_cli.source import STDIN, parse_size
+
+    for path in files:
+        if str(path) != STDIN and not path.exists() and not path.is_symlink():
+            raise UsageError(f"'{path}' does not exist")
+    if sum(str(path) == STDIN for path in files) > 1:
+        raise UsageError("- (stdin) can be given once")
+    try:
+        return files, parse_size(max_size)
+    except ValueError as error:
+        raise UsageError(f"--max-size {error}") from None
+
+
+@contextlib.contextmanager
+def _max_size_named() -> Iterator[None]:
+    """Point the user to --max-size when an input is over the limit."""
+    from dices_cli.errors import DicesError
+    from dices_cli.source import TooLargeError
+
+    try:
+        yield
+    except TooLargeError as error:
+        raise DicesError(f"{error}; --max-size raises the limit") from error
 
 
 def ingest(
@@ -43,6 +82,7 @@ def ingest(
             dir_okay=False,
         ),
     ] = None,
+    max_size: MaxSize = DEFAULT_MAX_SIZE,
 ) -> None:
     """Validate DICES CSV files and store them as typed Parquet.
 
@@ -57,16 +97,19 @@ def ingest(
         dices ingest dices_350.csv dices_990.csv --data ~/dices --force
 
         dices ingest messy.csv --rejects rejected.csv
+
+        gunzip -c dices_990.csv.gz | dices ingest -
     """
     from dices_cli import checksum
 
+    files, limit = _inputs(files, max_size)
     checksum.prefetch(files)  # hashes on a spare core while Polars is imported below
     from dices_cli.ingest import ingest as run_ingest
     from dices_cli.store import Store, resolve_data_dir
 
     store = Store(resolve_data_dir(data))
-    with progress_bar(enabled=True) as progress:
-        results = run_ingest(files, store, dataset, force, rejects, progress)
+    with progress_bar(enabled=True) as progress, _max_size_named():
+        results = run_ingest(files, store, dataset, force, rejects, progress, limit)
     for result in results:
         report = result.report
         counts = result.stored.manifest["counts"]
@@ -91,6 +134,7 @@ def validate(
     fmt: OutputFormat = None,
     output: OutputFile = None,
     force: Force = False,
+    max_size: MaxSize = DEFAULT_MAX_SIZE,
 ) -> None:
     """Check DICES CSV files without ingesting them; list every problem found.
 
@@ -102,15 +146,22 @@ def validate(
         dices validate dices_350.csv
 
         dices validate dices_350.csv --format csv -o problems.csv
+
+        curl -s https://example.org/dices_350.csv | dices validate -
     """
     from dices_cli.ingest import check_file
     from dices_cli.output import Table, check_output
     from dices_cli.problems import PROBLEM_FIELDS
+    from dices_cli.source import open_source
 
+    files, limit = _inputs(files, max_size)
     if output is not None:  # before reading: the files may be large
         check_output(output, force, files)
-    with progress_bar(enabled=True) as progress:
-        reports = [check_file(path, dataset, progress).report for path in files]
+    reports = []
+    with progress_bar(enabled=True) as progress, _max_size_named():
+        for path in files:
+            with open_source(path, limit) as source:
+                reports.append(check_file(source, dataset, progress).report)
     columns = ["file", *PROBLEM_FIELDS]
     rows = [
         (report.path, *(problem.as_record()[f] for f in PROBLEM_FIELDS))

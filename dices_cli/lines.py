@@ -1,0 +1,140 @@
+"""The physical lines of a CSV text, numbered as editors number them, in bounded memory.
+
+A line ends at LF, CRLF or a lone CR. Lines are decoded as UTF-8 with surrogateescape, so
+each encodes back to exactly its bytes, invalid ones included. The reader keeps the lines
+of the record being read (for a rejects file) and nothing else, skips runs of blank lines
+between records at the speed of `bytes.count` (a legal file may hold millions), and
+refuses a record longer than MAX_RECORD_BYTES without holding the rest of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+BOM = b"\xef\xbb\xbf"
+CHUNK = 1 << 20
+# A DICES record is a few KB; 32 MiB holds any legal cell we test (10 MiB) with room to
+# spare, and bounds what one runaway record (an unterminated quote before gigabytes of text,
+# a NUL-filled tail) can cost: the csv module holds a field as 4-byte characters.
+MAX_RECORD_BYTES = 1 << 25
+_LINE_END = re.compile(rb"\r\n?|\n")
+_NOT_LINE_END = re.compile(rb"[^\r\n]")
+
+
+class RecordTooLongError(Exception):
+    """The record being read is longer than MAX_RECORD_BYTES; its line was skipped."""
+
+
+class Lines:
+    """Iterates the lines of `handle` (binary, from its start) as str, each with its end."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle = handle
+        self.buffer = bytearray()
+        self.position = 0  # in buffer
+        self.eof = False
+        self.count = 0  # lines read (or skipped) so far
+        self.first = 1  # the line the current record starts on
+        self.record: list[str] = []  # its lines so far
+        self.record_bytes = 0
+        self._started = False  # the BOM is dropped before the first line
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def _fill(self) -> bool:
+        """Read more bytes into the buffer; False at the end of the text."""
+        if self.eof:
+            return False
+        del self.buffer[: self.position]
+        self.position = 0
+        chunk = self.handle.read(CHUNK)
+        if not self._started:
+            self._started = True
+            chunk = chunk.removeprefix(BOM)
+        self.eof = not chunk
+        self.buffer += chunk
+        return not self.eof
+
+    def start_record(self) -> None:
+        """Begin a record: skip the blank lines before it, and forget the last one's lines."""
+        while True:
+            found = _NOT_LINE_END.search(self.buffer, self.position)
+            end = found.start() if found else len(self.buffer)
+            if found is None and not self.eof and end > self.position and self.buffer[-1] == 13:
+                end -= 1  # a CR at the end of the buffer may be the first half of a CRLF
+            run = bytes(self.buffer[self.position : end])
+            self.count += len(run) - run.count(b"\r\n")
+            self.position = end
+            if found is not None or not self._fill():
+                break
+        self.record, self.record_bytes, self.first = [], 0, self.count + 1
+
+    def __next__(self) -> str:
+        searched = self.position  # the bytes before this hold no line end
+        while True:
+            found = _LINE_END.search(self.buffer, searched)
+            # A line end found before the buffer's last byte is final; a CR at the very end
+            # might still be followed by an LF.
+            if found is not None and (found.end() < len(self.buffer) or self.eof):
+                end = found.end()
+                break
+            if len(self.buffer) - self.position > MAX_RECORD_BYTES - self.record_bytes:
+                self._skip_line()
+                raise RecordTooLongError
+            searched = len(self.buffer) - 1 - self.position  # kept across the refill below
+            if not self._fill():
+                end = len(self.buffer)
+                if end == self.position:
+                    raise StopIteration
+                break
+            searched = max(searched, 0)
+        line = bytes(self.buffer[self.position : end])
+        self.position = end
+        self.count += 1
+        self.record_bytes += len(line)
+        if self.record_bytes > MAX_RECORD_BYTES:
+            raise RecordTooLongError
+        text = line.decode("utf-8", errors="surrogateescape")
+        self.record.append(text)
+        return text
+
+    def _skip_line(self) -> None:
+        """Drop the rest of the current line without holding it."""
+        while (found := _LINE_END.search(self.buffer, self.position)) is None:
+            self.position = len(self.buffer)
+            if not self._fill():
+                break
+        if found is not None:
+            self.position = found.end()
+        self.count += 1
+
+    def forget(self) -> None:
+        """Keep no lines (for a reader that wants lines, not records)."""
+        self.record, self.record_bytes = [], 0
+
+
+def encoded(lines: Iterable[str]) -> bytes:
+    return "".join(lines).encode("utf-8", errors="surrogateescape")
+
+
+def verbatim_records(handle: BinaryIO, spans: Iterable[tuple[int, int]]) -> dict[int, bytes]:
+    """The bytes of each record that starts on line `first` and spans `count` lines, by
+    `first`: one streaming pass that keeps only those records."""
+    wanted = dict(spans)
+    found: dict[int, bytes] = {}
+    kept: list[str] = []
+    first = 0
+    lines = Lines(handle)
+    for line in lines:
+        lines.forget()
+        if not kept and lines.count in wanted:
+            first = lines.count
+        if first:
+            kept.append(line)
+            if lines.count == first + wanted[first] - 1:
+                found[first] = encoded(kept)
+                kept, first = [], 0
+    return found

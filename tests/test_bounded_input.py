@@ -1,0 +1,310 @@
+"""Inputs that are not plain, whole, well-behaved files: pipes, stdin, gzip bombs, pathological
+bytes, and files that change while they are read.
+
+Memory: each pathological input runs `dices validate` and `dices ingest` in a fresh process
+whose address space is capped at 2 GiB (a regression fails instead of taking the machine
+down), and its peak resident memory, read from the kernel for that process alone, must stay
+under 3x the size of the input's valid part plus 300 MB. No input, however broken, may end
+in a traceback, a signal, or a "bug" message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dices_cli import csvparse
+from dices_cli.errors import DicesError
+from dices_cli.ingest import check_file
+from dices_cli.main import app
+from dices_cli.source import DEFAULT_MAX_SIZE, Source, parse_size
+
+MiB = 1 << 20
+MEMORY_CAP = 2 << 30
+FIXED_MEMORY = 300 * MiB
+
+
+def run_capped(args: list[str], stdin: bytes | None = None) -> tuple[int, str, int]:
+    """Run `dices ARGS` in a fresh process under the memory cap: (exit code, stderr, peak RSS).
+
+    A process killed by a signal gives a negative exit code.
+    """
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from dices_cli.main import run; run()", *args],
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=cap,
+    )
+    writer = None
+    if stdin is not None:
+        assert process.stdin is not None
+
+        def feed() -> None:
+            assert process.stdin is not None
+            with contextlib.suppress(BrokenPipeError):  # the reader may refuse early
+                process.stdin.write(stdin)
+            process.stdin.close()
+
+        writer = threading.Thread(target=feed)
+        writer.start()
+    assert process.stderr is not None
+    stderr = process.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if writer is not None:
+        writer.join()
+    return process.returncode, stderr, usage.ru_maxrss * 1024
+
+
+def assert_clean(code: int, stderr: str, expected_code: int) -> None:
+    assert code == expected_code, stderr
+    assert "Traceback" not in stderr
+    assert "bug" not in stderr
+    assert "panicked" not in stderr
+
+
+# --- pathological inputs, each with the size of its valid part ------------------------------
+
+
+def blank_lines(replica: bytes) -> tuple[bytes, int]:
+    """A legal file: the rows, then 3 million blank lines."""
+    return replica + b"\n" * 3_000_000, len(replica) + 3_000_000
+
+
+def nul_tail(replica: bytes) -> tuple[bytes, int]:
+    """The rows, then 48 MiB of NUL bytes without a line break."""
+    return replica + b"\x00" * (48 * MiB), len(replica)
+
+
+def one_nul(replica: bytes) -> tuple[bytes, int]:
+    """A large file with a single NUL byte in a row in its middle."""
+    middle = replica.index(b"\n", len(replica) // 2) + 1
+    return replica[:middle] + b"\x00" + replica[middle:], len(replica)
+
+
+def unterminated_quote(replica: bytes) -> tuple[bytes, int]:
+    """An open quote early on, then 40 MiB of text: the quoted field would never end."""
+    second = replica.index(b"\n") + 1
+    return replica[:second] + b'"' + replica[second:] + b"x" * (40 * MiB), 0
+
+
+PATHOLOGICAL: dict[str, Callable[[bytes], tuple[bytes, int]]] = {
+    "blank-lines": blank_lines,
+    "nul-tail": nul_tail,
+    "one-nul": one_nul,
+    "unterminated-quote": unterminated_quote,
+}
+EXIT = {"blank-lines": 0, "nul-tail": 1, "one-nul": 1, "unterminated-quote": 1}
+
+
+@pytest.mark.parametrize("command", ["validate", "ingest"])
+@pytest.mark.parametrize("name", PATHOLOGICAL)
+def test_memory_is_bounded_by_the_valid_part(
+    name: str, command: str, replica_350: Path, tmp_path: Path
+) -> None:
+    data, valid = PATHOLOGICAL[name](replica_350.read_bytes())
+    path = tmp_path / f"{name}.csv"
+    path.write_bytes(data)
+    args = [command, str(path)]
+    if command == "ingest":
+        args += ["--data", str(tmp_path / "data")]
+
+    code, stderr, peak = run_capped(args)
+
+    assert_clean(code, stderr, EXIT[name])
+    assert peak < 3 * valid + FIXED_MEMORY, f"{peak / MiB:.0f} MiB for {valid / MiB:.0f} MiB"
+
+
+def test_a_gzip_bomb_is_refused_at_the_limit(tmp_path: Path) -> None:
+    """1 GiB of zeros in a 1 MB gzip file: refused once its text passes --max-size."""
+    bomb = tmp_path / "bomb.csv.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as stream:
+        stream.write(b"id,rater_id\n")
+        zeros = bytes(16 * MiB)
+        for _ in range(64):
+            stream.write(zeros)
+    assert bomb.stat().st_size < 2 * MiB
+
+    for command in ("validate", "ingest"):
+        args = [command, str(bomb), "--max-size", "32M"]
+        if command == "ingest":
+            args += ["--data", str(tmp_path / "data")]
+        code, stderr, peak = run_capped(args)
+        assert_clean(code, stderr, 1)
+        assert stderr == (
+            f"Error: {bomb} holds more than 32 MiB of CSV text once read (a DICES file is "
+            "about 50 MB); nothing was written; --max-size raises the limit\n"
+        )
+        assert peak < FIXED_MEMORY
+    assert not (tmp_path / "data").exists()
+
+
+def test_the_size_limit_is_2_gib_unless_told(runner: CliRunner) -> None:
+    assert DEFAULT_MAX_SIZE == parse_size("2G") == 2 << 30
+    for command in ("validate", "ingest"):
+        result = runner.invoke(app, [command, "-h"], env={"COLUMNS": "200"})
+        assert "--max-size" in result.stdout
+        assert "[default: 2G]" in result.stdout
+
+
+@pytest.mark.parametrize("size", ["", "0", "-1", "nan", "inf", "10X", "1e30G"])
+def test_a_bad_max_size_is_a_usage_error(size: str, runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text("id\n")
+    result = runner.invoke(app, ["validate", str(path), "--max-size", size])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"Error: --max-size must be a size such as 500M or 4G, not {size!r}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("500M", 500 * MiB), ("64KiB", 64 << 10), ("1000", 1000), ("1.5g", 3 << 29)]
+)
+def test_sizes_are_read_in_binary_units(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+# --- stdin, pipes and FIFOs ---------------------------------------------------------------------
+
+
+def test_ingest_reads_stdin_as_dash(runner: CliRunner, replica_990: Path, tmp_path: Path) -> None:
+    data = replica_990.read_bytes()
+    result = runner.invoke(app, ["ingest", "-", "--data", str(tmp_path)], input=data)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "990" / "manifest.json").read_text())
+    assert manifest["source"] == {
+        "name": "stdin",
+        "path": None,
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+    assert manifest["counts"] == {"conversations": 990, "raters": 173, "ratings": 72103}
+
+
+def test_validate_reads_gzip_from_stdin(runner: CliRunner, replica_350: Path) -> None:
+    result = runner.invoke(app, ["validate", "-"], input=gzip.compress(replica_350.read_bytes()))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "stdin: valid (DICES-350); 43050 rows read, 0 would be rejected\n"
+
+
+def test_stdin_can_be_given_once(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["validate", "-", "-"], input=b"")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: - (stdin) can be given once\n")
+
+
+@pytest.mark.parametrize("name", ["/dev/stdin", "-"])
+def test_a_pipe_is_read_once_and_whole(name: str, replica_350: Path, tmp_path: Path) -> None:
+    """The background checksum must not drain a pipe before the parser reads it."""
+    data = replica_350.read_bytes()
+    code, stderr, _ = run_capped(["ingest", name, "--data", str(tmp_path)], stdin=data)
+    assert_clean(code, stderr, 0)
+    manifest = json.loads((tmp_path / "350" / "manifest.json").read_text())
+    assert manifest["source"]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert manifest["rows"] == {"read": 43050, "written": 43050, "rejected": 0}
+
+
+def test_a_fifo_is_validated(replica_350: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "ratings.csv"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with fifo.open("wb") as stream:
+            stream.write(replica_350.read_bytes())
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    code, stderr, _ = run_capped(["validate", str(fifo)])
+    writer.join()
+    assert_clean(code, stderr, 0)
+    assert stderr == f"{fifo}: valid (DICES-350); 43050 rows read, 0 would be rejected\n"
+
+
+def test_a_directory_is_a_clear_error(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    result = runner.invoke(app, ["validate", "d"])
+    assert result.exit_code == 2
+    assert "File 'd' is a directory." in result.stderr
+    with pytest.raises(DicesError, match=f"^cannot read {tmp_path}: it is a directory$"):
+        check_file(Source(str(tmp_path)))
+
+
+# --- files that change while they are read ------------------------------------------------------
+
+
+def test_a_file_replaced_while_it_is_ingested_keeps_the_checksum_of_what_was_read(
+    runner: CliRunner, replica_350: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "dices.csv"
+    original = replica_350.read_bytes()
+    path.write_bytes(original)
+    parse = csvparse.parse
+
+    def parse_then_replace(*args: object, **kwargs: object) -> csvparse.ParsedFile:
+        parsed = parse(*args, **kwargs)  # type: ignore[arg-type]
+        other = tmp_path / "other.csv"
+        other.write_bytes(original.replace(b"Phase3", b"Phase2"))
+        os.replace(other, path)  # another file under the same name
+        return parsed
+
+    monkeypatch.setattr("dices_cli.ingest.parse", parse_then_replace)
+    result = runner.invoke(app, ["ingest", str(path), "--data", str(tmp_path / "data")])
+
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "data" / "350" / "manifest.json").read_text())
+    assert manifest["source"]["sha256"] == hashlib.sha256(original).hexdigest()
+    assert manifest["source"]["size"] == len(original)
+
+
+@pytest.mark.parametrize("change", ["truncate", "append"])
+def test_a_file_rewritten_while_it_is_ingested_is_refused(
+    change: str,
+    runner: CliRunner,
+    replica_350: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = tmp_path / "dices.csv"
+    path.write_bytes(replica_350.read_bytes())
+    parse = csvparse.parse
+
+    def parse_then_rewrite(*args: object, **kwargs: object) -> csvparse.ParsedFile:
+        parsed = parse(*args, **kwargs)  # type: ignore[arg-type]
+        with path.open("r+b") as stream:  # the same file, rewritten in place
+            if change == "truncate":
+                stream.truncate(1000)
+            else:
+                stream.seek(0, os.SEEK_END)
+                stream.write(b"more")
+        return parsed
+
+    monkeypatch.setattr("dices_cli.ingest.parse", parse_then_rewrite)
+    result = runner.invoke(app, ["ingest", str(path), "--data", str(tmp_path / "data")])
+
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {path} changed while it was being read; nothing was written. "
+        "Run the command again once the file is complete\n"
+    )
+    assert not (tmp_path / "data" / "350").exists()
