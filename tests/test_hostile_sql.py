@@ -9,7 +9,10 @@ all hostile values in the parameters of the canned queries (--by, --rule, --thre
 --question, --unsure, --raters and its file, the query name, the --data path).
 
 Every test runs in a directory that holds only a canary file; a statement that wrote
-anything (a relative path lands there) or changed the canary fails the test.
+anything (a relative path lands there) or changed the canary fails the test. Each `dices
+sql` statement runs twice, with a `.tmp` (DuckDB's default temporary directory) next to
+the canary holding canary files of its own, once as a directory and once as a symlink to
+a directory elsewhere; no output may show them (see test_sandbox_tempdir.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from drivers.datadir import subset
+from test_sandbox_tempdir import DISABLED, LAYOUTS, assert_no_canary, planted_temp
 from typer.testing import CliRunner, Result
 
 from dices_cli.errors import UsageError
@@ -32,7 +36,6 @@ from dices_cli.store import Store
 
 CANARY_TEXT = "rater_id\n296708581782793\n"
 READ_ONLY = "dices sql is read-only"
-DISABLED = "file system operations are disabled by configuration"
 EVIL_WRITE = "COPY (SELECT 1) TO 'pwned.csv'"
 QUOTED_WRITE = EVIL_WRITE.replace("'", "''")  # inside an SQL string literal
 TRY_QUERY = "Try 'dices query -h' for help.\n"
@@ -53,6 +56,16 @@ def canary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     assert _duckdb_home() == duckdb_home  # no extension installed, no secret stored
 
 
+@pytest.fixture(params=LAYOUTS)
+def temp_canary(
+    request: pytest.FixtureRequest, canary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """A `.tmp` holding canary files next to the canary, in the working directory."""
+    elsewhere = tmp_path / "elsewhere"
+    with planted_temp(request.param, canary.parent, elsewhere, monkeypatch) as directory:
+        yield directory
+
+
 def _duckdb_home() -> list[str]:
     home = Path.home() / ".duckdb"
     return sorted(str(p) for p in home.rglob("*")) if home.is_dir() else []
@@ -64,7 +77,9 @@ def unboxed(text: str) -> str:
 
 
 def sql(runner: CliRunner, data: Path, statement: str, *options: str) -> Result:
-    return runner.invoke(app, ["sql", statement, "--data", str(data), "-d", "350", *options])
+    result = runner.invoke(app, ["sql", statement, "--data", str(data), "-d", "350", *options])
+    assert_no_canary(result)
+    return result
 
 
 def query(runner: CliRunner, data: Path, *arguments: str, stdin: str | None = None) -> Result:
@@ -110,6 +125,7 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("statement", "kind"), REFUSED)
+@pytest.mark.usefixtures("temp_canary")
 def test_other_statements_are_refused(
     statement: str, kind: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -128,6 +144,7 @@ def test_other_statements_are_refused(
         "WITH x AS (SELECT 1) SELECT * FROM x; ATTACH '{dir}/new.duckdb'",
     ],
 )
+@pytest.mark.usefixtures("temp_canary")
 def test_a_second_statement_behind_a_comment_is_refused(
     statement: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -145,6 +162,7 @@ def test_a_second_statement_behind_a_comment_is_refused(
         (f'SELECT 1 AS "; {EVIL_WRITE}"', f"; {EVIL_WRITE}\n1\n"),
     ],
 )
+@pytest.mark.usefixtures("temp_canary")
 def test_a_statement_in_a_string_or_comment_is_only_text(
     statement: str, output: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -167,10 +185,10 @@ def test_a_statement_in_a_string_or_comment_is_only_text(
         "read_csv(['{canary}', '/etc/passwd'])",
         "glob('~/*')",
         "query('SELECT * FROM read_text(''{canary}'')')",
-        "duckdb_secrets()",
         "duckdb_extensions()",
     ],
 )
+@pytest.mark.usefixtures("temp_canary")
 def test_urls_and_other_file_readers_are_refused(
     function: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -182,6 +200,7 @@ def test_urls_and_other_file_readers_are_refused(
     assert "296708581782793" not in result.stderr
 
 
+@pytest.mark.usefixtures("temp_canary")
 def test_a_statement_hidden_in_query_is_refused(
     runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -202,6 +221,7 @@ def test_a_statement_hidden_in_query_is_refused(
         ("delta_scan('{dir}')", "delta"),
     ],
 )
+@pytest.mark.usefixtures("temp_canary")
 def test_extension_functions_are_not_loaded(
     function: str, extension: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -222,6 +242,7 @@ def test_extension_functions_are_not_loaded(
         "SELECT count(*) FROM ratings a, ratings b, ratings c WHERE a.id + b.id = c.id - 1",
     ],
 )
+@pytest.mark.usefixtures("temp_canary")
 def test_a_statement_that_never_ends_is_interrupted(
     statement: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:

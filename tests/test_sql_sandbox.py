@@ -2,7 +2,9 @@
 
 Every refused statement must leave the file system as it was: each test points its
 statement at a canary file (or at a new file next to it) and checks that the canary still
-holds what it held and that nothing else appeared.
+holds what it held and that nothing else appeared. These tests run twice, from a working
+directory whose `.tmp` (DuckDB's default temporary directory) holds canary files, once as
+a directory and once as a symlink; no output may show them (see test_sandbox_tempdir.py).
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_sandbox_tempdir import (
+    DISABLED,
+    assert_no_canary,
+    temp_canary,  # noqa: F401 (a fixture, used by name)
+)
 from typer.testing import CliRunner, Result
 
 from dices_cli.main import app
@@ -26,7 +33,9 @@ def run_sql(
 ) -> Result:
     """`dices sql` over one dataset by default: loading both takes longer and shows nothing more."""
     args = ["sql", statement, "--data", str(data), *options]
-    return runner.invoke(app, args if "-d" in options else [*args, "-d", dataset])
+    result = runner.invoke(app, args if "-d" in options else [*args, "-d", dataset])
+    assert_no_canary(result)
+    return result
 
 
 @pytest.fixture
@@ -70,6 +79,7 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("statement", "kind"), REFUSED)
+@pytest.mark.usefixtures("temp_canary")
 def test_statements_other_than_select_are_refused(
     statement: str, kind: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -90,6 +100,7 @@ def test_statements_other_than_select_are_refused(
         "SELECT 1; SET enable_external_access = true; SELECT * FROM read_text('{canary}')",
     ],
 )
+@pytest.mark.usefixtures("temp_canary")
 def test_several_statements_are_refused(
     statement: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -108,9 +119,6 @@ def test_no_statement_is_refused(runner: CliRunner, ingested: Path) -> None:
     assert result.stderr == "Error: give exactly one statement (got 0)\n"
 
 
-DISABLED = "file system operations are disabled by configuration"
-
-
 @pytest.mark.parametrize(
     "function",
     [
@@ -127,6 +135,7 @@ DISABLED = "file system operations are disabled by configuration"
         "glob('{dir}/*')",
     ],
 )
+@pytest.mark.usefixtures("temp_canary")
 def test_reading_files_is_refused(
     function: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -143,6 +152,7 @@ def test_reading_files_is_refused(
 
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "{canary}"])
+@pytest.mark.usefixtures("temp_canary")
 def test_a_file_name_as_a_table_is_not_read(
     path: str, runner: CliRunner, ingested: Path, canary: Path
 ) -> None:
@@ -155,20 +165,32 @@ def test_a_file_name_as_a_table_is_not_read(
     assert_untouched(canary)
 
 
+@pytest.mark.usefixtures("temp_canary")
 def test_the_connection_is_locked(runner: CliRunner, ingested: Path) -> None:
+    """No temporary directory, nothing on the lists of files a query may read or of options
+    it may change; disabled_filesystems is not listed (DuckDB shows it empty): its effect
+    is the message in test_reading_files_is_refused."""
     sql = (
         "SELECT name, value FROM duckdb_settings() WHERE name IN ("
-        "'enable_external_access', 'lock_configuration', 'autoinstall_known_extensions', "
-        "'autoload_known_extensions', 'allow_community_extensions') ORDER BY name"
+        "'allow_community_extensions', 'allow_persistent_secrets', 'allowed_configs', "
+        "'allowed_directories', 'allowed_paths', 'autoinstall_known_extensions', "
+        "'autoload_known_extensions', 'enable_external_access', 'lock_configuration', "
+        "'python_enable_replacements', 'temp_directory') ORDER BY name"
     )
     result = run_sql(runner, ingested, sql, "-f", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == [
         {"name": "allow_community_extensions", "value": "false"},
+        {"name": "allow_persistent_secrets", "value": "false"},
+        {"name": "allowed_configs", "value": "[]"},
+        {"name": "allowed_directories", "value": "[]"},
+        {"name": "allowed_paths", "value": "[]"},
         {"name": "autoinstall_known_extensions", "value": "false"},
         {"name": "autoload_known_extensions", "value": "false"},
         {"name": "enable_external_access", "value": "false"},
         {"name": "lock_configuration", "value": "true"},
+        {"name": "python_enable_replacements", "value": "false"},
+        {"name": "temp_directory", "value": ""},
     ]
 
 
@@ -271,6 +293,17 @@ def test_a_long_query_is_stopped(runner: CliRunner, ingested: Path) -> None:
     assert result.stdout == ""
     assert result.stderr == "Error: the query ran longer than 0.5 s and was stopped\n"
     assert elapsed < 15  # the query itself would take hours
+
+
+@pytest.mark.parametrize("message", ["interrupt me", "INTERRUPT Error: Interrupted!"])
+def test_an_error_that_says_interrupt_is_not_a_timeout(
+    message: str, runner: CliRunner, ingested: Path
+) -> None:
+    """Only our timer's interrupt is a timeout; any other error is reported as DuckDB gave it."""
+    result = run_sql(runner, ingested, f"SELECT error('{message}')", "--timeout", "30")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == f"Error: the query failed: Invalid Input Error: {message}\n"
 
 
 def test_a_quick_query_is_not_stopped(runner: CliRunner, ingested: Path) -> None:

@@ -1,7 +1,8 @@
 """`dices sql`: ad-hoc, read-only SQL over the views.
 
-The data is loaded into memory first; then the connection is locked down: no access to
-files, URLs or extensions, configuration frozen, and only a single SELECT is accepted.
+Only a single SELECT is accepted. The data is loaded into memory first; then the
+connection is locked down: no access to files, URLs or extensions, no temporary
+directory, configuration frozen.
 """
 
 from __future__ import annotations
@@ -10,18 +11,31 @@ import threading
 
 from dices_cli.errors import DicesError, UsageError
 from dices_cli.output import Table
-from dices_cli.queries.engine import RaterSelection, open_session
+from dices_cli.queries.engine import RaterSelection, Session, open_session
 from dices_cli.store import Store
 
 MIN_TIMEOUT = 0.1  # seconds
 
 LOCKDOWN = (
+    # No temporary directory, so no spilling to disk: DuckDB's default, ./.tmp (wherever
+    # a symlink there points), would go on the list of directories a query may read with
+    # external access off. It can be changed only while external access is still on.
+    "SET temp_directory = ''",
     "SET autoinstall_known_extensions = false",
     "SET autoload_known_extensions = false",
     "SET allow_community_extensions = false",
+    "SET python_enable_replacements = false",
+    "SET allow_persistent_secrets = false",  # never load ~/.duckdb/stored_secrets
     "SET enable_external_access = false",
+    # A second wall: no local file at all, whatever the allowed lists say. Not before the
+    # line above, which looks the temporary directory up through this file system.
+    "SET disabled_filesystems = 'LocalFileSystem'",
     "SET lock_configuration = true",
 )
+
+# Settings that would let a query past the lockdown: files it may read although external
+# access is off, options it may change although the configuration is locked.
+ESCAPE_HATCHES = ("allowed_directories", "allowed_paths", "allowed_configs")
 
 
 class QueryRefusedError(DicesError):
@@ -30,6 +44,39 @@ class QueryRefusedError(DicesError):
 
 class QueryTimeoutError(DicesError):
     """The statement ran longer than the time allowed."""
+
+
+def check_single_select(sql: str) -> None:
+    """Refuse anything but one SELECT, before any data is loaded."""
+    import duckdb
+
+    with duckdb.connect(":memory:") as parser:
+        try:
+            statements = parser.extract_statements(sql)
+        except duckdb.Error as error:
+            raise DicesError(f"the SQL does not parse: {error}") from error
+    if len(statements) != 1:
+        raise QueryRefusedError(f"give exactly one statement (got {len(statements)})")
+    try:
+        kind = statements[0].type.name
+    except ValueError:  # a kind DuckDB's Python API cannot name, such as UPDATE EXTENSIONS
+        kind = statements[0].query.split()[0].upper()
+    if kind != duckdb.StatementType.SELECT.name:
+        raise QueryRefusedError(f"only SELECT is allowed here, not {kind}; dices sql is read-only")
+
+
+def lock_down(session: Session) -> None:
+    """Lock the connection, then make sure that no escape hatch is open."""
+    for statement in LOCKDOWN:
+        session.con.execute(statement)
+    open_hatches = session.con.execute(
+        "SELECT name, value FROM duckdb_settings() "
+        "WHERE list_contains($hatches, name) AND value <> '[]' ORDER BY name",
+        {"hatches": list(ESCAPE_HATCHES)},
+    ).fetchall()
+    if open_hatches:
+        settings = ", ".join(f"{name} = {value}" for name, value in open_hatches)
+        raise DicesError(f"the SQL sandbox is not closed ({settings}); the query was not run")
 
 
 def run_sql(
@@ -43,28 +90,23 @@ def run_sql(
 
     if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
         raise UsageError(f"--timeout must be at least {MIN_TIMEOUT:g} s (got {timeout:g})")
+    check_single_select(sql)
     session = open_session(store, dataset, selection, materialize=True)
-    for statement in LOCKDOWN:
-        session.con.execute(statement)
-    try:
-        statements = session.con.extract_statements(sql)
-    except duckdb.Error as error:
-        raise DicesError(f"the SQL does not parse: {error}") from error
-    if len(statements) != 1:
-        raise QueryRefusedError(f"give exactly one statement (got {len(statements)})")
-    try:
-        kind = statements[0].type.name
-    except ValueError:  # a kind DuckDB's Python API cannot name, such as UPDATE EXTENSIONS
-        kind = statements[0].query.split()[0].upper()
-    if kind != duckdb.StatementType.SELECT.name:
-        raise QueryRefusedError(f"only SELECT is allowed here, not {kind}; dices sql is read-only")
+    lock_down(session)
+    timed_out = threading.Event()
+
+    def stop() -> None:
+        timed_out.set()
+        session.con.interrupt()
+
     # A longer wait (e.g. --timeout inf) overflows the timer's clock: that is "no limit".
-    timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), session.con.interrupt)
+    timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), stop)
     timer.start()
     try:
         return session.execute(sql)
     except DicesError as error:
-        if "INTERRUPT" in str(error).upper():
+        # Our timer's interrupt, not an error whose message happens to say "interrupt".
+        if timed_out.is_set() and isinstance(error.__cause__, duckdb.InterruptException):
             raise QueryTimeoutError(
                 f"the query ran longer than {timeout:g} s and was stopped"
             ) from error
