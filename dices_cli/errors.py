@@ -28,6 +28,10 @@ class DatasetExistsError(DicesError):
     """Ingest would replace a dataset and --force was not given."""
 
 
+class DamagedDataError(DicesError):
+    """A file of the data directory is missing, unreadable or not what its manifest records."""
+
+
 class LockedError(DicesError):
     """Another dices process is writing to the same data directory."""
 

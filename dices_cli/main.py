@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from dices_cli import __version__
-from dices_cli.commands import data, query, raters
+from dices_cli.commands import data, query, raters, verify
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 
 
@@ -92,6 +92,7 @@ def main(
 
 
 data.register(app)
+verify.register(app)
 query.register(app)
 raters.register(app)
 

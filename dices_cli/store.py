@@ -6,18 +6,25 @@ Layout of DIR:
     DIR/.store/350-<stamp>/            items.parquet, raters.parquet, ratings.parquet,
                                        manifest.json
     DIR/.store/.tmp-*                  a version being written (removed if left behind)
+    DIR/.adopting-350                  see `Store._adopt` (put in place if left behind)
     DIR/.lock                          held while a process writes
 
 A new version is written in full under a temporary name, renamed, and then published by
 replacing the symlink in one rename. Readers resolve the symlink once, so they see the old
 version or the new one, never a mix; the previous version is kept until the next write so
 that a reader that resolved it just before the switch can finish.
+
+The manifest records the size and SHA-256 of every Parquet file of its version (under
+"files"). Opening a dataset checks its manifest's structure, and a reader checks the sizes
+before it reads (a stat per file); `StoredDataset.verify` reads every file and compares the
+checksums. A damaged version is reported as such, with the advice to ingest it again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import re
@@ -29,8 +36,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dices_cli.errors import DatasetExistsError, DicesError, LockedError, NotIngestedError
-from dices_cli.schema import DATASETS
+from dices_cli import checksum
+from dices_cli.errors import (
+    DamagedDataError,
+    DatasetExistsError,
+    DicesError,
+    LockedError,
+    NotIngestedError,
+)
+from dices_cli.schema import DATASETS, canonical_names
 
 if TYPE_CHECKING:
     import polars as pl
@@ -39,7 +53,22 @@ DATA_ENV = "DICES_DATA"
 DEFAULT_DIR = "dices-data"
 STORE = ".store"
 TEMP_PREFIX = ".tmp-"
+ADOPTING_PREFIX = ".adopting-"
 MANIFEST = "manifest.json"
+TABLES = ("items", "raters", "ratings")  # each stored as TABLE.parquet
+
+# What the commands read from a manifest: key -> type, or the shape of a nested object.
+MANIFEST_SHAPE: dict[str, Any] = {
+    "dataset": str,
+    "source": {"name": str, "sha256": str},
+    "rows": {"rejected": int},
+    "counts": {"conversations": int, "raters": int, "ratings": int},
+    "header": list,
+    "created": str,
+}
+# The "files" record; manifests written before it was added cannot be verified.
+FILES_SHAPE = {f"{table}.parquet": {"size": int, "sha256": str} for table in TABLES}
+REINGEST = "ingest the dataset again (`dices ingest FILE --force`)"
 
 
 def resolve_data_dir(explicit: Path | None) -> Path:
@@ -56,18 +85,118 @@ class StoredDataset:
     name: str
     path: Path
 
-    @property
+    @functools.cached_property  # a published version never changes
     def manifest(self) -> dict[str, Any]:
-        loaded: dict[str, Any] = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
-        return loaded
+        """The manifest, checked to hold what the commands read from it."""
+        path = self.path / MANIFEST
+        try:
+            loaded = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            raise self._damaged(path, "is missing") from None
+        except OSError as error:
+            raise self._unreadable(path, error) from error
+        except ValueError as error:  # invalid JSON or invalid UTF-8
+            raise self._damaged(path, f"is not valid JSON ({error})") from error
+        if problem := self._manifest_problem(loaded):
+            raise self._damaged(path, f"is damaged ({problem})")
+        manifest: dict[str, Any] = loaded
+        return manifest
+
+    def _manifest_problem(self, manifest: Any) -> str | None:
+        """What makes `manifest` unusable for this dataset, if anything."""
+        dataset = DATASETS[self.name]
+        if problem := _shape_problem(manifest, MANIFEST_SHAPE, ""):
+            return problem
+        if manifest["dataset"] != self.name:
+            return f"it describes DICES-{manifest['dataset']}"
+        if "files" in manifest and (
+            problem := _shape_problem(manifest["files"], FILES_SHAPE, "files")
+        ):
+            return problem
+        if not isinstance(manifest.get("filter"), dict | None):
+            return "filter is neither a JSON object nor null"
+        header = manifest["header"]
+        if not all(isinstance(cell, str) for cell in header):
+            return "header holds a value that is not text"
+        names = canonical_names(dataset, header)
+        for name in dataset.names:
+            if name not in names:
+                return f"its header lacks the column {name}"
+            if names.count(name) > 1:
+                return f"its header names the column {name} twice"
+        if unknown := [
+            cell for cell, name in zip(header, names, strict=True) if name not in dataset.names
+        ]:
+            return f"its header names {unknown[0]!r}, which is not a {dataset.title} column"
+        return None
+
+    def _damaged(self, path: Path, what: str) -> DamagedDataError:
+        return DamagedDataError(f"DICES-{self.name}: {path} {what}; {REINGEST}")
+
+    def _unreadable(self, path: Path, error: Exception) -> DamagedDataError:
+        return self._damaged(path, f"cannot be read ({_reason(error)})")
 
     def table_path(self, table: str) -> Path:
         return self.path / f"{table}.parquet"
 
+    def check_sizes(self) -> None:
+        """Refuse a version whose Parquet files are not all there, each with the size the
+        manifest records. A stat per file: this catches a missing or truncated file, not a
+        changed byte (`verify` reads the files for that)."""
+        for table in TABLES:
+            self._check_size(self.table_path(table))
+
+    def _check_size(self, path: Path) -> None:
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise self._damaged(path, "is missing") from None
+        except OSError as error:
+            raise self._unreadable(path, error) from error
+        recorded = self.manifest.get("files", {}).get(path.name)
+        if recorded is not None and size != recorded["size"]:
+            raise self._damaged(path, f"is damaged ({size} bytes, expected {recorded['size']})")
+
+    def verify(self) -> list[str]:
+        """Every way this version differs from what its manifest records, one message per
+        damaged file; none when every file has its recorded size and SHA-256."""
+        try:
+            files: dict[str, dict[str, Any]] | None = self.manifest.get("files")
+            if files is None:
+                raise self._damaged(
+                    self.path / MANIFEST,
+                    "records no checksums (an earlier dices wrote it), so its files "
+                    "cannot be verified",
+                )
+        except DamagedDataError as error:
+            return [str(error)]
+        problems = []
+        for file, recorded in files.items():
+            try:
+                self._verify_file(self.path / file, recorded["sha256"])
+            except DamagedDataError as error:
+                problems.append(str(error))
+        return problems
+
+    def _verify_file(self, path: Path, expected: str) -> None:
+        self._check_size(path)
+        try:
+            actual = checksum.sha256(path).sha256
+        except OSError as error:
+            raise self._unreadable(path, error) from error
+        if actual != expected:
+            raise self._damaged(path, f"is damaged (sha256 {actual}, expected {expected})")
+
     def read(self, table: str) -> pl.DataFrame:
         import polars as pl
+        from polars.exceptions import PolarsError
 
-        return pl.read_parquet(self.table_path(table))
+        path = self.table_path(table)
+        self._check_size(path)
+        try:
+            return pl.read_parquet(path)
+        except (OSError, PolarsError) as error:
+            raise self._unreadable(path, error) from error
 
 
 class Store:
@@ -129,6 +258,13 @@ class Store:
                 shutil.rmtree(leftover, ignore_errors=True)
         for leftover in self.root.glob(TEMP_PREFIX + "*"):
             leftover.unlink(missing_ok=True)
+        for marker in self.root.glob(ADOPTING_PREFIX + "*"):
+            link = self.link(marker.name.removeprefix(ADOPTING_PREFIX))
+            with contextlib.suppress(OSError):
+                if marker.exists() and not link.exists():  # stopped inside _adopt: finish it
+                    marker.replace(link)
+                else:
+                    marker.unlink()
 
     def check_replaceable(self, name: str, force: bool) -> None:
         if self.exists(name) and not force:
@@ -146,7 +282,7 @@ class Store:
         from polars.exceptions import PolarsError  # Polars wraps I/O errors in its own
 
         store = self.root / STORE
-        version = f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        version = _version_name(name)
         temp = store / f"{TEMP_PREFIX}{version}"
         final = store / version
         new_link = self.root / f"{TEMP_PREFIX}{version}"
@@ -155,10 +291,12 @@ class Store:
             temp.mkdir()
             for table, frame in tables.items():
                 frame.write_parquet(temp / f"{table}.parquet", statistics=True)
+            # Read back (from the page cache: a few ms), so the checksums are of what is stored.
+            manifest = {**manifest, "files": _file_records(temp, tables)}
             (temp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
             _fsync_tree(temp)
             temp.rename(final)
-            previous = self.link(name).resolve() if self.exists(name) else None
+            previous = self._current(name)
             new_link.symlink_to(Path(STORE) / version)
             new_link.replace(self.link(name))
         except (OSError, PolarsError) as error:
@@ -174,14 +312,68 @@ class Store:
         self._prune(name, keep={final.resolve(), previous})
         return StoredDataset(name, final)
 
+    def _current(self, name: str) -> Path | None:
+        """The version readers see now, if any, as a directory of the store."""
+        link = self.link(name)
+        if not link.exists():
+            return None
+        return link.resolve() if link.is_symlink() else self._adopt(name)
+
+    def _adopt(self, name: str) -> Path:
+        """Move a real directory DIR/name (a copy of the data directory made with its links
+        resolved, `cp -rL`) into the store as a version, and link it, so that a link can
+        replace it: a rename cannot put a link in place of a directory.
+
+        DIR/name is absent between the two renames; if the process stops there, the next
+        writer finishes the job (`_remove_stale`) from the marker link made first.
+        """
+        adopted = self.root / STORE / _version_name(name)
+        marker = self.root / f"{ADOPTING_PREFIX}{name}"
+        marker.symlink_to(Path(STORE) / adopted.name)
+        self.link(name).rename(adopted)
+        marker.replace(self.link(name))
+        return adopted.resolve()
+
     def _prune(self, name: str, keep: set[Path | None]) -> None:
         for version in (self.root / STORE).glob(f"{name}-*"):
             if version.resolve() not in keep:
                 shutil.rmtree(version, ignore_errors=True)
 
 
+def _version_name(name: str) -> str:
+    return f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
+def _file_records(directory: Path, tables: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Size and SHA-256 of each table's Parquet file in `directory`, for the manifest."""
+    records = {}
+    for table in tables:
+        digest = checksum.sha256(directory / f"{table}.parquet")
+        records[f"{table}.parquet"] = {"size": digest.size, "sha256": digest.sha256}
+    return records
+
+
+_KIND_NAMES = {str: "text", int: "a whole number", list: "a list"}
+
+
+def _shape_problem(value: Any, shape: dict[str, Any], where: str) -> str | None:
+    """How `value` differs from `shape` (see MANIFEST_SHAPE), if it does; `where` names it."""
+    if not isinstance(value, dict):
+        return f"{where or 'it'} is not a JSON object"
+    for key, expected in shape.items():
+        name = f"{where}.{key}" if where else key
+        if key not in value:
+            return f"it has no {name}"
+        if isinstance(expected, dict):
+            if problem := _shape_problem(value[key], expected, name):
+                return problem
+        elif not isinstance(value[key], expected) or isinstance(value[key], bool):
+            return f"{name} is not {_KIND_NAMES[expected]}"
+    return None
+
+
 def _reason(error: Exception) -> str:
-    """Why a write failed, in the system's words ("No space left on device").
+    """Why a read or write failed, in the system's words ("No space left on device").
 
     Polars reports an I/O error as e.g. ComputeError("...: underlying IO error: No space
     left on device (os error 28)"), without an errno attribute.
@@ -218,3 +410,14 @@ def inventory(store: Store) -> list[dict[str, Any]]:
             }
         )
     return records
+
+
+def verify(store: Store) -> list[tuple[StoredDataset, list[str]]]:
+    """Each ingested dataset with its damaged files, one message each (see
+    `StoredDataset.verify`); reads every stored file in full."""
+    names = store.available()
+    if not names:
+        raise NotIngestedError(
+            f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
+        )
+    return [(stored, stored.verify()) for stored in map(store.open, names)]

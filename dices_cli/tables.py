@@ -16,8 +16,7 @@ from dices_cli.schema import (
     Entity,
     Kind,
 )
-
-TABLES = ("items", "raters", "ratings")
+from dices_cli.store import TABLES as TABLES  # where export.py looks for it
 
 
 def polars_type(column: Column) -> pl.DataType:

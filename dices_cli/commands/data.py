@@ -177,14 +177,27 @@ def validate(
 
 
 def info(
-    data: DataDir = None, fmt: OutputFormat = None, output: OutputFile = None, force: Force = False
+    data: DataDir = None,
+    fmt: OutputFormat = None,
+    output: OutputFile = None,
+    force: Force = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Also check every stored file against its recorded SHA-256 (as `dices verify`).",
+        ),
+    ] = False,
 ) -> None:
     """Show what is ingested: per dataset, conversations, raters, ratings, source and checksum.
 
-    Example:
+    Examples:
 
         dices info --data ~/dices
+
+        dices info --verify
     """
+    from dices_cli.commands.verify import report_damage
     from dices_cli.errors import NotIngestedError
     from dices_cli.output import table_from_rows
     from dices_cli.store import Store, inventory, resolve_data_dir
@@ -197,6 +210,8 @@ def info(
         )
     table = table_from_rows(list(records[0]), [tuple(r.values()) for r in records])
     emit(table, fmt, output, title=f"Datasets in {store.root}", force=force, inputs=[store.root])
+    if verify and not report_damage(store):
+        raise typer.Exit(1)
 
 
 def export(

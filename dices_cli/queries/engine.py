@@ -174,6 +174,7 @@ class Session:
             )
         for dataset in self.datasets:
             stored = store.open(dataset.name)
+            stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
             for table in ("items", "raters", "ratings"):
                 relation = self.con.read_parquet(str(stored.table_path(table)))
                 name = f"_{table}_{dataset.name}"
