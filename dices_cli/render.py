@@ -12,12 +12,13 @@ from dices_cli.output import Format, Table, choose_format, open_output, write_ta
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
     from dices_cli.ingest import Progress
     from dices_cli.problems import Problem, Report
+    from dices_cli.tabular import Layout
 
 PROBLEMS_SHOWN = 20
-TABLE_DECIMALS = 3
 
 
 def stderr_console() -> Console:
@@ -31,27 +32,91 @@ def say(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.{TABLE_DECIMALS}f}"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
+def print_table(table: Table, title: str | None = None, width: int | None = None) -> None:
+    """`table` for a person, on stdout, fitted to `width` (the console's width by default).
 
-
-def print_table(table: Table, title: str | None = None) -> None:
-    from rich import box
+    Numbers, ids and enum-like values are never wrapped or cut; long texts are cut with an
+    ellipsis. What is left out (empty columns, columns with no room) is said on stderr.
+    """
+    from rich.cells import cell_len
     from rich.console import Console
-    from rich.table import Table as RichTable
 
-    drawn = RichTable(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
-    for name, numeric in zip(table.columns, table.numeric, strict=True):
-        drawn.add_column(name, justify="right" if numeric else "left", overflow="fold")
-    for row in table.rows:
-        drawn.add_row(*(_cell(v) for v in row))
-    Console().print(drawn)
+    from dices_cli.tabular import layout
+
+    console = Console(width=width)
+    fitted = layout(table, console.width, cell_len)
+    if title:
+        console.print(title, style="table.title", markup=False, highlight=False)
+    if fitted.blocks:
+        _print_blocks(console, fitted)
+    else:
+        _print_grid(console, fitted)
+    sys.stdout.flush()  # the table before the notes, when both go to one place
+    if fitted.empty:
+        say(f"... {_count(len(fitted.empty), 'empty column')} not shown")
+    if fitted.hidden:
+        say(
+            f"... {_count(len(fitted.hidden), 'more column')} ({', '.join(fitted.hidden)}): "
+            "use --format csv to see every column"
+        )
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
+def _print_grid(console: Console, fitted: Layout) -> None:
+    from rich import box
+    from rich.cells import cell_len
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from dices_cli.tabular import GAP
+
+    # One space of padding after each column and one of box between: GAP columns apart.
+    drawn = RichTable(
+        box=box.SIMPLE_HEAD,
+        header_style="bold",
+        show_edge=False,
+        padding=(0, GAP - 1, 0, 0),
+        pad_edge=False,
+    )
+    for column in fitted.columns:
+        drawn.add_column(
+            Text("\n".join(column.header(cell_len))),
+            justify="right" if column.numeric else "left",
+            vertical="bottom",
+            width=column.width,
+            no_wrap=True,
+            overflow="fold" if column.whole else "ellipsis",  # whole cells fit their width
+        )
+    for i in range(fitted.rows):
+        drawn.add_row(*(_text(console, c.cells[i]) for c in fitted.columns))
+    console.print(drawn)
+
+
+def _print_blocks(console: Console, fitted: Layout) -> None:
+    """One record per block, `name  value` lines: for results too wide for a grid."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    from dices_cli.tabular import GAP, records, shorten
+
+    names = max((cell_len(c.name) for c in fitted.columns), default=0)
+    room = max(console.width - names - GAP, 1)
+    for index, block in enumerate(records(fitted)):
+        if index:
+            console.print()
+        for column, cell in block:
+            value = cell if column.whole else shorten(cell, room, cell_len)
+            line = Text(column.name + " " * (names + GAP - cell_len(column.name)), style="bold")
+            line.append_text(_text(console, value))
+            console.print(line, soft_wrap=True)  # a long number runs on rather than being cut
+
+
+def _text(console: Console, cell: str) -> Text:
+    """A cell as Rich shows it: highlighted like any value, but never read as markup."""
+    return console.render_str(cell, markup=False, emoji=False)
 
 
 def emit(

@@ -1,0 +1,187 @@
+"""How a result fits a terminal: which columns the table for people shows, how wide each is.
+
+Only the layout lives here; `dices_cli.render` draws it with Rich. Widths are measured with
+the function the caller passes, so wide characters count as the terminal shows them.
+
+The rules: a number, an id, a date or a short enum-like value is never wrapped or cut; a
+long text is cut to one line with an ellipsis; a column with no value in any row is left
+out; the key columns (the ones that say which row this is) always stay, and the others are
+added in order while they fit. When even the key columns and one value column do not fit,
+the result is laid out one record per block instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dices_cli.output import Table
+
+TABLE_DECIMALS = 3
+GAP = 2  # the space between two columns as render.py draws them
+TEXT_WIDTH = 40  # the widest a column of long texts grows
+TEXT_MIN_WIDTH = 12  # the narrowest it shrinks to when space is short
+WHOLE_TEXT = 25  # a text this short is a label (an enum value, a date): never cut
+HEADER_FOLD = 8  # a column name is broken inside a word only when space is short
+
+Measure = Callable[[str], int]
+_NAME_BREAK = re.compile(r"(?<=[_\- ])")  # a column name breaks after _, - or a space
+_LINE_BREAKS = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
+
+
+def cell_text(value: object) -> str:
+    """A value as the table for people shows it: floats rounded, lists joined, one line
+    without blanks around it (so a cell of spaces is an empty one)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.{TABLE_DECIMALS}f}"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    return str(value).translate(_LINE_BREAKS).strip()
+
+
+@dataclass(eq=False)  # two columns may share a name: each is itself
+class Column:
+    name: str
+    cells: list[str]
+    numeric: bool  # drawn right-aligned
+    whole: bool  # never cut: a number, an id, a date or an enum-like value
+    key: bool  # says which row this is: always shown
+    longest: int  # the widest cell
+    width: int = 0  # as drawn: the least it needs at first, then grown
+
+    def header(self, measure: Measure) -> list[str]:
+        """The column name in lines of at most `width`, broken after _ where it can be."""
+        lines = [""]
+        for part in _NAME_BREAK.split(self.name):
+            if lines[-1] and measure(lines[-1] + part.rstrip()) > self.width:
+                lines.append("")
+            lines[-1] += part
+            while measure(lines[-1]) > self.width:  # a word longer than the column
+                cut = _prefix(lines[-1], self.width, measure)
+                lines[-1:] = [cut, lines[-1][len(cut) :]]
+        return [line.rstrip() for line in lines]
+
+
+@dataclass(frozen=True)
+class Layout:
+    columns: list[Column]  # the ones shown, in the result's order, with their widths
+    rows: int
+    hidden: list[str]  # left out for want of room
+    empty: list[str]  # left out because no row has a value in them
+    blocks: bool  # one record per block (name: value lines) rather than a grid
+
+
+def layout(table: Table, width: int, measure: Measure = len) -> Layout:
+    """Which columns of `table` a `width`-wide table shows, and how wide each is drawn."""
+    columns = _columns(table, measure)
+    # Without a single value anywhere (no rows, say) the names alone show the result's shape.
+    shown = [c for c in columns if any(c.cells)] or columns
+    empty = [c.name for c in columns if c not in shown]
+    for column in shown:
+        column.width = _least_width(column, measure)
+    keys = [c for c in shown if c.key]
+    values = [c for c in shown if not c.key]
+    if _total([*keys, *values[:1]]) > width:
+        return Layout(shown, len(table.rows), [], empty, blocks=True)
+    chosen = list(keys)
+    for column in values:
+        if _total([*chosen, column]) <= width:
+            chosen.append(column)
+    drawn = [c for c in shown if c in chosen]  # back in the result's order
+    _grow(drawn, width - _total(drawn), measure)
+    hidden = [c.name for c in shown if c not in chosen]
+    return Layout(drawn, len(table.rows), hidden, empty, blocks=False)
+
+
+def _columns(table: Table, measure: Measure) -> list[Column]:
+    # The key: the leading columns up to the first number (just the first column when there
+    # is none), and any id. It is never cut: a shortened key can make two rows look alike.
+    leading = table.numeric.index(True) if any(table.numeric) else 1
+    columns = []
+    for index, (name, numeric) in enumerate(zip(table.columns, table.numeric, strict=True)):
+        values = [row[index] for row in table.rows]
+        cells = [cell_text(v) for v in values]
+        key = index < leading or _is_id(name)
+        whole = (
+            numeric
+            or key
+            or all(isinstance(v, date | datetime | time | bool) for v in values if v is not None)
+            or all(len(cell) <= WHOLE_TEXT or _is_token(cell) for cell in cells)
+        )
+        longest = max((measure(cell) for cell in cells), default=0)
+        columns.append(Column(name, cells, numeric, whole, key, longest))
+    return columns
+
+
+def _is_token(cell: str) -> bool:
+    """A value without spaces (a code, a hash, a path) reads as one word: cutting it loses it."""
+    return not any(character.isspace() for character in cell)
+
+
+def _is_id(name: str) -> bool:
+    return name == "dataset" or name.endswith("_id")
+
+
+def _least_width(column: Column, measure: Measure) -> int:
+    """The narrowest the column is drawn: its values whole (or a short start of long texts),
+    its name broken inside a word only down to HEADER_FOLD."""
+    data = column.longest if column.whole else min(column.longest, TEXT_MIN_WIDTH)
+    return max(data, min(_longest_word(column.name, measure), HEADER_FOLD), 1)
+
+
+def _longest_word(name: str, measure: Measure) -> int:
+    return max(measure(part.rstrip()) for part in _NAME_BREAK.split(name))
+
+
+def _total(columns: list[Column]) -> int:
+    return sum(c.width for c in columns) + GAP * max(len(columns) - 1, 0)
+
+
+def _grow(columns: list[Column], room: int, measure: Measure) -> None:
+    """Spend the spare `room`: first so that no name breaks inside a word, then on long
+    texts (shared out evenly) up to TEXT_WIDTH, then so that names fit on one line."""
+    room = _widen(columns, room, lambda c: _longest_word(c.name, measure))
+    while room > 0:
+        short = [c for c in columns if not c.whole and c.width < min(c.longest, TEXT_WIDTH)]
+        for column in short[:room]:
+            column.width += 1
+        room -= len(short[:room])
+        if not short:
+            break
+    _widen(columns, room, lambda c: measure(c.name))
+
+
+def _widen(columns: list[Column], room: int, wanted: Callable[[Column], int]) -> int:
+    """Each column in turn widened to `wanted` when the room left allows all of it."""
+    for column in columns:
+        extra = max(wanted(column) - column.width, 0)
+        if extra <= room:
+            column.width += extra
+            room -= extra
+    return room
+
+
+def _prefix(text: str, width: int, measure: Measure) -> str:
+    """The longest start of `text` that measures at most `width` (at least one character)."""
+    end = 1
+    while end < len(text) and measure(text[: end + 1]) <= width:
+        end += 1
+    return text[:end]
+
+
+def shorten(text: str, width: int, measure: Measure = len) -> str:
+    """`text` cut to `width` with an ellipsis, when it is longer."""
+    if measure(text) <= width:
+        return text
+    return _prefix(text, max(width - 1, 1), measure) + "…"
+
+
+def records(fitted: Layout) -> list[list[tuple[Column, str]]]:
+    """One block per row: each shown column that has a value in it, with that value."""
+    return [[(c, c.cells[i]) for c in fitted.columns if c.cells[i]] for i in range(fitted.rows)]

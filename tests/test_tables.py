@@ -1,0 +1,321 @@
+"""The table for people (`--format table`): numbers, ids and enum values are never wrapped or cut.
+
+Every canned query is drawn at the widths people use (60, 80, 120 and 200 columns) and checked
+against its own CSV output: every number of the CSV, formatted as the table formats it, is a
+whole word of its row in the table, or its column is named in the note about hidden columns.
+Hand-made tables pin the rules one by one, and random tables at random widths check the same
+promise where the canned queries do not reach.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.cells import cell_len
+from typer.testing import CliRunner
+
+from dices_cli.main import app
+from dices_cli.output import Format, Table, write_table
+from dices_cli.queries.catalog import catalog
+from dices_cli.render import print_table
+
+WIDTHS = (60, 80, 120, 200)
+RULE = re.compile(r"^\s*─+\s*$")
+HIDDEN = re.compile(r"^\.\.\. \d+ more columns? \((?P<names>[^)]*)\): use --format csv", re.M)
+FILLER = {"columns": "rater_age"}  # a value for each type of required parameter
+LONG_GROUPS = ["qoverall-by-demographic", "--by", "rater_raw_race"]  # labels of up to 99 chars
+
+
+# ----------------------------------------------------------------------------- the checker
+
+
+def table_number(value: str) -> str | None:
+    """A CSV value as the table shows it when it is a number: ints as they are, floats with
+    3 decimals; None for anything else."""
+    if re.fullmatch(r"-?\d+", value):
+        return value
+    try:
+        return f"{float(value):.3f}"
+    except ValueError:
+        return None
+
+
+def hidden_columns(stderr: str) -> list[str]:
+    match = HIDDEN.search(stderr)
+    return match["names"].split(", ") if match else []
+
+
+def check_drawn(title: str, stdout: str, stderr: str, csv_text: str, width: int) -> str:
+    """Every number of `csv_text` is whole in its row of the drawn table, or its column is
+    hidden; returns how the table was laid out ("grid" or "blocks")."""
+    header, *rows = csv.reader(io.StringIO(csv_text))
+    hidden = hidden_columns(stderr)
+    assert set(hidden) <= set(header)
+    lines = stdout.splitlines()
+    assert lines[0].strip() == title
+    rules = [i for i, line in enumerate(lines) if RULE.match(line)]
+    if rules:
+        assert all(cell_len(line) <= width for line in lines), stdout
+        drawn_rows = lines[rules[0] + 1 :]
+        assert len(drawn_rows) == len(rows)
+        for row, line in zip(rows, drawn_rows, strict=True):
+            words = line.split()
+            for name, value in zip(header, row, strict=True):
+                number = table_number(value)
+                if number is not None and name not in hidden:
+                    assert number in words, f"{name}={value} not whole in {line!r}"
+        return "grid"
+    assert hidden == []  # one record per block shows every column
+    blocks = "\n".join(lines[1:]).split("\n\n") if rows else []
+    assert len(blocks) == len(rows)
+    for row, block in zip(rows, blocks, strict=True):
+        fields = dict(line.split(None, 1) for line in block.splitlines())
+        for name, value in zip(header, row, strict=True):
+            number = table_number(value)
+            if number is not None:
+                assert fields[name] == number, f"{name}={value} not whole in {block!r}"
+    return "blocks"
+
+
+def drawn(table: Table, width: int, title: str = "t") -> tuple[str, str]:
+    """`print_table` at `width`: what it writes to stdout and to stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        print_table(table, title, width=width)
+    return out.getvalue(), err.getvalue()
+
+
+def as_csv(table: Table) -> str:
+    buffer = io.BytesIO()
+    write_table(table, Format.CSV, buffer)
+    return buffer.getvalue().decode()
+
+
+# ----------------------------------------------------------------------------- canned queries
+
+
+def canned_cases() -> list[list[str]]:
+    """Each query with what it needs (agreement kept fast), plus the widest shapes: agreement
+    per group, and a group whose labels are long."""
+    cases = []
+    for name, query in catalog().items():
+        arguments = [name]
+        for parameter in query.parameters:
+            if parameter.required:
+                arguments += [f"--{parameter.name.replace('_', '-')}", FILLER[parameter.type]]
+        if query.parameter("permutations"):
+            arguments += ["--permutations", "20"]
+        cases.append(arguments)
+    cases.append(["agreement", "--by", "rater_age", "--permutations", "20"])
+    cases.append(LONG_GROUPS)
+    return cases
+
+
+@cache
+def query_csv(data: Path, arguments: tuple[str, ...]) -> str:
+    result = CliRunner().invoke(app, ["query", *arguments, "--data", str(data), "-f", "csv"])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("arguments", canned_cases(), ids=" ".join)
+def test_canned_query_tables_keep_every_number_whole(
+    ingested: Path, arguments: list[str], width: int
+) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["query", *arguments, "--data", str(ingested), "-f", "table"],
+        env={"COLUMNS": str(width)},
+    )
+    assert result.exit_code == 0, result.output
+    expected = query_csv(ingested, tuple(arguments))
+    shape = check_drawn(arguments[0], result.stdout, result.stderr, expected, width)
+    # A group label is a key, never cut: too long for a grid with a value beside it at 80.
+    assert shape == ("blocks" if arguments == LONG_GROUPS and width <= 80 else "grid")
+
+
+def test_console_width_comes_from_columns(ingested: Path) -> None:
+    """Rich takes the width from COLUMNS, so the widths above are the ones drawn: at 60 the
+    long names break to keep every column, at 200 they have room."""
+    drawn_at = {}
+    for width in (60, 200):
+        result = CliRunner().invoke(
+            app,
+            ["query", "overview", "--data", str(ingested), "-f", "table"],
+            env={"COLUMNS": str(width)},
+        )
+        assert (result.exit_code, result.stderr) == (0, ""), result.output
+        drawn_at[width] = result.stdout
+    assert drawn_at[60] == (
+        "overview\n"
+        "         conversa                             share_  share_\n"
+        "dataset     tions  raters  ratings  share_no     yes  unsure\n"
+        "────────────────────────────────────────────────────────────\n"
+        "350           350     123    43050     0.611   0.327   0.063\n"
+        "990           990     173    72103     0.680   0.268   0.052\n"
+    )
+    assert drawn_at[200] == (
+        "overview\n"
+        "dataset  conversations  raters  ratings  share_no  share_yes  share_unsure\n"
+        "──────────────────────────────────────────────────────────────────────────\n"
+        "350                350     123    43050     0.611      0.327         0.063\n"
+        "990                990     173    72103     0.680      0.268         0.052\n"
+    )
+
+
+def test_agreement_without_groups_leaves_out_its_empty_columns(ingested: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["query", "agreement", "--permutations", "20", "--data", str(ingested), "-f", "table"],
+        env={"COLUMNS": "80"},
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1].split() == [
+        "dataset",
+        "raters",
+        "irr",
+        "negentropy",
+        "plurality_size",
+    ]
+    assert result.stderr == "... 15 empty columns not shown\n"
+
+
+# ----------------------------------------------------------------------------- the rules
+
+
+def test_five_digit_id_is_never_split_at_width_60() -> None:
+    columns = ["dataset", "item_id", *(f"measure_{n}" for n in range(8))]
+    table = Table(columns, [False] + [True] * 9, [("350", 21350, *range(100_000, 100_008))])
+    assert drawn(table, 60) == (
+        "t\n"
+        "dataset  item_id  measure_0  measure_1  measure_2  measure_3\n"
+        "────────────────────────────────────────────────────────────\n"
+        "350        21350     100000     100001     100002     100003\n",
+        "... 4 more columns (measure_4, measure_5, measure_6, measure_7): "
+        "use --format csv to see every column\n",
+    )
+
+
+def test_floats_have_three_decimals_and_are_never_split() -> None:
+    columns = ["group", *(f"share_{answer}" for answer in ("no", "yes", "unsure"))]
+    rows = [("gen z", 0.6213, 0.31234, 0.06636), ("millenial", 2 / 3, 1 / 3, 0.0)]
+    table = Table(
+        [*columns, "entropy_bits"],
+        [False, True, True, True, True],
+        [(*row, 1.2309906610316759) for row in rows],
+    )
+    assert drawn(table, 40) == (
+        "t\n"
+        "                                share_\n"
+        "group      share_no  share_yes  unsure\n"
+        "──────────────────────────────────────\n"
+        "gen z         0.621      0.312   0.066\n"
+        "millenial     0.667      0.333   0.000\n",
+        "... 1 more column (entropy_bits): use --format csv to see every column\n",
+    )
+
+
+def test_empty_columns_are_left_out_and_counted() -> None:
+    table = Table(
+        ["rater_id", "xrr", "irr", "note"],
+        [True, True, True, False],
+        [
+            (7, None, 0.16, ""),
+            (8, None, 0.14, None),
+        ],
+    )
+    assert drawn(table, 60) == (
+        "t\nrater_id    irr\n───────────────\n       7  0.160\n       8  0.140\n",
+        "... 2 empty columns not shown\n",
+    )
+
+
+def test_long_text_is_cut_to_one_line_with_an_ellipsis() -> None:
+    response = "I can't help with that.\nBut here is a long and winding answer " * 3
+    table = Table(
+        ["item_id", "response", "ratings"],
+        [True, False, True],
+        [
+            (1, response, 123),
+            (2, "Sure.", 45),
+        ],
+    )
+    assert drawn(table, 60) == (
+        "t\n"
+        "item_id  response                                  ratings\n"
+        "──────────────────────────────────────────────────────────\n"
+        "      1  I can't help with that. But here is a l…      123\n"
+        "      2  Sure.                                          45\n",
+        "",
+    )
+
+
+def test_a_key_too_wide_for_a_grid_gives_one_record_per_block() -> None:
+    label = "Indian subcontinent (including Bangladesh, Bhutan, India, Maldives, Nepal)"
+    table = Table(
+        ["dataset", "rater_raw_race", "raters", "share_yes"],
+        [False, False, True, True],
+        [
+            ("350", label, 15, 0.3298),
+            ("990", "White", 31, 0.2761),
+        ],
+    )
+    assert drawn(table, 60) == (
+        "t\n"
+        "dataset         350\n"
+        f"rater_raw_race  {label}\n"  # longer than the line: it runs on, never cut
+        "raters          15\n"
+        "share_yes       0.330\n"
+        "\n"
+        "dataset         990\n"
+        "rater_raw_race  White\n"
+        "raters          31\n"
+        "share_yes       0.276\n",
+        "",
+    )
+
+
+def test_cells_are_shown_as_they_are() -> None:
+    """Rich reads "[...]" as markup and ":name:" as an emoji in strings; never in a cell."""
+    table = Table(["id", "text"], [True, False], [(1, "[bold]not bold[/bold] :smile:")])
+    assert drawn(table, 60) == (
+        "t\nid  text" + " " * 25 + "\n" + "─" * 33 + "\n 1  [bold]not bold[/bold] :smile:\n",
+        "",
+    )
+
+
+def test_a_result_without_rows_shows_its_column_names() -> None:
+    table = Table(["dataset", "raters", "share_yes"], [False, True, True], [])
+    assert drawn(table, 60) == ("t\ndataset  raters  share_yes\n" + "─" * 26 + "\n", "")
+
+
+# ----------------------------------------------------------------------------- any table
+
+NAMES = st.from_regex(r"[a-z]{1,8}(_[a-z]{1,8}){0,2}", fullmatch=True)
+INTS = st.integers(-(10**15), 10**15)
+FLOATS = st.floats(-1e6, 1e6, allow_nan=False)
+WORDS = st.text(st.sampled_from("abcdefghij 漢字é"), min_size=0, max_size=90)
+KINDS = {"int": INTS, "float": FLOATS, "text": WORDS, "empty": st.none()}
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> Table:
+    kinds = draw(st.lists(st.sampled_from(sorted(KINDS)), min_size=1, max_size=12))
+    names = draw(st.lists(NAMES, min_size=len(kinds), max_size=len(kinds), unique=True))
+    rows = draw(st.lists(st.tuples(*(KINDS[kind] for kind in kinds)), min_size=0, max_size=4))
+    return Table(names, [kind in ("int", "float") for kind in kinds], rows)
+
+
+@given(table=tables(), width=st.integers(20, 200))
+def test_any_table_keeps_every_number_whole(table: Table, width: int) -> None:
+    stdout, stderr = drawn(table, width)
+    check_drawn("t", stdout, stderr, as_csv(table), width)
