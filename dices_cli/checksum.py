@@ -85,3 +85,12 @@ def sha256(fd: int) -> Digest:
         future = _started.pop(_key(os.fstat(fd)), None)
     prefetched = future.result() if future is not None else None
     return prefetched if prefetched is not None else _hash_fd(fd)
+
+
+def sha256_file(path: Path) -> Digest:
+    """The size and SHA-256 of the file at `path`, hashed now."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _hash_fd(fd)
+    finally:
+        os.close(fd)

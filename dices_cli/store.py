@@ -94,7 +94,7 @@ class StoredDataset:
         except FileNotFoundError:
             raise self._damaged(path, "is missing") from None
         except OSError as error:
-            raise self._unreadable(path, error) from error
+            raise self.unreadable(path, error) from error
         except ValueError as error:  # invalid JSON or invalid UTF-8
             raise self._damaged(path, f"is not valid JSON ({error})") from error
         if problem := self._manifest_problem(loaded):
@@ -133,7 +133,8 @@ class StoredDataset:
     def _damaged(self, path: Path, what: str) -> DamagedDataError:
         return DamagedDataError(f"DICES-{self.name}: {path} {what}; {REINGEST}")
 
-    def _unreadable(self, path: Path, error: Exception) -> DamagedDataError:
+    def unreadable(self, path: Path, error: Exception) -> DamagedDataError:
+        """The error for a stored file that a reader could not decode."""
         return self._damaged(path, f"cannot be read ({_reason(error)})")
 
     def table_path(self, table: str) -> Path:
@@ -152,7 +153,7 @@ class StoredDataset:
         except FileNotFoundError:
             raise self._damaged(path, "is missing") from None
         except OSError as error:
-            raise self._unreadable(path, error) from error
+            raise self.unreadable(path, error) from error
         recorded = self.manifest.get("files", {}).get(path.name)
         if recorded is not None and size != recorded["size"]:
             raise self._damaged(path, f"is damaged ({size} bytes, expected {recorded['size']})")
@@ -181,9 +182,9 @@ class StoredDataset:
     def _verify_file(self, path: Path, expected: str) -> None:
         self._check_size(path)
         try:
-            actual = checksum.sha256(path).sha256
+            actual = checksum.sha256_file(path).sha256
         except OSError as error:
-            raise self._unreadable(path, error) from error
+            raise self.unreadable(path, error) from error
         if actual != expected:
             raise self._damaged(path, f"is damaged (sha256 {actual}, expected {expected})")
 
@@ -196,7 +197,7 @@ class StoredDataset:
         try:
             return pl.read_parquet(path)
         except (OSError, PolarsError) as error:
-            raise self._unreadable(path, error) from error
+            raise self.unreadable(path, error) from error
 
 
 class Store:
@@ -348,7 +349,7 @@ def _file_records(directory: Path, tables: dict[str, Any]) -> dict[str, dict[str
     """Size and SHA-256 of each table's Parquet file in `directory`, for the manifest."""
     records = {}
     for table in tables:
-        digest = checksum.sha256(directory / f"{table}.parquet")
+        digest = checksum.sha256_file(directory / f"{table}.parquet")
         records[f"{table}.parquet"] = {"size": digest.size, "sha256": digest.sha256}
     return records
 

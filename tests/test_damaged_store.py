@@ -137,6 +137,30 @@ def test_a_flipped_byte_is_found_by_verify_and_info_verify(
     assert result.stderr == expected + intact(data, "990")
 
 
+@pytest.mark.parametrize("where", ["footer", "first page"])
+@pytest.mark.parametrize(
+    "command", [["sql", "SELECT count(*) FROM ratings"], ["query", "overview"]]
+)
+def test_a_flipped_byte_that_breaks_decoding_is_a_clear_error(
+    where: str, command: list[str], ingested_copy: Path, runner: CliRunner
+) -> None:
+    ratings = version_of(ingested_copy) / "ratings.parquet"
+    flip(ratings, ratings.stat().st_size - 20 if where == "footer" else 100)
+
+    result = invoke(runner, ingested_copy, *command, "-d", "350")
+
+    assert "bug" not in result.stderr
+    if where == "footer":  # the file cannot be opened at all
+        assert result.exit_code == 1
+        assert result.stderr.startswith(f"Error: DICES-350: {ratings} cannot be read ("), (
+            result.stderr
+        )
+    elif result.exit_code:  # a page: decoding fails if a query reads it (only verify sees all)
+        assert result.stderr.startswith(
+            (f"Error: DICES-350: {ratings} cannot be read (", "Error: the query failed: ")
+        ), result.stderr
+
+
 @pytest.fixture(scope="module")
 def flippable(ingested: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of `ingested` for the property below, which restores every byte it flips."""

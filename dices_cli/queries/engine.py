@@ -163,6 +163,8 @@ class Session:
         self.con.execute(prelude())
 
     def _load(self, store: Store, materialize: bool) -> None:
+        import duckdb
+
         removed = [(name, rid) for name, ids in PUBLISHED_REMOVED.items() for rid in sorted(ids)]
         self.con.execute("CREATE TABLE published_removed (dataset VARCHAR, rater_id BIGINT)")
         self.con.executemany("INSERT INTO published_removed VALUES (?, ?)", removed)
@@ -176,12 +178,16 @@ class Session:
             stored = store.open(dataset.name)
             stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
             for table in ("items", "raters", "ratings"):
-                relation = self.con.read_parquet(str(stored.table_path(table)))
+                path = stored.table_path(table)
                 name = f"_{table}_{dataset.name}"
-                if materialize:
-                    relation.create(name)
-                else:
-                    relation.create_view(name)
+                try:
+                    relation = self.con.read_parquet(str(path))
+                    if materialize:
+                        relation.create(name)
+                    else:
+                        relation.create_view(name)
+                except duckdb.Error as error:  # a damaged footer or page
+                    raise stored.unreadable(path, error) from error
 
     def _kept(self, dataset: Dataset) -> str:
         conditions = []
