@@ -32,6 +32,7 @@ QUERY_GOAL_S = 2.0
 OPTIONS = {
     "qoverall-by-demographic": ["--by", "rater_gender"],
     "agreement": ["--by", "rater_gender"],
+    "group-disagreement": ["--by", "rater_gender"],
 }
 
 

@@ -1,14 +1,18 @@
 -- name: item-distribution
--- summary: One row per conversation: its answer counts, share of Yes, plurality and entropy.
+-- summary: One row per conversation [and rater group]: answer counts, share of Yes, plurality, entropy.
 -- datasets: 350 990
+-- param by: columns = []: Split each conversation's ratings by these rater columns; several intersect.
 -- explanation:
 --   Where do raters disagree? For each conversation: its expert annotations, how its
 --   ratings split between No, Yes and Unsure, the plurality answer ('tie' when the top
 --   two are equal) and the Shannon entropy of the split in bits (0 when everyone agrees,
 --   log2(3) = 1.585 at most). Sort by entropy_bits to find the most contested ones.
+--   With --by, one row per conversation and rater group (the group columns follow
+--   item_id; a group that did not rate a conversation has no row), counted over that
+--   group's ratings only; `dices query group-disagreement` ranks the conversations by
+--   how far their groups are apart.
 SELECT
-    dataset,
-    item_id,
+    COLUMNS(lambda c: c IN ('dataset', 'item_id') OR list_contains($by, c)),
     any_value(degree_of_harm) AS degree_of_harm,
     any_value(harm_type) AS harm_type,
     any_value(safety_gold) AS safety_gold,
@@ -20,5 +24,5 @@ SELECT
     plurality(n_no, n_yes, n_unsure) AS plurality,
     entropy_bits(n_no, n_yes, n_unsure) AS entropy_bits
 FROM ratings_wide
-GROUP BY dataset, item_id
-ORDER BY dataset, item_id
+GROUP BY ALL
+ORDER BY ALL

@@ -249,9 +249,10 @@ def test_explain_documents_every_option(runner: CliRunner) -> None:
     )
 
 
-def test_only_agreement_has_a_compute_step() -> None:
+def test_only_agreement_and_group_disagreement_have_a_compute_step() -> None:
     steps = {name: query.compute for name, query in catalog().items()}
     assert steps.pop("agreement") == "dices_cli.metrics.compute:compute"
+    assert steps.pop("group-disagreement") == "dices_cli.metrics.disagreement:group_disagreement"
     assert set(steps.values()) == {None}
     assert compute_step(get_query("agreement")) is compute
     assert compute_step(get_query("overview")) is None

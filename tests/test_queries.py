@@ -946,7 +946,7 @@ def test_by_is_required(runner: CliRunner, ingested: Path) -> None:
         ),
         (
             ["item-distribution", "--rule", "threshold"],
-            "item-distribution does not take --rule; it takes: no options",
+            "item-distribution does not take --rule; it takes: --by",
         ),
         (
             ["degree-of-harm", "--threshold", "0.3"],
