@@ -20,14 +20,15 @@ from __future__ import annotations
 import csv
 import io
 import mmap
+from array import array
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
 
-from dices_cli.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError, encoded
-from dices_cli.problems import Problem, ProblemType, shortened
+from dices_cli.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
+from dices_cli.problems import SHOWN_VALUE_CHARS, Problem, ProblemType, Report, shortened
 from dices_cli.source import Source
 
 LINE = "_line"  # the line where a record starts; a column no DICES file has
@@ -118,22 +119,22 @@ class _TextCounts:
 
 
 @dataclass
-class BadRecord:
-    """A record whose structure is broken, kept verbatim for the rejects file."""
-
-    line: int
-    raw: bytes
-    problems: list[Problem]
-
-
-@dataclass
 class ParsedFile:
     frame: pl.DataFrame  # one column per header cell, plus LINE and LINE_COUNT
-    bad_records: list[BadRecord] = field(default_factory=list)
+    # Records whose structure is broken: where each starts and how many lines it spans
+    # (compact: a file may hold millions), and their problems, up to MAX_KEPT_PROBLEMS.
+    bad_starts: array[int] = field(default_factory=lambda: array("q"))
+    bad_line_counts: array[int] = field(default_factory=lambda: array("q"))
+    bad_problems: Report = field(default_factory=lambda: Report("", None))
 
     @property
     def rows_read(self) -> int:
-        return self.frame.height + len(self.bad_records)
+        return self.frame.height + len(self.bad_starts)
+
+    def add_bad(self, first: int, count: int, problems: list[Problem]) -> None:
+        self.bad_starts.append(first)
+        self.bad_line_counts.append(count)
+        self.bad_problems.add(problems)
 
 
 @dataclass(frozen=True)
@@ -422,7 +423,7 @@ class _Rows:
 def _strict_parse(source: Source, types: Mapping[str, pl.DataType]) -> ParsedFile:
     """Python's strict csv reader, one record at a time, which says where a file is broken."""
     names = list(types)
-    rows, bad = _Rows(types), []
+    rows, parsed = _Rows(types), ParsedFile(pl.DataFrame())
     with source.open_text() as text:
         lines = Lines(text)
         reader = csv.reader(lines, strict=True)
@@ -436,8 +437,8 @@ def _strict_parse(source: Source, types: Mapping[str, pl.DataType]) -> ParsedFil
             except csv.Error as error:
                 cells = error
             except RecordTooLongError:
-                start = encoded(lines.record[:1])[:CHUNK]  # enough to find it in the file
-                bad.append(BadRecord(lines.first, start, [_record_too_long(lines.first)]))
+                first = lines.first
+                parsed.add_bad(first, lines.count - first + 1, [_record_too_long(first)])
                 reader = csv.reader(lines, strict=True)  # a fresh start at the next line
                 continue
             if not header_read:  # the header, already read by read_header
@@ -446,10 +447,11 @@ def _strict_parse(source: Source, types: Mapping[str, pl.DataType]) -> ParsedFil
             first = lines.first
             problems = _structure_problems(first, cells, names)
             if problems:
-                bad.append(BadRecord(first, encoded(lines.record), problems))
+                parsed.add_bad(first, lines.count - first + 1, problems)
             elif cells:  # a record of one empty cell (a line of only a BOM, say) holds nothing
                 rows.add(cells, first, lines.count - first + 1)  # type: ignore[arg-type]
-    return ParsedFile(rows.frame(), bad)
+    parsed.frame = rows.frame()
+    return parsed
 
 
 def header_problems(header: Header) -> list[Problem]:
@@ -497,8 +499,9 @@ def _structure_problems(line: int, cells: list[str] | csv.Error, names: list[str
             )
         ]
     problems = []
-    for name, cell in zip(names, cells, strict=True):
-        if not _is_utf8(cell):
+    for name, full in zip(names, cells, strict=True):
+        cell = full[:SHOWN_VALUE_CHARS]  # a value in a problem record is never huge
+        if not _is_utf8(full):
             shown = _shown(cell)
             problems.append(
                 Problem(
@@ -509,7 +512,7 @@ def _structure_problems(line: int, cells: list[str] | csv.Error, names: list[str
                     f"'{shortened(shown)}' is not valid UTF-8",
                 )
             )
-        elif "\x00" in cell:
+        elif "\x00" in full:
             shown = cell.replace("\x00", "\\x00")
             problems.append(
                 Problem(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +28,14 @@ from dices_cli.csvparse import (
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 from dices_cli.lines import verbatim_records
 from dices_cli.output import check_output, open_output
-from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
+from dices_cli.problems import (
+    MAX_KEPT_PROBLEMS,
+    Problem,
+    ProblemType,
+    Report,
+    Severity,
+    shortened,
+)
 from dices_cli.schema import DATASETS, SCHEMA_VERSION, Dataset, canonical_names, detect
 from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
 from dices_cli.store import Store, StoredDataset
@@ -169,12 +176,12 @@ def check_file(
     progress(f"validating {source.name}", 0.5)
     row_problems, rejected = validate_rows(dataset, parsed.frame)
     checked.rejected = rejected
-    for record in parsed.bad_records:
-        report.problems += record.problems
-    report.problems += row_problems
+    report.add(parsed.bad_problems.problems)
+    report.not_kept += parsed.bad_problems.not_kept
+    report.add(row_problems)
     report.problems.sort(key=lambda p: (p.line or 0, p.severity is Severity.WARNING))
     report.rows_read = parsed.rows_read
-    report.rows_rejected = len(parsed.bad_records) + int(rejected.sum())
+    report.rows_rejected = len(parsed.bad_starts) + int(rejected.sum())
     if report.rows_read == 0:
         report.problems.append(
             Problem(ProblemType.NO_ROWS, None, None, None, "the file has a header but no rows")
@@ -200,9 +207,14 @@ def write_rejects(
         writer.writerow(REJECT_FIELDS)
         for checked in checked_files:
             for line, record, problems in _rejected_records(checked):
-                text = "; ".join(
-                    f"{p.type} in {p.column}: {p.message}" if p.column else f"{p.type}: {p.message}"
-                    for p in problems
+                text = (
+                    "; ".join(
+                        f"{p.type} in {p.column}: {p.message}"
+                        if p.column
+                        else f"{p.type}: {p.message}"
+                        for p in problems
+                    )
+                    or f"(more than {MAX_KEPT_PROBLEMS:,} problems in this file: not listed)"
                 )
                 writer.writerow(
                     [
@@ -218,19 +230,19 @@ def write_rejects(
     return written
 
 
-def _rejected_records(checked: CheckedFile) -> list[tuple[int, bytes, list[Problem]]]:
+def _rejected_records(checked: CheckedFile) -> Iterator[tuple[int, bytes, list[Problem]]]:
+    """(line, bytes, problems) of every rejected record, in file order, streamed."""
     parsed = checked.parsed
     if parsed is None or checked.rejected is None:
-        return []
+        return
     by_line: dict[int, list[Problem]] = {}
     for problem in checked.report.errors:
         by_line.setdefault(problem.line or 0, []).append(problem)
-    records = [(bad.line, bad.raw, bad.problems) for bad in parsed.bad_records]
-    spans = parsed.frame.filter(checked.rejected).select(LINE, LINE_COUNT).iter_rows()
+    spans = list(zip(parsed.bad_starts, parsed.bad_line_counts, strict=True))
+    spans += parsed.frame.filter(checked.rejected).select(LINE, LINE_COUNT).iter_rows()
     with checked.source.open_text() as text:
-        verbatim = verbatim_records(text, spans)
-    records += [(line, record, by_line.get(line, [])) for line, record in verbatim.items()]
-    return sorted(records, key=lambda record: record[0])
+        for line, record in verbatim_records(text, spans):
+            yield line, record, by_line.get(line, [])
 
 
 @dataclass(frozen=True)

@@ -120,21 +120,22 @@ def encoded(lines: Iterable[str]) -> bytes:
     return "".join(lines).encode("utf-8", errors="surrogateescape")
 
 
-def verbatim_records(handle: BinaryIO, spans: Iterable[tuple[int, int]]) -> dict[int, bytes]:
-    """The bytes of each record that starts on line `first` and spans `count` lines, by
-    `first`: one streaming pass that keeps only those records."""
-    wanted = dict(spans)
-    found: dict[int, bytes] = {}
-    kept: list[str] = []
-    first = 0
+def verbatim_records(
+    handle: BinaryIO, spans: Iterable[tuple[int, int]]
+) -> Iterator[tuple[int, bytes]]:
+    """(first, bytes) of each record that starts on line `first` and spans `count` lines, in
+    file order, in one streaming pass. A line too long for any record is left out."""
     lines = Lines(handle)
-    for line in lines:
-        lines.forget()
-        if not kept and lines.count in wanted:
-            first = lines.count
-        if first:
-            kept.append(line)
-            if lines.count == first + wanted[first] - 1:
-                found[first] = encoded(kept)
-                kept, first = [], 0
-    return found
+    for first, count in sorted(spans):
+        kept: list[str] = []
+        while lines.count < first + count - 1:
+            try:
+                line: str | None = next(lines)
+            except StopIteration:
+                break
+            except RecordTooLongError:  # skipped, not held
+                line = None
+            lines.forget()
+            if line is not None and lines.count >= first:
+                kept.append(line)
+        yield first, encoded(kept)

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+
+# Problems kept as records per file; past this, problems are only counted (by type and
+# severity), so that memory is bounded by the data and not by how broken it is: a 2 MB file
+# of a million one-character lines would otherwise hold a million records (700 MB).
+MAX_KEPT_PROBLEMS = 100_000
 
 
 class Severity(StrEnum):
@@ -57,6 +63,7 @@ class Problem:
 
 PROBLEM_FIELDS = ("type", "severity", "line", "column", "value", "message")
 SHOWN_CHARS = 60  # how much of a long value a message quotes
+SHOWN_VALUE_CHARS = 1000  # how much of a long value a problem record holds
 
 
 def shortened(text: str) -> str:
@@ -73,6 +80,19 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     rows_read: int = 0
     rows_rejected: int = 0
+    not_kept: Counter[tuple[str, str]] = field(default_factory=Counter)  # (type, severity)
+
+    def add(self, problems: Iterable[Problem]) -> None:
+        """Keep `problems` as records up to MAX_KEPT_PROBLEMS; count the rest."""
+        for problem in problems:
+            if len(self.problems) < MAX_KEPT_PROBLEMS:
+                self.problems.append(problem)
+            else:
+                self.not_kept[(str(problem.type), str(problem.severity))] += 1
+
+    def count_not_kept(self, problem_type: ProblemType, severity: Severity, count: int) -> None:
+        if count:
+            self.not_kept[(str(problem_type), str(severity))] += count
 
     @property
     def errors(self) -> list[Problem]:
@@ -83,19 +103,28 @@ class Report:
         return [p for p in self.problems if p.severity is Severity.WARNING]
 
     @property
+    def error_count(self) -> int:
+        return len(self.errors) + sum(
+            n for (_, severity), n in self.not_kept.items() if severity == Severity.ERROR
+        )
+
+    @property
     def rows_valid(self) -> int:
         return self.rows_read - self.rows_rejected
 
     @property
     def ok(self) -> bool:
-        return not self.errors
+        return self.error_count == 0
 
     def counts(self) -> Counter[str]:
-        return Counter(str(p.type) for p in self.problems)
+        counts = Counter(str(p.type) for p in self.problems)
+        for (problem_type, _), n in self.not_kept.items():
+            counts[problem_type] += n
+        return counts
 
     def summary(self) -> str:
         counts = ", ".join(f"{n} {t}" for t, n in sorted(self.counts().items()))
-        errors = len(self.errors)
+        errors = self.error_count
         verdict = "valid" if self.ok else f"{errors} error" + ("s" if errors != 1 else "")
         text = f"{self.path}: {verdict}"
         if self.dataset:

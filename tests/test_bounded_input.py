@@ -18,11 +18,15 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fixtures.dices_csv import build
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dices_cli import csvparse
@@ -308,3 +312,41 @@ def test_a_file_rewritten_while_it_is_ingested_is_refused(
         "Run the command again once the file is complete\n"
     )
     assert not (tmp_path / "data" / "350").exists()
+
+
+# --- pathological bytes anywhere, under the cap ---------------------------------------------
+
+PATHOLOGY = {
+    "blank lines": lambda n: b"\n" * n * 100,
+    "CR lines": lambda n: b"\r" * n * 100,
+    "NUL run": lambda n: b"\x00" * n * 4096,
+    "long line": lambda n: b"x" * n * 4096,
+    "open quote": lambda n: b'"' + b"y\n" * n * 1000,
+}
+
+
+@given(
+    dataset=st.sampled_from(["350", "990"]),
+    pathology=st.sampled_from(sorted(PATHOLOGY)),
+    size=st.integers(1, 12_000),  # up to 1.2 M lines, 48 MiB of NULs or of one line
+    at=st.floats(0, 1),
+    command=st.sampled_from(["validate", "ingest"]),
+)
+@settings(max_examples=12, deadline=None)
+def test_pathological_bytes_anywhere_end_cleanly_in_bounded_memory(
+    dataset: str, pathology: str, size: int, at: float, command: str
+) -> None:
+    """A small valid file with a large pathological run inserted at a record boundary (or at
+    the very end): exit 0 or 1, a clean message, memory bounded by the valid part."""
+    valid = build(dataset, items=4, raters=5)
+    boundaries = [i + 1 for i, byte in enumerate(valid) if byte == ord("\n")]
+    cut = boundaries[int(at * (len(boundaries) - 1))]
+    data = valid[:cut] + PATHOLOGY[pathology](size) + valid[cut:]
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "input.csv"
+        path.write_bytes(data)
+        args = [command, str(path)] + (["--data", f"{scratch}/data"] if command == "ingest" else [])
+        code, stderr, peak = run_capped(args)
+    assert code in (0, 1), stderr
+    assert_clean(code, stderr, code)
+    assert peak < 3 * len(valid) + FIXED_MEMORY, f"{peak / MiB:.0f} MiB"

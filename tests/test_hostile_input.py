@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from dices_cli.main import app
-from dices_cli.problems import ProblemType
+from dices_cli.problems import SHOWN_VALUE_CHARS, ProblemType
 from dices_cli.schema import DATASETS, Entity, Kind, canonical_names
 
 # --- where a problem must say it is -----------------------------------------------------------
@@ -853,7 +853,8 @@ def test_an_unnamed_column_is_named_by_its_place(runner: CliRunner, tmp_path: Pa
 
 
 def test_long_values_are_shortened_in_messages(runner: CliRunner, tmp_path: Path) -> None:
-    """The record keeps the whole value; the message quotes its first 60 characters."""
+    """The record keeps the value's first 1,000 characters (a problem record is never huge);
+    the message quotes its first 60."""
     name = "350"
     table = rows(name, 1, 1)
     table[0]["response"] = "r" * MiB + "\x00"
@@ -866,4 +867,4 @@ def test_long_values_are_shortened_in_messages(runner: CliRunner, tmp_path: Path
         ("invalid-utf8", "2", "context", f"'{'c' * 60}...' is not valid UTF-8"),
         ("nul-character", "2", "response", f"'{'r' * 60}...' holds a NUL byte"),
     ]
-    assert [len(p["value"]) for p in problems] == [MiB + 4, MiB + 4]  # \xff and \x00 shown
+    assert [p["value"] for p in problems] == ["c" * SHOWN_VALUE_CHARS, "r" * SHOWN_VALUE_CHARS]
