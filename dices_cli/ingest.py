@@ -27,11 +27,11 @@ from dices_cli.csvparse import (
 )
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 from dices_cli.output import check_output, open_output
-from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
+from dices_cli.problems import WARNING_TYPES, Problem, ProblemType, Report, Severity, shortened
 from dices_cli.schema import DATASETS, SCHEMA_VERSION, Dataset, canonical_names, detect
 from dices_cli.store import Store, StoredDataset
-from dices_cli.tables import split
-from dices_cli.validate import validate_rows
+from dices_cli.tables import new_values, split
+from dices_cli.validate import incomplete_warnings, validate_rows
 
 Progress = Callable[[str, float], None]  # (what is happening, fraction of the file done)
 
@@ -176,6 +176,8 @@ def check_file(path: Path, choice: str = "auto", progress: Progress = _no_progre
         report.problems.append(
             Problem(ProblemType.NO_ROWS, None, None, None, "the file has a header but no rows")
         )
+    if report.ok:  # a file with errors is refused, or its rejected rows listed one by one
+        report.problems[:0] = incomplete_warnings(dataset, parsed.frame)  # line None: first
     return checked
 
 
@@ -261,13 +263,9 @@ def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str
             "raters": tables["raters"].height,
             "ratings": tables["ratings"].height,
         },
-        "warnings": dict(
-            sorted(
-                (str(t), n)
-                for t, n in report.counts().items()
-                if t == ProblemType.INCONSISTENT_OVERALL
-            )
-        ),
+        "warnings": dict(sorted((t, n) for t, n in report.counts().items() if t in WARNING_TYPES)),
+        # Rater demographics beyond the schema's values: the queries' ENUM types need them.
+        "new_values": new_values(checked.dataset, tables),
         "header": checked.header,
         "filter": None,
         "schema_version": SCHEMA_VERSION,
