@@ -30,6 +30,7 @@ from dices_cli.lines import verbatim_records
 from dices_cli.output import check_output, open_output
 from dices_cli.problems import (
     MAX_KEPT_PROBLEMS,
+    WARNING_TYPES,
     Problem,
     ProblemType,
     Report,
@@ -39,8 +40,8 @@ from dices_cli.problems import (
 from dices_cli.schema import DATASETS, SCHEMA_VERSION, Dataset, canonical_names, detect
 from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
 from dices_cli.store import Store, StoredDataset
-from dices_cli.tables import split
-from dices_cli.validate import validate_rows
+from dices_cli.tables import new_values, split
+from dices_cli.validate import incomplete_warnings, validate_rows
 
 Progress = Callable[[str, float], None]  # (what is happening, fraction of the file done)
 
@@ -174,11 +175,10 @@ def check_file(
     source.check_unchanged()  # the cells must be the bytes the checksum describes
     checked.parsed = parsed
     progress(f"validating {source.name}", 0.5)
-    row_problems, rejected = validate_rows(dataset, parsed.frame)
-    checked.rejected = rejected
     report.add(parsed.bad_problems.problems)
     report.not_kept += parsed.bad_problems.not_kept
-    report.add(row_problems)
+    rejected = validate_rows(dataset, parsed.frame, report)
+    checked.rejected = rejected
     report.problems.sort(key=lambda p: (p.line or 0, p.severity is Severity.WARNING))
     report.rows_read = parsed.rows_read
     report.rows_rejected = len(parsed.bad_starts) + int(rejected.sum())
@@ -186,6 +186,8 @@ def check_file(
         report.problems.append(
             Problem(ProblemType.NO_ROWS, None, None, None, "the file has a header but no rows")
         )
+    if report.ok:  # a file with errors is refused, or its rejected rows listed one by one
+        report.problems[:0] = incomplete_warnings(dataset, parsed.frame)  # line None: first
     return checked
 
 
@@ -276,13 +278,9 @@ def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str
             "raters": tables["raters"].height,
             "ratings": tables["ratings"].height,
         },
-        "warnings": dict(
-            sorted(
-                (str(t), n)
-                for t, n in report.counts().items()
-                if t == ProblemType.INCONSISTENT_OVERALL
-            )
-        ),
+        "warnings": dict(sorted((t, n) for t, n in report.counts().items() if t in WARNING_TYPES)),
+        # Rater demographics beyond the schema's values: the queries' ENUM types need them.
+        "new_values": new_values(checked.dataset, tables),
         "header": checked.header,
         "filter": None,
         "schema_version": SCHEMA_VERSION,

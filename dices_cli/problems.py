@@ -41,6 +41,14 @@ class ProblemType(StrEnum):
     INCONSISTENT_CONVERSATION = "inconsistent-conversation"
     INCONSISTENT_RATER = "inconsistent-rater"
     INCONSISTENT_OVERALL = "inconsistent-overall"
+    NEW_VALUE = "new-value"
+    INCOMPLETE_DATASET = "incomplete-dataset"
+
+
+# The types that are always warnings: the rows are kept as they are.
+WARNING_TYPES = frozenset(
+    {ProblemType.INCONSISTENT_OVERALL, ProblemType.NEW_VALUE, ProblemType.INCOMPLETE_DATASET}
+)
 
 
 @dataclass(frozen=True)

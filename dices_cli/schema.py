@@ -32,13 +32,16 @@ class Kind(StrEnum):
 # Enum values, in an order that means something (not alphabetical).
 ANSWER = ("No", "Yes", "Unsure")
 GOLD = ("No", "Yes")
-GENDER = ("Man", "Woman")
+# Demographic values as the TensorFlow Datasets builder, written from the official files,
+# declares them: the groups the DICES papers compare first, then the rest.
+GENDER = ("Man", "Woman", "Nonbinary", "Self-describe (below)")
 RACE = (
     "White",
     "Black/African American",
     "LatinX, Latino, Hispanic or Spanish Origin",
     "Asian/Asian subcontinent",
     "Multiracial",
+    "Other",
 )
 AGE = ("gen z", "millenial", "gen x+")  # "millenial" is the dataset's own spelling
 EDUCATION = ("High school or below", "College degree or higher", "Other")
@@ -63,6 +66,10 @@ class Column:
     entity: Entity
     description: str
     values: tuple[str, ...] = ()
+    # A value outside `values` is kept (after them, in order of first appearance) and
+    # reported as a warning, not refused: true for rater demographics only, whose answer
+    # options ("Self-describe (below)") the published label sets may not exhaust.
+    extensible: bool = False
     nullable: bool = False  # an empty cell is allowed and stored as null
     minimum: int | None = None  # for integer columns
     maximum: int | None = None  # for integer columns; None = the Int64 maximum
@@ -85,6 +92,10 @@ def _enum(name: str, entity: Entity, values: tuple[str, ...], description: str) 
     return Column(name, Kind.ENUM, entity, description, values)
 
 
+def _demographic(name: str, values: tuple[str, ...], description: str) -> Column:
+    return Column(name, Kind.ENUM, Entity.RATER, description, values, extensible=True)
+
+
 def _answer(name: str, description: str) -> Column:
     return Column(name, Kind.ENUM, Entity.RATING, description, ANSWER)
 
@@ -92,17 +103,17 @@ def _answer(name: str, description: str) -> Column:
 ROW_ID = _id("id", Entity.RATING, "Row identifier: one rater's answers for one conversation.")
 RATER_ID = _id("rater_id", Entity.RATER, "Rater identifier (a 15-digit integer).")
 ITEM_ID = _id("item_id", Entity.ITEM, "Conversation identifier.")
-GENDER_COL = _enum("rater_gender", Entity.RATER, GENDER, "The rater's gender.")
-RACE_COL = _enum("rater_race", Entity.RATER, RACE, "The rater's race/ethnicity (five groups).")
+GENDER_COL = _demographic("rater_gender", GENDER, "The rater's gender.")
+RACE_COL = _demographic("rater_race", RACE, "The rater's race/ethnicity (grouped).")
 RAW_RACE_COL = Column(
     "rater_raw_race",
     Kind.TEXT,
     Entity.RATER,
     "The rater's self-reported race/ethnicity before grouping into five categories.",
 )
-AGE_COL = _enum("rater_age", Entity.RATER, AGE, "The rater's age group.")
-EDUCATION_COL = _enum("rater_education", Entity.RATER, EDUCATION, "The rater's education.")
-LOCALE_COL = _enum("rater_locale", Entity.RATER, LOCALE, "The rater's country (DICES-990).")
+AGE_COL = _demographic("rater_age", AGE, "The rater's age group.")
+EDUCATION_COL = _demographic("rater_education", EDUCATION, "The rater's education.")
+LOCALE_COL = _demographic("rater_locale", LOCALE, "The rater's country (DICES-990).")
 PHASE_COL = _enum("phase", Entity.RATING, PHASE, "The collection period of this rating.")
 ANSWER_TIME = Column(
     "answer_time_ms",
@@ -237,6 +248,13 @@ DatasetName = Literal["350", "990"]
 
 
 @dataclass(frozen=True)
+class Counts:
+    conversations: int
+    raters: int
+    ratings: int
+
+
+@dataclass(frozen=True)
 class Dataset:
     """One DICES release: its columns in file order and the roles they play."""
 
@@ -246,6 +264,7 @@ class Dataset:
     granular: tuple[str, ...]  # the individual Q2-Q6 answer columns
     category_overall: tuple[str, ...]  # the per-category aggregate answer columns
     aliases: dict[str, str]  # header spelling -> canonical column name
+    published: Counts  # the whole release, as its documentation states it
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -300,6 +319,7 @@ DICES_350 = Dataset(
     granular=tuple(_GRANULAR_350),
     category_overall=tuple(_CATEGORY_350),
     aliases={"Q6_policy_guidelines_other_type": "Q6_policy_guidelines_other"},
+    published=Counts(conversations=350, raters=123, ratings=43_050),
 )
 
 DICES_990 = Dataset(
@@ -328,6 +348,9 @@ DICES_990 = Dataset(
     granular=tuple(_GRANULAR_990),
     category_overall=tuple(_CATEGORY_990),
     aliases={"rater_race_raw": "rater_raw_race"},
+    # The DICES-990 README says 173 raters in one sentence and 172 in another: the smaller
+    # is the threshold, so that the real file is never said to be short of raters.
+    published=Counts(conversations=990, raters=172, ratings=72_103),
 )
 
 DATASETS: dict[str, Dataset] = {"350": DICES_350, "990": DICES_990}

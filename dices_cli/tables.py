@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from dices_cli.schema import (
@@ -19,22 +21,37 @@ from dices_cli.schema import (
 from dices_cli.store import TABLES as TABLES  # where export.py looks for it
 
 
-def polars_type(column: Column) -> pl.DataType:
+def polars_type(column: Column, new_values: Sequence[str] = ()) -> pl.DataType:
+    """The column's type; an enum's `new_values` come after the values the schema lists."""
     if column.kind is Kind.INTEGER:
         return pl.Int64()
     if column.kind is Kind.TIMESTAMP:
         return pl.Datetime("us", "UTC")
     if column.kind is Kind.ENUM:
-        return pl.Enum(list(column.values))
+        return pl.Enum([*column.values, *new_values])
     return pl.String()
 
 
-def _typed(column: Column) -> pl.Expr:
+def unlisted(column: Column) -> pl.Expr:
+    """True on the cells of an enum column that hold a value the schema does not list."""
+    cell = pl.col(column.name)  # Categorical or String: compared without a cast, which is slow
+    return (cell != "") & ~cell.is_in(list(column.values))
+
+
+def _new_values(column: Column, cells: pl.DataFrame) -> list[str]:
+    """The values of an extensible column that the schema does not list, in file order."""
+    if not column.extensible:
+        return []
+    new = cells.filter(unlisted(column)).get_column(column.name).cast(pl.String)
+    return new.unique(maintain_order=True).to_list()
+
+
+def _typed(column: Column, cells: pl.DataFrame) -> pl.Expr:
     cell = pl.col(column.name)
     if column.nullable:
         cell = pl.when(cell != "").then(cell)
     if column.kind is Kind.ENUM:
-        return cell.cast(polars_type(column)).alias(column.name)
+        return cell.cast(polars_type(column, _new_values(column, cells))).alias(column.name)
     text = cell.cast(pl.String)  # the cells may be Categorical
     if column.kind is Kind.TIMESTAMP:
         seconds = pl.from_epoch(text.cast(pl.Int64), time_unit="s")
@@ -43,7 +60,19 @@ def _typed(column: Column) -> pl.Expr:
 
 
 def _typed_table(dataset: Dataset, cells: pl.DataFrame) -> pl.DataFrame:
-    return cells.select(_typed(dataset.column(name)) for name in cells.columns)
+    return cells.select(_typed(dataset.column(name), cells) for name in cells.columns)
+
+
+def new_values(dataset: Dataset, tables: dict[str, pl.DataFrame]) -> dict[str, list[str]]:
+    """Per column, the enum values that `tables` hold beyond those the schema lists."""
+    found = {}
+    for table in tables.values():
+        for name, dtype in table.schema.items():
+            if isinstance(dtype, pl.Enum) and name in dataset.names:
+                listed = dataset.column(name).values
+                if extra := dtype.categories.to_list()[len(listed) :]:
+                    found[name] = extra
+    return found
 
 
 def _derived(dataset: Dataset) -> list[pl.Expr]:
@@ -109,11 +138,15 @@ def _as_cell(column: Column) -> pl.Expr:
     value = pl.col(column.name)
     if column.kind is Kind.TIMESTAMP:
         value = value.dt.epoch("s")
-    return value.cast(pl.String).fill_null("").alias(column.name)
+    text = value.cast(pl.String)
+    # An empty cell is null: CSV writers write null as nothing, as the DICES files have
+    # it, while Polars quotes an empty string ("") to tell it from null.
+    return pl.when(text != "").then(text).alias(column.name)
 
 
 def wide_cells(dataset: Dataset, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """The wide file again, every cell a String as it was in the CSV, rows in file order."""
+    """The wide file again, every cell a String as it was in the CSV (an empty one null),
+    rows in file order."""
     wide = (
         tables["ratings"]
         .join(tables["raters"], on=RATER_ID.name, how="left", maintain_order="left")

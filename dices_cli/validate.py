@@ -6,12 +6,21 @@ Every check is a boolean mask and a message, both Polars expressions, so a clean
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import polars as pl
 
 from dices_cli.csvparse import LINE
-from dices_cli.problems import SHOWN_CHARS, Problem, ProblemType, Severity
+from dices_cli.problems import (
+    MAX_KEPT_PROBLEMS,
+    SHOWN_CHARS,
+    SHOWN_VALUE_CHARS,
+    Problem,
+    ProblemType,
+    Report,
+    Severity,
+    shortened,
+)
 from dices_cli.schema import (
     ANSWER,
     ITEM_ID,
@@ -23,6 +32,7 @@ from dices_cli.schema import (
     Entity,
     Kind,
 )
+from dices_cli.tables import unlisted
 
 INTEGER_PATTERN = r"^(0|-?[1-9][0-9]*)$"  # no "-0", which would not export back as written
 REASON_LIST_PATTERN = r'^\[\s*(?:"?[A-Za-z_]+"?\s*(?:,\s*"?[A-Za-z_]+"?\s*)*)?\]$'
@@ -88,7 +98,7 @@ def _cell_checks(column: Column) -> list[Check]:
                 ),
             ),
         ]
-    elif column.kind is Kind.ENUM:
+    elif column.kind is Kind.ENUM and not column.extensible:  # see new_value_warnings()
         allowed = ", ".join(f"'{v}'" for v in column.values)
         checks.append(
             Check(
@@ -232,24 +242,134 @@ def checks_for(dataset: Dataset, present: set[str]) -> list[Check]:
     )
 
 
-def validate_rows(dataset: Dataset, frame: pl.DataFrame) -> tuple[list[Problem], pl.Series]:
-    """Every problem in `frame` (cells plus LINE), and which rows have an error."""
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
+def new_value_warnings(dataset: Dataset, frame: pl.DataFrame) -> list[Problem]:
+    """One warning per value of an extensible column that the schema does not list, in
+    the rows of `frame`: they are kept, such a value after the listed ones."""
+    rater = pl.col(RATER_ID.name).cast(pl.String)
+    raters = (
+        rater.filter(rater != "").n_unique()
+        if RATER_ID.name in frame.columns
+        else pl.lit(None, dtype=pl.UInt32)  # the file is refused for its header anyway
+    )
+    columns = [c for c in dataset.columns if c.extensible and c.name in frame.columns]
+    if not columns:
+        return []
+    holding = frame.select(unlisted(c).any().alias(c.name) for c in columns).row(0, named=True)
+    problems = []
+    for column in (c for c in columns if holding[c.name]):
+        found = (
+            frame.lazy()
+            .filter(unlisted(column))
+            .group_by(pl.col(column.name).cast(pl.String), maintain_order=True)  # file order
+            .agg(pl.col(LINE).min(), raters.alias("raters"), pl.len().alias("rows"))
+            .collect()
+        )
+        for value, line, rater_count, rows in found.iter_rows():
+            holders = _count(rows, "row")
+            if rater_count is not None:
+                holders = f"{_count(rater_count, 'rater')}, {holders}"
+            message = (
+                f"'{shortened(value)}' is not a listed {column.name} value; "
+                f"kept as a new one ({holders})"
+            )
+            problems.append(
+                Problem(ProblemType.NEW_VALUE, line, column.name, value, message, Severity.WARNING)
+            )
+    return problems
+
+
+def incomplete_warnings(dataset: Dataset, frame: pl.DataFrame) -> list[Problem]:
+    """A warning for each of conversations, raters and ratings that `frame` has fewer of
+    than the published dataset: a file cut short at a record boundary is otherwise valid."""
+    counted_by = {"conversations": ITEM_ID.name, "raters": RATER_ID.name}
+    found = {"ratings": frame.height} | {
+        noun: frame.select(pl.col(key).filter(pl.col(key) != "").n_unique()).item()
+        for noun, key in counted_by.items()
+        if key in frame.columns  # else the file is refused for its header
+    }
+    problems = []
+    for noun, expected in asdict(dataset.published).items():
+        if noun in found and found[noun] < expected:
+            short = f"{found[noun]:,} of {expected:,} {noun}"
+            message = (
+                f"the file holds {found[noun]:,} of the {expected:,} {noun} of "
+                f"{dataset.title}; it may be cut short"
+            )
+            problems.append(
+                Problem(
+                    ProblemType.INCOMPLETE_DATASET, None, None, short, message, Severity.WARNING
+                )
+            )
+    return problems
+
+
+def _overall_summary(_dataset: Dataset, found: list[Problem]) -> str:
+    return (
+        f"{len(found):,} rows have a Q_overall that disagrees with their sub-questions "
+        "(kept as given)"
+    )
+
+
+def _new_value_summary(_dataset: Dataset, found: list[Problem]) -> str:
+    values = ", ".join(f"{p.column} '{shortened(str(p.value))}'" for p in found)
+    return f"rater values the schema does not list, kept as new ones: {values}"
+
+
+def _incomplete_summary(dataset: Dataset, found: list[Problem]) -> str:
+    counts = ", ".join(str(p.value) for p in found)
+    return f"the file holds fewer than the published {dataset.title}: {counts}; it may be cut short"
+
+
+_SUMMARIES = {
+    ProblemType.INCONSISTENT_OVERALL: _overall_summary,
+    ProblemType.NEW_VALUE: _new_value_summary,
+    ProblemType.INCOMPLETE_DATASET: _incomplete_summary,
+}
+
+
+def warning_lines(dataset: Dataset, report: Report) -> list[str]:
+    """The report's warnings in one line per type, for the summary of an ingest."""
+    lines = []
+    for kind, summary in _SUMMARIES.items():
+        if found := [p for p in report.warnings if p.type is kind]:
+            lines.append(f"{summary(dataset, found)} [{kind}]")
+    return lines
+
+
+def validate_rows(dataset: Dataset, frame: pl.DataFrame, report: Report) -> pl.Series:
+    """Add every problem in `frame` (cells plus LINE) to `report`; return which rows have an
+    error. Only as many problems become records as the report keeps (the rest are counted),
+    so a file where every cell is wrong costs no more than one where few are."""
     if frame.height == 0:
-        return [], pl.Series("rejected", [], dtype=pl.Boolean)
+        return pl.Series("rejected", [], dtype=pl.Boolean)
     checks = checks_for(dataset, set(frame.columns))
     masks = frame.select(check.bad.fill_null(False).alias(str(i)) for i, check in enumerate(checks))
     problems: list[Problem] = []
+    room = MAX_KEPT_PROBLEMS - len(report.problems)
     for i, check in enumerate(checks):
-        mask = masks.get_column(str(i))
-        if not mask.any():
+        found_count = int(masks.get_column(str(i)).sum())
+        kept = min(found_count, max(room - len(problems), 0))
+        report.count_not_kept(check.type, check.severity, found_count - kept)
+        if not kept:
             continue
         # Messages use window functions over the whole file, so filter only afterwards.
-        found = frame.select(LINE, check.column, check.message.alias("_message")).filter(mask)
+        found = (
+            frame.select(LINE, check.column, check.message.alias("_message"))
+            .filter(masks.get_column(str(i)))
+            .head(kept)
+            .with_columns(pl.col(check.column).cast(pl.String).str.slice(0, SHOWN_VALUE_CHARS))
+        )
         problems += [
             Problem(check.type, line, check.column, cell, message, check.severity)
             for line, cell, message in found.iter_rows()
         ]
     errors = [str(i) for i, check in enumerate(checks) if check.severity is Severity.ERROR]
     rejected = masks.select(pl.any_horizontal(errors) if errors else pl.lit(False)).to_series()
+    problems += new_value_warnings(dataset, frame.filter(~rejected))  # the values kept
     problems.sort(key=lambda p: (p.line or 0, p.severity is Severity.WARNING))
-    return problems, rejected.alias("rejected")
+    report.add(problems)
+    return rejected.alias("rejected")

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from dices_cli.lines import MAX_RECORD_BYTES
 from dices_cli.main import app
-from dices_cli.problems import ProblemType
+from dices_cli.problems import WARNING_TYPES, ProblemType
 
 RATER_0, RATER_1 = "296708581782793", "296708581783793"
 RESPONSE = "I'm not picking up on your vibe, human."
@@ -485,32 +485,35 @@ CASES = [
         ],
     ),
     Case(
-        # Every row of rater 0 says "boomer", so the rater is consistent but invalid.
-        "not-in-enum-rater",
-        with_cells({(0, "rater_age"): "boomer", (3, "rater_age"): "boomer"}),
-        "2 errors (DICES-350); 6 rows read, 2 would be rejected [2 not-in-enum]",
+        # Every row of conversation 0 says "Maybe", so it is consistent but invalid.
+        "not-in-enum-conversation",
+        with_cells({(row, "safety_gold"): "Maybe" for row in (0, 1, 2)}),
+        "3 errors (DICES-350); 6 rows read, 3 would be rejected [3 not-in-enum]",
         [
             (
                 "not-in-enum",
                 line,
-                "rater_age",
-                "boomer",
-                "'boomer' is not an allowed value; allowed: 'gen z', 'millenial', 'gen x+'",
+                "safety_gold",
+                "Maybe",
+                "'Maybe' is not an allowed value; allowed: 'No', 'Yes'",
             )
-            for line in (L[0], L[3])
+            for line in (L[0], L[1], L[2])
         ],
     ),
     Case(
         "not-in-enum-990",
-        with_cells({(1, "rater_locale"): "UK", (4, "rater_locale"): "UK"}, "990"),
+        with_cells(
+            {(1, "Q4_misinformation_overall"): "Maybe", (4, "Q4_misinformation_overall"): "Maybe"},
+            "990",
+        ),
         "2 errors (DICES-990); 6 rows read, 2 would be rejected [2 not-in-enum]",
         [
             (
                 "not-in-enum",
                 line,
-                "rater_locale",
-                "UK",
-                "'UK' is not an allowed value; allowed: 'IN', 'US'",
+                "Q4_misinformation_overall",
+                "Maybe",
+                f"'Maybe' is not an allowed value; allowed: {ANSWER_VALUES}",
             )
             for line in (LINE_990[1], LINE_990[4])
         ],
@@ -637,8 +640,10 @@ def as_record(path: Path, problem: Problem, severity: str = "error") -> dict[str
 
 def test_the_corpus_covers_every_problem_type() -> None:
     covered = {kind for case in CASES for kind, *_ in case.problems}
-    errors = {str(t) for t in ProblemType} - {ProblemType.INCONSISTENT_OVERALL}
-    assert covered == errors  # inconsistent-overall, a warning, has its own test below
+    errors = {str(t) for t in ProblemType} - WARNING_TYPES
+    # inconsistent-overall has its own test below; new-value and incomplete-dataset theirs in
+    # tests/test_real_values.py
+    assert covered == errors
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -708,6 +713,23 @@ def test_rejects_cannot_save_a_file_whose_rows_are_all_bad(
     assert written(data) == []
 
 
+# A valid 2-conversation x 3-rater DICES-350 file is far smaller than the published one.
+SMALL_FILE_INCOMPLETE: list[Problem] = [
+    (
+        "incomplete-dataset",
+        None,
+        None,
+        f"{found} of {expected} {noun}",
+        f"the file holds {found} of the {expected} {noun} of DICES-350; it may be cut short",
+    )
+    for found, noun, expected in [
+        (2, "conversations", "350"),
+        (3, "raters", "123"),
+        (6, "ratings", "43,050"),
+    ]
+]
+
+
 def test_inconsistent_overall_is_a_warning(runner: CliRunner, tmp_path: Path) -> None:
     """Q_overall disagreeing with its sub-questions is reported, counted and kept as given."""
     path, data = tmp_path / "warn.csv", tmp_path / "data"
@@ -722,15 +744,18 @@ def test_inconsistent_overall_is_a_warning(runner: CliRunner, tmp_path: Path) ->
         f"-> {data / '350'}\n"
         "  warning: 2 rows have a Q_overall that disagrees with their sub-questions "
         "(kept as given) [inconsistent-overall]\n"
+        "  warning: the file holds fewer than the published DICES-350: 2 of 350 conversations, "
+        "3 of 123 raters, 6 of 43,050 ratings; it may be cut short [incomplete-dataset]\n"
     )
     manifest = json.loads((data / "350" / "manifest.json").read_text())
-    assert manifest["warnings"] == {"inconsistent-overall": 2}
+    assert manifest["warnings"] == {"incomplete-dataset": 3, "inconsistent-overall": 2}
     assert manifest["rows"] == {"read": 6, "written": 6, "rejected": 0}
 
     result = runner.invoke(app, ["validate", str(path), "--format", "csv"])
 
     assert result.exit_code == 0
     warnings = [
+        *SMALL_FILE_INCOMPLETE,
         (
             "inconsistent-overall",
             L[1],
@@ -748,7 +773,8 @@ def test_inconsistent_overall_is_a_warning(runner: CliRunner, tmp_path: Path) ->
     ]
     assert validate_records(result.stdout) == [as_record(path, w, "warning") for w in warnings]
     assert result.stderr == (
-        f"{path}: valid (DICES-350); 6 rows read, 0 would be rejected [2 inconsistent-overall]\n"
+        f"{path}: valid (DICES-350); 6 rows read, 0 would be rejected "
+        "[3 incomplete-dataset, 2 inconsistent-overall]\n"
     )
 
 

@@ -71,8 +71,20 @@ def test_validate_valid_file(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", str(path)])
 
     assert result.exit_code == 0
-    assert result.stdout == ",".join(PROBLEM_COLUMNS) + "\n"  # CSV when stdout is not a terminal
-    assert result.stderr == f"{path}: valid (DICES-350); 6 rows read, 0 would be rejected\n"
+    # CSV when stdout is not a terminal; the only problems: a small file is not all of DICES-350
+    warning = f"{path},incomplete-dataset,warning,,,"
+    assert result.stdout.splitlines() == [
+        ",".join(PROBLEM_COLUMNS),
+        f"{warning}2 of 350 conversations,"
+        "the file holds 2 of the 350 conversations of DICES-350; it may be cut short",
+        f"{warning}3 of 123 raters,"
+        "the file holds 3 of the 123 raters of DICES-350; it may be cut short",
+        f'{warning}"6 of 43,050 ratings",'
+        '"the file holds 6 of the 43,050 ratings of DICES-350; it may be cut short"',
+    ]
+    assert result.stderr == (
+        f"{path}: valid (DICES-350); 6 rows read, 0 would be rejected [3 incomplete-dataset]\n"
+    )
 
 
 @pytest.mark.parametrize("name", ["350", "990"])
@@ -129,9 +141,12 @@ def test_validate_several_files(bad_file: Path, runner: CliRunner, tmp_path: Pat
 
     assert result.exit_code == 1
     records = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert [(r["file"], r["type"]) for r in records] == [(str(bad_file), "not-in-enum")]
+    assert [(r["file"], r["type"]) for r in records] == [
+        *[(str(good), "incomplete-dataset")] * 3,
+        (str(bad_file), "not-in-enum"),
+    ]
     assert result.stderr == (
-        f"{good}: valid (DICES-990); 6 rows read, 0 would be rejected\n"
+        f"{good}: valid (DICES-990); 6 rows read, 0 would be rejected [3 incomplete-dataset]\n"
         f"{bad_file}: 1 error (DICES-350); 6 rows read, 1 would be rejected [1 not-in-enum]\n"
     )
 

@@ -46,7 +46,11 @@ from dices_cli.schema import DATASETS, Entity, Kind, canonical_names
 
 # --- where a problem must say it is -----------------------------------------------------------
 
-FILE_LEVEL = {ProblemType.EMPTY_FILE, ProblemType.NO_ROWS}  # no line, no column
+FILE_LEVEL = {  # no line, no column
+    ProblemType.EMPTY_FILE,
+    ProblemType.NO_ROWS,
+    ProblemType.INCOMPLETE_DATASET,
+}
 RECORD_LEVEL = {  # a line, but no column: a broken record (or header) has no reliable columns
     ProblemType.WRONG_FIELD_COUNT,
     ProblemType.RECORD_TOO_LONG,
@@ -70,6 +74,7 @@ CELL_LEVEL = {  # a line and a column (for the header's problems, the column's n
     ProblemType.INCONSISTENT_CONVERSATION,
     ProblemType.INCONSISTENT_RATER,
     ProblemType.INCONSISTENT_OVERALL,
+    ProblemType.NEW_VALUE,
 }
 
 ANY = "*"  # an expected problem whose column is not predictable (a header cell shown escaped)
@@ -309,10 +314,17 @@ def _known(draft: Draft) -> list[str]:
     return [n for n in draft.names if n in dataset.names and draft.names.count(n) == 1]
 
 
-def _cell(draw: st.DrawFn, draft: Draft, kinds: tuple[Kind, ...]) -> tuple[int, str] | None:
-    """An untouched cell of a known column of one of these kinds, in an unbroken row."""
+def _cell(
+    draw: st.DrawFn, draft: Draft, kinds: tuple[Kind, ...], strict: bool = False
+) -> tuple[int, str] | None:
+    """An untouched cell of a known column of one of these kinds, in an unbroken row;
+    `strict`: of a column that refuses values it does not list (not a rater demographic)."""
     dataset = DATASETS[draft.dataset]
-    names = [n for n in _known(draft) if dataset.column(n).kind in kinds]
+    names = [
+        n
+        for n in _known(draft)
+        if dataset.column(n).kind in kinds and not (strict and dataset.column(n).extensible)
+    ]
     if not names:
         return None
     record, name = _row(draw, draft), draw(st.sampled_from(names))
@@ -370,7 +382,7 @@ def huge_text(draw: st.DrawFn, draft: Draft) -> None:
 
 def huge_typed(draw: st.DrawFn, draft: Draft) -> None:
     """A number or an answer of up to 10 MiB: refused, and named."""
-    found = _cell(draw, draft, (Kind.INTEGER, Kind.ENUM))
+    found = _cell(draw, draft, (Kind.INTEGER, Kind.ENUM), strict=True)
     if found is None:
         return
     record, name = found
@@ -394,7 +406,7 @@ def nul_byte(draw: st.DrawFn, draft: Draft) -> None:
 
 def control_character(draw: st.DrawFn, draft: Draft) -> None:
     """A control character in a number or an answer: that value is refused, and named."""
-    found = _cell(draw, draft, (Kind.INTEGER, Kind.TIMESTAMP, Kind.ENUM))
+    found = _cell(draw, draft, (Kind.INTEGER, Kind.TIMESTAMP, Kind.ENUM), strict=True)
     if found is None:
         return
     record, name = found
@@ -434,7 +446,7 @@ def bad_number(draw: st.DrawFn, draft: Draft) -> None:
 
 
 def bad_answer(draw: st.DrawFn, draft: Draft) -> None:
-    found = _cell(draw, draft, (Kind.ENUM, Kind.REASON_LIST))
+    found = _cell(draw, draft, (Kind.ENUM, Kind.REASON_LIST), strict=True)
     if found is None:
         return
     record, name = found

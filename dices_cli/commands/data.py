@@ -105,7 +105,9 @@ def ingest(
     files, limit = _inputs(files, max_size)
     checksum.prefetch(files)  # hashes on a spare core while Polars is imported below
     from dices_cli.ingest import ingest as run_ingest
+    from dices_cli.schema import DATASETS
     from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.validate import warning_lines
 
     store = Store(resolve_data_dir(data))
     with progress_bar(enabled=True) as progress, _max_size_named():
@@ -121,11 +123,8 @@ def ingest(
         )
         if report.rows_rejected:
             say(f"  rejected rows and their problems: {rejects}")
-        if report.warnings:
-            say(
-                f"  warning: {len(report.warnings):,} rows have a Q_overall that disagrees "
-                "with their sub-questions (kept as given) [inconsistent-overall]"
-            )
+        for line in warning_lines(DATASETS[result.stored.name], report):
+            say(f"  warning: {line}")
 
 
 def validate(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,7 +37,7 @@ from dices_cli.schema import (
     Entity,
     Kind,
 )
-from dices_cli.store import Store
+from dices_cli.store import Store, StoredDataset
 
 if TYPE_CHECKING:
     import duckdb
@@ -48,14 +48,19 @@ _Result = TypeVar("_Result")
 UNIFIED_NAMES = {"Q3_unfair_bias_overall": "Q3_bias_overall"}
 
 
-def enum_types() -> dict[tuple[str, ...], str]:
-    """One DuckDB ENUM type per distinct value list, named after the column it first types."""
-    names: dict[tuple[str, ...], str] = {}
-    for dataset in DATASETS.values():
-        for column in dataset.columns:
-            if column.kind is Kind.ENUM and column.values not in names:
-                names[column.values] = "answer" if column.is_answer else f"{column.name}_t"
-    return names
+def _enum_type(column: Column) -> str:
+    return "answer" if column.is_answer else f"{column.name}_t"
+
+
+def enum_types(new_values: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    """The DuckDB ENUM types, by name: one per enum column (one `answer` for all answers),
+    holding the schema's values and then `new_values` (column -> values) the data brought."""
+    columns = {c.name: c for d in DATASETS.values() for c in d.columns if c.kind is Kind.ENUM}
+    types = {_enum_type(column): column.values for column in columns.values()}
+    for name, values in new_values.items():
+        column = columns[name]
+        types[_enum_type(column)] = tuple(dict.fromkeys([*column.values, *values]))
+    return types
 
 
 def answer_columns(datasets: Iterable[Dataset]) -> list[str]:
@@ -73,9 +78,9 @@ def _quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def _sql_type(column: Column, enums: dict[tuple[str, ...], str]) -> str:
+def _sql_type(column: Column) -> str:
     if column.kind is Kind.ENUM:
-        return enums[column.values]
+        return _enum_type(column)
     if column.kind is Kind.INTEGER:
         return "BIGINT"
     if column.kind is Kind.TIMESTAMP:
@@ -91,7 +96,6 @@ class _ViewColumn:
 
 
 def _view_columns(entity: Entity, datasets: Sequence[Dataset]) -> list[_ViewColumn]:
-    enums = enum_types()
     columns: dict[str, _ViewColumn] = {}
     for dataset in datasets:
         own = list(dataset.of(entity))
@@ -100,7 +104,7 @@ def _view_columns(entity: Entity, datasets: Sequence[Dataset]) -> list[_ViewColu
         for column in own:
             name = UNIFIED_NAMES.get(column.name, column.name)
             if name not in columns:
-                columns[name] = _ViewColumn(name, _sql_type(column, enums), {})
+                columns[name] = _ViewColumn(name, _sql_type(column), {})
             columns[name].sources[dataset.name] = column.name
     return list(columns.values())
 
@@ -154,15 +158,16 @@ class Session:
             raise DicesError("no dataset selected")
         self.selection = selection or RaterSelection()
         self.con: duckdb.DuckDBPyConnection = duckdb.connect(":memory:")
-        for values, name in enum_types().items():
+        stored = [store.open(dataset.name) for dataset in self.datasets]
+        for name, values in enum_types(_new_values(stored)).items():
             self.con.execute(f"CREATE TYPE {name} AS ENUM ({_literals(values)})")
         self.con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
         self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({_literals(list(DATASETS))})")
-        self._load(store, materialize)
+        self._load(stored, materialize)
         self._create_views()
         self.con.execute(prelude())
 
-    def _load(self, store: Store, materialize: bool) -> None:
+    def _load(self, stored_datasets: list[StoredDataset], materialize: bool) -> None:
         import duckdb
 
         removed = [(name, rid) for name, ids in PUBLISHED_REMOVED.items() for rid in sorted(ids)]
@@ -174,12 +179,11 @@ class Session:
                 "INSERT INTO _keep SELECT unnest($ids::BIGINT[])",
                 {"ids": sorted(self.selection.keep_ids)},
             )
-        for dataset in self.datasets:
-            stored = store.open(dataset.name)
+        for stored in stored_datasets:
             stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
             for table in ("items", "raters", "ratings"):
                 path = stored.table_path(table)
-                name = f"_{table}_{dataset.name}"
+                name = f"_{table}_{stored.name}"
                 try:
                     relation = self.con.read_parquet(str(path))
                     if materialize:
@@ -256,6 +260,16 @@ class Session:
             return self.execute(sql, named)
         # Arrow, not Python values: a compute step works on whole columns.
         return compute(self._fetch(sql, named, _arrow), parameters)
+
+
+def _new_values(stored_datasets: Iterable[StoredDataset]) -> dict[str, list[str]]:
+    """The values the datasets' files brought beyond the schema's, per column, in dataset
+    order (the union, when both datasets are selected)."""
+    found: dict[str, list[str]] = {}
+    for stored in stored_datasets:
+        for column, values in stored.manifest.get("new_values", {}).items():
+            found[column] = list(dict.fromkeys([*found.get(column, []), *values]))
+    return found
 
 
 def _python_rows(cursor: duckdb.DuckDBPyConnection) -> Table:
