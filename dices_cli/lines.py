@@ -15,10 +15,10 @@ from typing import BinaryIO
 
 BOM = b"\xef\xbb\xbf"
 CHUNK = 1 << 20
-# A DICES record is a few KB; 32 MiB holds any legal cell we test (10 MiB) with room to
-# spare, and bounds what one runaway record (an unterminated quote before gigabytes of text,
+# A DICES record is a few KB; 24 MiB holds two of the largest legal cells we test (10 MiB)
+# with room to spare, and bounds what one runaway record (an unterminated quote before gigabytes of text,
 # a NUL-filled tail) can cost: the csv module holds a field as 4-byte characters.
-MAX_RECORD_BYTES = 1 << 25
+MAX_RECORD_BYTES = 24 << 20
 _LINE_END = re.compile(rb"\r\n?|\n")
 _NOT_LINE_END = re.compile(rb"[^\r\n]")
 

@@ -257,7 +257,7 @@ CASES = [
                 L[6],
                 None,
                 None,
-                "the record starting here is longer than 32 MiB, and a DICES record is a few "
+                "the record starting here is longer than 24 MiB, and a DICES record is a few "
                 "KB; reading goes on at the next line",
             )
         ],
