@@ -16,8 +16,9 @@ from typing import BinaryIO
 BOM = b"\xef\xbb\xbf"
 CHUNK = 1 << 20
 # A DICES record is a few KB; 24 MiB holds two of the largest legal cells we test (10 MiB)
-# with room to spare, and bounds what one runaway record (an unterminated quote before gigabytes of text,
-# a NUL-filled tail) can cost: the csv module holds a field as 4-byte characters.
+# and bounds what one runaway record (an unterminated quote before gigabytes of text, a
+# NUL-filled tail) costs: the csv module holds a field as 4-byte characters, and doubles
+# its buffer as it grows (about 8 bytes per byte at the peak, within the fixed 300 MB).
 MAX_RECORD_BYTES = 24 << 20
 _LINE_END = re.compile(rb"\r\n?|\n")
 _NOT_LINE_END = re.compile(rb"[^\r\n]")
