@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -182,34 +183,28 @@ def check_file(path: Path, choice: str = "auto", progress: Progress = _no_progre
 REJECT_FIELDS = ("file", "line", "problems", "record")
 
 
-def write_rejects(
-    checked_files: Sequence[CheckedFile], destination: Path, force: bool = False
-) -> int:
-    """Every rejected record, verbatim, with its problems. Returns how many were written.
-
-    An existing `destination` is replaced only with `force`; an input file never.
-    """
+def write_rejects(checked_files: Sequence[CheckedFile], handle: BinaryIO) -> int:
+    """Every rejected record, verbatim, with its problems, as CSV. Returns how many."""
     written = 0
-    inputs = [checked.source.path for checked in checked_files]
-    raw = open_output(destination, force, inputs, option="--rejects")
-    with io.TextIOWrapper(raw, newline="", encoding="utf-8", errors="surrogateescape") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(REJECT_FIELDS)
-        for checked in checked_files:
-            for line, record, problems in _rejected_records(checked):
-                text = "; ".join(
-                    f"{p.type} in {p.column}: {p.message}" if p.column else f"{p.type}: {p.message}"
-                    for p in problems
-                )
-                writer.writerow(
-                    [
-                        checked.source.path.name,
-                        line,
-                        text,
-                        record.decode("utf-8", "surrogateescape"),
-                    ]
-                )
-                written += 1
+    text = io.TextIOWrapper(handle, newline="", encoding="utf-8", errors="surrogateescape")
+    writer = csv.writer(text)
+    writer.writerow(REJECT_FIELDS)
+    for checked in checked_files:
+        for line, record, problems in _rejected_records(checked):
+            described = "; ".join(
+                f"{p.type} in {p.column}: {p.message}" if p.column else f"{p.type}: {p.message}"
+                for p in problems
+            )
+            writer.writerow(
+                [
+                    checked.source.path.name,
+                    line,
+                    described,
+                    record.decode("utf-8", "surrogateescape"),
+                ]
+            )
+            written += 1
+    text.detach()  # flushed; `handle` stays open for its owner
     return written
 
 
@@ -306,10 +301,17 @@ def ingest(
                 f"{checked.source.path}: every row was rejected; nothing was written",
                 checked.report,
             )
-    if rejects is not None:
-        write_rejects(checked_files, rejects, force)
+    # The rejects file appears only once the data is published: a refused or failed
+    # ingest leaves none behind to block the rerun.
+    rejects_file = (
+        contextlib.nullcontext(None)
+        if rejects is None
+        else open_output(rejects, force, [*paths, store.root], option="--rejects")
+    )
     results = []
-    with store.locked():
+    with store.locked(), rejects_file as rejected:
+        if rejected is not None:
+            write_rejects(checked_files, rejected)
         for checked in checked_files:
             assert checked.dataset is not None
             store.check_replaceable(checked.dataset.name, force)

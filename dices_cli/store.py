@@ -20,7 +20,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import shutil
 import time
 import uuid
@@ -29,7 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dices_cli.errors import DatasetExistsError, DicesError, LockedError, NotIngestedError
+from dices_cli.errors import (
+    DatasetExistsError,
+    DicesError,
+    LockedError,
+    NotIngestedError,
+    system_reason,
+)
 from dices_cli.schema import DATASETS
 
 if TYPE_CHECKING:
@@ -168,7 +173,7 @@ class Store:
             with contextlib.suppress(OSError):
                 new_link.unlink(missing_ok=True)
             raise DicesError(
-                f"could not write DICES-{name} to {self.root}: {_reason(error)}; "
+                f"could not write DICES-{name} to {self.root}: {system_reason(error)}; "
                 "the previous data (if any) is unchanged"
             ) from error
         self._prune(name, keep={final.resolve(), previous})
@@ -178,18 +183,6 @@ class Store:
         for version in (self.root / STORE).glob(f"{name}-*"):
             if version.resolve() not in keep:
                 shutil.rmtree(version, ignore_errors=True)
-
-
-def _reason(error: Exception) -> str:
-    """Why a write failed, in the system's words ("No space left on device").
-
-    Polars reports an I/O error as e.g. ComputeError("...: underlying IO error: No space
-    left on device (os error 28)"), without an errno attribute.
-    """
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror
-    match = re.search(r"\(os error (\d+)\)", str(error))
-    return os.strerror(int(match[1])) if match else str(error)
 
 
 def _fsync_tree(directory: Path) -> None:
