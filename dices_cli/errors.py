@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,3 +44,15 @@ class InvalidInputError(DicesError):
     def __init__(self, message: str, report: Report) -> None:
         super().__init__(message)
         self.report = report
+
+
+def system_reason(error: Exception) -> str:
+    """Why a read or write failed, in the system's words ("No space left on device").
+
+    Polars reports an I/O error as e.g. ComputeError("...: underlying IO error: No space
+    left on device (os error 28)"), or a bare OSError of that text, without an errno.
+    """
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    match = re.search(r"\(os error (\d+)\)", str(error))
+    return os.strerror(int(match[1])) if match else str(error)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -194,41 +194,33 @@ def check_file(
 REJECT_FIELDS = ("file", "line", "problems", "record")
 
 
-def write_rejects(
-    checked_files: Sequence[CheckedFile], destination: Path, force: bool = False
-) -> int:
-    """Every rejected record, verbatim, with its problems. Returns how many were written.
-
-    An existing `destination` is replaced only with `force`; an input file never.
-    """
+def write_rejects(checked_files: Sequence[CheckedFile], handle: BinaryIO) -> int:
+    """Every rejected record, verbatim, with its problems, as CSV. Returns how many."""
     written = 0
-    inputs = [checked.source.path for checked in checked_files if checked.source.path]
-    raw = open_output(destination, force, inputs, option="--rejects")
-    with io.TextIOWrapper(raw, newline="", encoding="utf-8", errors="surrogateescape") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(REJECT_FIELDS)
-        for checked in checked_files:
-            for line, record, problems in _rejected_records(checked):
-                text = (
-                    "; ".join(
-                        f"{p.type} in {p.column}: {p.message}"
-                        if p.column
-                        else f"{p.type}: {p.message}"
-                        for p in problems
-                    )
-                    or f"(more than {MAX_KEPT_PROBLEMS:,} problems in this file: not listed)"
+    text = io.TextIOWrapper(handle, newline="", encoding="utf-8", errors="surrogateescape")
+    writer = csv.writer(text)
+    writer.writerow(REJECT_FIELDS)
+    for checked in checked_files:
+        for line, record, problems in _rejected_records(checked):
+            described = (
+                "; ".join(
+                    f"{p.type} in {p.column}: {p.message}" if p.column else f"{p.type}: {p.message}"
+                    for p in problems
                 )
-                writer.writerow(
-                    [
-                        checked.source.name
-                        if checked.source.path is None
-                        else checked.source.path.name,
-                        line,
-                        text,
-                        record.decode("utf-8", "surrogateescape"),
-                    ]
-                )
-                written += 1
+                or f"(more than {MAX_KEPT_PROBLEMS:,} problems in this file: not listed)"
+            )
+            writer.writerow(
+                [
+                    checked.source.name
+                    if checked.source.path is None
+                    else checked.source.path.name,
+                    line,
+                    described,
+                    record.decode("utf-8", "surrogateescape"),
+                ]
+            )
+            written += 1
+    text.detach()  # flushed; `handle` stays open for its owner
     return written
 
 
@@ -263,7 +255,7 @@ def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str
         "dataset": checked.dataset.name,
         "title": checked.dataset.title,
         "source": {
-            "name": checked.source.name if path is None else path.name,
+            "name": checked.source.display_name,
             "path": None if path is None else str(path.resolve()),
             "size": digest.size,
             "sha256": digest.sha256,
@@ -334,10 +326,17 @@ def _write(
                 f"{checked.source.name}: every row was rejected; nothing was written",
                 checked.report,
             )
-    if rejects is not None:
-        write_rejects(checked_files, rejects, force)
+    # The rejects file appears only once the data is published: a refused or failed
+    # ingest leaves none behind to block the rerun.
+    rejects_file = (
+        contextlib.nullcontext(None)
+        if rejects is None
+        else open_output(rejects, force, [*_given_files(checked_files), store.root], "--rejects")
+    )
     results = []
-    with store.locked():
+    with store.locked(), rejects_file as rejected:
+        if rejected is not None:
+            write_rejects(checked_files, rejected)
         for checked in checked_files:
             assert checked.dataset is not None
             store.check_replaceable(checked.dataset.name, force)
@@ -347,6 +346,10 @@ def _write(
             results.append(IngestResult(checked.report, stored))
     progress("done", 1.0)
     return results
+
+
+def _given_files(checked_files: Sequence[CheckedFile]) -> list[Path]:
+    return [checked.source.path for checked in checked_files if checked.source.path is not None]
 
 
 def _refuse_same_dataset_twice(checked_files: Sequence[CheckedFile]) -> None:

@@ -7,12 +7,17 @@ shortest round-trip form); only the table for people, drawn by `dices_cli.render
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import io
 import json
 import math
 import os
-from collections.abc import Sequence
+import secrets
+import stat
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -20,7 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from dices_cli.errors import DicesError, UsageError
+from dices_cli.errors import DicesError, UsageError, system_reason
 
 if TYPE_CHECKING:
     import polars as pl
@@ -44,6 +49,8 @@ EXTENSIONS = {
     ".ndjson": Format.JSONL,
     ".parquet": Format.PARQUET,
 }
+# An -o file being written is `.NAME.<random>.dices-tmp` beside it until it is complete.
+TEMP_SUFFIX = ".dices-tmp"
 
 
 @dataclass(frozen=True)
@@ -110,22 +117,90 @@ def _same_file(path: Path, other: Path) -> bool:
         return False
 
 
+@contextlib.contextmanager
 def open_output(
     path: Path, force: bool = False, inputs: Sequence[Path] = (), option: str = "-o"
-) -> BinaryIO:
-    """`path` opened for writing, after `check_output`.
+) -> Iterator[BinaryIO]:
+    """`path` opened for writing, after `check_output`: a file appears whole or not at all.
 
-    Without `force` the file is created exclusively, so one that appears meanwhile is not
-    overwritten either; a device or a pipe (`-o /dev/null`) is written as it is.
+    A file is written under a temporary name beside it, synced, and renamed into place
+    when the `with` block ends; if the block fails (a full disk, say), the temporary file
+    is removed and `path` is as it was. Without `force` the file is linked into place
+    exclusively, so one that appears meanwhile is not overwritten either. A device, a pipe
+    or the name of an open descriptor (`-o /dev/null`, `/dev/stdout`) is written as it is.
+    A failed write is a `DicesError` in the system's words.
     """
     check_output(path, force, inputs, option)
-    exclusive = not force and not path.exists()
+    if _written_in_place(path):
+        with _reported(f"cannot write {path}"), path.open("wb") as handle:
+            yield handle
+        return
+    # A symbolic link's target is replaced, not the link, as opening the link would.
+    final = path.resolve() if path.is_file() else path
+    temporary = final.with_name(f".{final.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    with _reported(f"cannot write {path}"):
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:
+            with open(descriptor, "wb") as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            _put_in_place(temporary, final, force)
+        finally:
+            temporary.unlink(missing_ok=True)
+
+
+def _written_in_place(path: Path) -> bool:
+    """Whether `path` is written as it is: an existing device or pipe, or any name under
+    /dev or /proc (such as /dev/stdout, whose file the shell opened; renaming a new file
+    onto it would not reach that descriptor)."""
+    if Path(os.path.abspath(path)).parts[1:2] in (("dev",), ("proc",)):
+        return True
     try:
-        return path.open("xb" if exclusive else "wb")
+        return not stat.S_ISREG(path.stat().st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _put_in_place(temporary: Path, final: Path, replace: bool) -> None:
+    """Give the written file its name: replacing an existing file only when `replace`."""
+    if replace:
+        with contextlib.suppress(FileNotFoundError):  # keep the replaced file's permissions
+            os.chmod(temporary, stat.S_IMODE(final.stat().st_mode))
+        os.replace(temporary, final)
+        return
+    try:
+        os.link(temporary, final)  # unlike a rename, fails if `final` appeared meanwhile
     except FileExistsError:
-        raise DicesError(f"{path} exists; use --force to overwrite it") from None
+        raise DicesError(f"{final} exists; use --force to overwrite it") from None
     except OSError as error:
-        raise DicesError(f"cannot write {path}: {error.strerror or error}") from error
+        if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise
+        # A file system without hard links (FAT, say): check, then rename.
+        if final.exists():
+            raise DicesError(f"{final} exists; use --force to overwrite it") from None
+        os.replace(temporary, final)
+
+
+@contextlib.contextmanager
+def open_stdout() -> Iterator[BinaryIO]:
+    """Standard output's bytes, flushed when the `with` block ends; a failed write (a full
+    disk behind `> file`, `> /dev/full`) is a `DicesError`, a reader that went away stays a
+    `BrokenPipeError`. Text printed to `sys.stdout` inside the block is flushed too."""
+    with _reported("cannot write to standard output"):
+        yield sys.stdout.buffer
+        sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def _reported(failure: str) -> Iterator[None]:
+    """An OSError inside the block as a DicesError: `failure`, then the system's reason."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise DicesError(f"{failure}: {system_reason(error)}") from error
 
 
 def _text_cell(value: Any) -> str:

@@ -1,18 +1,24 @@
-"""Rater id lists: read from a file or stdin for `--raters`."""
+"""Rater id lists: read from a file or stdin to choose the raters a query sees."""
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 
 from dices_cli.errors import DicesError
+from dices_cli.ids import parse_integer
+from dices_cli.schema import RATER_ID
 
 
-def parse_rater_ids(text: str, source: str) -> frozenset[int]:
+def parse_rater_ids(data: bytes, source: str) -> frozenset[int]:
     """Rater ids from one id per line, or from the `rater_id` column of a CSV with a header.
 
-    Blank lines are ignored; anything else that is not an integer is an error naming its line.
+    The bytes are UTF-8 (a byte-order mark is allowed). An id is spelled as ingest accepts
+    it in the rater_id column (see `dices_cli.ids`); spaces around it and blank lines are
+    ignored, and anything else is an error naming its line.
     """
+    text = _decoded(data, source)
     lines = text.splitlines()
     first = lines[0] if lines else ""
     if "rater_id" in first.split(",") or "," in first:
@@ -30,15 +36,21 @@ def parse_rater_ids(text: str, source: str) -> frozenset[int]:
         numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
     ids = set()
     for number, cell in numbered:
-        try:
-            rater_id = int(cell.strip())
-            if not -(2**63) <= rater_id < 2**63:  # ids are BIGINT in every query
-                raise ValueError(rater_id)
-            ids.add(rater_id)
-        except ValueError:
-            raise DicesError(
-                f"{source}: line {number}: {cell.strip()!r} is not a rater id"
-            ) from None
+        rater_id = parse_integer(cell.strip(), RATER_ID)
+        if rater_id is None:
+            raise DicesError(f"{source}: line {number}: {cell.strip()!r} is not a rater id")
+        ids.add(rater_id)
     if not ids:
         raise DicesError(f"{source}: no rater ids found")
     return frozenset(ids)
+
+
+def _decoded(data: bytes, source: str) -> str:
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise DicesError(
+            f"{source}: line {line} is not UTF-8 text; save the list as UTF-8"
+        ) from None

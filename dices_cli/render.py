@@ -8,7 +8,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dices_cli.output import Format, Table, choose_format, open_output, write_table
+from dices_cli.output import (
+    Format,
+    Table,
+    choose_format,
+    open_output,
+    open_stdout,
+    write_table,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,17 +137,18 @@ def emit(
     """Send a result to stdout or -o FILE in the format asked for (or the natural one).
 
     -o never names one of `inputs` (files, or data directories), nor an existing file
-    unless `force`.
+    unless `force`; it appears whole or not at all. A failed write is a plain error.
     """
     chosen = choose_format(fmt, output, sys.stdout.isatty())
-    if chosen is Format.TABLE:
-        print_table(table, title)
-    elif output is not None:
+    if output is not None:
         with open_output(output, force, inputs) as handle:
             write_table(table, chosen, handle)
-    else:
-        write_table(table, chosen, sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        return
+    with open_stdout() as handle:
+        if chosen is Format.TABLE:
+            print_table(table, title)
+        else:
+            write_table(table, chosen, handle)
 
 
 def describe_problem(problem: Problem) -> str:

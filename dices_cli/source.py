@@ -189,6 +189,11 @@ class Source:
             ) from error
         return checksum.Digest(given.size, given.digest.hexdigest())
 
+    @property
+    def display_name(self) -> str:
+        """The file's own name, without its folders ("stdin" for stdin)."""
+        return self.name if self.path is None else self.path.name
+
     @staticmethod
     def _reader(fd: int) -> io.BufferedReader:
         return io.BufferedReader(_Reader(fd), buffer_size=COPY_CHUNK)

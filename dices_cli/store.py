@@ -27,7 +27,6 @@ import fcntl
 import functools
 import json
 import os
-import re
 import shutil
 import time
 import uuid
@@ -43,6 +42,7 @@ from dices_cli.errors import (
     DicesError,
     LockedError,
     NotIngestedError,
+    system_reason,
 )
 from dices_cli.schema import DATASETS, canonical_names
 
@@ -135,7 +135,7 @@ class StoredDataset:
 
     def unreadable(self, path: Path, error: Exception) -> DamagedDataError:
         """The error for a stored file that a reader could not decode."""
-        return self._damaged(path, f"cannot be read ({_reason(error)})")
+        return self._damaged(path, f"cannot be read ({system_reason(error)})")
 
     def table_path(self, table: str) -> Path:
         return self.path / f"{table}.parquet"
@@ -307,7 +307,7 @@ class Store:
             with contextlib.suppress(OSError):
                 new_link.unlink(missing_ok=True)
             raise DicesError(
-                f"could not write DICES-{name} to {self.root}: {_reason(error)}; "
+                f"could not write DICES-{name} to {self.root}: {system_reason(error)}; "
                 "the previous data (if any) is unchanged"
             ) from error
         self._prune(name, keep={final.resolve(), previous})
@@ -371,18 +371,6 @@ def _shape_problem(value: Any, shape: dict[str, Any], where: str) -> str | None:
         elif not isinstance(value[key], expected) or isinstance(value[key], bool):
             return f"{name} is not {_KIND_NAMES[expected]}"
     return None
-
-
-def _reason(error: Exception) -> str:
-    """Why a read or write failed, in the system's words ("No space left on device").
-
-    Polars reports an I/O error as e.g. ComputeError("...: underlying IO error: No space
-    left on device (os error 28)"), without an errno attribute.
-    """
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror
-    match = re.search(r"\(os error (\d+)\)", str(error))
-    return os.strerror(int(match[1])) if match else str(error)
 
 
 def _fsync_tree(directory: Path) -> None:

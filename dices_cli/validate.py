@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 import polars as pl
 
 from dices_cli.csvparse import LINE
+from dices_cli.ids import INTEGER_PATTERN, integer_range
 from dices_cli.problems import (
     MAX_KEPT_PROBLEMS,
     SHOWN_CHARS,
@@ -34,9 +35,7 @@ from dices_cli.schema import (
 )
 from dices_cli.tables import unlisted
 
-INTEGER_PATTERN = r"^(0|-?[1-9][0-9]*)$"  # no "-0", which would not export back as written
 REASON_LIST_PATTERN = r'^\[\s*(?:"?[A-Za-z_]+"?\s*(?:,\s*"?[A-Za-z_]+"?\s*)*)?\]$'
-INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -77,8 +76,7 @@ def _cell_checks(column: Column) -> list[Check]:
         text = cell.cast(pl.String)  # the cells may be Categorical
         looks_integer = text.str.contains(INTEGER_PATTERN)
         number = text.cast(pl.Int64, strict=False)
-        low = column.minimum if column.minimum is not None else -INT64_MAX
-        high = column.maximum if column.maximum is not None else INT64_MAX
+        low, high = integer_range(column)
         checks += [
             Check(
                 ProblemType.NOT_AN_INTEGER,

@@ -4,7 +4,7 @@
 -- uses: gold-vs-crowd AS cells
 -- param by: columns = []: Compute the crowd label from this group's raters only.
 -- param rule: choice(plurality|threshold) = plurality: How the crowd's label is decided.
--- param threshold: float = 0.5: With --rule threshold, the share of Yes among Yes and No that makes the crowd say Yes.
+-- param threshold: float in [0, 1] = 0.5: With --rule threshold, the share of Yes among Yes and No that makes the crowd say Yes.
 -- explanation:
 --   The gold-vs-crowd confusion reduced to one row per dataset (and group). "Positive"
 --   is Yes (unsafe): the crowd predicts Yes when its label is Yes, and not-Yes for No,

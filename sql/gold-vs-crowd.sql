@@ -3,7 +3,7 @@
 -- datasets: 350
 -- param by: columns = []: Compute the crowd label from this group's raters only.
 -- param rule: choice(plurality|threshold) = plurality: How the crowd's label is decided.
--- param threshold: float = 0.5: With --rule threshold, the share of Yes among Yes and No that makes the crowd say Yes.
+-- param threshold: float in [0, 1] = 0.5: With --rule threshold, the share of Yes among Yes and No that makes the crowd say Yes.
 -- explanation:
 --   How often does the crowd agree with the experts? Each conversation gets a crowd
 --   label: the plurality of its Q_overall answers ('tie' when the top two are equal),

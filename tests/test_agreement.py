@@ -219,9 +219,12 @@ def test_csv_header_and_whole_pool_columns(runner: CliRunner, ingested: Path) ->
         ),
         (
             ["agreement", "--by", "rater_age", "--permutations", "-1"],
-            "--permutations must be 0 or more (got -1)",
+            "--permutations must be a whole number between 0 and 100000 (got -1)",
         ),
-        (["agreement", "--by", "rater_age", "--seed", "-2"], "--seed must be 0 or more (got -2)"),
+        (
+            ["agreement", "--by", "rater_age", "--seed", "-2"],
+            "--seed must be a whole number between 0 and 4294967295 (got -2)",
+        ),
         (
             ["overview", "--permutations", "10"],
             "overview does not take --permutations; it takes: no options",
@@ -243,7 +246,7 @@ def test_explain_documents_every_option(runner: CliRunner) -> None:
     assert result.exit_code == 0, result.output
     for option in ("--by", "--question", "--unsure", "--permutations", "--seed"):
         assert f"\n  {option} (" in result.stdout
-    assert "--permutations (integer, default 1000)" in result.stdout
+    assert "--permutations (integer in [0, 100000], default 1000)" in result.stdout
     assert result.stdout.endswith(
         "sql/agreement.sql\nThen computed in Python by: dices_cli.metrics.compute:compute\n"
     )

@@ -10,12 +10,10 @@ in a traceback, a signal, or a "bug" message.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -40,41 +38,37 @@ MEMORY_CAP = 2 << 30
 FIXED_MEMORY = 300 * MiB
 
 
+# A small launcher process sets the cap and spawns `dices`, then reports how it ended and
+# its peak RSS. The launcher is needed because Linux counts a process's peak RSS from before
+# its exec: a child forked straight from pytest would inherit pytest's hundreds of MB.
+LAUNCHER = """
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+quiet = os.open(os.devnull, os.O_WRONLY)
+pid = os.posix_spawn(
+    sys.executable,
+    [sys.executable, "-c", "from dices_cli.main import run; run()", *sys.argv[2:]],
+    os.environ,
+    file_actions=[(os.POSIX_SPAWN_DUP2, quiet, 1)],
+)
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)
+"""
+
+
 def run_capped(args: list[str], stdin: bytes | None = None) -> tuple[int, str, int]:
     """Run `dices ARGS` in a fresh process under the memory cap: (exit code, stderr, peak RSS).
 
     A process killed by a signal gives a negative exit code.
     """
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
-
-    process = subprocess.Popen(
-        [sys.executable, "-c", "from dices_cli.main import run; run()", *args],
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        preexec_fn=cap,
+    result = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, str(MEMORY_CAP), *args],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        check=True,
     )
-    writer = None
-    if stdin is not None:
-        assert process.stdin is not None
-
-        def feed() -> None:
-            assert process.stdin is not None
-            with contextlib.suppress(BrokenPipeError):  # the reader may refuse early
-                process.stdin.write(stdin)
-            process.stdin.close()
-
-        writer = threading.Thread(target=feed)
-        writer.start()
-    assert process.stderr is not None
-    stderr = process.stderr.read().decode(errors="replace")
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if writer is not None:
-        writer.join()
-    return process.returncode, stderr, usage.ru_maxrss * 1024
+    code, peak = result.stdout.split()
+    return int(code), result.stderr.decode(errors="replace"), int(peak)
 
 
 def assert_clean(code: int, stderr: str, expected_code: int) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 import pytest
 from drivers.datadir import leftovers, sha256, subset, versions, visible
+from fixtures.dices_csv import build
 from typer.testing import CliRunner
 
 from dices_cli import store as store_module
@@ -294,3 +295,29 @@ def test_a_really_full_disk(tiny_disk: Path, new_350: Path, runner: CliRunner) -
     assert visible(data, "350") == before
     assert leftovers(data) == []
     assert versions(data, "350") == published
+
+
+def test_o_on_a_really_full_disk_leaves_no_truncated_file(
+    tiny_disk: Path, tmp_path: Path, runner: CliRunner
+) -> None:
+    """-o FILE on a disk with room for 8 KiB of a 1.3 MB result: a plain error, no file."""
+    source, data = tmp_path / "dices_350.csv", tmp_path / "data"
+    source.write_bytes(build("350"))
+    assert ingest(runner, data, source).exit_code == 0
+    spare = tiny_disk / "spare"
+    spare.write_bytes(b"\0" * 8192)
+    with (tiny_disk / "filler").open("wb", buffering=0) as filler:
+        with pytest.raises(OSError) as full:
+            while True:
+                filler.write(b"\0" * 4096)
+        assert full.value.errno == errno.ENOSPC
+    spare.unlink()
+    out = tiny_disk / "result.csv"
+    result = runner.invoke(
+        app,
+        ["sql", "SELECT range AS n FROM range(200000)", "--data", str(data), "-o", str(out)],
+    )
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == f"Error: cannot write {out}: {NO_SPACE}\n"
+    assert sorted(p.name for p in tiny_disk.iterdir()) == ["filler"]

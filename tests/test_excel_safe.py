@@ -102,7 +102,7 @@ def test_numbers_are_not_formulas(runner: CliRunner, tmp_path: Path) -> None:
     # Record the edit in the manifest, or the store refuses the file as damaged.
     manifest = ratings.with_name("manifest.json")
     recorded = json.loads(manifest.read_text(encoding="utf-8"))
-    digest = checksum.sha256(ratings)
+    digest = checksum.sha256_file(ratings)
     recorded["files"]["ratings.parquet"] = {"size": digest.size, "sha256": digest.sha256}
     manifest.write_text(json.dumps(recorded), encoding="utf-8")
 

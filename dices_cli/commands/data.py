@@ -244,17 +244,15 @@ def export(
 
         dices export -d 990 | csvlook | less -S
     """
-    import sys
-
     from dices_cli.export import source_path, write_csv
-    from dices_cli.output import open_output
+    from dices_cli.output import open_output, open_stdout
     from dices_cli.store import Store, resolve_data_dir
 
     store = Store(resolve_data_dir(data))
     stored = store.open(dataset)
     if output is None:
-        write_csv(stored, sys.stdout.buffer, excel_safe)
-        sys.stdout.buffer.flush()
+        with open_stdout() as handle:
+            write_csv(stored, handle, excel_safe)
     else:
         source = source_path(stored)
         inputs = [store.root, *([source] if source is not None else [])]
@@ -287,9 +285,10 @@ def demo(
     import tempfile
 
     from dices_cli.demo import tour
+    from dices_cli.output import open_stdout
     from dices_cli.render import print_table
 
-    with tempfile.TemporaryDirectory(prefix="dices-demo-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="dices-demo-") as scratch, open_stdout():
         workdir = keep or Path(scratch)
         say(f"Ingesting the bundled sample into {workdir} ...")
         for section in tour(workdir):

@@ -54,9 +54,21 @@ MinQuality = Annotated[
     typer.Option(
         "--min-quality",
         metavar="Q",
-        help="Keep only raters whose quality score is at least Q (0-1; see dices filter-raters).",
+        help="Keep only raters whose quality score is at least Q "
+        "(0 to 1; see dices filter-raters).",
     ),
 ]
+
+
+def _canned_help(query: str, name: str, text: str) -> str:
+    """Help for a numeric option of one canned query: `text`, then the range and default
+    that the query's .sql header declares (their one home)."""
+    from dices_cli.queries.catalog import get_query
+
+    parameter = get_query(query).parameter(name)
+    assert parameter is not None and parameter.range is not None
+    low, high = parameter.range
+    return f"{query}: {text} ({low} to {high}; default {parameter.default})."
 
 
 def rater_selection(
@@ -71,15 +83,15 @@ def rater_selection(
         selection.description.append("without the raters the DICES authors removed")
     if raters is not None:
         if raters == "-":
-            text, source = sys.stdin.read(), "stdin"
+            data, source = sys.stdin.buffer.read(), "stdin"
         else:
             try:
-                text, source = Path(raters).read_text(encoding="utf-8"), raters
+                data, source = Path(raters).read_bytes(), raters
             except OSError as error:
                 from dices_cli.errors import DicesError
 
                 raise DicesError(f"cannot read --raters {raters}: {error.strerror}") from error
-        selection.keep_ids = parse_rater_ids(text, source)
+        selection.keep_ids = parse_rater_ids(data, source)
         selection.description.append(f"{len(selection.keep_ids)} raters from {source}")
     return selection
 
@@ -109,20 +121,24 @@ def _list_queries(fmt: Any, output: Path | None, force: bool) -> None:
 
 
 def _explain(name: str) -> None:
+    from dices_cli.output import open_stdout
     from dices_cli.queries.catalog import get_query
 
     query = get_query(name)
-    print(f"{query.name}: {query.summary}\n")
-    print(query.explanation + "\n")
-    print(f"Datasets: {', '.join('DICES-' + d for d in query.datasets)}")
-    for parameter in query.parameters:
-        default = "required" if parameter.required else f"default {parameter.default or 'none'}"
-        choices = f" Choices: {', '.join(parameter.choices)}." if parameter.choices else ""
-        option = f"--{parameter.name.replace('_', '-')}"
-        print(f"  {option} ({parameter.type}, {default}): {parameter.help}{choices}")
-    print(f"\nSQL: {query.path}")
-    if query.compute is not None:
-        print(f"Then computed in Python by: {query.compute}")
+    with open_stdout():
+        print(f"{query.name}: {query.summary}\n")
+        print(query.explanation + "\n")
+        print(f"Datasets: {', '.join('DICES-' + d for d in query.datasets)}")
+        for parameter in query.parameters:
+            default = "required" if parameter.required else f"default {parameter.default or 'none'}"
+            kind = parameter.type
+            if parameter.range is not None:
+                kind += f" in [{parameter.range[0]}, {parameter.range[1]}]"
+            choices = f" Choices: {', '.join(parameter.choices)}." if parameter.choices else ""
+            print(f"  {parameter.option} ({kind}, {default}): {parameter.help}{choices}")
+        print(f"\nSQL: {query.path}")
+        if query.compute is not None:
+            print(f"Then computed in Python by: {query.compute}")
 
 
 def _bind(query: Any, given: dict[str, Any]) -> dict[str, Any]:
@@ -160,7 +176,10 @@ def query(
     ] = None,
     threshold: Annotated[
         float | None,
-        typer.Option("--threshold", help="gold-vs-crowd --rule threshold: share of Yes (0-1)."),
+        typer.Option(
+            "--threshold",
+            help=_canned_help("gold-vs-crowd", "threshold", "with --rule threshold, share of Yes"),
+        ),
     ] = None,
     question: Annotated[
         str | None,
@@ -173,12 +192,15 @@ def query(
     permutations: Annotated[
         int | None,
         typer.Option(
-            "--permutations", help="agreement: relabellings for p-values (default: 1000)."
+            "--permutations",
+            help=_canned_help("agreement", "permutations", "relabellings for p-values"),
         ),
     ] = None,
     seed: Annotated[
         int | None,
-        typer.Option("--seed", help="agreement: random seed of the permutations (default: 0)."),
+        typer.Option(
+            "--seed", help=_canned_help("agreement", "seed", "random seed of the permutations")
+        ),
     ] = None,
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
@@ -193,8 +215,9 @@ def query(
 ) -> None:
     from dices_cli.errors import UsageError
     from dices_cli.output import check_output
-    from dices_cli.queries.catalog import get_query, render_sql
+    from dices_cli.queries.catalog import get_query, missing_group_column, render_sql
     from dices_cli.queries.engine import open_session
+    from dices_cli.schema import DATASETS
     from dices_cli.store import Store, resolve_data_dir
 
     if list_:
@@ -215,11 +238,15 @@ def query(
     if show_sql:
         say(f"-- parameters: {parameters}\n{render_sql(canned)}")
     store = Store(resolve_data_dir(data))
-    session = open_session(store, dataset, selection, needs=canned.datasets)
-    skipped = sorted(set(store.available()) - {d.name for d in session.datasets})
-    if dataset == "all" and skipped:
-        left_out = ", ".join(f"DICES-{d}" for d in skipped)
-        say(f"note: {name} does not apply to {left_out}; showing the datasets it applies to")
+    columns = canned.group_columns(parameters)
+    session = open_session(store, dataset, selection, needs=canned.datasets, columns=columns)
+    queried = {d.name for d in session.datasets}
+    for skipped in sorted(set(store.available()) - queried if dataset == "all" else ()):
+        if lacking := missing_group_column(DATASETS[skipped], columns):
+            note = f"{lacking}, so it is left out"
+        else:
+            note = f"{name} does not apply to DICES-{skipped}; showing the datasets it applies to"
+        say(f"note: {note}")
     if session.selection.description:
         say(f"raters: {'; '.join(session.selection.description)}")
     inputs = read_paths(data, raters)
@@ -235,7 +262,12 @@ def sql(
     raters: RatersFile = None,
     min_quality: MinQuality = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Stop the query after this many seconds.", min=0.1)
+        float,
+        typer.Option(
+            "--timeout",
+            help="Stop the query after this many seconds (at least 0.1; inf: no limit).",
+            min=0.1,
+        ),
     ] = 60.0,
     data: DataDir = None,
     fmt: OutputFormat = None,

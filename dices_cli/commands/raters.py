@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
-from dices_cli.output import Format, check_output, open_output
+from dices_cli.output import Format, check_output, open_output, open_stdout
 from dices_cli.quality import DEFAULT_MIN_QUALITY
 from dices_cli.render import emit, say
 
@@ -30,7 +29,8 @@ def filter_raters(
         typer.Option(
             "--min-quality",
             metavar="Q",
-            help=f"Keep raters whose quality score is at least Q (default {DEFAULT_MIN_QUALITY}).",
+            help=f"Keep raters whose quality score is at least Q (0 to 1; default "
+            f"{DEFAULT_MIN_QUALITY}).",
             show_default=False,
         ),
     ] = None,
@@ -120,11 +120,10 @@ def filter_raters(
         )
     if ids_only:
         ids = "".join(f"{r.rater_id}\n" for r in raters if r.key in kept)
-        if output is None:
-            sys.stdout.write(ids)
-        else:
-            with open_output(output, force, [store.root]) as handle:
-                handle.write(ids.encode("utf-8"))
+        with (
+            open_stdout() if output is None else open_output(output, force, [store.root])
+        ) as handle:
+            handle.write(ids.encode("utf-8"))
     elif audit_only:
         table = audit_table(audits, rule.description)
         emit(table, fmt or Format.JSON, output, force=force, inputs=[store.root])

@@ -161,10 +161,6 @@ def _read(
 
 
 def _check(parameters: dict[str, Any], datasets: Sequence[str]) -> None:
-    if parameters["permutations"] < 0:
-        raise UsageError(f"--permutations must be 0 or more (got {parameters['permutations']})")
-    if parameters["seed"] < 0:
-        raise UsageError(f"--seed must be 0 or more (got {parameters['seed']})")
     for name in datasets:
         if parameters["question"] not in answer_columns([DATASETS[name]]):
             raise UsageError(

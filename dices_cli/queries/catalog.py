@@ -7,7 +7,7 @@ A header is the leading block of `--` comment lines:
     -- datasets: 350 990
     -- uses: gold-vs-crowd AS cells          (optional: another query as a CTE)
     -- param by: columns, required: Rater columns to group by; several intersect.
-    -- param threshold: float = 0.5: Share of Yes that makes the crowd say Yes.
+    -- param threshold: float in [0, 1] = 0.5: Share of Yes that makes the crowd say Yes.
     -- compute: dices_cli.metrics.compute:compute   (optional: a Python step after the SQL)
     -- explanation:
     --   Free text, as many lines as needed, until the header ends.
@@ -15,6 +15,15 @@ A header is the leading block of `--` comment lines:
 Parameter types: `columns` (a list of column names from the group-by choices), `question`
 (one answer column, such as Q_overall), `float`, `integer`, `choice(a|b)`. Each parameter
 is bound by name (`$threshold`), never pasted.
+
+A `float` or `integer` parameter must declare its range, `in [low, high]` (both ends
+included), and its default must lie in it; a value outside the range, and NaN or infinity,
+is a usage error that names the range. The range is the parameter's one documented home:
+`dices query NAME --explain` and the options' help show it.
+
+A `columns` parameter names rater columns. A dataset that lacks one (DICES-350 has no
+rater_locale) cannot be broken down by it: `missing_group_column` says so, and the engine
+leaves that dataset out of `--dataset all` or refuses it when it is named.
 
 `compute: module:function` names a function(pyarrow.Table, parameters) -> Table that turns
 the SQL's result into the query's result, for what SQL cannot do well (permutation tests). The
@@ -26,15 +35,16 @@ Adding a query is adding a file.
 from __future__ import annotations
 
 import importlib
+import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import UsageError
-from dices_cli.schema import DATASETS
+from dices_cli.schema import DATASETS, Dataset
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,8 +64,10 @@ GROUP_COLUMNS = (
 
 _PARAM = re.compile(
     r"^param (?P<name>[a-z_]+): (?P<type>columns|question|float|integer|choice\([a-z|]+\))"
+    r"(?: in \[(?P<low>[^,\]]+), (?P<high>[^,\]]+)\])?"
     r"(?:, (?P<required>required)| = (?P<default>[^:]+))?: (?P<help>.+)$"
 )
+NUMERIC = {"float": float, "integer": int}
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,11 @@ class Parameter:
     default: str | None
     required: bool
     help: str
+    range: tuple[str, str] | None = None  # a numeric parameter's [low, high], as written
+
+    @property
+    def option(self) -> str:
+        return f"--{self.name.replace('_', '-')}"
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -78,35 +95,58 @@ class Parameter:
             return tuple(self.type[len("choice(") : -1].split("|"))
         return ()
 
+    @property
+    def range_text(self) -> str:
+        """The range in words, e.g. "a number between 0 and 1"."""
+        assert self.range is not None
+        kind = "a whole number" if self.type == "integer" else "a number"
+        return f"{kind} between {self.range[0]} and {self.range[1]}"
+
     def convert(self, raw: object) -> object:
         """The value to bind: from the CLI's value, or this parameter's default."""
         if raw is None or raw == []:
             if self.required:
-                raise UsageError(f"this query needs --{self.name.replace('_', '-')}")
+                raise UsageError(f"this query needs {self.option}")
             raw = [] if self.type == "columns" else self.default
-        if self.type == "float":
-            return float(str(raw))
-        if self.type == "integer":
-            return int(str(raw))
+        if self.type in NUMERIC:
+            return self._number(raw)
         if self.type == "columns":
             columns = list(raw) if isinstance(raw, list | tuple) else [str(raw)]
             unknown = [c for c in columns if c not in GROUP_COLUMNS]
             if unknown:
                 raise UsageError(
-                    f"unknown --{self.name} column {unknown[0]!r}; choose from: "
+                    f"unknown {self.option} column {unknown[0]!r}; choose from: "
                     + ", ".join(GROUP_COLUMNS)
                 )
             return columns
         if self.type == "question" and str(raw) not in self.choices:
             raise UsageError(  # the list is long: point to it rather than print it
-                f"unknown --{self.name} {raw!r}: not a No/Yes/Unsure answer column; "
+                f"unknown {self.option} {raw!r}: not a No/Yes/Unsure answer column; "
                 "the query's --explain lists them"
             )
         if str(raw) not in self.choices:
             raise UsageError(
-                f"--{self.name} must be one of: {', '.join(self.choices)} (got {raw!r})"
+                f"{self.option} must be one of: {', '.join(self.choices)} (got {raw!r})"
             )
         return str(raw)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The declared range as numbers of the parameter's type."""
+        assert self.range is not None
+        low, high = (NUMERIC[self.type](end) for end in self.range)
+        return low, high
+
+    def _number(self, raw: object) -> float:
+        """A value inside the declared range, which is finite: NaN and infinity never are."""
+        low, high = self.bounds
+        try:
+            value = NUMERIC[self.type](str(raw))
+        except ValueError:  # not a number of this type
+            value = math.nan
+        if not low <= value <= high:  # False for NaN
+            raise UsageError(f"{self.option} must be {self.range_text} (got {raw})")
+        return value
 
 
 @dataclass(frozen=True)
@@ -123,6 +163,19 @@ class Query:
 
     def parameter(self, name: str) -> Parameter | None:
         return next((p for p in self.parameters if p.name == name), None)
+
+    def group_columns(self, parameters: dict[str, Any]) -> list[str]:
+        """The rater columns the bound `parameters` break the result down by."""
+        return [c for p in self.parameters if p.type == "columns" for c in parameters[p.name]]
+
+
+def missing_group_column(dataset: Dataset, columns: Sequence[str]) -> str | None:
+    """Why `dataset` cannot be broken down by `columns` (it lacks one), or None if it can."""
+    for column in columns:
+        if column not in dataset.names:
+            owners = " and ".join(d.title for d in DATASETS.values() if column in d.names)
+            return f"{column} is a {owners} column; {dataset.title} has no {column}"
+    return None
 
 
 def _header_lines(text: str) -> tuple[list[str], str]:
@@ -150,15 +203,7 @@ def parse_query(path: Path, text: str) -> Query:
             match = _PARAM.match(line)
             if match is None:
                 raise ValueError(f"{path.name}: malformed parameter line: {line}")
-            parameters.append(
-                Parameter(
-                    match["name"],
-                    match["type"],
-                    match["default"],
-                    bool(match["required"]),
-                    match["help"],
-                )
-            )
+            parameters.append(_parameter(path, match))
         elif line.startswith("explanation:"):
             in_explanation = True
         elif ":" in line:
@@ -179,6 +224,36 @@ def parse_query(path: Path, text: str) -> Query:
         body=body.strip().rstrip(";"),
         path=path,
     )
+
+
+def _parameter(path: Path, match: re.Match[str]) -> Parameter:
+    """A parameter from its header line; a numeric one must have a range holding its default."""
+    bounds = (match["low"], match["high"]) if match["low"] is not None else None
+    parameter = Parameter(
+        match["name"],
+        match["type"],
+        match["default"],
+        bool(match["required"]),
+        match["help"],
+        bounds,
+    )
+    if (parameter.type in NUMERIC) != (bounds is not None):
+        raise ValueError(
+            f"{path.name}: parameter {parameter.name}: a float or integer parameter, "
+            "and only one, declares its range as `in [low, high]`"
+        )
+    if bounds is not None:
+        try:
+            low, high = parameter.bounds
+            if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+                raise ValueError(f"[{low}, {high}] is not a finite range")
+            if parameter.default is not None:
+                parameter.convert(None)
+        except (ValueError, UsageError) as error:
+            raise ValueError(
+                f"{path.name}: parameter {parameter.name}: bad range or default: {error}"
+            ) from None
+    return parameter
 
 
 def sql_directory() -> Path:

@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dices_cli.errors import DicesError, NotIngestedError, UsageError
 from dices_cli.output import Table, table_from_rows
-from dices_cli.queries.catalog import Query, compute_step, prelude, render_sql
+from dices_cli.queries.catalog import (
+    Query,
+    compute_step,
+    missing_group_column,
+    prelude,
+    render_sql,
+)
 from dices_cli.schema import (
     DATASETS,
     GOLD_REASONS,
@@ -299,8 +305,14 @@ def open_session(
     selection: RaterSelection | None = None,
     materialize: bool = False,
     needs: Sequence[str] = ("350", "990"),
+    columns: Sequence[str] = (),
 ) -> Session:
-    """A session over `dataset` ('350', '990' or 'all': whatever is ingested and applies)."""
+    """A session over `dataset` ('350', '990' or 'all': whatever is ingested and applies).
+
+    `needs` are the datasets the query applies to, and `columns` the rater columns it breaks
+    results down by: with 'all', a dataset that lacks one is left out (DICES-350 has no
+    rater_locale); a dataset named, or every one, lacking it is a usage error.
+    """
     available = store.available()
     if not available:
         raise NotIngestedError(
@@ -312,6 +324,10 @@ def open_session(
     if not chosen:
         only = "/".join(f"DICES-{name}" for name in needs)
         raise UsageError(f"this query applies to {only} only, not DICES-{wanted[0]}")
+    lacking = {name: missing_group_column(DATASETS[name], columns) for name in chosen}
+    if all(lacking.values()):
+        raise UsageError(str(lacking[chosen[0]]))
+    chosen = [name for name in chosen if lacking[name] is None]
     if selection is not None and selection.min_quality is not None:
         from dices_cli.quality import select_by_quality  # scores in a session of its own
 
