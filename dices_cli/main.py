@@ -7,6 +7,7 @@ Heavy libraries (Polars, DuckDB) are imported inside the commands that need them
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from typing import Annotated, Any
@@ -17,6 +18,8 @@ from typer.core import TyperGroup
 from dices_cli import __version__
 from dices_cli.commands import data, query, raters, verify
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
+
+STDOUT_FAILURES = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
 
 
 class DicesGroup(TyperGroup):
@@ -46,6 +49,16 @@ class DicesGroup(TyperGroup):
             # about the unflushable stdout at exit.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
+        except OSError as error:
+            if error.errno not in STDOUT_FAILURES:
+                raise
+            # Help and usage text that Click writes itself: every other write of ours
+            # reports its own failure, naming the file.
+            from dices_cli.errors import system_reason
+            from dices_cli.render import say
+
+            say(f"Error: cannot write to standard output: {system_reason(error)}")
+            raise typer.Exit(1) from None
         except MemoryError:
             from dices_cli.render import say
 
@@ -109,8 +122,15 @@ def run() -> None:
         code = 0
     except SystemExit as done:  # Click always exits with an int status, or None for 0
         code = done.code if isinstance(done.code, int) else 0
+    except BrokenPipeError:  # help or usage text to a reader that went away
+        code = 0
+    except OSError as error:  # help or usage text to a full disk, written before our handler
+        from dices_cli.errors import system_reason
+
+        print(f"Error: cannot write to standard output: {system_reason(error)}", file=sys.stderr)
+        code = 1
     # A reader that went away (`| head`) may have left stdout broken or closed.
-    with contextlib.suppress(BrokenPipeError, ValueError):
+    with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

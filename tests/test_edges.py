@@ -126,6 +126,15 @@ def test_the_demo_on_a_full_disk_is_a_plain_error() -> None:
     assert "bug" not in done.stderr
 
 
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["query", "-h"], ["query"]])
+def test_help_and_usage_on_a_full_disk_are_a_plain_error(args: list[str]) -> None:
+    """Click writes help and usage itself, before our error handling: `run()` catches it."""
+    with open("/dev/full", "wb") as full:
+        done = dices(*args, stdout=full)
+    assert done.returncode == 1
+    assert done.stderr == f"Error: cannot write to standard output: {NO_SPACE}\n"
+
+
 @pytest.mark.parametrize("name", WRITERS)
 def test_o_on_a_full_device_is_a_plain_error(name: str, small: Path, runner: CliRunner) -> None:
     result = run(runner, small, *WRITERS[name], "-o", "/dev/full")
