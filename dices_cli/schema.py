@@ -6,6 +6,7 @@ derived from the tables in this module, so a change to the data model happens he
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -354,6 +355,21 @@ DICES_990 = Dataset(
 )
 
 DATASETS: dict[str, Dataset] = {"350": DICES_350, "990": DICES_990}
+
+# Columns that mean the same in both datasets share the first dataset's name in queries.
+UNIFIED_NAMES = {"Q3_unfair_bias_overall": "Q3_bias_overall"}
+
+
+def answer_columns(datasets: Iterable[Dataset]) -> list[str]:
+    """The No/Yes/Unsure answer columns of these datasets, named as in the query views."""
+    names = (
+        UNIFIED_NAMES.get(column.name, column.name)
+        for dataset in datasets
+        for column in dataset.of(Entity.RATING)
+        if column.is_answer
+    )
+    return list(dict.fromkeys(names))
+
 
 # Columns derived at ingest and stored next to the raw column they come from.
 HARM_TAGS = "harm_tags"  # normalised list form of harm_type

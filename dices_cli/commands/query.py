@@ -218,6 +218,7 @@ def query(
     from dices_cli.queries.catalog import get_query, missing_group_column, render_sql
     from dices_cli.queries.engine import open_session
     from dices_cli.schema import DATASETS
+    from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
     if list_:
@@ -239,6 +240,7 @@ def query(
         say(f"-- parameters: {parameters}\n{render_sql(canned)}")
     store = Store(resolve_data_dir(data))
     columns = canned.group_columns(parameters)
+    selection = resolve(store, dataset, selection, needs=canned.datasets, columns=columns)
     session = open_session(store, dataset, selection, needs=canned.datasets, columns=columns)
     queried = {d.name for d in session.datasets}
     for skipped in sorted(set(store.available()) - queried if dataset == "all" else ()):
@@ -288,12 +290,13 @@ def sql(
     """
     from dices_cli.output import check_output
     from dices_cli.queries.sandbox import run_sql
+    from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
     if output is not None:  # before the work
         check_output(output, force, read_paths(data, raters))
-    selection = rater_selection(exclude_removed, raters, min_quality)
     store = Store(resolve_data_dir(data))
+    selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
     result = run_sql(store, dataset, statement, selection, timeout)
     emit(result, fmt, output, title="sql", force=force, inputs=read_paths(data, raters))
 

@@ -22,8 +22,7 @@ from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.groups import METRICS, POOL_METRICS, pool_metrics
 from dices_cli.metrics.permutation import benjamini_hochberg, permutation_test
 from dices_cli.output import Table
-from dices_cli.queries.engine import answer_columns
-from dices_cli.schema import ANSWER, DATASETS
+from dices_cli.schema import ANSWER, DATASETS, answer_columns
 
 UNSURE = "Unsure"
 Codes = NDArray[np.intp]

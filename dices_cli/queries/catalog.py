@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import UsageError
-from dices_cli.schema import DATASETS, Dataset
+from dices_cli.schema import DATASETS, Dataset, answer_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -88,8 +88,6 @@ class Parameter:
         if self.type == "columns":
             return GROUP_COLUMNS
         if self.type == "question":
-            from dices_cli.queries.engine import answer_columns  # the engine imports this module
-
             return tuple(answer_columns(DATASETS.values()))
         if self.type.startswith("choice("):
             return tuple(self.type[len("choice(") : -1].split("|"))

@@ -38,6 +38,7 @@ from dices_cli.schema import (
     GOLD_REASONS,
     HARM_TAGS,
     PUBLISHED_REMOVED,
+    UNIFIED_NAMES,
     Column,
     Dataset,
     Entity,
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 _Result = TypeVar("_Result")
-
-UNIFIED_NAMES = {"Q3_unfair_bias_overall": "Q3_bias_overall"}
 
 
 def _enum_type(column: Column) -> str:
@@ -67,17 +66,6 @@ def enum_types(new_values: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, 
         column = columns[name]
         types[_enum_type(column)] = tuple(dict.fromkeys([*column.values, *values]))
     return types
-
-
-def answer_columns(datasets: Iterable[Dataset]) -> list[str]:
-    """The No/Yes/Unsure answer columns of these datasets, named as in the views."""
-    names = (
-        UNIFIED_NAMES.get(column.name, column.name)
-        for dataset in datasets
-        for column in dataset.of(Entity.RATING)
-        if column.is_answer
-    )
-    return list(dict.fromkeys(names))
 
 
 def _quote(identifier: str) -> str:
@@ -143,7 +131,7 @@ class RaterSelection:
 
     exclude_removed: bool = False
     keep_ids: frozenset[int] | None = None
-    min_quality: float | None = None  # resolved into keep_ids by open_session
+    min_quality: float | None = None  # resolved into keep_ids by dices_cli.selection
     description: list[str] = field(default_factory=list)
 
 
@@ -299,15 +287,13 @@ def _literals(values: Sequence[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
-def open_session(
+def chosen_datasets(
     store: Store,
     dataset: str,
-    selection: RaterSelection | None = None,
-    materialize: bool = False,
     needs: Sequence[str] = ("350", "990"),
     columns: Sequence[str] = (),
-) -> Session:
-    """A session over `dataset` ('350', '990' or 'all': whatever is ingested and applies).
+) -> list[str]:
+    """The datasets a query over `dataset` ('350', '990' or 'all') reads.
 
     `needs` are the datasets the query applies to, and `columns` the rater columns it breaks
     results down by: with 'all', a dataset that lacks one is left out (DICES-350 has no
@@ -327,9 +313,19 @@ def open_session(
     lacking = {name: missing_group_column(DATASETS[name], columns) for name in chosen}
     if all(lacking.values()):
         raise UsageError(str(lacking[chosen[0]]))
-    chosen = [name for name in chosen if lacking[name] is None]
-    if selection is not None and selection.min_quality is not None:
-        from dices_cli.quality import select_by_quality  # scores in a session of its own
+    return [name for name in chosen if lacking[name] is None]
 
-        selection = select_by_quality(store, chosen, selection)
-    return Session(store, chosen, selection, materialize)
+
+def open_session(
+    store: Store,
+    dataset: str,
+    selection: RaterSelection | None = None,
+    materialize: bool = False,
+    needs: Sequence[str] = ("350", "990"),
+    columns: Sequence[str] = (),
+) -> Session:
+    """A session over the `chosen_datasets`, seeing the raters of a resolved `selection`
+    (`dices_cli.selection.resolve` turns a minimum quality into rater ids first)."""
+    if selection is not None and selection.min_quality is not None:
+        raise ValueError("a minimum quality must be resolved into rater ids first")
+    return Session(store, chosen_datasets(store, dataset, needs, columns), selection, materialize)

@@ -1,0 +1,29 @@
+"""Which raters a command sees: the rater selection options resolved once, above the engine.
+
+A minimum quality is a score computed over each dataset's whole pool (`dices_cli.quality`),
+which itself runs queries; resolving it here, into the ids of the raters it keeps, lets the
+query engine know nothing of quality.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dices_cli.queries.engine import RaterSelection, chosen_datasets
+from dices_cli.store import Store
+
+
+def resolve(
+    store: Store,
+    dataset: str,
+    selection: RaterSelection,
+    needs: Sequence[str] = ("350", "990"),
+    columns: Sequence[str] = (),
+) -> RaterSelection:
+    """`selection` with a minimum quality turned into rater ids, over the datasets a query
+    over `dataset` reads (see `chosen_datasets`)."""
+    if selection.min_quality is None:
+        return selection
+    from dices_cli.quality import select_by_quality  # scores in a session of its own
+
+    return select_by_quality(store, chosen_datasets(store, dataset, needs, columns), selection)
