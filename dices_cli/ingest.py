@@ -1,12 +1,12 @@
-"""Check DICES CSV files and ingest them into the data directory as typed Parquet."""
+"""Ingest DICES CSV files into the data directory as typed Parquet: only what validated."""
 
 from __future__ import annotations
 
 import contextlib
 import csv
 import io
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -17,179 +17,21 @@ from dices_cli import __version__, checksum
 from dices_cli.csvparse import (
     LINE,
     LINE_COUNT,
-    EmptyFileError,
-    HeaderError,
-    ParsedFile,
-    header_problems,
-    parse,
-    prefix,
-    read_header,
 )
-from dices_cli.errors import DicesError, InvalidInputError, UsageError
+from dices_cli.errors import InvalidInputError, UsageError
 from dices_cli.lines import verbatim_records
 from dices_cli.output import check_output, open_output
 from dices_cli.problems import (
     MAX_KEPT_PROBLEMS,
     WARNING_TYPES,
     Problem,
-    ProblemType,
     Report,
-    Severity,
-    shortened,
 )
-from dices_cli.schema import DATASETS, SCHEMA_VERSION, Dataset, canonical_names, detect
-from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
+from dices_cli.schema import SCHEMA_VERSION
+from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, open_source
 from dices_cli.store import Store, StoredDataset
 from dices_cli.tables import new_values, split
-from dices_cli.validate import incomplete_warnings, validate_rows
-
-Progress = Callable[[str, float], None]  # (what is happening, fraction of the file done)
-
-
-def _no_progress(_stage: str, _fraction: float) -> None:
-    return None
-
-
-@dataclass
-class CheckedFile:
-    """A file read and validated, with everything needed to write it or its rejects."""
-
-    source: Source
-    report: Report
-    dataset: Dataset | None = None
-    header: list[str] = field(default_factory=list)
-    parsed: ParsedFile | None = None
-    rejected: pl.Series | None = None  # per row of parsed.frame
-
-    @property
-    def writable(self) -> bool:
-        """True when the header is sound, so valid rows can be written despite bad ones."""
-        return self.parsed is not None and not any(
-            p.line is None or p.line == 1 for p in self.report.errors
-        )
-
-    def valid_cells(self) -> pl.DataFrame:
-        assert self.parsed is not None and self.rejected is not None
-        return self.parsed.frame.filter(~self.rejected)
-
-
-def _header_problems(dataset: Dataset, header: list[str], names: list[str]) -> list[Problem]:
-    problems = []
-    seen: set[str] = set()
-    for position, (cell, name) in enumerate(zip(header, names, strict=True), start=1):
-        # An unnamed column (a spreadsheet's index, say) is named by its place.
-        label = name if cell.strip() else f"#{position}"
-        if name in seen:
-            problems.append(
-                Problem(
-                    ProblemType.DUPLICATE_COLUMN,
-                    1,
-                    label,
-                    cell,
-                    f"column {name} appears twice"
-                    if cell.strip()
-                    else f"header cell {position} is empty, as an earlier one is",
-                )
-            )
-        elif not cell.strip():
-            message = f"header cell {position} is empty; every {dataset.title} column has a name"
-            problems.append(Problem(ProblemType.UNEXPECTED_COLUMN, 1, label, cell, message))
-        elif name not in dataset.names:
-            problems.append(
-                Problem(
-                    ProblemType.UNEXPECTED_COLUMN,
-                    1,
-                    cell,
-                    cell,
-                    f"{shortened(cell)!r} is not a {dataset.title} column",
-                )
-            )
-        seen.add(name)
-    problems += [
-        Problem(
-            ProblemType.MISSING_COLUMN,
-            1,
-            name,
-            None,
-            f"the header has no {name} column, which {dataset.title} requires",
-        )
-        for name in dataset.names
-        if name not in seen
-    ]
-    return problems
-
-
-def _choose_dataset(choice: str, header: list[str]) -> Dataset | None:
-    return DATASETS[choice] if choice in DATASETS else detect(header)
-
-
-def check_file(
-    source: Source, choice: str = "auto", progress: Progress = _no_progress
-) -> CheckedFile:
-    """Read and validate one file. Problems go into the report; nothing raises for bad data."""
-    progress(f"reading {source.name}", 0.0)
-    checked = CheckedFile(source, Report(source.name, None))
-    report = checked.report
-    try:
-        header = read_header(prefix(source))
-    except OSError as error:
-        raise DicesError(f"cannot read {source.name}: {error.strerror}") from error
-    except EmptyFileError:
-        report.problems.append(
-            Problem(
-                ProblemType.EMPTY_FILE, None, None, None, "the file is empty: no header, no rows"
-            )
-        )
-        return checked
-    except HeaderError as error:
-        report.problems.append(error.problem)
-        return checked
-    if unreadable := header_problems(header):
-        report.problems += unreadable
-        return checked
-    dataset = _choose_dataset(choice, header.cells)
-    if dataset is None:
-        report.problems.append(
-            Problem(
-                ProblemType.UNKNOWN_DATASET,
-                1,
-                None,
-                None,
-                "the header matches neither DICES-350 nor DICES-990; "
-                "check that this is a DICES file or pass --dataset 350|990",
-            )
-        )
-        return checked
-    checked.dataset, checked.header = dataset, header.cells
-    report.dataset = dataset.name
-    names = canonical_names(dataset, header.cells)
-    report.problems += _header_problems(dataset, header.cells, names)
-    if any(p.type is ProblemType.DUPLICATE_COLUMN for p in report.problems):
-        return checked
-    progress(f"parsing {source.name}", 0.2)
-    repeating = {c.name for c in dataset.columns if c.repeats}
-    try:
-        parsed = parse(source, header, names, repeating)
-    except OSError as error:
-        raise DicesError(f"cannot read {source.name}: {error.strerror or error}") from error
-    source.check_unchanged()  # the cells must be the bytes the checksum describes
-    checked.parsed = parsed
-    progress(f"validating {source.name}", 0.5)
-    report.add(parsed.bad_problems.problems)
-    report.not_kept += parsed.bad_problems.not_kept
-    rejected = validate_rows(dataset, parsed.frame, report)
-    checked.rejected = rejected
-    report.problems.sort(key=lambda p: (p.line or 0, p.severity is Severity.WARNING))
-    report.rows_read = parsed.rows_read
-    report.rows_rejected = len(parsed.bad_starts) + int(rejected.sum())
-    if report.rows_read == 0:
-        report.problems.append(
-            Problem(ProblemType.NO_ROWS, None, None, None, "the file has a header but no rows")
-        )
-    if report.ok:  # a file with errors is refused, or its rejected rows listed one by one
-        report.problems[:0] = incomplete_warnings(dataset, parsed.frame)  # line None: first
-    return checked
-
+from dices_cli.validate import CheckedFile, Progress, check_file, no_progress
 
 REJECT_FIELDS = ("file", "line", "problems", "record")
 
@@ -287,7 +129,7 @@ def ingest(
     choice: str = "auto",
     force: bool = False,
     rejects: Path | None = None,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
     max_size: int = DEFAULT_MAX_SIZE,
 ) -> list[IngestResult]:
     """Validate every file, then write each dataset atomically; all or nothing per call.

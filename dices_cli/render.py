@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-    from dices_cli.ingest import Progress
     from dices_cli.problems import Problem, Report
     from dices_cli.tabular import Layout
+    from dices_cli.validate import Progress
 
 PROBLEMS_SHOWN = 20
 

@@ -29,9 +29,9 @@ from typer.testing import CliRunner
 
 from dices_cli import csvparse
 from dices_cli.errors import DicesError
-from dices_cli.ingest import check_file
 from dices_cli.main import app
 from dices_cli.source import DEFAULT_MAX_SIZE, Source, parse_size
+from dices_cli.validate import check_file, validate_file
 
 MiB = 1 << 20
 MEMORY_CAP = 2 << 30
@@ -344,3 +344,19 @@ def test_pathological_bytes_anywhere_end_cleanly_in_bounded_memory(
     assert code in (0, 1), stderr
     assert_clean(code, stderr, code)
     assert peak < 3 * len(valid) + FIXED_MEMORY, f"{peak / MiB:.0f} MiB"
+
+
+def test_validate_file_is_the_one_entry_for_a_report(replica_350: Path, tmp_path: Path) -> None:
+    """The library call behind `dices validate`: a path (or `-`) in, a Report out."""
+    report = validate_file(replica_350)
+    assert (report.ok, report.dataset, report.rows_read, report.problems) == (
+        True,
+        "350",
+        43050,
+        [],
+    )
+    broken = tmp_path / "broken.csv.gz"
+    broken.write_bytes(gzip.compress(replica_350.read_bytes()[:5000]))
+    report = validate_file(broken)
+    assert not report.ok
+    assert report.path == str(broken)

@@ -382,7 +382,7 @@ def _frame(conversations: int, raters: int, ratings: int) -> pl.DataFrame:
 
 def test_dices_990_counts_172_raters_as_complete() -> None:
     """Its README says 173 raters and 172: 172 is the threshold, 171 is short."""
-    from dices_cli.validate import incomplete_warnings  # here: the old code has none
+    from dices_cli.checks import incomplete_warnings  # here: the old code has none
 
     assert incomplete_warnings(DICES_990, _frame(990, 172, 72_103)) == []
     (short,) = incomplete_warnings(DICES_990, _frame(990, 171, 72_103))

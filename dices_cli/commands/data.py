@@ -104,10 +104,10 @@ def ingest(
 
     files, limit = _inputs(files, max_size)
     checksum.prefetch(files)  # hashes on a spare core while Polars is imported below
+    from dices_cli.checks import warning_lines
     from dices_cli.ingest import ingest as run_ingest
     from dices_cli.schema import DATASETS
     from dices_cli.store import Store, resolve_data_dir
-    from dices_cli.validate import warning_lines
 
     store = Store(resolve_data_dir(data))
     with progress_bar(enabled=True) as progress, _max_size_named():
@@ -148,10 +148,9 @@ def validate(
 
         curl -s https://example.org/dices_350.csv | dices validate -
     """
-    from dices_cli.ingest import check_file
     from dices_cli.output import Table, check_output
     from dices_cli.problems import PROBLEM_FIELDS
-    from dices_cli.source import open_source
+    from dices_cli.validate import validate_file
 
     files, limit = _inputs(files, max_size)
     if output is not None:  # before reading: the files may be large
@@ -159,8 +158,7 @@ def validate(
     reports = []
     with progress_bar(enabled=True) as progress, _max_size_named():
         for path in files:
-            with open_source(path, limit) as source:
-                reports.append(check_file(source, dataset, progress).report)
+            reports.append(validate_file(path, dataset, limit, progress))
     columns = ["file", *PROBLEM_FIELDS]
     rows = [
         (report.path, *(problem.as_record()[f] for f in PROBLEM_FIELDS))
