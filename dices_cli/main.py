@@ -85,7 +85,9 @@ def _show_version(value: bool) -> None:
 def main(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version."),
+        typer.Option(
+            "--version", "-V", callback=_show_version, is_eager=True, help="Show the version."
+        ),
     ] = False,
 ) -> None:
     """Validated Parquet and canned queries for the DICES crowd safety ratings."""

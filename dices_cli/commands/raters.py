@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
-from dices_cli.output import Format, check_output, open_output, open_stdout
+from dices_cli.output import Format, check_output, choose_format, open_output, open_stdout
 from dices_cli.quality import DEFAULT_MIN_QUALITY
 from dices_cli.render import emit, say
 
@@ -106,6 +106,8 @@ def filter_raters(
     store = Store(resolve_data_dir(data))
     if output is not None:  # before --write writes anything
         check_output(output, force, [store.root])
+        if not ids_only:
+            choose_format(fmt or (Format.JSON if audit_only else None), output, False)
     session = open_session(store, dataset)
     raters = score_raters(session)
     kept = kept_raters(raters, rule)
