@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,77 @@ def test_version(runner: CliRunner, flag: str) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout == f"dices {__version__}\n"
     assert result.stderr == ""
+
+
+# ----------------------------------------------------------------------------- demo hints
+
+
+def demo_hints(stderr: str) -> list[str]:
+    return [line.removeprefix("  try: ") for line in stderr.splitlines() if "try:" in line]
+
+
+def test_the_demo_keeps_its_data_in_dices_demo_and_every_hint_works(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("Ingesting the bundled sample into dices-demo ...\n")
+    assert result.stderr.endswith(
+        "\nThe sample stays in dices-demo; remove that directory when you are done.\n"
+    )
+    hints = demo_hints(result.stderr)
+    assert hints == [
+        "dices info --data dices-demo",
+        "dices query overview --data dices-demo",
+        "dices query qoverall-by-demographic --by rater_age --data dices-demo",
+        "dices query gold-vs-crowd --data dices-demo",
+        "dices query item-distribution --data dices-demo --format csv | sort -t, -k12 -gr | head",
+    ]
+    for hint in hints:
+        command = shlex.split(hint.split("|")[0])
+        assert command[0] == "dices"
+        typed = runner.invoke(app, command[1:])
+        assert typed.exit_code == 0, (hint, typed.output)
+        assert typed.stdout != ""
+    # the pipe sorts by column 12: the entropy
+    typed = runner.invoke(app, shlex.split(hints[-1].split("|")[0])[1:])
+    assert typed.stdout.splitlines()[0].split(",")[11] == "entropy_bits"
+
+
+def test_the_demo_again_replaces_its_sample(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    first = runner.invoke(app, ["demo"])
+    again = runner.invoke(app, ["demo"])
+    assert first.exit_code == again.exit_code == 0, again.output
+    assert again.stdout == first.stdout
+
+
+def test_the_demo_hints_name_a_kept_directory_quoted(runner: CliRunner, tmp_path: Path) -> None:
+    keep = tmp_path / "my demo"
+    result = runner.invoke(app, ["demo", "--keep", str(keep)])
+    assert result.exit_code == 0, result.output
+    data = shlex.quote(str(keep))
+    assert demo_hints(result.stderr)[:2] == [
+        f"dices info --data {data}",
+        f"dices query overview --data {data}",
+    ]
+    typed = runner.invoke(app, shlex.split(demo_hints(result.stderr)[1])[1:])
+    assert typed.exit_code == 0, typed.output
+
+
+def test_the_demo_refuses_a_directory_holding_other_data(
+    runner: CliRunner, small: Path, tmp_path: Path
+) -> None:
+    before = sorted(p.name for p in small.rglob("*"))
+    result = runner.invoke(app, ["demo", "--keep", str(small)])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"Ingesting the bundled sample into {small} ...\n"
+        f"Error: {small} holds DICES-350 ingested from dices_350.csv, not the demo sample; "
+        "give the demo another directory\n"
+    )
+    assert sorted(p.name for p in small.rglob("*")) == before
