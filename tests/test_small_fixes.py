@@ -171,3 +171,92 @@ def test_the_demo_refuses_a_directory_holding_other_data(
         "give the demo another directory\n"
     )
     assert sorted(p.name for p in small.rglob("*")) == before
+
+
+# ----------------------------------------------------------------------------- dices sql
+
+
+def sql(runner: CliRunner, data: Path, *args: str) -> str:
+    result = runner.invoke(app, ["sql", *args, "--data", str(data), "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    return result.stdout
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SHOW TABLES",
+        "SELECT table_name AS name FROM information_schema.tables "
+        "WHERE table_schema = current_schema() ORDER BY name",
+    ],
+)
+def test_sql_lists_only_the_views(runner: CliRunner, small: Path, statement: str) -> None:
+    assert sql(runner, small, statement) == (
+        "name\nitems\npublished_removed\nraters\nratings\nratings_wide\n"
+    )
+
+
+@pytest.mark.parametrize("flags", [[], ["--raters", "-"], ["--exclude-removed"]])
+def test_the_views_still_read_the_internal_tables(
+    runner: CliRunner, small: Path, flags: list[str]
+) -> None:
+    two_raters = sql(runner, small, "SELECT rater_id FROM raters ORDER BY rater_id LIMIT 2")
+    result = runner.invoke(
+        app,
+        ["sql", "SELECT count(*) AS n FROM ratings", "--data", str(small), "-f", "csv", *flags],
+        input=two_raters,
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ("n\n8\n" if flags == ["--raters", "-"] else "n\n20\n")
+
+
+def test_sql_schema(runner: CliRunner, small: Path) -> None:
+    lines = sql(runner, small, "--schema").splitlines()
+    assert lines[:13] == [
+        "view,column,type,values",
+        "items,dataset,VARCHAR,",
+        "items,item_id,BIGINT,",
+        "items,context,VARCHAR,",
+        "items,response,VARCHAR,",
+        "items,degree_of_harm,ENUM,Benign|Debatable|Moderate|Extreme",
+        "items,harm_type,VARCHAR,",
+        "items,safety_gold,ENUM,No|Yes",
+        "items,safety_gold_reason,VARCHAR,",
+        "items,harm_tags,VARCHAR[],",
+        "items,safety_gold_reasons,VARCHAR[],",
+        "published_removed,dataset,VARCHAR,",
+        "published_removed,rater_id,BIGINT,",
+    ]
+    assert "raters,rater_age,ENUM,gen z|millenial|gen x+" in lines
+    assert "ratings,answer_timestamp,TIMESTAMP WITH TIME ZONE," in lines
+    assert "ratings,Q_overall,ENUM,No|Yes|Unsure" in lines
+    assert "ratings,granular_answers,ENUM[],No|Yes|Unsure" in lines
+    assert "ratings_wide,implied_overall,ENUM,No|Yes|Unsure" in lines
+    assert {line.split(",")[0] for line in lines[1:]} == {
+        "items",
+        "published_removed",
+        "raters",
+        "ratings",
+        "ratings_wide",
+    }
+
+
+def test_sql_schema_goes_through_the_output_path(
+    runner: CliRunner, small: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "schema.jsonl"
+    result = runner.invoke(app, ["sql", "--schema", "--data", str(small), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    first = out.read_text().splitlines()[0]
+    assert first == '{"view": "items", "column": "dataset", "type": "VARCHAR", "values": null}'
+
+
+@pytest.mark.parametrize("args", [[], ["SELECT 1", "--schema"]])
+def test_sql_wants_a_statement_or_schema(runner: CliRunner, small: Path, args: list[str]) -> None:
+    result = runner.invoke(app, ["sql", *args, "--data", str(small)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error: give either one SELECT statement or --schema\nTry 'dices sql -h' for help.\n"
+    )
