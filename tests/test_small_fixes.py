@@ -260,3 +260,61 @@ def test_sql_wants_a_statement_or_schema(runner: CliRunner, small: Path, args: l
     assert result.stderr == (
         "Error: give either one SELECT statement or --schema\nTry 'dices sql -h' for help.\n"
     )
+
+
+# ----------------------------------------------------------------------------- -q/--quiet
+
+
+@pytest.mark.parametrize("flag", ["-q", "--quiet"])
+def test_quiet_ingest_and_demo_say_nothing(runner: CliRunner, tmp_path: Path, flag: str) -> None:
+    source = tmp_path / "dices_350.csv"
+    source.write_bytes(build("350", 4, 5))
+    ingested = runner.invoke(app, ["ingest", str(source), "--data", str(tmp_path / "d"), flag])
+    assert ingested.exit_code == 0, ingested.output
+    assert ingested.stderr == ""
+    demo = runner.invoke(app, [flag, "demo", "--keep", str(tmp_path / "demo")])
+    assert demo.exit_code == 0, demo.output
+    assert demo.stderr == ""
+    assert "How raters answered Q_overall" in demo.stdout
+
+
+def test_quiet_filter_raters_keeps_the_data_and_drops_the_audit(
+    runner: CliRunner, small: Path
+) -> None:
+    loud = runner.invoke(app, ["filter-raters", "--data", str(small), "-f", "csv"])
+    quiet = runner.invoke(app, ["filter-raters", "--data", str(small), "-f", "csv", "-q"])
+    assert loud.exit_code == quiet.exit_code == 0, quiet.output
+    assert loud.stderr != ""
+    assert quiet.stderr == ""
+    assert quiet.stdout == loud.stdout
+
+
+def test_quiet_still_shows_errors(runner: CliRunner, tmp_path: Path) -> None:
+    missing = tmp_path / "none"
+    result = runner.invoke(app, ["info", "-q", "--data", str(missing)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: nothing is ingested in {missing}; run `dices ingest FILE` first\n"
+    )
+    usage = runner.invoke(app, ["-q", "sql", "--data", str(missing)])
+    assert usage.exit_code == 2
+    assert usage.stderr == (
+        "Error: give either one SELECT statement or --schema\nTry 'dices sql -h' for help.\n"
+    )
+
+
+def test_quiet_lasts_one_run(runner: CliRunner, small: Path) -> None:
+    runner.invoke(app, ["-q", "query", "--list"])
+    result = runner.invoke(app, ["filter-raters", "--data", str(small), "-f", "csv"])
+    assert result.stderr.startswith("filter: removes raters")
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ingest", "validate", "info", "export", "demo", "query", "sql", "filter-raters", "verify"],
+)
+def test_every_command_takes_quiet(runner: CliRunner, command: str) -> None:
+    result = runner.invoke(app, [command, "-h"])
+    assert result.exit_code == 0
+    assert "--quiet" in result.stdout
+    assert "-q" in result.stdout
