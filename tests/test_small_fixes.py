@@ -318,3 +318,52 @@ def test_every_command_takes_quiet(runner: CliRunner, command: str) -> None:
     assert result.exit_code == 0
     assert "--quiet" in result.stdout
     assert "-q" in result.stdout
+
+
+# ----------------------------------------------------------------------------- filter-raters
+
+SUMMARY = (
+    "filter: removes raters with a quality score below 0.45 (docs/rater-quality.md)\n"
+    "DICES-350: kept 2 of 5 raters (3 removed) and 8 of 20 ratings\n"
+    "  vs the 0 raters the DICES authors removed: 0 removed here too "
+    "(recall n/a, precision 0.00)\n"
+)
+
+
+@pytest.mark.parametrize("args", [["-f", "csv"], ["--ids-only"]])
+def test_filter_raters_says_a_short_summary(
+    runner: CliRunner, small: Path, args: list[str]
+) -> None:
+    result = runner.invoke(app, ["filter-raters", "--data", str(small), *args])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == SUMMARY + "(--audit prints the whole audit)\n"
+
+
+def test_filter_raters_audit_says_all_of_it(runner: CliRunner, small: Path) -> None:
+    result = runner.invoke(app, ["filter-raters", "--data", str(small), "--audit"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(SUMMARY + "  removed by rater_gender: Man 0/2 (0%), ")
+    assert result.stderr.endswith(
+        "  conversations: 2 of 4 change their plurality label; mean total-variation distance "
+        "0.5000 (largest 0.6000)\n"
+    )
+
+
+def test_filter_raters_write_prints_no_table_unless_asked(
+    runner: CliRunner, small: Path, tmp_path: Path
+) -> None:
+    written = tmp_path / "filtered"
+    result = runner.invoke(app, ["filter-raters", "--data", str(small), "--write", str(written)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert result.stderr == (
+        SUMMARY
+        + "(--audit prints the whole audit)\n"
+        + f"wrote DICES-350: 2 raters, 8 ratings -> {written} (use --data {written})\n"
+    )
+    asked = runner.invoke(
+        app,
+        ["filter-raters", "--data", str(small), "--write", str(written), "--force", "-f", "csv"],
+    )
+    assert asked.exit_code == 0, asked.output
+    assert asked.stdout.startswith("dataset,rater_id,score,")
