@@ -1,12 +1,17 @@
-"""`dices demo`: ingest the shipped sample into a scratch directory and show what dices does."""
+"""`dices demo`: ingest the shipped sample into a directory it keeps and show what dices does.
+
+Every command the tour suggests names that directory, so it works when typed.
+"""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dices_cli.errors import DatasetExistsError
 from dices_cli.ingest import ingest
 from dices_cli.output import Table, table_from_rows
 from dices_cli.queries.catalog import get_query
@@ -57,27 +62,43 @@ def _most_contested(store: Store) -> Table:
     return _project(items, columns, rows)
 
 
+def _check_only_the_sample(store: Store) -> None:
+    """Refuse a directory holding a dataset ingested from anything but the sample: the
+    demo replaces its own earlier run, never someone's data."""
+    for name in ("350", "990"):
+        if store.exists(name):
+            source = store.open(name).manifest["source"]["name"]
+            if source not in SAMPLE_FILES:
+                raise DatasetExistsError(
+                    f"{store.root} holds DICES-{name} ingested from {source}, not the demo "
+                    "sample; give the demo another directory"
+                )
+
+
 def tour(workdir: Path) -> list[Section]:
-    """Ingest the sample into `workdir` and return the tour's sections."""
+    """Ingest the sample into `workdir` (replacing an earlier demo's) and return the tour's
+    sections; each names `workdir` in the command it suggests."""
     store = Store(workdir)
-    ingest(sample_paths(), store)
+    _check_only_the_sample(store)
+    ingest(sample_paths(), store, force=True)
+    data = f"--data {shlex.quote(str(workdir))}"
     return [
         Section(
             "What was ingested",
             "Both sample files were validated and split into typed Parquet tables.",
-            f"dices ingest FILE... --data DIR; dices info --data {workdir}",
+            f"dices info {data}",
             _summary(store),
         ),
         Section(
             "How raters answered Q_overall (Yes = the last response is unsafe)",
             "Each rating is one rater's verdict on one conversation.",
-            "dices query overview",
+            f"dices query overview {data}",
             _query(store, "overview"),
         ),
         Section(
             "Do age groups see safety differently?",
             "Share of Yes per group with a 95% Wilson interval.",
-            "dices query qoverall-by-demographic --by rater_age",
+            f"dices query qoverall-by-demographic --by rater_age {data}",
             _project(
                 _query(store, "qoverall-by-demographic", by=["rater_age"]),
                 (
@@ -93,13 +114,13 @@ def tour(workdir: Path) -> list[Section]:
         Section(
             "Does the crowd agree with the experts? (DICES-350 has gold labels)",
             "Crowd label = plurality of Q_overall; 'tie' when the top two are equal.",
-            "dices query gold-vs-crowd",
+            f"dices query gold-vs-crowd {data}",
             _query(store, "gold-vs-crowd"),
         ),
         Section(
             f"The {MOST_CONTESTED} most contested conversations",
             "Entropy of the No/Yes/Unsure split, in bits (0 = unanimous, 1.585 at most).",
-            "dices query item-distribution --format csv | sort -t, -k12 -gr | head",
+            f"dices query item-distribution {data} --format csv | sort -t, -k12 -gr | head",
             _most_contested(store),
         ),
     ]

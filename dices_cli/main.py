@@ -13,7 +13,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from dices_cli import __version__
 from dices_cli.commands import data, query, raters, verify
@@ -22,22 +22,55 @@ from dices_cli.errors import DicesError, InvalidInputError, UsageError
 STDOUT_FAILURES = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
 
 
+def _quiet_option() -> TyperOption:
+    def set_quiet(_ctx: Any, _param: Any, value: bool) -> None:
+        if value:
+            from dices_cli.render import set_quiet
+
+            set_quiet(True)
+
+    return TyperOption(
+        param_decls=["--quiet", "-q"],
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=set_quiet,
+        help="No progress and no notes on stderr; errors are still shown.",
+    )
+
+
 class DicesGroup(TyperGroup):
-    """Turns core exceptions into `Error: ...` and an exit code, and a closed pipe into exit 0."""
+    """Turns core exceptions into `Error: ...` and an exit code, and a closed pipe into exit 0.
+
+    Every command, and dices itself, takes -q/--quiet.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in [self, *self.commands.values()]:
+            command.params.append(_quiet_option())
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        from dices_cli.render import set_quiet
+
+        set_quiet(False)  # each run starts talking (tests run many in one process)
+        return super().main(*args, **kwargs)
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except UsageError as error:
-            from dices_cli.render import say
+            from dices_cli.render import say, set_quiet
 
+            set_quiet(False)
             command = " ".join(filter(None, ["dices", ctx.invoked_subcommand]))
             say(f"Error: {error}")
             say(f"Try '{command} -h' for help.")
             raise typer.Exit(error.exit_code) from None
         except DicesError as error:
-            from dices_cli.render import report_problems, say
+            from dices_cli.render import report_problems, say, set_quiet
 
+            set_quiet(False)
             say(f"Error: {error}")
             if isinstance(error, InvalidInputError):
                 report_problems(error.report, error.report.errors)
@@ -60,15 +93,17 @@ class DicesGroup(TyperGroup):
             say(f"Error: cannot write to standard output: {system_reason(error)}")
             raise typer.Exit(1) from None
         except MemoryError:
-            from dices_cli.render import say
+            from dices_cli.render import say, set_quiet
 
+            set_quiet(False)
             say("Error: not enough memory to finish; nothing was written")
             raise typer.Exit(1) from None
         except Exception as error:
             if os.environ.get("DICES_DEBUG"):
                 raise
-            from dices_cli.render import say
+            from dices_cli.render import say, set_quiet
 
+            set_quiet(False)
             say(f"Error: unexpected {type(error).__name__}: {error}")
             say("This is a bug in dices; rerun with DICES_DEBUG=1 for the traceback and report it.")
             raise typer.Exit(1) from None
@@ -98,7 +133,9 @@ def _show_version(value: bool) -> None:
 def main(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version."),
+        typer.Option(
+            "--version", "-V", callback=_show_version, is_eager=True, help="Show the version."
+        ),
     ] = False,
 ) -> None:
     """Validated Parquet and canned queries for the DICES crowd safety ratings."""

@@ -76,7 +76,8 @@ class Table:
 def choose_format(
     requested: Format | None, output: Path | None, stdout_is_terminal: bool
 ) -> Format:
-    """--format wins; else -o's extension; else a table on a terminal and CSV in a pipe."""
+    """--format wins; else -o's extension (CSV when it has none, a usage error when it is
+    not one we write); else a table on a terminal and CSV in a pipe."""
     if requested is not None:
         if requested is Format.TABLE and output is not None:
             raise UsageError(
@@ -86,7 +87,15 @@ def choose_format(
             raise UsageError("Parquet is binary; write it with -o FILE or redirect stdout")
         return requested
     if output is not None:
-        return EXTENSIONS.get(output.suffix.lower(), Format.CSV)
+        extension = output.suffix.lower()
+        if extension and extension not in EXTENSIONS:
+            # Writing CSV into `out.xlsx` makes a file its own program cannot open.
+            known = ", ".join(EXTENSIONS)
+            raise UsageError(
+                f"-o {output}: dices does not write {output.suffix} files; "
+                f"name it {known}, or give --format"
+            )
+        return EXTENSIONS.get(extension, Format.CSV)
     return Format.TABLE if stdout_is_terminal else Format.CSV
 
 

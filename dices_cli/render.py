@@ -34,9 +34,20 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+class _Quiet:
+    """Whether notes and progress are left out (-q); errors are shown all the same."""
+
+    on = False
+
+
+def set_quiet(on: bool) -> None:
+    _Quiet.on = on
+
+
 def say(message: str) -> None:
     """A line for the person at the terminal: on stderr, never mixed into the data."""
-    print(message, file=sys.stderr)
+    if not _Quiet.on:
+        print(message, file=sys.stderr)
 
 
 def print_table(table: Table, title: str | None = None, width: int | None = None) -> None:
@@ -174,7 +185,7 @@ def report_problems(report: Report, problems: Sequence[Problem] | None = None) -
 @contextlib.contextmanager
 def progress_bar(enabled: bool) -> Iterator[Progress]:
     """A progress callback: a bar on stderr when it is a terminal, silent otherwise."""
-    if not enabled or not sys.stderr.isatty():
+    if not enabled or _Quiet.on or not sys.stderr.isatty():
         yield lambda _stage, _fraction: None
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

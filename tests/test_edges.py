@@ -118,9 +118,9 @@ def test_stdout_on_a_full_disk_is_a_plain_error(args: list[str], small: Path) ->
     assert "Traceback" not in done.stderr
 
 
-def test_the_demo_on_a_full_disk_is_a_plain_error() -> None:
+def test_the_demo_on_a_full_disk_is_a_plain_error(tmp_path: Path) -> None:
     with open("/dev/full", "wb") as full:
-        done = dices("demo", stdout=full)
+        done = dices("demo", "--keep", str(tmp_path / "demo"), stdout=full)
     assert done.returncode == 1
     assert done.stderr.endswith(f"Error: cannot write to standard output: {NO_SPACE}\n")
     assert "bug" not in done.stderr

@@ -108,9 +108,12 @@ def written(table: Table, fmt: Format) -> bytes:
         (None, "r.ndjson", True, Format.JSONL),
         (None, "dir.v2/r.parquet", True, Format.PARQUET),
         (None, "r.Parquet", False, Format.PARQUET),
-        # an extension it does not know, or none: CSV
-        (None, "r.txt", True, Format.CSV),
+        # no extension (a device such as /dev/null, say): CSV
         (None, "results", True, Format.CSV),
+        (None, "/dev/null", False, Format.CSV),
+        # an extension it does not know, with --format: that format
+        (Format.CSV, "r.txt", True, Format.CSV),
+        (Format.JSON, "r.xlsx", False, Format.JSON),
         # --format wins over the extension and the terminal
         (Format.CSV, "r.json", True, Format.CSV),
         (Format.JSONL, "r.parquet", False, Format.JSONL),

@@ -260,15 +260,19 @@ def export(
 
 def demo(
     keep: Annotated[
-        Path | None,
+        Path,
         typer.Option(
             "--keep",
-            help="Ingest into DIR and keep it, instead of a temporary directory.",
+            help="Ingest into DIR and keep it there for the suggested commands.",
             file_okay=False,
         ),
-    ] = None,
+    ] = Path("dices-demo"),
 ) -> None:
     """Ingest the small sample that ships with dices and show a short tour. Works offline.
+
+    The sample is ingested into ./dices-demo (or --keep DIR), which stays so that the
+    commands the tour suggests work as printed; running the demo again replaces the
+    sample there, and a directory holding other data is refused. Remove it when done.
 
     The sample is the first conversations of each DICES replica file, with all their
     raters (DICES: CC BY 4.0, Google LLC). Content warning: the conversations are
@@ -278,22 +282,21 @@ def demo(
 
         dices demo
 
-        dices demo --keep ./dices-demo
+        dices demo --keep ~/dices-demo
     """
-    import tempfile
-
     from dices_cli.demo import tour
     from dices_cli.output import open_stdout
     from dices_cli.render import print_table
 
-    with tempfile.TemporaryDirectory(prefix="dices-demo-") as scratch, open_stdout():
-        workdir = keep or Path(scratch)
-        say(f"Ingesting the bundled sample into {workdir} ...")
-        for section in tour(workdir):
+    with open_stdout():
+        say(f"Ingesting the bundled sample into {keep} ...")
+        for section in tour(keep):
             say("")
             print_table(section.table, title=section.title)
             say(f"  {section.explanation}")
             say(f"  try: {section.command}")
+        say("")
+        say(f"The sample stays in {keep}; remove that directory when you are done.")
 
 
 def register(app: typer.Typer) -> None:

@@ -257,8 +257,17 @@ def query(
 
 def sql(
     statement: Annotated[
-        str, typer.Argument(help="One SELECT over items, raters, ratings, ratings_wide.")
-    ],
+        str | None,
+        typer.Argument(
+            help="One SELECT over items, raters, ratings, ratings_wide.", show_default=False
+        ),
+    ] = None,
+    schema: Annotated[
+        bool,
+        typer.Option(
+            "--schema", help="List the views' columns, types and ENUM values instead of a query."
+        ),
+    ] = False,
     dataset: DatasetOption = "all",
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
@@ -282,22 +291,34 @@ def sql(
     published_removed, each with a `dataset` column. The data is loaded into memory and
     the connection locked: one SELECT only, no files, no extensions, no settings.
 
+    --schema lists every column of the views: view, column, type and, for an ENUM, its
+    values joined by '|'.
+
     Examples:
+
+        dices sql --schema
 
         dices sql "SELECT rater_age, count(*) FROM ratings_wide GROUP BY ALL ORDER BY ALL"
 
         dices sql "SELECT * FROM items WHERE dataset = '350' AND safety_gold = 'Yes'" -f jsonl
     """
+    from dices_cli.errors import UsageError
     from dices_cli.output import check_output
+    from dices_cli.queries.engine import open_session
     from dices_cli.queries.sandbox import run_sql
     from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
+    if (statement is None) == (not schema):
+        raise UsageError("give either one SELECT statement or --schema")
     if output is not None:  # before the work
         check_output(output, force, read_paths(data, raters))
     store = Store(resolve_data_dir(data))
     selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
-    result = run_sql(store, dataset, statement, selection, timeout)
+    if statement is None:
+        result = open_session(store, dataset, selection).schema()
+    else:
+        result = run_sql(store, dataset, statement, selection, timeout)
     emit(result, fmt, output, title="sql", force=force, inputs=read_paths(data, raters))
 
 

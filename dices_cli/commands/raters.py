@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
-from dices_cli.output import Format, check_output, open_output, open_stdout
+from dices_cli.output import Format, check_output, choose_format, open_output, open_stdout
 from dices_cli.quality import DEFAULT_MIN_QUALITY
 from dices_cli.render import emit, say
 
@@ -48,7 +48,11 @@ def filter_raters(
         bool, typer.Option("--ids-only", help="Print the kept rater ids, one per line.")
     ] = False,
     audit_only: Annotated[
-        bool, typer.Option("--audit", help="Print the audit (JSON) instead of the rater table.")
+        bool,
+        typer.Option(
+            "--audit",
+            help="Print the audit (JSON) instead of the rater table, and all of it on stderr.",
+        ),
     ] = False,
     write: Annotated[
         Path | None,
@@ -75,8 +79,10 @@ def filter_raters(
     The score (0-1) is the lowest of five signals: speed against the pool (DICES-350),
     straight-lining, consistency of Q_overall with its sub-questions, chance-corrected
     agreement with the other raters, and comprehension (Q1). docs/rater-quality.md has
-    the formulas. The audit (stderr) shows who is removed from which groups, with an exact
-    test, and how many conversations change their plurality label.
+    the formulas. A short summary goes to stderr (kept raters, agreement with the authors'
+    list, warnings); --audit prints the whole audit: who is removed from which groups, with
+    an exact test, and how many conversations change their plurality label. With --write
+    the rater table is printed only when -o or --format asks for it.
 
     Examples:
 
@@ -106,12 +112,14 @@ def filter_raters(
     store = Store(resolve_data_dir(data))
     if output is not None:  # before --write writes anything
         check_output(output, force, [store.root])
+        if not ids_only:
+            choose_format(fmt or (Format.JSON if audit_only else None), output, False)
     session = open_session(store, dataset)
     raters = score_raters(session)
     kept = kept_raters(raters, rule)
     audits = audit(session, raters, kept)
     written = [] if write is None else write_filtered(store, Store(write), raters, rule, force)
-    _report(audits, rule)
+    _report(audits, rule, full=audit_only)
     for stored in written:
         counts = stored.manifest["counts"]
         say(
@@ -127,7 +135,7 @@ def filter_raters(
     elif audit_only:
         table = audit_table(audits, rule.description)
         emit(table, fmt or Format.JSON, output, force=force, inputs=[store.root])
-    else:
+    elif write is None or fmt is not None or output is not None:
         table = quality_table(raters, rule, explain)
         emit(table, fmt, output, title="Rater quality", force=force, inputs=[store.root])
 
@@ -171,8 +179,8 @@ def _column_line(column: ColumnAudit) -> str:
     return f"  removed by {column.column}: {groups}; {test}"
 
 
-def _report(audits: Sequence[DatasetAudit], rule: RaterFilter) -> None:
-    """The audit for a person: a few lines per dataset on stderr."""
+def _report(audits: Sequence[DatasetAudit], rule: RaterFilter, full: bool) -> None:
+    """The audit for a person on stderr: a summary, or with `full` every line of it."""
     say(f"filter: removes {rule.description}")
     for a in audits:
         say(
@@ -185,8 +193,9 @@ def _report(audits: Sequence[DatasetAudit], rule: RaterFilter) -> None:
             f"{a.removed_and_published} removed here too (recall {_share(a.recall)}, "
             f"precision {_share(a.precision)})"
         )
-        for column in a.columns:
-            say(_column_line(column))
+        if full:
+            for column in a.columns:
+                say(_column_line(column))
         for column in a.columns:
             if column.depends_on_group:
                 assert column.p_value is not None
@@ -195,17 +204,19 @@ def _report(audits: Sequence[DatasetAudit], rule: RaterFilter) -> None:
                     f"({column.test} exact p = {_p(column.p_value)} < 0.05): "
                     f"the filter changes the pool's {column.column} mix"
                 )
-        changed = (
-            f"  conversations: {a.plurality_changed} of {a.conversations} change their "
-            f"plurality label; mean total-variation distance {a.mean_tvd or 0:.4f} "
-            f"(largest {a.max_tvd or 0:.4f})"
-        )
-        say(changed)
+        if full:
+            say(
+                f"  conversations: {a.plurality_changed} of {a.conversations} change their "
+                f"plurality label; mean total-variation distance {a.mean_tvd or 0:.4f} "
+                f"(largest {a.max_tvd or 0:.4f})"
+            )
         if a.conversations_without_ratings:
             say(
                 f"  warning: {a.conversations_without_ratings} conversations are left "
                 "without ratings (not counted above)"
             )
+    if not full:
+        say("(--audit prints the whole audit)")
 
 
 def register(app: typer.Typer) -> None:

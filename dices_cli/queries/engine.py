@@ -10,6 +10,8 @@ Views (each with a `dataset` column, '350' or '990'):
     ratings_wide  ratings joined to raters and items
     published_removed  the raters the DICES authors removed (dataset, rater_id)
 
+The tables behind them live in the schema `internal`, out of SHOW TABLES.
+
 Columns that mean the same thing in both datasets have the same name (DICES-990's
 Q3_unfair_bias_overall is Q3_bias_overall here); a column a dataset lacks is NULL there.
 Everything is generated from `dices_cli.schema`, whose names are fixed identifiers; every
@@ -51,6 +53,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 _Result = TypeVar("_Result")
+
+# The schema of the tables behind the views: a query sees them only by naming it.
+INTERNAL = "internal"
 
 
 def _enum_type(column: Column) -> str:
@@ -167,25 +172,31 @@ class Session:
         removed = [(name, rid) for name, ids in PUBLISHED_REMOVED.items() for rid in sorted(ids)]
         self.con.execute("CREATE TABLE published_removed (dataset VARCHAR, rater_id BIGINT)")
         self.con.executemany("INSERT INTO published_removed VALUES (?, ?)", removed)
-        self.con.execute("CREATE TABLE _keep (rater_id BIGINT)")
+        self.con.execute(f"CREATE SCHEMA {INTERNAL}")
+        self.con.execute(f"CREATE TABLE {INTERNAL}.keep (rater_id BIGINT)")
         if self.selection.keep_ids is not None:
             self.con.execute(
-                "INSERT INTO _keep SELECT unnest($ids::BIGINT[])",
+                f"INSERT INTO {INTERNAL}.keep SELECT unnest($ids::BIGINT[])",
                 {"ids": sorted(self.selection.keep_ids)},
             )
-        for stored in stored_datasets:
-            stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
-            for table in ("items", "raters", "ratings"):
-                path = stored.table_path(table)
-                name = f"_{table}_{stored.name}"
-                try:
-                    relation = self.con.read_parquet(str(path))
-                    if materialize:
-                        relation.create(name)
-                    else:
-                        relation.create_view(name)
-                except duckdb.Error as error:  # a damaged footer or page
-                    raise stored.unreadable(path, error) from error
+        # A relation is created in the current schema (a dotted name would be one name).
+        self.con.execute(f"USE {INTERNAL}")
+        try:
+            for stored in stored_datasets:
+                stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
+                for table in ("items", "raters", "ratings"):
+                    path = stored.table_path(table)
+                    name = f"{table}_{stored.name}"
+                    try:
+                        relation = self.con.read_parquet(str(path))
+                        if materialize:
+                            relation.create(name)
+                        else:
+                            relation.create_view(name)
+                    except duckdb.Error as error:  # a damaged footer or page
+                        raise stored.unreadable(path, error) from error
+        finally:
+            self.con.execute("USE main")
 
     def _kept(self, dataset: Dataset) -> str:
         conditions = []
@@ -195,7 +206,7 @@ class Session:
                 f"WHERE dataset = '{dataset.name}')"
             )
         if self.selection.keep_ids is not None:
-            conditions.append("rater_id IN (SELECT rater_id FROM _keep)")
+            conditions.append(f"rater_id IN (SELECT rater_id FROM {INTERNAL}.keep)")
         return " WHERE " + " AND ".join(conditions) if conditions else ""
 
     def _create_views(self) -> None:
@@ -218,13 +229,34 @@ class Session:
                 where = "" if entity is Entity.ITEM else self._kept(dataset)
                 selects.append(
                     f"SELECT '{dataset.name}' AS dataset, {', '.join(cells)} "
-                    f"FROM _{view}_{dataset.name}{where}"
+                    f"FROM {INTERNAL}.{view}_{dataset.name}{where}"
                 )
             self.con.execute(f"CREATE VIEW {view} AS " + "\nUNION ALL\n".join(selects))
         self.con.execute(
             "CREATE VIEW ratings_wide AS SELECT * FROM ratings "
             "JOIN raters USING (dataset, rater_id) JOIN items USING (dataset, item_id)"
         )
+
+    def schema(self) -> Table:
+        """One row per column of the views (and published_removed): its type, and an
+        ENUM's values joined by '|'."""
+        columns = self.con.execute(
+            "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+            "WHERE database_name = current_database() AND schema_name = 'main' "
+            "ORDER BY table_name, column_index"
+        ).fetchall()
+        rows: list[tuple[Any, ...]] = []
+        for view, column, data_type in columns:
+            enum = data_type.removesuffix("[]")
+            if not enum.startswith("ENUM("):
+                rows.append((view, column, data_type, None))
+                continue
+            # The type as DuckDB spells it, read back from its own catalog: no user input.
+            values = self.con.execute(f"SELECT enum_range(NULL::{enum})").fetchone()
+            assert values is not None
+            kind = "ENUM" + data_type[len(enum) :]
+            rows.append((view, column, kind, "|".join(values[0])))
+        return table_from_rows(["view", "column", "type", "values"], rows)
 
     def execute(self, sql: str, parameters: dict[str, Any] | None = None) -> Table:
         """The result as Python values."""
