@@ -1,9 +1,9 @@
 """The physical lines of a CSV text, numbered as editors number them, in bounded memory.
 
 A line ends at LF, CRLF or a lone CR. Lines are decoded as UTF-8 with surrogateescape, so
-each encodes back to exactly its bytes, invalid ones included. The reader keeps the lines
-of the record being read (for a rejects file) and nothing else, skips runs of blank lines
-between records at the speed of `bytes.count` (a legal file may hold millions), and
+each encodes back to exactly its bytes, invalid ones included. The reader holds only the
+line being read (rejected records are read back by their line numbers), skips runs of blank
+lines between records at the speed of `bytes.count` (a legal file may hold millions), and
 refuses a record longer than MAX_RECORD_BYTES without holding the rest of it.
 """
 
@@ -38,8 +38,8 @@ class Lines:
         self.eof = False
         self.count = 0  # lines read (or skipped) so far
         self.first = 1  # the line the current record starts on
-        self.record: list[str] = []  # its lines so far
-        self.record_bytes = 0
+        self.record_bytes = 0  # its bytes so far (its lines are not kept: a record of
+        # millions of short lines would cost 50 bytes of object per line)
         self._started = False  # the BOM is dropped before the first line
 
     def __iter__(self) -> Iterator[str]:
@@ -71,7 +71,7 @@ class Lines:
             self.position = end
             if found is not None or not self._fill():
                 break
-        self.record, self.record_bytes, self.first = [], 0, self.count + 1
+        self.record_bytes, self.first = 0, self.count + 1
 
     def __next__(self) -> str:
         searched = self.position  # the bytes before this hold no line end
@@ -98,9 +98,7 @@ class Lines:
         self.record_bytes += len(line)
         if self.record_bytes > MAX_RECORD_BYTES:
             raise RecordTooLongError
-        text = line.decode("utf-8", errors="surrogateescape")
-        self.record.append(text)
-        return text
+        return line.decode("utf-8", errors="surrogateescape")
 
     def _skip_line(self) -> None:
         """Drop the rest of the current line without holding it."""
@@ -113,8 +111,8 @@ class Lines:
         self.count += 1
 
     def forget(self) -> None:
-        """Keep no lines (for a reader that wants lines, not records)."""
-        self.record, self.record_bytes = [], 0
+        """Start counting afresh (for a reader that wants lines, not records)."""
+        self.record_bytes = 0
 
 
 def encoded(lines: Iterable[str]) -> bytes:

@@ -266,7 +266,7 @@ def test_a_file_replaced_while_it_is_ingested_keeps_the_checksum_of_what_was_rea
         os.replace(other, path)  # another file under the same name
         return parsed
 
-    monkeypatch.setattr("dices_cli.ingest.parse", parse_then_replace)
+    monkeypatch.setattr("dices_cli.validate.parse", parse_then_replace)
     result = runner.invoke(app, ["ingest", str(path), "--data", str(tmp_path / "data")])
 
     assert result.exit_code == 0, result.output
@@ -297,7 +297,7 @@ def test_a_file_rewritten_while_it_is_ingested_is_refused(
                 stream.write(b"more")
         return parsed
 
-    monkeypatch.setattr("dices_cli.ingest.parse", parse_then_rewrite)
+    monkeypatch.setattr("dices_cli.validate.parse", parse_then_rewrite)
     result = runner.invoke(app, ["ingest", str(path), "--data", str(tmp_path / "data")])
 
     assert result.exit_code == 1
