@@ -294,8 +294,8 @@ def sql(
         check_output(output, force, read_paths(data, raters))
     selection = rater_selection(exclude_removed, raters, min_quality)
     store = Store(resolve_data_dir(data))
-    result = run_sql(store, dataset, statement, selection, timeout)
-    emit(result, fmt, output, title="sql", force=force, inputs=read_paths(data, raters))
+    with run_sql(store, dataset, statement, selection, timeout) as result:
+        emit(result, fmt, output, title="sql", force=force, inputs=read_paths(data, raters))
 
 
 def register(app: typer.Typer) -> None:

@@ -7,10 +7,12 @@ directory, configuration frozen.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 
 from dices_cli.errors import DicesError, UsageError
-from dices_cli.output import Table
+from dices_cli.output import Stream
 from dices_cli.queries.engine import RaterSelection, Session, open_session
 from dices_cli.store import Store
 
@@ -79,13 +81,16 @@ def lock_down(session: Session) -> None:
         raise DicesError(f"the SQL sandbox is not closed ({settings}); the query was not run")
 
 
+@contextlib.contextmanager
 def run_sql(
     store: Store,
     dataset: str,
     sql: str,
     selection: RaterSelection | None = None,
     timeout: float = 60.0,
-) -> Table:
+) -> Iterator[Stream]:
+    """The result of `sql`, to be read inside the `with` block: the time limit holds until
+    the block ends, while the result is written."""
     import duckdb
 
     if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
@@ -103,10 +108,11 @@ def run_sql(
     timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), stop)
     timer.start()
     try:
-        return session.execute(sql)
+        yield session.stream(sql)
     except DicesError as error:
-        # Our timer's interrupt, not an error whose message happens to say "interrupt".
-        if timed_out.is_set() and isinstance(error.__cause__, duckdb.InterruptException):
+        # Our timer's interrupt (which Arrow, reading a batch, gives as an OSError), not an
+        # error whose message happens to say "interrupt".
+        if timed_out.is_set() and isinstance(error.__cause__, duckdb.InterruptException | OSError):
             raise QueryTimeoutError(
                 f"the query ran longer than {timeout:g} s and was stopped"
             ) from error
