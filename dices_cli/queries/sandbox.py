@@ -8,6 +8,7 @@ directory, configuration frozen.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import threading
 from collections.abc import Iterator
 
@@ -81,21 +82,30 @@ def lock_down(session: Session) -> None:
         raise DicesError(f"the SQL sandbox is not closed ({settings}); the query was not run")
 
 
-@contextlib.contextmanager
 def run_sql(
     store: Store,
     dataset: str,
     sql: str,
     selection: RaterSelection | None = None,
     timeout: float = 60.0,
-) -> Iterator[Stream]:
-    """The result of `sql`, to be read inside the `with` block: the time limit holds until
-    the block ends, while the result is written."""
-    import duckdb
-
+) -> contextlib.AbstractContextManager[Stream]:
+    """The result of `sql`, to be read inside a `with` block: the time limit holds until
+    the block ends, while the result is written. A bad limit or statement is refused here."""
     if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
         raise UsageError(f"--timeout must be at least {MIN_TIMEOUT:g} s (got {timeout:g})")
     check_single_select(sql)
+    return _running(store, dataset, sql, selection, timeout)
+
+
+@contextlib.contextmanager
+def _running(
+    store: Store, dataset: str, sql: str, selection: RaterSelection | None, timeout: float
+) -> Iterator[Stream]:
+    import duckdb
+
+    # Arrow's compute functions, which write the result, take 0.3 s to import: meanwhile
+    # the data loads (DuckDB lets go of the GIL).
+    threading.Thread(target=importlib.import_module, args=["pyarrow.compute"]).start()
     session = open_session(store, dataset, selection, materialize=True)
     lock_down(session)
     timed_out = threading.Event()
