@@ -1,8 +1,12 @@
 """One output path for every command: a result written as CSV, TSV, JSON, JSON Lines or Parquet.
 
-Results are plain `Table`s (column names and row tuples), so writing CSV or JSON needs
-neither Polars nor PyArrow and a query starts fast. Numbers are written exactly (Python's
-shortest round-trip form); only the table for people, drawn by `dices_cli.render`, rounds.
+A result is a `Table` (column names and row tuples: small results, written without Polars
+or PyArrow so that a query starts fast) or a `Stream` of Arrow record batches (any size,
+written batch by batch as the query produces them: `dices sql`). Both are written alike,
+byte for byte: numbers exactly (Python's shortest round-trip form), booleans as
+true/false, missing values empty, times in ISO 8601, lists as JSON. Parquet from a
+`Stream` keeps the query's types (ENUMs as dictionaries, timestamps, lists). Only the
+table for people, drawn by `dices_cli.render`, rounds.
 """
 
 from __future__ import annotations
@@ -14,21 +18,24 @@ import io
 import json
 import math
 import os
+import re
 import secrets
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from dices_cli.errors import DicesError, UsageError, system_reason
 
 if TYPE_CHECKING:
     import polars as pl
+    import pyarrow as pa
 
 
 class Format(StrEnum):
@@ -49,8 +56,17 @@ EXTENSIONS = {
     ".ndjson": Format.JSONL,
     ".parquet": Format.PARQUET,
 }
+_Item = TypeVar("_Item")
+_Done = TypeVar("_Done")
+
 # An -o file being written is `.NAME.<random>.dices-tmp` beside it until it is complete.
 TEMP_SUFFIX = ".dices-tmp"
+# Batches of a streamed result formatted at once, on threads.
+WORKERS = 2
+# Time zones whose times `datetime.isoformat` writes with +00:00.
+UTC_NAMES = ("UTC", "Etc/UTC", "+00:00")
+# What json.dumps(ensure_ascii=False) writes escaped: such a string is written by Python.
+JSON_ESCAPED = r'["\\\x00-\x1f]'
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,34 @@ class Table:
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A result as Arrow record batches, each read from the query when it is written."""
+
+    schema: pa.Schema
+    batches: Iterator[pa.RecordBatch]
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+    def head(self, limit: int) -> tuple[Table, bool]:
+        """The first `limit` rows as a `Table`, and whether the result has more."""
+        rows: list[tuple[Any, ...]] = []
+        for batch in self.batches:
+            rows.extend(_python_rows(batch))
+            if len(rows) > limit:
+                break
+        return table_from_rows(self.columns, rows[:limit]), len(rows) > limit
+
+
+Result = Table | Stream
+
+
+def _python_rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
+    return list(zip(*(column.to_pylist() for column in batch.columns), strict=True))
 
 
 def choose_format(
@@ -257,6 +301,154 @@ def _write_parquet(table: Table, handle: BinaryIO) -> None:
 
     columns = {name: [row[i] for row in table.rows] for i, name in enumerate(table.columns)}
     pq.write_table(pa.table(columns), handle)
+
+
+def _write_stream(stream: Stream, fmt: Format, handle: BinaryIO) -> None:
+    """`stream` batch by batch, in the bytes `write_table` gives the same rows."""
+    if fmt is Format.PARQUET:
+        import pyarrow.parquet as pq
+
+        with pq.ParquetWriter(handle, stream.schema) as writer:
+            for batch in stream.batches:
+                writer.write_batch(batch)
+    elif fmt in (Format.CSV, Format.TSV):
+        delimiter = "," if fmt is Format.CSV else "\t"
+        _write_delimited(Table(stream.columns, [], []), handle, delimiter)  # the header
+        for lines in _in_order(lambda batch: _delimited_lines(batch, delimiter), stream.batches):
+            handle.write(lines)
+    elif fmt is Format.JSONL:
+        for batch in stream.batches:
+            _write_json_lines(Table(stream.columns, [], _python_rows(batch)), handle)
+    elif fmt is Format.JSON:
+        separator = b"["
+        for batch in stream.batches:
+            for record in Table(stream.columns, [], _python_rows(batch)).records():
+                handle.write(
+                    separator + json.dumps(_json_value(record), ensure_ascii=False).encode()
+                )
+                separator = b", "
+        handle.write(b"[]\n" if separator == b"[" else b"]\n")
+    else:
+        raise ValueError(f"{fmt} is drawn by the CLI, not written here")
+
+
+def _in_order(work: Callable[[_Item], _Done], items: Iterator[_Item]) -> Iterator[_Done]:
+    """`work` done on each of `items`, two at a time on threads (Arrow's compute functions
+    let go of the GIL), the results in order. The items are taken in this thread."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(WORKERS)
+    pending: deque[Future[_Done]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(work, item))
+            if len(pending) > WORKERS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:  # a reader that went away: no need to finish the work under way
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _delimited_lines(batch: pa.RecordBatch, delimiter: str) -> pa.Buffer | bytes:
+    """The rows of `batch` as CSV lines, as Python's csv module writes `_text_cell`s: a cell
+    is quoted only when it holds the delimiter, a quote or a line feed; a row of one empty
+    cell is `""`. Strings, ENUMs, integers, booleans, dates, UTC times and lists of strings
+    are formatted by Arrow; other types (floats, say) cell by cell in Python."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if batch.num_rows == 0:
+        return b""
+    special = f'[{re.escape(delimiter)}"\n]'
+    cells = [_csv_cells(column, special) for column in batch.columns]
+    if len(cells) == 1:
+        cells[0] = pc.if_else(pc.equal(cells[0], ""), '""', cells[0])
+    cells[-1] = pc.binary_join_element_wise(cells[-1], "\n", "")  # each line's line feed
+    lines = cells[0] if len(cells) == 1 else pc.binary_join_element_wise(*cells, delimiter)
+    lines = lines.cast(pa.large_string())  # 64-bit offsets, read below
+    offsets = memoryview(lines.buffers()[1]).cast("q")
+    start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
+    return lines.buffers()[2][start:end]  # the lines one after another, not copied
+
+
+def _csv_cells(column: pa.Array, special: str) -> pa.Array:
+    """`column`'s cells as CSV text: `_text_cell`s, quoted where they hold `special`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):  # an ENUM: each value once, then taken
+        cells = _csv_cells(column.dictionary, special).take(column.indices)
+    else:
+        cells = _arrow_text(column)
+        if cells is None:
+            cells = pa.array([_text_cell(v) for v in column.to_pylist()], pa.string())
+        kind = column.type
+        if not (
+            pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_temporal(kind)
+        ):
+            special_cells = pc.match_substring_regex(cells, special)
+            if pc.any(special_cells).as_py():
+                quoted = pc.binary_join_element_wise(
+                    '"', pc.replace_substring(cells, '"', '""'), '"', ""
+                )
+                cells = pc.if_else(special_cells, quoted, cells)
+    return pc.fill_null(cells, "") if cells.null_count else cells
+
+
+def _arrow_text(column: pa.Array) -> pa.Array | None:
+    """`column` as strings when Arrow can write its values as `_text_cell` does, else None."""
+    import pyarrow as pa
+
+    kind = column.type
+    if pa.types.is_list(kind) and pa.types.is_dictionary(kind.value_type):  # a list of ENUMs
+        column = column.cast(pa.list_(kind.value_type.value_type))
+        kind = column.type
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_date32(kind)
+    ):
+        return column.cast(pa.string())
+    if pa.types.is_timestamp(kind) and kind.unit == "us" and kind.tz in (None, *UTC_NAMES):
+        return _iso_times(column)
+    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        return _json_lists(column)
+    return None
+
+
+def _iso_times(column: pa.Array) -> pa.Array:
+    """Microsecond timestamps as `datetime.isoformat` writes them: the fraction only when it
+    is not zero, and +00:00 for a time in UTC."""
+    import pyarrow.compute as pc
+
+    text = pc.strftime(column, "%Y-%m-%dT%H:%M:%S")  # seconds with 6 decimals
+    text = pc.if_else(pc.ends_with(text, ".000000"), pc.utf8_slice_codeunits(text, 0, -7), text)
+    return text if column.type.tz is None else pc.binary_join_element_wise(text, "+00:00", "")
+
+
+def _json_lists(column: pa.Array) -> pa.Array | None:
+    """Lists of strings as `json.dumps` writes them, when no string needs escaping."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = column.offsets  # of this slice of the lists, into all their values
+    first = offsets[0].as_py()
+    values = column.values.slice(first, offsets[-1].as_py() - first)
+    if pc.any(pc.match_substring_regex(values, JSON_ESCAPED)).as_py():
+        return None
+    quoted = pc.fill_null(pc.binary_join_element_wise('"', values, '"', ""), "null")
+    lists = pa.ListArray.from_arrays(pc.subtract(offsets, first), quoted, mask=column.is_null())
+    return pc.binary_join_element_wise("[", pc.binary_join(lists, ", "), "]", "")
+
+
+def write_result(result: Result, fmt: Format, handle: BinaryIO) -> None:
+    if isinstance(result, Stream):
+        _write_stream(result, fmt, handle)
+    else:
+        write_table(result, fmt, handle)
 
 
 def write_table(table: Table, fmt: Format, handle: BinaryIO) -> None:

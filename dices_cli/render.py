@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING
 
 from dices_cli.output import (
     Format,
+    Result,
+    Stream,
     Table,
     choose_format,
     open_output,
     open_stdout,
-    write_table,
+    write_result,
 )
 
 if TYPE_CHECKING:
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from dices_cli.validate import Progress
 
 PROBLEMS_SHOWN = 20
+TABLE_ROWS = 1_000  # rows of a streamed result drawn as a table; the rest is not read
 
 
 def stderr_console() -> Console:
@@ -138,7 +141,7 @@ def _text(console: Console, cell: str) -> Text:
 
 
 def emit(
-    table: Table,
+    result: Result,
     fmt: Format | None,
     output: Path | None,
     title: str | None = None,
@@ -153,13 +156,18 @@ def emit(
     chosen = choose_format(fmt, output, sys.stdout.isatty())
     if output is not None:
         with open_output(output, force, inputs) as handle:
-            write_table(table, chosen, handle)
+            write_result(result, chosen, handle)
         return
     with open_stdout() as handle:
-        if chosen is Format.TABLE:
-            print_table(table, title)
+        if chosen is not Format.TABLE:
+            write_result(result, chosen, handle)
+        elif isinstance(result, Stream):
+            shown, more = result.head(TABLE_ROWS)
+            print_table(shown, title)
+            if more:
+                say(f"... only the first {TABLE_ROWS:,} rows shown: use --format csv to see all")
         else:
-            write_table(table, chosen, handle)
+            print_table(result, title)
 
 
 def describe_problem(problem: Problem) -> str:

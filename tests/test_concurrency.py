@@ -183,7 +183,8 @@ def _core_overview(data: Path) -> tuple[object, ...]:
 
 def _sandbox_counts(data: Path) -> tuple[object, ...]:
     sql = "SELECT count(DISTINCT item_id), count(*), (SELECT count(*) FROM raters) FROM ratings"
-    return tuple(run_sql(Store(data), "350", sql, timeout=60).rows)
+    with run_sql(Store(data), "350", sql, timeout=60) as result:
+        return tuple(result.head(1)[0].rows)
 
 
 def _cli_overview(data: Path) -> tuple[object, ...]:

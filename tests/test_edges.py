@@ -147,7 +147,7 @@ def test_o_on_a_full_device_is_a_plain_error(name: str, small: Path, runner: Cli
 def half_then_no_space(table: Any, fmt: Any, handle: Any) -> None:
     """Write half of the result, then fail as a full disk does."""
     whole = io.BytesIO()
-    output_module.write_table(table, fmt, whole)
+    output_module.write_result(table, fmt, whole)
     handle.write(whole.getvalue()[: len(whole.getvalue()) // 2])
     handle.flush()
     raise OSError(errno.ENOSPC, NO_SPACE)
@@ -155,7 +155,7 @@ def half_then_no_space(table: Any, fmt: Any, handle: Any) -> None:
 
 @pytest.fixture
 def full_disk_midway(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(render, "write_table", half_then_no_space)
+    monkeypatch.setattr(render, "write_result", half_then_no_space)
 
 
 @pytest.mark.usefixtures("full_disk_midway")
@@ -218,13 +218,13 @@ def test_a_file_that_appears_while_writing_is_not_overwritten(
     small: Path, runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "result.csv"
-    real = output_module.write_table
+    real = output_module.write_result
 
     def write_while_another_appears(table: Any, fmt: Any, handle: Any) -> None:
         out.write_bytes(b"someone else's\n")
         real(table, fmt, handle)
 
-    monkeypatch.setattr(render, "write_table", write_while_another_appears)
+    monkeypatch.setattr(render, "write_result", write_while_another_appears)
     result = run(runner, small, *WRITERS["query"], "-o", str(out))
     assert_error(result, f"{out} exists; use --force to overwrite it")
     assert out.read_bytes() == b"someone else's\n"

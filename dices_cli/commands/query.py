@@ -315,11 +315,13 @@ def sql(
         check_output(output, force, read_paths(data, raters))
     store = Store(resolve_data_dir(data))
     selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
+    inputs = read_paths(data, raters)
     if statement is None:
-        result = open_session(store, dataset, selection).schema()
-    else:
-        result = run_sql(store, dataset, statement, selection, timeout)
-    emit(result, fmt, output, title="sql", force=force, inputs=read_paths(data, raters))
+        schema_table = open_session(store, dataset, selection).schema()
+        emit(schema_table, fmt, output, title="sql", force=force, inputs=inputs)
+        return
+    with run_sql(store, dataset, statement, selection, timeout) as result:
+        emit(result, fmt, output, title="sql", force=force, inputs=inputs)
 
 
 def register(app: typer.Typer) -> None:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dices_cli.errors import DicesError, NotIngestedError, UsageError
-from dices_cli.output import Table, table_from_rows
+from dices_cli.output import Stream, Table, table_from_rows
 from dices_cli.queries.catalog import (
     Query,
     compute_step,
@@ -56,6 +56,7 @@ _Result = TypeVar("_Result")
 
 # The schema of the tables behind the views: a query sees them only by naming it.
 INTERNAL = "internal"
+BATCH_ROWS = 10_000  # rows a streamed result reads at a time
 
 
 def _enum_type(column: Column) -> str:
@@ -261,6 +262,32 @@ class Session:
     def execute(self, sql: str, parameters: dict[str, Any] | None = None) -> Table:
         """The result as Python values."""
         return self._fetch(sql, parameters, _python_rows)
+
+    def stream(self, sql: str) -> Stream:
+        """The result as Arrow batches, each read from DuckDB when it is wanted. The first
+        is read here, so a query that fails at once fails before anything is written."""
+        import duckdb
+
+        try:
+            reader = self.con.sql(sql).to_arrow_reader(BATCH_ROWS)
+            first = reader.read_next_batch()
+        except StopIteration:
+            return Stream(reader.schema, iter(()))
+        except (duckdb.Error, OSError) as error:  # Arrow gives DuckDB's errors as OSError
+            raise DicesError(f"the query failed: {error}") from error
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            yield first
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    return
+                except (duckdb.Error, OSError) as error:
+                    raise DicesError(f"the query failed: {error}") from error
+                yield batch
+
+        return Stream(reader.schema, batches())
 
     def _fetch(
         self,

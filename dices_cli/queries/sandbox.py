@@ -7,10 +7,13 @@ directory, configuration frozen.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import threading
+from collections.abc import Iterator
 
 from dices_cli.errors import DicesError, UsageError
-from dices_cli.output import Table
+from dices_cli.output import Stream
 from dices_cli.queries.engine import RaterSelection, Session, open_session
 from dices_cli.store import Store
 
@@ -85,12 +88,24 @@ def run_sql(
     sql: str,
     selection: RaterSelection | None = None,
     timeout: float = 60.0,
-) -> Table:
-    import duckdb
-
+) -> contextlib.AbstractContextManager[Stream]:
+    """The result of `sql`, to be read inside a `with` block: the time limit holds until
+    the block ends, while the result is written. A bad limit or statement is refused here."""
     if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
         raise UsageError(f"--timeout must be at least {MIN_TIMEOUT:g} s (got {timeout:g})")
     check_single_select(sql)
+    return _running(store, dataset, sql, selection, timeout)
+
+
+@contextlib.contextmanager
+def _running(
+    store: Store, dataset: str, sql: str, selection: RaterSelection | None, timeout: float
+) -> Iterator[Stream]:
+    import duckdb
+
+    # Arrow's compute functions, which write the result, take 0.3 s to import: meanwhile
+    # the data loads (DuckDB lets go of the GIL).
+    threading.Thread(target=importlib.import_module, args=["pyarrow.compute"]).start()
     session = open_session(store, dataset, selection, materialize=True)
     lock_down(session)
     timed_out = threading.Event()
@@ -103,10 +118,11 @@ def run_sql(
     timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), stop)
     timer.start()
     try:
-        return session.execute(sql)
+        yield session.stream(sql)
     except DicesError as error:
-        # Our timer's interrupt, not an error whose message happens to say "interrupt".
-        if timed_out.is_set() and isinstance(error.__cause__, duckdb.InterruptException):
+        # Our timer's interrupt (which Arrow, reading a batch, gives as an OSError), not an
+        # error whose message happens to say "interrupt".
+        if timed_out.is_set() and isinstance(error.__cause__, duckdb.InterruptException | OSError):
             raise QueryTimeoutError(
                 f"the query ran longer than {timeout:g} s and was stopped"
             ) from error

@@ -1,0 +1,158 @@
+"""`dices sql` writes its result as Arrow batches, as the query produces them (issue 11).
+
+The bytes are those of the `Table` path that every other command uses; Parquet keeps
+DuckDB's types; a reader that leaves early (`| head`) ends the run at once and quietly;
+the time limit holds while the result is being written.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from dices_cli.main import app
+from dices_cli.output import Format, Stream, table_from_rows, write_result, write_table
+from dices_cli.queries.engine import open_session
+from dices_cli.store import Store
+
+MACHINE_TEXT = [Format.CSV, Format.TSV, Format.JSON, Format.JSONL]
+# Every kind of value the views hold, and some that only a query makes.
+MIXED = """
+    SELECT id, rater_id, Q_overall, answer_timestamp, granular_answers, harm_tags,
+           safety_gold_reasons, context, rater_raw_race,
+           answer_time_ms / 7 AS a_float, id % 3 = 0 AS a_bool, NULL AS nothing,
+           CASE WHEN id % 2 = 0 THEN 'a "quoted", line' || chr(10) || 'feed' END AS awkward,
+           {'n': id, 'tags': harm_tags} AS a_struct, DATE '2024-02-29' AS a_date,
+           sum(id) OVER () AS a_hugeint
+    FROM ratings_wide WHERE dataset = '350' ORDER BY id LIMIT 300
+"""
+
+
+def table_path_bytes(data: Path, statement: str, fmt: Format) -> bytes:
+    """What the `Table` path writes for `statement`: rows as Python values."""
+    handle = io.BytesIO()
+    write_table(open_session(Store(data), "350").execute(statement), fmt, handle)
+    return handle.getvalue()
+
+
+@pytest.mark.parametrize("fmt", MACHINE_TEXT)
+def test_sql_writes_the_bytes_of_the_table_path(
+    fmt: Format, runner: CliRunner, ingested: Path
+) -> None:
+    result = runner.invoke(app, ["sql", MIXED, "--data", str(ingested), "-d", "350", "-f", fmt])
+    assert result.exit_code == 0, result.output
+    expected = table_path_bytes(ingested, MIXED, fmt)
+    assert result.stdout_bytes == expected
+    assert expected.count(b"Q_overall") == (300 if fmt in (Format.JSON, Format.JSONL) else 1)
+
+
+cell_text = st.one_of(st.none(), st.text(alphabet=st.sampled_from('ab,\t"\n\r\\é\x01 ')))
+
+
+@given(
+    texts=st.lists(cell_text, min_size=1, max_size=8),
+    numbers=st.lists(st.one_of(st.none(), st.floats(), st.integers(-(2**63), 2**63 - 1))),
+    fmt=st.sampled_from(MACHINE_TEXT),
+)
+def test_a_stream_is_written_as_its_rows_are(
+    texts: list[str | None], numbers: list[float | int | None], fmt: Format
+) -> None:
+    """Any strings (quotes, delimiters, line breaks, escapes), lists of them, ENUMs,
+    floats, integers and nulls: a stream's bytes are its rows' bytes."""
+    floats = [float(n) if n is not None else None for n in numbers[: len(texts)]]
+    floats += [None] * (len(texts) - len(floats))
+    columns = {
+        "text": pa.array(texts, pa.string()),
+        "enum": pa.array(texts, pa.string()).dictionary_encode(),
+        "list": pa.array([[t, t] if t is not None else None for t in texts]),
+        "float": pa.array(floats, pa.float64()),
+    }
+    for names in (["text"], ["enum"], list(columns)):  # one column, too: `""` for an empty row
+        batch = pa.record_batch([columns[n] for n in names], names=names)
+        rows = list(zip(*(c.to_pylist() for c in batch.columns), strict=True))
+        expected, written = io.BytesIO(), io.BytesIO()
+        write_table(table_from_rows(names, rows), fmt, expected)
+        # The same rows in two batches: each batch is written where the one before ended.
+        halves = [batch.slice(0, len(texts) // 2), batch.slice(len(texts) // 2)]
+        write_result(Stream(batch.schema, iter(halves)), fmt, written)
+        assert written.getvalue() == expected.getvalue()
+
+
+def test_parquet_keeps_duckdb_types(runner: CliRunner, ingested: Path, tmp_path: Path) -> None:
+    target = tmp_path / "ratings.parquet"
+    statement = "SELECT * FROM ratings ORDER BY dataset, id"
+    result = runner.invoke(app, ["sql", statement, "--data", str(ingested), "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    written = pq.read_table(target)
+    schema = written.schema
+    assert schema.field("Q_overall").type == pa.dictionary(pa.uint8(), pa.string())
+    assert schema.field("answer_timestamp").type == pa.timestamp("us", tz="Etc/UTC")
+    assert schema.field("granular_answers").type == pa.list_(
+        pa.field("l", pa.dictionary(pa.uint8(), pa.string()))
+    )
+    session = open_session(Store(ingested), "all")
+    expected = session.execute(statement)
+    assert written.num_rows == len(expected.rows) == 43_050 + 72_103
+    for name in ("Q_overall", "answer_timestamp", "granular_answers"):
+        index = expected.columns.index(name)
+        assert written.column(name).to_pylist() == [row[index] for row in expected.rows]
+    assert set(written.column("Q_overall").to_pylist()) == {"No", "Yes", "Unsure"}
+
+
+def test_a_reader_that_leaves_ends_the_run_quietly(ingested: Path) -> None:
+    """`dices sql ... | head -c 100`: the first bytes arrive, and the run ends at once with
+    exit 0 and nothing on stderr, without writing (or computing) the rest."""
+    command = [sys.executable, "-m", "dices_cli", "sql", "SELECT * FROM ratings_wide"]
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [*command, "--data", str(ingested), "-f", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment,
+    )
+    assert process.stdout is not None
+    first = process.stdout.read(100)
+    process.stdout.close()
+    _, errors = process.communicate(timeout=60)
+    elapsed = time.perf_counter() - start
+    assert first.startswith(b"dataset,id,rater_id,item_id,")
+    assert process.returncode == 0
+    assert errors == b""
+    assert elapsed < 10  # writing all 115,153 rows the old way took 24 s
+
+
+def test_the_time_limit_holds_while_the_result_is_written(
+    runner: CliRunner, ingested: Path
+) -> None:
+    """Rows keep coming, and are written as they come, until the limit stops the query."""
+    endless = "SELECT range AS n FROM range(1000000000000000) WHERE hash(range) % 100 = 0"
+    args = ["sql", endless, "--data", str(ingested), "-d", "350", "-f", "csv"]
+    result = runner.invoke(app, [*args, "--timeout", "1"])
+    assert result.exit_code == 1
+    assert result.stderr == "Error: the query ran longer than 1 s and was stopped\n"
+    lines = result.stdout.splitlines()
+    assert lines[0] == "n"
+    assert len(lines) > 50_000  # more than the first batch: stopped while being written
+
+
+def test_a_stream_drawn_as_a_table_shows_its_first_rows(
+    runner: CliRunner, ingested: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("dices_cli.render.TABLE_ROWS", 3)
+    args = ["sql", "SELECT range AS n FROM range(10)", "--data", str(ingested), "-d", "350"]
+    result = runner.invoke(app, [*args, "-f", "table"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split() == ["sql", "n", "─", "0", "1", "2"]
+    assert result.stderr == "... only the first 3 rows shown: use --format csv to see all\n"
