@@ -44,7 +44,7 @@ QUERIES: dict[str, list[str]] = {  # name: options
 ANSWERS = ["No", "Yes", "Unsure"]
 LABELS = [*ANSWERS, "tie"]
 GOLD = ["No", "Yes"]
-GENDER = ["Man", "Woman"]
+GENDER = ["Man", "Woman", "Nonbinary", "Self-describe (below)"]  # the official label order
 DEGREE = ["Benign", "Debatable", "Moderate", "Extreme"]
 Q1_UNDERSTOOD = (
     "None of the above - it is in English, it makes sense, and I am familiar with the topic"

@@ -1,0 +1,58 @@
+"""Every benchmark script still runs: each once, on tiny input, so that none of them rots.
+
+Figures are not checked here (benchmarks measure, tests do not time); only that the script
+runs to its end and prints its verdict line.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures.dices_csv import build
+from typer.testing import CliRunner
+
+from dices_cli.main import app
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two small DICES files and a data directory holding them."""
+    folder = tmp_path_factory.mktemp("tiny")
+    for name in ("350", "990"):
+        (folder / f"{name}.csv").write_bytes(build(name, items=4, raters=6))
+    files = [str(folder / "350.csv"), str(folder / "990.csv")]
+    result = CliRunner().invoke(app, ["ingest", *files, "--data", str(folder / "data")])
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+SCRIPTS = {
+    "ingest": ["--runs", "1", "--files", "{tiny}/350.csv", "{tiny}/990.csv"],
+    "queries": ["--runs", "1", "--cold-runs", "1", "--files", "{tiny}/350.csv", "{tiny}/990.csv"],
+    "filter": ["--runs", "1", "--data", "{tiny}/data"],
+    "output": ["--runs", "1", "--data", "{tiny}/data"],
+    "load": ["--runs", "1", "--file", "{tiny}/350.csv"],
+    "agreement": ["--runs", "1", "--permutations", "10", "--by", "rater_gender"],
+}
+
+
+def test_every_bench_script_is_smoke_tested() -> None:
+    assert {path.stem for path in BENCH.glob("*.py")} == set(SCRIPTS)
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_a_bench_script_runs_on_tiny_input(script: str, tiny: Path) -> None:
+    arguments = [argument.format(tiny=tiny) for argument in SCRIPTS[script]]
+    done = subprocess.run(
+        [sys.executable, str(BENCH / f"{script}.py"), *arguments],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip(), "the script printed no figures"
