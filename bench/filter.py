@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest import add_shared_dir_argument, dices_command, generate, measure
+from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
 
 GOAL_S = 1.0  # scoring both datasets, in-process median
 
@@ -93,15 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
-        data = args.data
-        if data is None:
-            data = Path(temp) / "data"
-            paths = generate(args.shared_dir, ["350", "990"], 1, Path(temp))
-            subprocess.run(
-                [*dices_command(), "ingest", *map(str, paths), "--data", str(data)],
-                check=True,
-                capture_output=True,
-            )
+        data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         results = bench(data, args.runs)
     if args.json:
         summary = {

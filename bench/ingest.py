@@ -184,6 +184,18 @@ def table(results: list[Result], runs: int) -> str:
     return "\n".join(text)
 
 
+def ingested_replicas(shared: Path, directory: Path) -> Path:
+    """A data directory in `directory` holding both replica datasets, built and ingested."""
+    data = directory / "data"
+    paths = generate(shared, ["350", "990"], 1, directory)
+    subprocess.run(
+        [*dices_command(), "ingest", *map(str, paths), "--data", str(data)],
+        check=True,
+        capture_output=True,
+    )
+    return data
+
+
 def add_shared_dir_argument(parser: argparse.ArgumentParser) -> None:
     """--shared-dir: where the replica generator lives (every benchmark builds replicas)."""
     parser.add_argument(

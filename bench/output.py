@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest import add_shared_dir_argument, dices_command, generate, measure
+from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
 
 GOAL_RATIO = 1.5  # dices / DuckDB COPY, CSV and Parquet
 GOAL_FIRST_BYTES_S = 0.5  # from the first batch to the first bytes in a pipe
@@ -150,15 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
-        data = args.data
-        if data is None:
-            data = Path(temp) / "data"
-            paths = generate(args.shared_dir, ["350", "990"], 1, Path(temp))
-            subprocess.run(
-                [*dices_command(), "ingest", *map(str, paths), "--data", str(data)],
-                check=True,
-                capture_output=True,
-            )
+        data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         results = bench(data, args.runs, Path(temp))
     if args.json:
         summary = {
