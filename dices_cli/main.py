@@ -55,7 +55,7 @@ class DicesGroup(TyperGroup):
             from dices_cli.render import report_problems, say, set_quiet
 
             set_quiet(False)
-            say(f"Error: {error}")
+            say(f"Error: {_worded(error)}")
             if isinstance(error, InvalidInputError):
                 report_problems(error.report, error.report.errors)
             raise typer.Exit(error.exit_code) from None
@@ -91,6 +91,16 @@ class DicesGroup(TyperGroup):
             say(f"Error: unexpected {type(error).__name__}: {error}")
             say("This is a bug in dices; rerun with DICES_DEBUG=1 for the traceback and report it.")
             raise typer.Exit(1) from None
+
+
+def _worded(error: DicesError) -> str:
+    """A core error as the command line says it: with the options that help, which the
+    core does not name."""
+    from dices_cli.queries.engine import NothingIngestedError
+
+    if isinstance(error, NothingIngestedError):
+        return f"{error}; run `dices ingest FILE --data {error.root}` first"
+    return str(error)
 
 
 app = typer.Typer(

@@ -32,7 +32,9 @@ from dices_cli.queries.catalog import (
     catalog,
     get_query,
 )
+from dices_cli.queries.engine import NothingIngestedError, chosen_datasets
 from dices_cli.shape import Shape, UnknownColumnError, apply
+from dices_cli.store import Store
 
 
 @pytest.fixture(scope="module")
@@ -457,3 +459,15 @@ def test_dices_help_reads_no_sql(monkeypatch: pytest.MonkeyPatch) -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0, result.output
     assert "query" in result.stdout
+
+
+def test_nothing_ingested_is_a_fact_the_command_line_words(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    with pytest.raises(NothingIngestedError) as raised:
+        chosen_datasets(Store(empty), "all")
+    assert (str(raised.value), raised.value.root) == (f"nothing is ingested in {empty}", empty)
+    result = CliRunner().invoke(app, ["query", "overview", "--data", str(empty)])
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: nothing is ingested in {empty}; run `dices ingest FILE --data {empty}` first\n"
+    )

@@ -93,7 +93,6 @@ STILL_NAMING_FLAGS = {
     "dices_cli.metrics.compute": {"--question", "--dataset"},
     "dices_cli.output": {"--format", "--force"},
     "dices_cli.quality": {"--preset", "--write", "--min-quality"},
-    "dices_cli.queries.engine": {"--data"},
     "dices_cli.queries.sandbox": {"--timeout"},
     "dices_cli.store": {"--data", "--force"},
     "dices_cli.validate": {"--dataset"},
