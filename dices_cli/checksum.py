@@ -134,7 +134,9 @@ def prefetch(paths: Iterable[Path]) -> None:
     an early exit does not wait for them). Anything else is read by whoever reads it."""
     for path in paths:
         try:
-            # Not blocking: a FIFO put in place of a file would wait here for a writer.
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                continue  # a FIFO opened here, even for a moment, could take a writer's bytes
+            # Not blocking, should a FIFO have been put in the file's place since.
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             continue
@@ -151,8 +153,8 @@ def prefetch(paths: Iterable[Path]) -> None:
 
 
 def _plain_file_key(fd: int) -> _Key | None:
-    """The key of a plain regular file; None for a pipe or a device (reading it here would
-    take its bytes away) and for a gzip file (hashed as it is decompressed)."""
+    """The key of a plain regular file; None for anything else, and for a gzip file (hashed
+    as it is decompressed)."""
     try:
         status = os.fstat(fd)
         if stat.S_ISREG(status.st_mode) and os.pread(fd, 2, 0) != GZIP_MAGIC:

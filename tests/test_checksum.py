@@ -9,6 +9,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -64,6 +65,22 @@ def test_what_cannot_be_prefetched_is_skipped_quietly(tmp_path: Path) -> None:
     before = dict(checksum._started)
     checksum.prefetch([tmp_path / "missing.csv", tmp_path, Path("/dev/null")])
     assert checksum._started == before
+
+
+def test_a_fifo_is_not_even_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader opened for a moment would let a writer in, and its bytes could be lost."""
+    fifo = tmp_path / "ratings.csv"
+    os.mkfifo(fifo)
+    opened: list[str] = []
+    real_open = os.open
+
+    def recording_open(path: str | Path, *args: Any, **kwargs: Any) -> int:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    checksum.prefetch([fifo])
+    assert opened == []
 
 
 def test_a_gzip_file_is_not_prefetched(tmp_path: Path) -> None:
