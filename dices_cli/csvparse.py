@@ -9,9 +9,9 @@ Memory is bounded by the data, never by how broken it is. The file is never held
 it is counted in chunks (line breaks, quotes, NUL bytes) in the pass that hashes it
 (`dices_cli.checksum`, or the spool of a gzip file or a pipe) while Polars parses it from
 disk, and columns with few distinct values (answers, demographics, the conversation text
-repeated on every row) are parsed as Categorical, which stores each distinct string once. Input that
-would make Polars build far more than the data (a line of many MiB, more records than
-the bytes could hold, say millions of blank lines) skips it; the strict path streams
+repeated on every row) are parsed as Categorical, which stores each distinct string once.
+Input that would make Polars build far more than the data (a line of many MiB, more records
+than the bytes could hold, say millions of blank lines) skips it; the strict path streams
 records (`dices_cli.lines`) and keeps only the valid cells, in batches, and the broken
 records' bytes.
 """
