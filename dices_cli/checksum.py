@@ -2,8 +2,9 @@
 whether Polars saw every record whole (`ByteFacts`), so that no other pass is needed for them.
 
 The pass over a plain file can start early and finish on a spare core: hashing releases the
-GIL, so a command can `prefetch` its input files before it imports Polars (a tenth of a second
-of Python on one core), and `scan` collects each result when the parser wants the counts.
+GIL (counting holds it only for moments), so a command can `prefetch` its input files before
+it imports Polars (a tenth of a second of Python on one core), and `scan` collects each
+result when the parser wants the counts.
 Without a prefetch, `scan` reads the file there and then. A gzip file is not prefetched: its
 own bytes are hashed, and its text counted, as it is decompressed (`dices_cli.source`).
 This module imports nothing heavy, so that it can start before the imports it overlaps.
