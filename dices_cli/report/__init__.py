@@ -1,0 +1,90 @@
+"""`dices report`: one self-contained HTML page of charts over the canned queries.
+
+    sections.py  which queries each section runs and what it draws (SECTIONS, in order)
+    charts.py    Vega-Lite specifications, rendered to inline SVG by vl-convert
+    page.py      the HTML: figures, their tables, how the report was made
+
+The charting library (vl-convert-python, the `report` extra) is imported only when a chart
+is drawn, so no other command pays for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from dices_cli import __version__
+from dices_cli.errors import DicesError
+
+if TYPE_CHECKING:
+    from dices_cli.queries.engine import RaterSelection
+    from dices_cli.store import Store
+
+INSTALL_HINT = "charts need vl-convert-python: pip install 'dices-cli[report]'"
+
+
+def check_charts_available() -> None:
+    """Refuse early, before any query, when the charting library is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("vl_convert") is None:
+        raise DicesError(INSTALL_HINT)
+
+
+def build_report(
+    store: Store,
+    dataset: str,
+    selection: RaterSelection,
+    by: Sequence[str],
+    command: str,
+    permutations: int | None = None,
+    seed: int | None = None,
+) -> str:
+    """The report over `dataset` ('350', '990' or 'all') as an HTML document.
+
+    `selection` must be resolved (`dices_cli.selection.resolve`); `by` are rater columns
+    (the groups compared; without them the report shows race and gender and leaves out
+    the sections that need chosen groups); `command` is recorded as it is given;
+    `permutations` and `seed` go to the agreement query (None: its defaults).
+    """
+    from dices_cli.report.charts import to_svg
+    from dices_cli.report.page import Provenance, page
+    from dices_cli.report.sections import SECTIONS, Context, Section
+
+    check_charts_available()
+    permutations = _agreement_option("permutations", permutations)
+    seed = _agreement_option("seed", seed)
+    context = Context(store, dataset, selection, list(by), permutations, seed)
+    sections: list[Section] = []
+    drawing: list[list[Future[str]]] = []
+    # vl-convert draws a section's charts on its own thread while the next section's queries
+    # run in DuckDB and numpy: both release the GIL, and the machine has two cores.
+    with ThreadPoolExecutor(max_workers=1) as artist:
+        for build in SECTIONS:
+            section = build(context)
+            if section is not None:
+                sections.append(section)
+                drawing.append([artist.submit(to_svg, figure.spec) for figure in section.figures])
+        drawn = [[chart.result() for chart in charts] for charts in drawing]
+    made = Provenance(
+        command=command,
+        version=__version__,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        selection="; ".join(selection.description) or "all raters",
+        datasets=[store.open(name).manifest for name in context.datasets],
+    )
+    return page(sections, drawn, made)
+
+
+def _agreement_option(name: str, value: int | None) -> int:
+    """`value` for the agreement query's parameter `name` (its default for None), checked
+    against the range its .sql header declares, before any work."""
+    from dices_cli.queries.catalog import get_query
+
+    parameter = get_query("agreement").parameter(name)
+    assert parameter is not None
+    bound = parameter.convert(value)
+    assert isinstance(bound, int)
+    return bound
