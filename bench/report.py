@@ -33,8 +33,9 @@ def in_process(data: Path, permutations: int | None) -> dict[str, float]:
     from dices_cli.queries.catalog import get_query
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.report.charts import to_svg
+    from dices_cli.report.context import Context
     from dices_cli.report.page import Provenance, page
-    from dices_cli.report.sections import SECTIONS, Context
+    from dices_cli.report.sections import SECTIONS
     from dices_cli.store import Store
 
     store = Store(data)

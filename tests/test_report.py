@@ -26,12 +26,13 @@ from typer.testing import CliRunner
 from dices_cli import __version__
 from dices_cli.main import app
 from dices_cli.queries.engine import RaterSelection
-from dices_cli.report.sections import SECTIONS, TOP_CONVERSATIONS, Context, Section
+from dices_cli.report.context import Context, Section
+from dices_cli.report.sections import SECTIONS, TOP_CONVERSATIONS
 from dices_cli.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 BY = ["--by", "rater_race", "--by", "rater_gender"]
-PERMUTATIONS = "50"  # the agreement section's p-values; the query's 1000 cost seconds here
+PERMUTATIONS = "50"  # behind the agreement section's p-values: 200 by default
 # Figures of the report of both datasets with two --by columns: overview 2, shares 2 (the
 # heatmap of the intersection), gold 1, disagreement 2, quality 2, agreement 1.
 FIGURES_WITH_BY = 10
@@ -111,7 +112,8 @@ def test_the_page_is_self_contained(report: Path) -> None:
 
 def test_the_report_records_how_it_was_made(report: Path, ingested: Path) -> None:
     page = html.unescape(report.read_text(encoding="utf-8"))
-    command = f"dices report --dataset all {' '.join(BY)} --permutations {PERMUTATIONS} -o {report}"
+    options = f"{' '.join(BY)} --permutations {PERMUTATIONS} --seed 0"
+    command = f"dices report --dataset all {options} -o {report}"
     assert f"<code>{command}</code>" in page
     assert f"<dt>dices version</dt><dd>{__version__}</dd>" in page
     assert "<dt>Raters</dt><dd>all raters</dd>" in page
@@ -187,6 +189,21 @@ def test_one_dataset_without_by_leaves_out_what_does_not_apply(
     assert "Share of Yes (unsafe) per rater_race x rater_gender" in page  # the default groups
     assert "<dt>Raters</dt><dd>without the raters the DICES authors removed</dd>" in page
     assert page.count("<svg") == 7  # no group gaps, no agreement without --by
+
+
+def test_a_dataset_without_a_by_column_is_left_out_with_a_note(
+    ingested: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "locale.html"
+    arguments = ["report", "--by", "rater_locale", "--permutations", "0", "--data", str(ingested)]
+    result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        "note: rater_locale is a DICES-990 column; DICES-350 has no rater_locale, "
+        f"so it is left out\nwrote {target}\n"
+    )
+    page = target.read_text(encoding="utf-8")
+    assert "<h1>DICES safety ratings: DICES-990</h1>" in page
 
 
 @pytest.mark.parametrize(

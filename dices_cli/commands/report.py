@@ -18,6 +18,7 @@ from dices_cli.commands.query import (
     read_paths,
 )
 from dices_cli.render import say
+from dices_cli.report import PERMUTATIONS
 
 
 def report(
@@ -41,12 +42,13 @@ def report(
         int | None,
         typer.Option(
             "--permutations",
-            help="Relabellings for the agreement p-values (default: the agreement query's).",
+            help="With --by: relabellings of the raters behind the agreement p-values "
+            f"(default {PERMUTATIONS}; dices query agreement's is 1000).",
         ),
     ] = None,
     seed: Annotated[
         int | None,
-        typer.Option("--seed", help="Seed of the relabellings (default: the agreement query's)."),
+        typer.Option("--seed", help="With --by: seed of the relabellings (default 0)."),
     ] = None,
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
@@ -72,7 +74,10 @@ def report(
         dices report -d 350 --exclude-removed -o dices350.html
     """
     from dices_cli.output import check_output, open_output
-    from dices_cli.report import build_report, check_charts_available
+    from dices_cli.queries.catalog import missing_group_column
+    from dices_cli.queries.engine import chosen_datasets
+    from dices_cli.report import agreement_options, build_report, check_charts_available
+    from dices_cli.schema import DATASETS
     from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
@@ -83,8 +88,9 @@ def report(
     selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
     command = ["dices", "report", "--dataset", dataset]
     command += [part for column in by or [] for part in ("--by", column)]
-    command += ["--permutations", str(permutations)] if permutations is not None else []
-    command += ["--seed", str(seed)] if seed is not None else []
+    permutations, seed = agreement_options(permutations, seed)
+    if by:
+        command += ["--permutations", str(permutations), "--seed", str(seed)]
     command += ["--exclude-removed"] if exclude_removed else []
     command += ["--raters", raters] if raters is not None else []
     command += ["--min-quality", f"{min_quality:g}"] if min_quality is not None else []
@@ -94,6 +100,11 @@ def report(
     )
     with open_output(output, force, inputs) as handle:
         handle.write(document.encode("utf-8"))
+    if dataset == "all":
+        for skipped in sorted(
+            set(store.available()) - set(chosen_datasets(store, "all", columns=by or []))
+        ):
+            say(f"note: {missing_group_column(DATASETS[skipped], by or [])}, so it is left out")
     say(f"wrote {output}")
 
 

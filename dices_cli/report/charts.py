@@ -23,7 +23,9 @@ ORANGE, SKY, GREEN, PURPLE = "#E69F00", "#56B4E9", "#009E73", "#CC79A7"
 CATEGORICAL = [BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY, GREY, "#000000"]
 ANSWER_COLOURS = {"No": BLUE, "Yes": VERMILLION, "Unsure": GREY}
 SEQUENTIAL = "viridis"  # perceptually even and colour-blind safe
-WIDTH = 520  # px of a chart's plot area: two columns of facets fit a laptop screen and A4
+# px of a chart's plot area. Every chart, labels and two panels abreast included, stays
+# within 1,150 px, so a laptop screen shows its text at full size (a wider one is shrunk).
+WIDTH = 520
 
 # A field and its title (None: no title, where the panel's header names it already).
 Axis = tuple[str, str | None]
@@ -61,25 +63,36 @@ def _spec(title: str, description: str, data: list[dict[str, Any]], **rest: Any)
     return {"title": title, "description": description, "data": {"values": data}, **rest}
 
 
-def _facet(spec: dict[str, Any], independent: bool = True, **facets: str | None) -> dict[str, Any]:
-    """`spec` drawn once per value of each facet field (`row=`, `column=`: the dataset, a
-    demographic column), or once when none is given; `independent`: each panel keeps its
-    own categories."""
+def _facet(
+    spec: dict[str, Any],
+    independent: bool = True,
+    wrap: str | None = None,
+    **facets: str | None,
+) -> dict[str, Any]:
+    """`spec` drawn once per value of each facet field (`row=`, `column=`), or per value of
+    `wrap` in panels two abreast, or once when none is given. Panels come in the order of
+    the data; with `independent`, each keeps its own categories."""
     chosen = {direction: field for direction, field in facets.items() if field is not None}
-    if not chosen:
+    if not chosen and wrap is None:
         return spec
     top = {key: spec.pop(key) for key in ("title", "description", "data")}
-    headers = {
-        direction: {
+
+    def header(field: str, left: bool) -> dict[str, Any]:
+        return {
             "field": field,
             "type": "nominal",
             "title": None,
             "sort": list(dict.fromkeys(row[field] for row in top["data"]["values"])),
-            "header": {"labelAngle": 0, "labelAlign": "left"} if direction == "row" else {},
+            "header": {"labelAngle": 0, "labelAlign": "left"} if left else {},
         }
-        for direction, field in chosen.items()
-    }
-    faceted = {**top, "facet": headers, "spec": spec}
+
+    if wrap is not None:
+        faceted = {**top, "facet": header(wrap, False), "columns": 2, "spec": spec}
+    else:
+        headers = {
+            direction: header(field, direction == "row") for direction, field in chosen.items()
+        }
+        faceted = {**top, "facet": headers, "spec": spec}
     if independent:
         faceted["resolve"] = {"scale": {"y": "independent"}}
     return faceted
@@ -157,11 +170,10 @@ def bars(
     data: list[dict[str, Any]],
     group: Axis,
     value: dict[str, Any],
-    row: str | None = None,
-    column: str | None = "dataset",
+    wrap: str = "panel",
 ) -> dict[str, Any]:
-    """A horizontal bar per group, its length the `value` encoding, panels per `row` and
-    `column` value."""
+    """A horizontal bar per group, its length the `value` encoding, a panel per `wrap`
+    value (a dataset and a demographic column, say)."""
     spec = _spec(
         title,
         description,
@@ -170,7 +182,7 @@ def bars(
         width=WIDTH / 2,
         encoding={"y": _nominal(*group), "x": value},
     )
-    return _facet(spec, row=row, column=column)
+    return _facet(spec, wrap=wrap)
 
 
 def count(field: str, title: str) -> dict[str, Any]:
@@ -190,8 +202,7 @@ def interval_dots(
     group: Axis,
     value: tuple[str, str],
     interval: tuple[str, str],
-    row: str | None = None,
-    column: str | None = "dataset",
+    wrap: str = "panel",
 ) -> dict[str, Any]:
     """A point per group at `value`, with a line across its `interval` (low, high fields)."""
     y = _nominal(*group)
@@ -210,7 +221,7 @@ def interval_dots(
         },
     ]
     spec = _spec(title, description, data, width=WIDTH / 2, layer=layer)
-    return _facet(spec, row=row, column=column)
+    return _facet(spec, wrap=wrap)
 
 
 def heatmap(
@@ -298,10 +309,10 @@ def dumbbell(
     label: Axis,
     ends: tuple[tuple[str, str], tuple[str, str]],
     x_title: str,
-    row: str | None = "dataset",
+    wrap: str = "panel",
 ) -> dict[str, Any]:
     """A grey line per row between two shares, `ends` (field, legend label) low then high."""
-    y = _nominal(*label)
+    y = _nominal(*label, axis={"labelLimit": 220})
     (low, low_label), (high, high_label) = ends
     layer: list[dict[str, Any]] = [
         {
@@ -330,8 +341,8 @@ def dumbbell(
                 },
             }
         )
-    spec = _spec(title, description, data, width=WIDTH, layer=layer)
-    return _facet(spec, row=row)
+    spec = _spec(title, description, data, width=WIDTH / 2, layer=layer)
+    return _facet(spec, wrap=wrap)
 
 
 def strips(
@@ -380,9 +391,9 @@ def dots(
         description,
         data,
         mark={"type": "point", "size": 70, "strokeWidth": 2, "color": BLUE},
-        width=WIDTH / 3,
+        width=WIDTH / 4,
         encoding={
-            "y": _nominal(*group),
+            "y": _nominal(*group, axis={"labelLimit": 120}),
             "x": {
                 "field": value[0],
                 "type": "quantitative",

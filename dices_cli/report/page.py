@@ -15,9 +15,9 @@ from decimal import Decimal
 from typing import Any
 
 from dices_cli.output import Table
-from dices_cli.report.sections import Section
+from dices_cli.report.context import Section
 
-OPEN_TABLE_ROWS = 40  # a longer table starts folded, so the page stays readable
+OPEN_TABLE_ROWS = 12  # a longer table starts folded, so the page stays readable
 # Nothing may be loaded: styles only from the page itself, images only as data.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
@@ -36,16 +36,19 @@ figcaption { margin: .5rem 0; max-width: 60rem; }
 figcaption .read { display: block; color: var(--muted); }
 details { margin: .5rem 0 1rem; }
 summary { cursor: pointer; color: #0060a0; }
+.table { overflow-x: auto; }
 table { border-collapse: collapse; font-size: .85rem; margin: .5rem 0; }
 caption { text-align: left; font-weight: 600; padding: .3rem 0; }
 th, td { border-bottom: 1px solid var(--rule); padding: .15rem .6rem; text-align: left;
          vertical-align: top; }
-td.number { text-align: right; font-variant-numeric: tabular-nums; }
+td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td:first-child { white-space: nowrap; }
 .note { background: #fff6e0; border-left: 4px solid #e69f00; padding: .4rem .8rem; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
 dt { font-weight: 600; }
 code, .hash { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .85rem;
               overflow-wrap: anywhere; }
+@page { size: A4 landscape; margin: 12mm; }  /* the widest charts at nearly full size */
 @media print {
   body { max-width: none; padding: 0; font-size: 11pt; }
   nav, summary { display: none; }
@@ -91,7 +94,10 @@ def table_html(table: Table, caption: str | None = None) -> str:
             cells.append(f"<td{' class=number' if number else ''}>{html.escape(text)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     title = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return f"<table>{title}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (
+        f'<div class="table"><table>{title}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def _folded(table: Table, summary: str) -> str:

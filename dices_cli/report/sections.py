@@ -8,17 +8,22 @@ new section (model predictions, say) is one more function in that list.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dices_cli.output import Table, table_from_rows
-from dices_cli.queries.catalog import get_query, missing_group_column
-from dices_cli.queries.engine import RaterSelection, Session, chosen_datasets
-from dices_cli.report import charts
-from dices_cli.schema import DATASETS
+import dices_cli.report.charts as charts
+from dices_cli.output import table_from_rows
+from dices_cli.report.context import (
+    Context,
+    Figure,
+    Section,
+    dataset_title,
+    panels,
+    select,
+    stacked,
+)
 
 if TYPE_CHECKING:
-    from dices_cli.store import Store
+    pass
 
 # The demographic columns of the rater pool overview, and of the shares without `by`.
 POOL_COLUMNS = ("rater_gender", "rater_race", "rater_age", "rater_education")
@@ -28,91 +33,10 @@ SIGNIFICANT = 0.05  # Benjamini-Hochberg adjusted p-value below which a point is
 NO_GOLD = "no gold label"
 
 
-@dataclass(frozen=True)
-class Figure:
-    """A chart, the numbers behind it (also its text alternative) and how to read it."""
-
-    spec: dict[str, Any]  # Vega-Lite, holding only rows of `table`
-    table: Table
-    how_to_read: str
-
-
-@dataclass(frozen=True)
-class Section:
-    key: str  # the HTML id
-    title: str
-    figures: list[Figure]
-    tables: list[tuple[str, Table]] = field(default_factory=list)  # (caption, numbers)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Context:
-    """What every section reads: the store, the datasets asked for, the rater selection
-    (resolved), the `by` columns, and one engine session per set of datasets."""
-
-    store: Store
-    dataset: str  # '350', '990' or 'all'
-    selection: RaterSelection
-    by: list[str]
-    permutations: int
-    seed: int
-    datasets: list[str] = field(default_factory=list)
-    _sessions: dict[tuple[str, ...], Session] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.by:  # unknown names refused as every query refuses them
-            by = get_query("qoverall-by-demographic").parameter("by")
-            assert by is not None
-            by.convert(self.by)
-        self.datasets = chosen_datasets(self.store, self.dataset, columns=self.by)
-
-    def session(self, datasets: Sequence[str]) -> Session:
-        key = tuple(datasets)
-        if key not in self._sessions:
-            self._sessions[key] = Session(self.store, key, self.selection)
-        return self._sessions[key]
-
-    def run(self, name: str, **given: Any) -> Table | None:
-        """The canned query's result over the report's datasets it applies to (and that
-        have its group columns); None when there are none."""
-        query = get_query(name)
-        parameters = {p.name: p.convert(given.get(p.name)) for p in query.parameters}
-        columns = query.group_columns(parameters)
-        datasets = [
-            d
-            for d in self.datasets
-            if d in query.datasets and missing_group_column(DATASETS[d], columns) is None
-        ]
-        if not datasets:
-            return None
-        return self.session(datasets).run(query, parameters)
-
-
-def _title(dataset: str) -> str:
-    return DATASETS[dataset].title
-
-
-def _select(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> Table:
-    """`columns` of `rows` (records) as a table."""
-    return table_from_rows(list(columns), [tuple(r[c] for c in columns) for r in rows])
-
-
-def _long(ctx: Context, name: str, columns: Sequence[str], keep: Sequence[str]) -> Table:
-    """`name --by COLUMN` for each of `columns`, stacked: dataset, column, group, `keep`."""
-    rows = []
-    for column in columns:
-        result = ctx.run(name, by=[column])
-        for record in [] if result is None else result.records():
-            group = record[column] if record[column] is not None else "(not given)"
-            rows.append((_title(record["dataset"]), column, group, *(record[k] for k in keep)))
-    return table_from_rows(["dataset", "column", "group", *keep], rows)
-
-
 def overview(ctx: Context) -> Section:
     result = ctx.run("overview")
     assert result is not None
-    rows = [{**r, "dataset": _title(r["dataset"])} for r in result.records()]
+    rows = [{**r, "dataset": dataset_title(r["dataset"])} for r in result.records()]
     shares = {"share_no": "No", "share_yes": "Yes", "share_unsure": "Unsure"}
     answers = charts.stacked_shares(
         "Q_overall answers per dataset",
@@ -121,14 +45,13 @@ def overview(ctx: Context) -> Section:
         ("dataset", "dataset"),
         shares,
     )
-    pool = _long(ctx, "qoverall-by-demographic", POOL_COLUMNS, ["raters", "ratings"])
+    pool = stacked(ctx, "qoverall-by-demographic", POOL_COLUMNS, ["raters", "ratings"])
     raters = charts.bars(
         "Raters per demographic group",
         "Number of raters in each group of gender, race, age and education, per dataset.",
-        charts.records(pool.columns, pool.rows),
+        panels(pool),
         ("group", None),
         charts.count("raters", "raters"),
-        row="column",
     )
     return Section(
         "overview",
@@ -136,7 +59,7 @@ def overview(ctx: Context) -> Section:
         [
             Figure(
                 answers,
-                _select(result.columns, rows),
+                select(result.columns, rows),
                 "Each bar is one dataset: the longer its vermillion part, the more often raters "
                 "called the chatbot's answer unsafe.",
             ),
@@ -153,18 +76,17 @@ def overview(ctx: Context) -> Section:
 def qoverall_shares(ctx: Context) -> Section:
     groups = ctx.by or list(DEFAULT_GROUPS)
     keep = ["raters", "ratings", "share_yes", "share_yes_ci_low", "share_yes_ci_high"]
-    shares = _long(ctx, "qoverall-by-demographic", groups, keep)
+    shares = stacked(ctx, "qoverall-by-demographic", groups, keep)
     figures = [
         Figure(
             charts.interval_dots(
                 "Share of Yes (unsafe) per group, with 95% intervals",
                 "Share of ratings answering Yes per demographic group, with its 95% Wilson "
                 "interval, per dataset.",
-                charts.records(shares.columns, shares.rows),
+                panels(shares),
                 ("group", None),
                 ("share_yes", "share of Yes (unsafe)"),
                 ("share_yes_ci_low", "share_yes_ci_high"),
-                row="column",
             ),
             shares,
             "A dot is a group's share of Yes and its line the 95% interval: groups whose lines "
@@ -184,13 +106,13 @@ def _intersection(ctx: Context, groups: Sequence[str]) -> Figure:
     rows = [
         {
             **r,
-            "dataset": _title(r["dataset"]),
+            "dataset": dataset_title(r["dataset"]),
             rest: " / ".join(str(r[c]) for c in groups[1:]),
         }
         for r in result.records()
     ]
     columns = ["dataset", groups[0], rest, "raters", "ratings", "share_yes"]
-    table = _select([*columns, "share_yes_ci_low", "share_yes_ci_high"], rows)
+    table = select([*columns, "share_yes_ci_low", "share_yes_ci_high"], rows)
     spec = charts.heatmap(
         f"Share of Yes (unsafe) per {groups[0]} x {rest}",
         f"Share of ratings answering Yes for each intersection of {' and '.join(groups)}.",
@@ -244,10 +166,10 @@ def disagreement(ctx: Context) -> Section:
     columns = ["dataset", "item_id", "degree_of_harm", "safety_gold", "ratings", "share_yes"]
     columns += ["plurality", "entropy_bits"]
     rows = [
-        {**r, "dataset": _title(r["dataset"]), "safety_gold": r["safety_gold"] or NO_GOLD}
+        {**r, "dataset": dataset_title(r["dataset"]), "safety_gold": r["safety_gold"] or NO_GOLD}
         for r in items.records()
     ]
-    table = _select(columns, rows)
+    table = select(columns, rows)
     spec = charts.scatter(
         "Disagreement per conversation: entropy against share of Yes",
         "One point per conversation: its share of Yes answers against the entropy of its "
@@ -282,16 +204,16 @@ def _group_gaps(ctx: Context) -> Figure:
             shown += [
                 {
                     **r,
-                    "dataset": _title(dataset),
+                    "dataset": dataset_title(dataset),
                     "column": column,
-                    "panel": f"{_title(dataset)} · {column}",
+                    "panel": f"{dataset_title(dataset)} · {column}",
                     "conversation": f"#{r['item_id']}: {r['lowest_group']} < {r['highest_group']}",
                 }
                 for r in ranked
             ]
     columns = ["dataset", "column", "item_id", "lowest_group", "lowest_share_yes"]
     columns += ["highest_group", "highest_share_yes", "gap", "test", "p_value", "p_adjusted"]
-    table = _select(columns, shown)
+    table = select(columns, shown)
     spec = charts.dumbbell(
         "Conversations the groups disagree on most",
         f"For the {TOP_CONVERSATIONS} conversations per dataset and column with the largest gap, "
@@ -303,7 +225,6 @@ def _group_gaps(ctx: Context) -> Figure:
         ("conversation", None),
         (("lowest_share_yes", "lowest group"), ("highest_share_yes", "highest group")),
         "share of Yes (unsafe) in the group",
-        row="panel",
     )
     return Figure(
         spec,
@@ -316,7 +237,14 @@ def _group_gaps(ctx: Context) -> Figure:
 
 def rater_quality(ctx: Context) -> Section:
     from dices_cli.audit import audit, audit_table
-    from dices_cli.quality import COMPONENTS, RaterFilter, kept_raters, quality_table, score_raters
+    from dices_cli.quality import (
+        COMPONENTS,
+        DEMOGRAPHICS,
+        RaterFilter,
+        kept_raters,
+        quality_table,
+        score_raters,
+    )
 
     session = ctx.session(ctx.datasets)
     raters = score_raters(session)  # runs the rater-quality query
@@ -325,7 +253,7 @@ def rater_quality(ctx: Context) -> Section:
     removed = {True: "removed by the DICES authors", False: "kept by the DICES authors"}
     rows = [
         (
-            _title(r["dataset"]),
+            dataset_title(r["dataset"]),
             r["rater_id"],
             component,
             r[component],
@@ -349,23 +277,26 @@ def rater_quality(ctx: Context) -> Section:
     )
     audits = audit(session, raters, kept_raters(raters, rule))
     summary = audit_table(audits, rule.description)
-    summary = _select([c for c in summary.columns if c != "groups"], summary.records())
+    summary = select(
+        [c for c in summary.columns if c not in ("filter", "groups")], summary.records()
+    )
     removal = table_from_rows(
         ["dataset", "column", "group", "raters", "removed", "removal_rate", "p_value"],
         [
-            (_title(a.dataset), c.column, g.group, g.raters, g.removed, g.rate, c.p_value)
+            (dataset_title(a.dataset), c.column, g.group, g.raters, g.removed, g.rate, c.p_value)
+            for column in DEMOGRAPHICS  # each column's datasets side by side
             for a in audits
             for c in a.columns
+            if c.column == column
             for g in c.groups
         ],
     )
     removal_spec = charts.bars(
         f"Raters the default filter removes, per group (score below {rule.threshold:g})",
         "Share of each demographic group's raters whose quality score is below the threshold.",
-        charts.records(removal.columns, removal.rows),
+        panels(removal),
         ("group", None),
         charts.share("removal_rate", "share of the group's raters removed"),
-        row="column",
     )
     return Section(
         "quality",
@@ -373,9 +304,9 @@ def rater_quality(ctx: Context) -> Section:
         [
             Figure(
                 spec,
-                _select(
+                select(
                     scores.columns,
-                    [{**r, "dataset": _title(r["dataset"])} for r in scores.records()],
+                    [{**r, "dataset": dataset_title(r["dataset"])} for r in scores.records()],
                 ),
                 "Ticks left of the dashed line belong to raters the default filter removes; "
                 "vermillion ticks are the raters the DICES authors removed, so vermillion on the "
@@ -388,7 +319,13 @@ def rater_quality(ctx: Context) -> Section:
                 "(exact test) says removal depends on the group.",
             ),
         ],
-        tables=[("What the default filter changes (dices filter-raters --audit)", summary)],
+        tables=[
+            (
+                f"What the default filter (removing {rule.description}) changes, as "
+                "dices filter-raters --audit reports it",
+                summary,
+            )
+        ],
     )
 
 
@@ -406,7 +343,7 @@ def agreement(ctx: Context) -> Section | None:
                 significant = "yes" if p_bh is not None and p_bh < SIGNIFICANT else "no"
                 rows.append(
                     (
-                        _title(r["dataset"]),
+                        dataset_title(r["dataset"]),
                         column,
                         r[column],
                         r["raters"],
