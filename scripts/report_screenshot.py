@@ -104,12 +104,14 @@ class Browser:
                 return result
             self.events.append(answer)
 
-    def wait_for(self, method: str) -> dict[str, Any]:
-        """The first event `method` (already received, or the next ones)."""
+    def wait_for(self, method: str, session: str) -> dict[str, Any]:
+        """The first event `method` of page `session` (already received, or the next ones)."""
+        seen = 0
         while True:
-            for event in self.events:
-                if event.get("method") == method:
+            for event in self.events[seen:]:
+                if event.get("method") == method and event.get("sessionId") == session:
                     return event
+            seen = len(self.events)
             self.events.append(self._read())
 
     def _read(self) -> dict[str, Any]:
@@ -140,15 +142,16 @@ class Browser:
             mobile=False,
         )
         self.send("Page.navigate", session, url=url)
-        self.wait_for("Page.loadEventFired")
+        self.wait_for("Page.loadEventFired", session)
         return session
 
-    def requests(self) -> list[str]:
-        """Every URL the pages asked for so far."""
+    def requests(self, session: str) -> list[str]:
+        """Every URL page `session` asked for so far."""
         return [
             event["params"]["request"]["url"]
             for event in self.events
             if event.get("method") == "Network.requestWillBeSent"
+            and event.get("sessionId") == session
         ]
 
     def evaluate(self, session: str, expression: str) -> Any:

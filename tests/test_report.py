@@ -86,14 +86,20 @@ def test_the_report_opens_in_chromium_draws_every_chart_and_fetches_nothing(
             })""",
         )
         png = browser.screenshot(session, 1600)
+        # The log sees what a page fetches: a page that asks for an image (which the proxy
+        # Chromium is given refuses) shows in it.
+        probe = tmp_path / "probe.html"
+        probe.write_text('<img src="http://127.0.0.1:9/probe.png">', encoding="utf-8")
+        probe_session = browser.open(probe.as_uri())
     finally:
         browser.close()
+    assert browser.requests(probe_session) == [probe.as_uri(), "http://127.0.0.1:9/probe.png"]
     assert len(charts) == FIGURES_WITH_BY
     for chart in charts:
         assert chart["label"], chart
         assert chart["width"] > 100 and chart["height"] > 50, chart
         assert chart["marks"] > 10, chart
-    assert browser.requests() == [report.as_uri()]  # the page itself, nothing else
+    assert browser.requests(session) == [report.as_uri()]  # the page itself, nothing else
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 50_000
 
 
