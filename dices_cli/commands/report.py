@@ -34,8 +34,8 @@ def report(
         typer.Option(
             "--by",
             "-b",
-            help="Compare the groups of this rater column (repeat for several; the first two "
-            "also as a heatmap). Adds agreement and the conversations groups disagree on.",
+            help="Compare the groups of this rater column (repeat for several: their "
+            "intersection as a heatmap). Adds agreement and the conversations groups disagree on.",
         ),
     ] = None,
     permutations: Annotated[
@@ -59,7 +59,7 @@ def report(
     """Write one HTML report: charts of the canned queries, with the numbers behind each.
 
     Sections: the datasets and rater pool; Q_overall per group with 95% intervals (and the
-    intersection of the first two --by columns as a heatmap); experts against the crowd
+    intersection of the --by columns as a heatmap); experts against the crowd
     (DICES-350); disagreement per conversation; rater quality and the filter audit; with
     --by, agreement per group and the conversations the groups disagree on most. The file
     needs no network: charts are inline SVG, there are no scripts, fonts or links to load.

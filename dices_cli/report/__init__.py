@@ -1,5 +1,6 @@
 """`dices report`: one self-contained HTML page of charts over the canned queries.
 
+    context.py   what sections read (Context: the engine's sessions) and return (Section)
     sections.py  which queries each section runs and what it draws (SECTIONS, in order)
     charts.py    Vega-Lite specifications, rendered to inline SVG by vl-convert
     page.py      the HTML: figures, their tables, how the report was made

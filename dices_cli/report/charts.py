@@ -9,6 +9,7 @@ names a URL fails instead of fetching it).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from decimal import Decimal
@@ -137,6 +138,8 @@ def stacked_shares(
         title,
         description,
         data,
+        # One row per dataset and answer (its share), then the answer's name and place in
+        # the stack: a reshape, no arithmetic.
         transform=[
             {"fold": list(shares), "as": ["column", "share"]},
             {
@@ -323,7 +326,7 @@ def dumbbell(
     for field, name in ends:
         layer.append(
             {
-                "transform": [{"calculate": repr(name), "as": "end"}],
+                "transform": [{"calculate": json.dumps(name), "as": "end"}],
                 "mark": {"type": "point", "filled": True, "size": 70},
                 "encoding": {
                     "y": y,

@@ -53,6 +53,7 @@ code, .hash { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-siz
   body { max-width: none; padding: 0; font-size: 11pt; }
   nav, summary { display: none; }
   h2 { break-before: auto; break-after: avoid; }
+  .table { break-inside: avoid; }
   a { color: inherit; text-decoration: none; }
 }
 """

@@ -8,7 +8,7 @@ new section (model predictions, say) is one more function in that list.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dices_cli.report.charts as charts
 from dices_cli.output import table_from_rows
@@ -22,9 +22,6 @@ from dices_cli.report.context import (
     stacked,
 )
 
-if TYPE_CHECKING:
-    pass
-
 # The demographic columns of the rater pool overview, and of the shares without `by`.
 POOL_COLUMNS = ("rater_gender", "rater_race", "rater_age", "rater_education")
 DEFAULT_GROUPS = ("rater_race", "rater_gender")
@@ -36,12 +33,15 @@ NO_GOLD = "no gold label"
 def overview(ctx: Context) -> Section:
     result = ctx.run("overview")
     assert result is not None
-    rows = [{**r, "dataset": dataset_title(r["dataset"])} for r in result.records()]
+    sizes = select(
+        result.columns,
+        [{**r, "dataset": dataset_title(r["dataset"])} for r in result.records()],
+    )
     shares = {"share_no": "No", "share_yes": "Yes", "share_unsure": "Unsure"}
     answers = charts.stacked_shares(
         "Q_overall answers per dataset",
         "Share of ratings answering No (safe), Yes (unsafe) and Unsure, per dataset.",
-        charts.records(result.columns, [tuple(r.values()) for r in rows]),
+        charts.records(sizes.columns, sizes.rows),
         ("dataset", "dataset"),
         shares,
     )
@@ -59,7 +59,7 @@ def overview(ctx: Context) -> Section:
         [
             Figure(
                 answers,
-                select(result.columns, rows),
+                sizes,
                 "Each bar is one dataset: the longer its vermillion part, the more often raters "
                 "called the chatbot's answer unsafe.",
             ),
@@ -356,12 +356,11 @@ def agreement(ctx: Context) -> Section | None:
                 )
     columns = ["dataset", "column", "group", "raters", "metric", "value", "p_value", "p_bh"]
     table = table_from_rows([*columns, "significant"], rows)
-    for_chart = [{**r, "panel": f"{r['dataset']} · {r['column']}"} for r in table.records()]
     spec = charts.dots(
         "Agreement per group: IRR, XRR and GAI",
         "Krippendorff's alpha within each group (IRR), with the rest of the pool (XRR) and "
         "their ratio (GAI), filled where the permutation test is significant.",
-        for_chart,
+        panels(table),
         ("group", None),
         ("value", "value"),
         ("significant", f"p (BH) < {SIGNIFICANT}"),
@@ -383,7 +382,7 @@ def agreement(ctx: Context) -> Section | None:
         ],
         notes=[
             "The agreement query gives permutation p-values, not intervals: a point is filled "
-            "when its adjusted p-value is below 0.05."
+            f"when its adjusted p-value is below {SIGNIFICANT}."
         ],
     )
 
