@@ -18,8 +18,6 @@ from dices_cli import __version__
 from dices_cli.errors import DicesError
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.store import Store
 
@@ -54,27 +52,17 @@ def build_report(
     the sections that need chosen groups); `command` is recorded as it is given;
     `permutations` and `seed` go to the agreement query (see `agreement_options`).
     """
-    from concurrent.futures import ThreadPoolExecutor
     from datetime import UTC, datetime
 
     from dices_cli.report.charts import to_svg
-    from dices_cli.report.context import Context, Section
+    from dices_cli.report.context import Context
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
 
     check_charts_available()
     context = Context(store, dataset, selection, list(by), permutations, seed)
-    sections: list[Section] = []
-    drawing: list[list[Future[str]]] = []
-    # vl-convert draws a section's charts on its own thread while the next section's queries
-    # run in DuckDB and numpy: both release the GIL, and the machine has two cores.
-    with ThreadPoolExecutor(max_workers=1) as artist:
-        for build in SECTIONS:
-            section = build(context)
-            if section is not None:
-                sections.append(section)
-                drawing.append([artist.submit(to_svg, figure.spec) for figure in section.figures])
-        drawn = [[chart.result() for chart in charts] for charts in drawing]
+    sections = [s for s in (build(context) for build in SECTIONS) if s is not None]
+    drawn = [[to_svg(figure.spec) for figure in section.figures] for section in sections]
     made = Provenance(
         command=command,
         version=__version__,

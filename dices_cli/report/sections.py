@@ -207,7 +207,8 @@ def _group_gaps(ctx: Context) -> Figure:
                     "dataset": dataset_title(dataset),
                     "column": column,
                     "panel": f"{dataset_title(dataset)} · {column}",
-                    "conversation": f"#{r['item_id']}: {r['lowest_group']} < {r['highest_group']}",
+                    "conversation": f"#{r['item_id']}: {charts.short(r['lowest_group'], 14)} < "
+                    f"{charts.short(r['highest_group'], 14)}",
                 }
                 for r in ranked
             ]
@@ -360,8 +361,8 @@ def agreement(ctx: Context) -> Section | None:
         "Agreement per group: IRR, XRR and GAI",
         "Krippendorff's alpha within each group (IRR), with the rest of the pool (XRR) and "
         "their ratio (GAI), filled where the permutation test is significant.",
-        panels(table),
-        ("group", None),
+        [{**r, "label": charts.short(str(r["group"]), 18)} for r in panels(table)],
+        ("label", None),
         ("value", "value"),
         ("significant", f"p (BH) < {SIGNIFICANT}"),
         marker,
