@@ -420,6 +420,8 @@ def dots(
                 "type": "quantitative",
                 "title": value[1],
                 "scale": {"zero": False},
+                # Fixed decimals: Vega's own format prints "0" for a panel of equal values.
+                "axis": {"format": ".4~f", "tickCount": 3},
             },
             "fill": {
                 "field": marker[0],
