@@ -223,7 +223,7 @@ def test_a_dataset_without_a_by_column_is_left_out_with_a_note(
         (
             ["--by", "rater_shoe_size"],
             2,
-            "Error: unknown --by column 'rater_shoe_size'; choose from: ",
+            "Error: --by names an unknown column 'rater_shoe_size'; choose from: ",
         ),
         (["--permutations", "-1"], 2, "Error: --permutations must be a whole number between 0 and"),
     ],

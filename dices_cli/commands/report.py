@@ -74,8 +74,9 @@ def report(
 
         dices report -d 350 --exclude-removed -o dices350.html
     """
+    from dices_cli.commands.canned import worded
     from dices_cli.output import check_output, open_output
-    from dices_cli.queries.catalog import missing_group_column
+    from dices_cli.queries.catalog import ParameterError, missing_group_column
     from dices_cli.queries.engine import chosen_datasets
     from dices_cli.report import agreement_options, build_report, check_charts_available
     from dices_cli.schema import DATASETS
@@ -89,16 +90,22 @@ def report(
     selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
     command = ["dices", "report", "--dataset", dataset]
     command += [part for column in by or [] for part in ("--by", column)]
-    permutations, seed = agreement_options(permutations, seed)
+    try:
+        permutations, seed = agreement_options(permutations, seed)
+    except ParameterError as error:
+        raise worded(error) from None
     if by:
         command += ["--permutations", str(permutations), "--seed", str(seed)]
     command += ["--exclude-removed"] if exclude_removed else []
     command += ["--raters", raters] if raters is not None else []
     command += ["--min-quality", f"{min_quality:g}"] if min_quality is not None else []
     command += ["-o", str(output)]
-    document = build_report(
-        store, dataset, selection, by or [], shlex.join(command), permutations, seed
-    )
+    try:
+        document = build_report(
+            store, dataset, selection, by or [], shlex.join(command), permutations, seed
+        )
+    except ParameterError as error:
+        raise worded(error) from None
     with open_output(output, force, inputs) as handle:
         handle.write(document.encode("utf-8"))
     if dataset == "all":

@@ -22,24 +22,24 @@ OPEN_TABLE_ROWS = 12  # a longer table starts folded, so the page stays readable
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 STYLE = """
-:root { color-scheme: light; --ink: #1a1a1a; --muted: #555; --rule: #d0d0d0; }
+:root { color-scheme: light; }
 body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
-       color: var(--ink); margin: 0 auto; max-width: 1200px; padding: 1.5rem 2rem 4rem; }
+       color: #1a1a1a; margin: 0 auto; max-width: 1200px; padding: 1.5rem 2rem 4rem; }
 h1 { font-size: 1.9rem; margin: 0 0 .25rem; }
-h2 { font-size: 1.4rem; border-bottom: 2px solid var(--ink); padding-bottom: .2rem;
+h2 { font-size: 1.4rem; border-bottom: 2px solid #1a1a1a; padding-bottom: .2rem;
      margin-top: 2.5rem; }
 nav ol { columns: 2; padding-left: 1.2rem; }
 a { color: #0060a0; }
 figure { margin: 1.5rem 0 2rem; break-inside: avoid; }
 .chart svg { max-width: 100%; height: auto; display: block; }
 figcaption { margin: .5rem 0; max-width: 60rem; }
-figcaption .read { display: block; color: var(--muted); }
+figcaption .read { display: block; color: #555; }
 details { margin: .5rem 0 1rem; }
 summary { cursor: pointer; color: #0060a0; }
 .table { overflow-x: auto; }
 table { border-collapse: collapse; font-size: .85rem; margin: .5rem 0; }
 caption { text-align: left; font-weight: 600; padding: .3rem 0; }
-th, td { border-bottom: 1px solid var(--rule); padding: .15rem .6rem; text-align: left;
+th, td { border-bottom: 1px solid #d0d0d0; padding: .15rem .6rem; text-align: left;
          vertical-align: top; }
 td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td:first-child { white-space: nowrap; }

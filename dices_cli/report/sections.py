@@ -323,7 +323,7 @@ def rater_quality(ctx: Context) -> Section:
         tables=[
             (
                 f"What the default filter (removing {rule.description}) changes, as "
-                "dices filter-raters --audit reports it",
+                "the audit of dices filter-raters reports it",
                 summary,
             )
         ],
