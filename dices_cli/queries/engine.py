@@ -290,9 +290,10 @@ class Session:
 
     def run(self, query: Query, parameters: dict[str, Any]) -> Result:
         """The query's result: a `Stream` of the SQL's (bounded: a canned query's result is
-        small by design), or a `compute:` step's `Table`. The SQL gets the parameters it
-        names (DuckDB refuses any other); a `compute:` step gets the SQL's result, as an
-        Arrow table, and every parameter."""
+        small by design), or a `compute:` step's `Table`. A stream holds the connection
+        until it is read (`output.collect` reads it whole): DuckDB serves one open result
+        per connection. The SQL gets the parameters it names (DuckDB refuses any other); a
+        `compute:` step gets the SQL's result, as an Arrow table, and every parameter."""
         sql = render_sql(query)
         named = {k: v for k, v in parameters.items() if re.search(rf"\${k}\b", sql)}
         compute = compute_step(query)
