@@ -13,7 +13,7 @@ from typing import Any
 
 from dices_cli.errors import DatasetExistsError
 from dices_cli.ingest import ingest
-from dices_cli.output import Table, table_from_rows
+from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import get_query
 from dices_cli.queries.engine import open_session
 from dices_cli.store import Store, inventory
@@ -38,7 +38,7 @@ def sample_paths() -> list[Path]:
 def _query(store: Store, name: str, dataset: str = "all", **given: Any) -> Table:
     query = get_query(name)
     parameters = {p.name: p.convert(given.get(p.name)) for p in query.parameters}
-    return open_session(store, dataset, needs=query.datasets).run(query, parameters)
+    return collect(open_session(store, dataset, needs=query.datasets).run(query, parameters))
 
 
 def _summary(store: Store) -> Table:

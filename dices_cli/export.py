@@ -1,16 +1,19 @@
-"""The original wide CSV, rebuilt from an ingested dataset."""
+"""The original wide CSV, rebuilt from an ingested dataset; or its rows typed, in other formats."""
 
 from __future__ import annotations
 
 import errno
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import polars as pl
 
 from dices_cli.schema import DATASETS, Kind, canonical_names
 from dices_cli.store import StoredDataset
-from dices_cli.tables import TABLES, wide_cells
+from dices_cli.tables import TABLES, wide_cells, wide_typed
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # A cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV Injection").
 FORMULA_START = r"^[=+\-@\t\r]"
@@ -23,16 +26,29 @@ def wide_frame(stored: StoredDataset, excel_safe: bool = False) -> pl.DataFrame:
     `'`; numbers (ids, times) are never changed.
     """
     dataset = DATASETS[stored.name]
-    header: list[str] = stored.manifest["header"]
     cells = wide_cells(dataset, {table: stored.read(table) for table in TABLES})
     if excel_safe:
         numeric = (Kind.INTEGER, Kind.TIMESTAMP)
         cells = cells.with_columns(
             _defused(column.name) for column in dataset.columns if column.kind not in numeric
         )
-    return cells.select(
+    return _in_file_order(stored, cells)
+
+
+def typed_table(stored: StoredDataset) -> pa.Table:
+    """The rows and columns of `wide_frame`, typed as stored (ENUMs, integers, UTC times):
+    what every format but CSV writes."""
+    dataset = DATASETS[stored.name]
+    typed = wide_typed(dataset, {table: stored.read(table) for table in TABLES})
+    return _in_file_order(stored, typed).to_arrow()
+
+
+def _in_file_order(stored: StoredDataset, frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame`'s columns under the source file's header names, in its order."""
+    header: list[str] = stored.manifest["header"]
+    return frame.select(
         pl.col(name).alias(cell)
-        for cell, name in zip(header, canonical_names(dataset, header), strict=True)
+        for cell, name in zip(header, canonical_names(DATASETS[stored.name], header), strict=True)
     )
 
 

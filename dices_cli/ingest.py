@@ -20,7 +20,7 @@ from dices_cli.csvparse import (
 )
 from dices_cli.errors import InvalidInputError, UsageError
 from dices_cli.lines import verbatim_records
-from dices_cli.output import check_output, open_output
+from dices_cli.output import Format, Output, check_output
 from dices_cli.problems import (
     MAX_KEPT_PROBLEMS,
     WARNING_TYPES,
@@ -175,7 +175,9 @@ def _write(
     rejects_file = (
         contextlib.nullcontext(None)
         if rejects is None
-        else open_output(rejects, force, [*_given_files(checked_files), store.root], "--rejects")
+        else Output.build(
+            Format.CSV, rejects, force, [*_given_files(checked_files), store.root], "--rejects"
+        ).open()
     )
     results = []
     with store.locked(), rejects_file as rejected:

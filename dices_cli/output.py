@@ -1,12 +1,14 @@
 """One output path for every command: a result written as CSV, TSV, JSON, JSON Lines or Parquet.
 
-A result is a `Table` (column names and row tuples: small results, written without Polars
-or PyArrow so that a query starts fast) or a `Stream` of Arrow record batches (any size,
-written batch by batch as the query produces them: `dices sql`). Both are written alike,
-byte for byte: numbers exactly (Python's shortest round-trip form), booleans as
-true/false, missing values empty, times in ISO 8601, lists as JSON. Parquet from a
-`Stream` keeps the query's types (ENUMs as dictionaries, timestamps, lists). Only the
-table for people, drawn by `dices_cli.render`, rounds.
+A command builds one `Output` (format, -o FILE, --force, the inputs -o must never replace)
+before its work, and hands it its result: a `Table` (column names and row tuples: small
+results, written without Polars or PyArrow so that a command starts fast), a `Stream` of
+Arrow record batches (any size, written batch by batch as they come), a DuckDB relation or
+an Arrow table (both written as a `Stream`). All are written alike, byte for byte:
+numbers exactly (Python's shortest round-trip form), booleans as true/false, missing
+values empty, times in ISO 8601, lists as JSON. Parquet from a `Stream` keeps its types
+(ENUMs as dictionaries, timestamps, lists). Only the table for people, drawn by
+`dices_cli.render`, rounds.
 """
 
 from __future__ import annotations
@@ -18,22 +20,21 @@ import io
 import json
 import math
 import os
-import re
 import secrets
 import stat
 import sys
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from dices_cli.errors import DicesError, UsageError, system_reason
 
 if TYPE_CHECKING:
+    import duckdb
     import polars as pl
     import pyarrow as pa
 
@@ -56,17 +57,9 @@ EXTENSIONS = {
     ".ndjson": Format.JSONL,
     ".parquet": Format.PARQUET,
 }
-_Item = TypeVar("_Item")
-_Done = TypeVar("_Done")
-
 # An -o file being written is `.NAME.<random>.dices-tmp` beside it until it is complete.
 TEMP_SUFFIX = ".dices-tmp"
-# Batches of a streamed result formatted at once, on threads.
-WORKERS = 2
-# Time zones whose times `datetime.isoformat` writes with +00:00.
-UTC_NAMES = ("UTC", "Etc/UTC", "+00:00")
-# What json.dumps(ensure_ascii=False) writes escaped: such a string is written by Python.
-JSON_ESCAPED = r'["\\\x00-\x1f]'
+BATCH_ROWS = 10_000  # rows of a DuckDB relation or an Arrow table read at a time
 
 
 @dataclass(frozen=True)
@@ -91,23 +84,28 @@ class Table:
 
 @dataclass(frozen=True)
 class Stream:
-    """A result as Arrow record batches, each read from the query when it is written."""
+    """A result as Arrow record batches, each read from its source when it is written.
+
+    `bounded` says the result is of modest size by design (a canned query's): a terminal
+    shows all of it, where it shows the first rows of any other stream.
+    """
 
     schema: pa.Schema
     batches: Iterator[pa.RecordBatch]
+    bounded: bool = False
 
     @property
     def columns(self) -> list[str]:
         return list(self.schema.names)
 
-    def head(self, limit: int) -> tuple[Table, bool]:
-        """The first `limit` rows as a `Table`, and whether the result has more."""
+    def head(self, limit: int | None) -> tuple[Table, bool]:
+        """The first `limit` rows (all, with None) as a `Table`, and whether there are more."""
         rows: list[tuple[Any, ...]] = []
         for batch in self.batches:
             rows.extend(_python_rows(batch))
-            if len(rows) > limit:
+            if limit is not None and len(rows) > limit:
                 break
-        return table_from_rows(self.columns, rows[:limit]), len(rows) > limit
+        return table_from_rows(self.columns, rows[:limit]), limit is not None and len(rows) > limit
 
 
 Result = Table | Stream
@@ -115,6 +113,53 @@ Result = Table | Stream
 
 def _python_rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
     return list(zip(*(column.to_pylist() for column in batch.columns), strict=True))
+
+
+def collect(result: Result) -> Table:
+    """The whole result as Python values: for results known to be small."""
+    return result if isinstance(result, Table) else result.head(None)[0]
+
+
+def as_result(value: Result | pa.Table | pa.RecordBatchReader | duckdb.DuckDBPyRelation) -> Result:
+    """What a command hands its `Output`, as a `Table` or a `Stream`."""
+    import pyarrow as pa
+
+    if isinstance(value, Table | Stream):
+        return value
+    if isinstance(value, pa.Table):
+        return Stream(value.schema, iter(value.to_batches(BATCH_ROWS)))
+    if isinstance(value, pa.RecordBatchReader):
+        return Stream(value.schema, iter(value))
+    return relation_stream(value)
+
+
+def relation_stream(relation: duckdb.DuckDBPyRelation, bounded: bool = False) -> Stream:
+    """A DuckDB relation's rows, read batch by batch as they are written. The first batch
+    is read here, so a query that fails at once fails before anything is written; a
+    query's failure is a `DicesError` (its cause DuckDB's error, or the OSError Arrow gives
+    for one that fails while it is read)."""
+    import duckdb
+
+    try:
+        reader = relation.to_arrow_reader(BATCH_ROWS)
+        first = reader.read_next_batch()
+    except StopIteration:
+        return Stream(reader.schema, iter(()), bounded)
+    except (duckdb.Error, OSError) as error:
+        raise DicesError(f"the query failed: {error}") from error
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield first
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except (duckdb.Error, OSError) as error:
+                raise DicesError(f"the query failed: {error}") from error
+            yield batch
+
+    return Stream(reader.schema, batches(), bounded)
 
 
 def choose_format(
@@ -256,7 +301,59 @@ def _reported(failure: str) -> Iterator[None]:
         raise DicesError(f"{failure}: {system_reason(error)}") from error
 
 
-def _text_cell(value: Any) -> str:
+@dataclass(frozen=True)
+class Output:
+    """Where a command's result goes and in what format: built once, before the work, from
+    --format, -o FILE, --force and the inputs that -o must never replace.
+
+    `write` writes a result: a `Table`, a `Stream`, a DuckDB relation or an Arrow table, in
+    streaming fashion; `open` gives the bytes to a command that writes its own (plain ids,
+    a file's rows verbatim). -o FILE appears whole or not at all (`open_output`).
+    """
+
+    format: Format
+    path: Path | None = None
+    force: bool = False
+    inputs: tuple[Path, ...] = ()
+    option: str = "-o"
+
+    @classmethod
+    def build(
+        cls,
+        requested: Format | None,
+        path: Path | None,
+        force: bool = False,
+        inputs: Sequence[Path] = (),
+        option: str = "-o",
+    ) -> Output:
+        """The format chosen (`choose_format`) and -o FILE checked (`check_output`): a usage
+        error or a refused file is said before any work."""
+        chosen = choose_format(requested, path, sys.stdout.isatty())
+        if path is not None:
+            check_output(path, force, inputs, option)
+        return cls(chosen, path, force, tuple(inputs), option)
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[BinaryIO]:
+        """The bytes to write: -o FILE (`open_output`) or standard output (`open_stdout`)."""
+        if self.path is None:
+            with open_stdout() as handle:
+                yield handle
+        else:
+            with open_output(self.path, self.force, self.inputs, self.option) as handle:
+                yield handle
+
+    def write(self, result: Result | pa.Table | duckdb.DuckDBPyRelation) -> None:
+        """`result` in this output's format (not `Format.TABLE`, which the CLI draws)."""
+        if self.format is Format.TABLE:
+            raise ValueError("a table is drawn by the CLI, not written here")
+        written = as_result(result)  # a relation that fails at once: before -o FILE is made
+        with self.open() as handle:
+            write_result(written, self.format, handle)
+
+
+def text_cell(value: Any) -> str:
+    """A value as a CSV/TSV cell."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -286,7 +383,7 @@ def _write_delimited(table: Table, handle: BinaryIO, delimiter: str) -> None:
     text = io.TextIOWrapper(handle, encoding="utf-8", newline="", write_through=True)
     writer = csv.writer(text, delimiter=delimiter, lineterminator="\n")
     writer.writerow(table.columns)
-    writer.writerows([_text_cell(v) for v in row] for row in table.rows)
+    writer.writerows([text_cell(v) for v in row] for row in table.rows)
     text.detach()  # leave `handle` open for the caller
 
 
@@ -312,9 +409,11 @@ def _write_stream(stream: Stream, fmt: Format, handle: BinaryIO) -> None:
             for batch in stream.batches:
                 writer.write_batch(batch)
     elif fmt in (Format.CSV, Format.TSV):
+        from dices_cli.arrow_text import delimited
+
         delimiter = "," if fmt is Format.CSV else "\t"
         _write_delimited(Table(stream.columns, [], []), handle, delimiter)  # the header
-        for lines in _in_order(lambda batch: _delimited_lines(batch, delimiter), stream.batches):
+        for lines in delimited(stream.batches, delimiter, text_cell):
             handle.write(lines)
     elif fmt is Format.JSONL:
         for batch in stream.batches:
@@ -330,118 +429,6 @@ def _write_stream(stream: Stream, fmt: Format, handle: BinaryIO) -> None:
         handle.write(b"[]\n" if separator == b"[" else b"]\n")
     else:
         raise ValueError(f"{fmt} is drawn by the CLI, not written here")
-
-
-def _in_order(work: Callable[[_Item], _Done], items: Iterator[_Item]) -> Iterator[_Done]:
-    """`work` done on each of `items`, two at a time on threads (Arrow's compute functions
-    let go of the GIL), the results in order. The items are taken in this thread."""
-    from concurrent.futures import Future, ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(WORKERS)
-    pending: deque[Future[_Done]] = deque()
-    try:
-        for item in items:
-            pending.append(pool.submit(work, item))
-            if len(pending) > WORKERS:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:  # a reader that went away: no need to finish the work under way
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _delimited_lines(batch: pa.RecordBatch, delimiter: str) -> pa.Buffer | bytes:
-    """The rows of `batch` as CSV lines, as Python's csv module writes `_text_cell`s: a cell
-    is quoted only when it holds the delimiter, a quote or a line feed; a row of one empty
-    cell is `""`. Strings, ENUMs, integers, booleans, dates, UTC times and lists of strings
-    are formatted by Arrow; other types (floats, say) cell by cell in Python."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if batch.num_rows == 0:
-        return b""
-    special = f'[{re.escape(delimiter)}"\n]'
-    cells = [_csv_cells(column, special) for column in batch.columns]
-    if len(cells) == 1:
-        cells[0] = pc.if_else(pc.equal(cells[0], ""), '""', cells[0])
-    cells[-1] = pc.binary_join_element_wise(cells[-1], "\n", "")  # each line's line feed
-    lines = cells[0] if len(cells) == 1 else pc.binary_join_element_wise(*cells, delimiter)
-    lines = lines.cast(pa.large_string())  # 64-bit offsets, read below
-    offsets = memoryview(lines.buffers()[1]).cast("q")
-    start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
-    return lines.buffers()[2][start:end]  # the lines one after another, not copied
-
-
-def _csv_cells(column: pa.Array, special: str) -> pa.Array:
-    """`column`'s cells as CSV text: `_text_cell`s, quoted where they hold `special`."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_dictionary(column.type):  # an ENUM: each value once, then taken
-        cells = _csv_cells(column.dictionary, special).take(column.indices)
-    else:
-        cells = _arrow_text(column)
-        if cells is None:
-            cells = pa.array([_text_cell(v) for v in column.to_pylist()], pa.string())
-        kind = column.type
-        if not (
-            pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_temporal(kind)
-        ):
-            special_cells = pc.match_substring_regex(cells, special)
-            if pc.any(special_cells).as_py():
-                quoted = pc.binary_join_element_wise(
-                    '"', pc.replace_substring(cells, '"', '""'), '"', ""
-                )
-                cells = pc.if_else(special_cells, quoted, cells)
-    return pc.fill_null(cells, "") if cells.null_count else cells
-
-
-def _arrow_text(column: pa.Array) -> pa.Array | None:
-    """`column` as strings when Arrow can write its values as `_text_cell` does, else None."""
-    import pyarrow as pa
-
-    kind = column.type
-    if pa.types.is_list(kind) and pa.types.is_dictionary(kind.value_type):  # a list of ENUMs
-        column = column.cast(pa.list_(kind.value_type.value_type))
-        kind = column.type
-    if (
-        pa.types.is_string(kind)
-        or pa.types.is_large_string(kind)
-        or pa.types.is_integer(kind)
-        or pa.types.is_boolean(kind)
-        or pa.types.is_date32(kind)
-    ):
-        return column.cast(pa.string())
-    if pa.types.is_timestamp(kind) and kind.unit == "us" and kind.tz in (None, *UTC_NAMES):
-        return _iso_times(column)
-    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
-        return _json_lists(column)
-    return None
-
-
-def _iso_times(column: pa.Array) -> pa.Array:
-    """Microsecond timestamps as `datetime.isoformat` writes them: the fraction only when it
-    is not zero, and +00:00 for a time in UTC."""
-    import pyarrow.compute as pc
-
-    text = pc.strftime(column, "%Y-%m-%dT%H:%M:%S")  # seconds with 6 decimals
-    text = pc.if_else(pc.ends_with(text, ".000000"), pc.utf8_slice_codeunits(text, 0, -7), text)
-    return text if column.type.tz is None else pc.binary_join_element_wise(text, "+00:00", "")
-
-
-def _json_lists(column: pa.Array) -> pa.Array | None:
-    """Lists of strings as `json.dumps` writes them, when no string needs escaping."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    offsets = column.offsets  # of this slice of the lists, into all their values
-    first = offsets[0].as_py()
-    values = column.values.slice(first, offsets[-1].as_py() - first)
-    if pc.any(pc.match_substring_regex(values, JSON_ESCAPED)).as_py():
-        return None
-    quoted = pc.fill_null(pc.binary_join_element_wise('"', values, '"', ""), "null")
-    lists = pa.ListArray.from_arrays(pc.subtract(offsets, first), quoted, mask=column.is_null())
-    return pc.binary_join_element_wise("[", pc.binary_join(lists, ", "), "]", "")
 
 
 def write_result(result: Result, fmt: Format, handle: BinaryIO) -> None:

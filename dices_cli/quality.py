@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dices_cli import __version__
 from dices_cli.errors import UsageError
-from dices_cli.output import Table, table_from_rows
+from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import internal_sql
 from dices_cli.schema import ANSWER, PUBLISHED_REMOVED
 
@@ -183,7 +183,7 @@ def score_raters(session: Session) -> list[RaterQuality]:
 
     from dices_cli.queries.catalog import get_query
 
-    signals = session.run(get_query("rater-quality"), {}).records()
+    signals = collect(session.run(get_query("rater-quality"), {})).records()
     answers = {
         (r["dataset"], r["rater_id"]): r
         for r in session.execute(internal_sql("rater-answer-shares")).records()

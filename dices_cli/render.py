@@ -8,18 +8,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dices_cli.output import (
-    Format,
-    Result,
-    Stream,
-    Table,
-    choose_format,
-    open_output,
-    open_stdout,
-    write_result,
-)
+from dices_cli.output import Format, Output, Result, Stream, Table, as_result, open_stdout
 
 if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
     from rich.console import Console
     from rich.text import Text
 
@@ -153,21 +146,27 @@ def emit(
     -o never names one of `inputs` (files, or data directories), nor an existing file
     unless `force`; it appears whole or not at all. A failed write is a plain error.
     """
-    chosen = choose_format(fmt, output, sys.stdout.isatty())
-    if output is not None:
-        with open_output(output, force, inputs) as handle:
-            write_result(result, chosen, handle)
+    show(result, Output.build(fmt, output, force, inputs), title)
+
+
+def show(
+    result: Result | pa.Table | duckdb.DuckDBPyRelation, output: Output, title: str | None = None
+) -> None:
+    """`result` written to `output`, or drawn as a table when that is its format: a stream
+    that is not `bounded` shows its first TABLE_ROWS rows (the rest is not read)."""
+    if output.format is not Format.TABLE:
+        output.write(result)
         return
-    with open_stdout() as handle:
-        if chosen is not Format.TABLE:
-            write_result(result, chosen, handle)
-        elif isinstance(result, Stream):
-            shown, more = result.head(TABLE_ROWS)
+    shown = as_result(result)
+    with open_stdout():
+        if isinstance(shown, Stream):
+            limit = None if shown.bounded else TABLE_ROWS
+            shown, more = shown.head(limit)
             print_table(shown, title)
             if more:
                 say(f"... only the first {TABLE_ROWS:,} rows shown: use --format csv to see all")
         else:
-            print_table(result, title)
+            print_table(shown, title)
 
 
 def describe_problem(problem: Problem) -> str:

@@ -116,12 +116,12 @@ def _shape_stream(stream: Stream, shape: Shape) -> Stream:
     if shape.limit is not None:
         batches = _first_rows(batches, shape.limit)
     if shape.columns is None:
-        return Stream(stream.schema, batches)
+        return Stream(stream.schema, batches, stream.bounded)
     import pyarrow as pa
 
     names = list(shape.columns)
     schema = pa.schema([stream.schema.field(name) for name in names], stream.schema.metadata)
-    return Stream(schema, (batch.select(names) for batch in batches))
+    return Stream(schema, (batch.select(names) for batch in batches), stream.bounded)
 
 
 def _sorted_batches(stream: Stream, column: str, descending: bool) -> Iterator[pa.RecordBatch]:

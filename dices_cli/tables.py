@@ -144,12 +144,17 @@ def _as_cell(column: Column) -> pl.Expr:
     return pl.when(text != "").then(text).alias(column.name)
 
 
-def wide_cells(dataset: Dataset, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """The wide file again, every cell a String as it was in the CSV (an empty one null),
-    rows in file order."""
+def wide_typed(dataset: Dataset, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The wide file's rows (file order) and columns (schema names), typed as stored."""
     wide = (
         tables["ratings"]
         .join(tables["raters"], on=RATER_ID.name, how="left", maintain_order="left")
         .join(tables["items"], on=ITEM_ID.name, how="left", maintain_order="left")
     )
-    return wide.select(_as_cell(c) for c in dataset.columns)
+    return wide.select(c.name for c in dataset.columns)
+
+
+def wide_cells(dataset: Dataset, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The wide file again, every cell a String as it was in the CSV (an empty one null),
+    rows in file order."""
+    return wide_typed(dataset, tables).select(_as_cell(c) for c in dataset.columns)

@@ -26,6 +26,7 @@ from drivers.datadir import (
 from typer.testing import CliRunner
 
 from dices_cli.main import app
+from dices_cli.output import collect
 from dices_cli.queries.catalog import get_query
 from dices_cli.queries.engine import open_session
 from dices_cli.queries.sandbox import run_sql
@@ -176,7 +177,7 @@ def test_two_ingests_started_together(ingested_copy: Path, new_350: Path, other_
 def _core_overview(data: Path) -> tuple[object, ...]:
     session = open_session(Store(data), "350")
     try:
-        return tuple(session.run(get_query("overview"), {}).rows)
+        return tuple(collect(session.run(get_query("overview"), {})).rows)
     finally:
         session.con.close()
 

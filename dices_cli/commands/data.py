@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import typer
 
 from dices_cli.commands.options import DataDir, Force, OutputFile, OutputFormat
-from dices_cli.render import emit, progress_bar, say
+from dices_cli.render import progress_bar, say, show
 
 DatasetChoice = Annotated[
     Literal["auto", "350", "990"],
@@ -149,15 +149,13 @@ def validate(
         curl -s https://example.org/dices_350.csv | dices validate -
     """
     from dices_cli import checksum
-
-    files, limit = _inputs(files, max_size)
-    checksum.prefetch(files)  # counts each file's bytes on a spare core while Polars is imported
-    from dices_cli.output import Table, check_output
+    from dices_cli.output import Output, Table
     from dices_cli.problems import PROBLEM_FIELDS
     from dices_cli.validate import validate_file
 
-    if output is not None:  # before reading: the files may be large
-        check_output(output, force, files)
+    files, limit = _inputs(files, max_size)
+    out = Output.build(fmt, output, force, files)  # before reading: the files may be large
+    checksum.prefetch(files)  # counts each file's bytes on a spare core while Polars is imported
     reports = []
     with progress_bar(enabled=True) as progress, _max_size_named():
         for path in files:
@@ -169,7 +167,7 @@ def validate(
         for problem in report.problems
     ]
     table = Table(columns, [c == "line" for c in columns], rows)
-    emit(table, fmt, output, title="Problems", force=force, inputs=files)
+    show(table, out, title="Problems")
     for report in reports:
         say(report.summary())
     if not all(report.ok for report in reports):
@@ -199,17 +197,18 @@ def info(
     """
     from dices_cli.commands.verify import report_damage
     from dices_cli.errors import NotIngestedError
-    from dices_cli.output import table_from_rows
+    from dices_cli.output import Output, table_from_rows
     from dices_cli.store import Store, inventory, resolve_data_dir
 
     store = Store(resolve_data_dir(data))
+    out = Output.build(fmt, output, force, [store.root])
     records = inventory(store)
     if not records:
         raise NotIngestedError(
             f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
         )
     table = table_from_rows(list(records[0]), [tuple(r.values()) for r in records])
-    emit(table, fmt, output, title=f"Datasets in {store.root}", force=force, inputs=[store.root])
+    show(table, out, title=f"Datasets in {store.root}")
     if verify and not report_damage(store):
         raise typer.Exit(1)
 
@@ -220,6 +219,7 @@ def export(
         typer.Option("--dataset", "-d", help="The dataset to write back.", show_default=False),
     ],
     data: DataDir = None,
+    fmt: OutputFormat = None,
     output: OutputFile = None,
     force: Force = False,
     excel_safe: Annotated[
@@ -235,7 +235,8 @@ def export(
     Same columns in the same order, same rows in the same order, same cell strings as
     the file that was ingested. --excel-safe defuses text cells that a spreadsheet would
     run as formulas (CSV injection) by prefixing a single quote; the file is then for
-    reading in a spreadsheet, no longer an exact copy.
+    reading in a spreadsheet, no longer an exact copy. Other formats (--format, or -o's
+    extension) hold the same rows and columns typed as stored: ENUMs, integers, UTC times.
 
     Examples:
 
@@ -243,22 +244,30 @@ def export(
 
         dices export -d 990 --excel-safe -o dices_990_for_excel.csv
 
+        dices export -d 350 -o dices_350.parquet
+
         dices export -d 990 | csvlook | less -S
     """
-    from dices_cli.export import source_path, write_csv
-    from dices_cli.output import open_output, open_stdout
+    from dices_cli.errors import UsageError
+    from dices_cli.export import source_path, typed_table, write_csv
+    from dices_cli.output import Format, Output
     from dices_cli.store import Store, resolve_data_dir
 
+    if fmt is Format.TABLE:
+        raise UsageError("export writes data: pick --format csv, tsv, json, jsonl or parquet")
     store = Store(resolve_data_dir(data))
     stored = store.open(dataset)
-    if output is None:
-        with open_stdout() as handle:
+    source = source_path(stored)
+    inputs = [store.root, *([source] if source is not None else [])]
+    # The original file is CSV: a terminal gets it too, not a table.
+    out = Output.build(fmt or (None if output else Format.CSV), output, force, inputs)
+    if out.format is Format.CSV:
+        with out.open() as handle:
             write_csv(stored, handle, excel_safe)
+    elif excel_safe:
+        raise UsageError("--excel-safe is for CSV, which spreadsheets open; leave it out")
     else:
-        source = source_path(stored)
-        inputs = [store.root, *([source] if source is not None else [])]
-        with open_output(output, force, inputs) as handle:
-            write_csv(stored, handle, excel_safe)
+        out.write(typed_table(stored))
 
 
 def demo(

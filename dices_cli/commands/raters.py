@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
-from dices_cli.output import Format, check_output, choose_format, open_output, open_stdout
+from dices_cli.output import Format, Output
 from dices_cli.quality import DEFAULT_MIN_QUALITY
-from dices_cli.render import emit, say
+from dices_cli.render import say, show
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -110,10 +110,9 @@ def filter_raters(
     _check_combination(explain, ids_only, audit_only, write, force, fmt, output)
     rule = RaterFilter(min_quality=min_quality, preset=preset)
     store = Store(resolve_data_dir(data))
-    if output is not None:  # before --write writes anything
-        check_output(output, force, [store.root])
-        if not ids_only:
-            choose_format(fmt or (Format.JSON if audit_only else None), output, False)
+    # Before --write writes anything. Plain ids are the same in any format.
+    requested = Format.CSV if ids_only else fmt or (Format.JSON if audit_only else None)
+    out = Output.build(requested, output, force, [store.root])
     session = open_session(store, dataset)
     raters = score_raters(session)
     kept = kept_raters(raters, rule)
@@ -128,16 +127,12 @@ def filter_raters(
         )
     if ids_only:
         ids = "".join(f"{r.rater_id}\n" for r in raters if r.key in kept)
-        with (
-            open_stdout() if output is None else open_output(output, force, [store.root])
-        ) as handle:
+        with out.open() as handle:
             handle.write(ids.encode("utf-8"))
     elif audit_only:
-        table = audit_table(audits, rule.description)
-        emit(table, fmt or Format.JSON, output, force=force, inputs=[store.root])
+        show(audit_table(audits, rule.description), out)
     elif write is None or fmt is not None or output is not None:
-        table = quality_table(raters, rule, explain)
-        emit(table, fmt, output, title="Rater quality", force=force, inputs=[store.root])
+        show(quality_table(raters, rule, explain), out, title="Rater quality")
 
 
 def _check_combination(

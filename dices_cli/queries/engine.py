@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dices_cli.errors import DicesError, NotIngestedError, UsageError
-from dices_cli.output import Stream, Table, table_from_rows
+from dices_cli.output import Result, Stream, Table, relation_stream, table_from_rows
 from dices_cli.queries.catalog import (
     Query,
     compute_step,
@@ -58,7 +58,6 @@ _Result = TypeVar("_Result")
 
 # The schema of the tables behind the views: a query sees them only by naming it.
 INTERNAL = "internal"
-BATCH_ROWS = 10_000  # rows a streamed result reads at a time
 
 
 def _enum_type(column: Column) -> str:
@@ -273,31 +272,18 @@ class Session:
         """The result as Python values."""
         return self._fetch(sql, parameters, _python_rows)
 
-    def stream(self, sql: str) -> Stream:
-        """The result as Arrow batches, each read from DuckDB when it is wanted. The first
-        is read here, so a query that fails at once fails before anything is written."""
+    def stream(
+        self, sql: str, parameters: dict[str, Any] | None = None, bounded: bool = False
+    ) -> Stream:
+        """The result as Arrow batches, each read from DuckDB when it is wanted
+        (`output.relation_stream`): DuckDB's types (ENUMs, timestamps, lists) kept."""
         import duckdb
 
         try:
-            reader = self.con.sql(sql).to_arrow_reader(BATCH_ROWS)
-            first = reader.read_next_batch()
-        except StopIteration:
-            return Stream(reader.schema, iter(()))
-        except (duckdb.Error, OSError) as error:  # Arrow gives DuckDB's errors as OSError
+            relation = self.con.sql(sql, params=parameters or None)
+        except duckdb.Error as error:
             raise DicesError(f"the query failed: {error}") from error
-
-        def batches() -> Iterator[pa.RecordBatch]:
-            yield first
-            while True:
-                try:
-                    batch = reader.read_next_batch()
-                except StopIteration:
-                    return
-                except (duckdb.Error, OSError) as error:
-                    raise DicesError(f"the query failed: {error}") from error
-                yield batch
-
-        return Stream(reader.schema, batches())
+        return relation_stream(relation, bounded)
 
     def _fetch(
         self,
@@ -312,15 +298,17 @@ class Session:
         except duckdb.Error as error:
             raise DicesError(f"the query failed: {error}") from error
 
-    def run(self, query: Query, parameters: dict[str, Any]) -> Table:
-        """The query's result. The SQL gets the parameters it names (DuckDB refuses any
-        other); a `compute:` step gets the SQL's result, as an Arrow table, and every
-        parameter."""
+    def run(self, query: Query, parameters: dict[str, Any]) -> Result:
+        """The query's result: a `Stream` of the SQL's (bounded: a canned query's result is
+        small by design), or a `compute:` step's `Table`. A stream holds the connection
+        until it is read (`output.collect` reads it whole): DuckDB serves one open result
+        per connection. The SQL gets the parameters it names (DuckDB refuses any other); a
+        `compute:` step gets the SQL's result, as an Arrow table, and every parameter."""
         sql = render_sql(query)
         named = {k: v for k, v in parameters.items() if re.search(rf"\${k}\b", sql)}
         compute = compute_step(query)
         if compute is None:
-            return self.execute(sql, named)
+            return self.stream(sql, named, bounded=True)
         # Arrow, not Python values: a compute step works on whole columns.
         return compute(self._fetch(sql, named, _arrow), parameters)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.audit import MISSING_GROUP
-from dices_cli.output import Table, table_from_rows
+from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import get_query, missing_group_column
 from dices_cli.queries.engine import RaterSelection, Session, chosen_datasets
 from dices_cli.schema import DATASETS
@@ -78,7 +78,7 @@ class Context:
         ]
         if not datasets:
             return None
-        return self.session(datasets).run(query, parameters)
+        return collect(self.session(datasets).run(query, parameters))  # frees the session
 
 
 def dataset_title(dataset: str) -> str:

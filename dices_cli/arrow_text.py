@@ -1,0 +1,187 @@
+"""Arrow record batches as CSV/TSV lines, byte for byte what `dices_cli.output` writes for
+the same rows as Python values (Python's csv module over `output.text_cell`).
+
+Every speed trick of the output path lives in this module, each with its measured gain.
+Figures: `dices sql "SELECT * FROM ratings_wide"` (115,153 rows x 69 columns, both replica
+datasets), single thread, CPU seconds summed over the result's batches, 2-core machine;
+`python bench/output.py` gives the end-to-end figures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# What json.dumps(ensure_ascii=False) writes escaped: such a string is written by Python.
+JSON_ESCAPED = r'["\\\x00-\x1f]'
+# Time zones whose times `datetime.isoformat` writes with +00:00.
+UTC_NAMES = ("UTC", "Etc/UTC", "+00:00")
+# Rows of a stream's first batch formatted (in the calling thread) and written on their
+# own. A reader that leaves early (`| head`) is noticed at the first write after it left:
+# after 1,000 rows rather than after three batches of 10,000 on the thread pool.
+# `dices sql "SELECT * FROM ratings_wide" -f csv | head -c 100` exited a median 2.7-2.9 s
+# after its first bytes before, 0.7-1.0 s with this (3 runs each, twice; a machine at
+# load average 8 on 2 cores, where 0.1 s of CPU takes about 0.5 s).
+FIRST_ROWS = 1_000
+WORKERS = 2  # batches formatted at once, on threads (see `delimited`)
+
+
+def delimited(
+    batches: Iterator[pa.RecordBatch], delimiter: str, python_cell: Callable[[object], str]
+) -> Iterator[pa.Buffer | bytes]:
+    """The lines of each of `batches` (`delimited_lines`), in order; the first batch's first
+    FIRST_ROWS rows on their own, formatted in this thread before any other work starts.
+
+    Batches are formatted WORKERS at a time on threads (Arrow's compute functions let go of
+    the GIL) while this thread reads the next ones from their source, so that on an idle
+    2-core machine formatting overlaps DuckDB's work. Measured only on a loaded machine
+    (load average 8 on 2 cores; /tmp A/B of `dices sql "SELECT * FROM ratings_wide" -f csv`,
+    4 runs each): threads 8.2 s wall, 3.4 s CPU; one batch after the other 7.7 s, 2.9 s.
+    """
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    first = next(batches, None)
+    if first is None:
+        return
+    yield delimited_lines(first.slice(0, FIRST_ROWS), delimiter, python_cell)  # at once
+    pool = ThreadPoolExecutor(WORKERS)
+    pending: deque[Future[pa.Buffer | bytes]] = deque()
+    try:
+        for batch in itertools.chain([first.slice(FIRST_ROWS)], batches):
+            pending.append(pool.submit(delimited_lines, batch, delimiter, python_cell))
+            if len(pending) > WORKERS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:  # a reader that went away: no need to finish the work under way
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def delimited_lines(
+    batch: pa.RecordBatch, delimiter: str, python_cell: Callable[[object], str]
+) -> pa.Buffer | bytes:
+    """The rows of `batch` as CSV lines, as Python's csv module writes `python_cell`s: a
+    cell is quoted only when it holds the delimiter, a quote or a line feed; a row of one
+    empty cell is `""`. Strings, ENUMs, integers, booleans, dates, UTC times and lists of
+    strings or ENUMs are formatted by Arrow; other types (floats, say) in Python."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if batch.num_rows == 0:
+        return b""
+    special = f'[{re.escape(delimiter)}"\n]'
+    cells = [_csv_cells(column, special, python_cell) for column in batch.columns]
+    if len(cells) == 1:
+        cells[0] = pc.if_else(pc.equal(cells[0], ""), '""', cells[0])
+    cells[-1] = pc.binary_join_element_wise(cells[-1], "\n", "")  # each line's line feed
+    lines = cells[0] if len(cells) == 1 else pc.binary_join_element_wise(*cells, delimiter)
+    lines = lines.cast(pa.large_string())  # 64-bit offsets, read below
+    offsets = memoryview(lines.buffers()[1]).cast("q")
+    start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
+    return lines.buffers()[2][start:end]  # the lines one after another, not copied
+
+
+def _csv_cells(column: pa.Array, special: str, python_cell: Callable[[object], str]) -> pa.Array:
+    """`column`'s cells as CSV text, quoted where they hold `special`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        # An ENUM: each value formatted once, then taken. 0.24 s for the 58 ENUM columns,
+        # where decoding them first took 1.06 s. (Taking adjacent ENUMs together through
+        # the product of their dictionaries was slower still: 1.27-1.35 s for the whole
+        # result against 1.04-1.24 s.)
+        cells = _csv_cells(column.dictionary, special, python_cell).take(column.indices)
+    else:
+        cells = _arrow_text(column)
+        if cells is None:
+            cells = pa.array([python_cell(v) for v in column.to_pylist()], pa.string())
+        kind = column.type
+        if not (
+            pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_temporal(kind)
+        ):
+            special_cells = pc.match_substring_regex(cells, special)
+            if pc.any(special_cells).as_py():
+                quoted = pc.binary_join_element_wise(
+                    '"', pc.replace_substring(cells, '"', '""'), '"', ""
+                )
+                cells = pc.if_else(special_cells, quoted, cells)
+    return pc.fill_null(cells, "") if cells.null_count else cells
+
+
+def _arrow_text(column: pa.Array) -> pa.Array | None:
+    """`column` as strings when Arrow can write its values as `output.text_cell` does, else
+    None (the column is then written cell by cell in Python)."""
+    import pyarrow as pa
+
+    kind = column.type
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_date32(kind)
+    ):
+        return column.cast(pa.string())
+    if pa.types.is_float32(kind) or pa.types.is_float64(kind):
+        # Python's shortest round-trip text, value by value: Arrow finds the same digits but
+        # writes 1.0 as 1 and 1e-05 as 0.00001. 0.07 s per 115,153 floats (0.17 s through
+        # `text_cell`); Arrow's own cast would take 0.01 s but change the text.
+        return pa.array([None if v is None else repr(v) for v in column.to_pylist()], pa.string())
+    if pa.types.is_timestamp(kind) and kind.unit == "us" and kind.tz in (None, *UTC_NAMES):
+        return _iso_times(column)
+    if (
+        pa.types.is_list(kind)
+        and pa.types.is_dictionary(kind.value_type)
+        and pa.types.is_string(kind.value_type.value_type)
+    ):
+        return _json_lists(column, column.values.dictionary)
+    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        return _json_lists(column, None)
+    return None
+
+
+def _iso_times(column: pa.Array) -> pa.Array:
+    """Microsecond timestamps as `datetime.isoformat` writes them: the fraction only when it
+    is not zero, and +00:00 for a time in UTC.
+
+    Arrow's cast to text, then mended: 0.016 s for 115,153 times, where `strftime` took
+    0.083 s and 0.37 s more the first time (it loads the time zone database).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    naive = column.cast(pa.timestamp("us")) if column.type.tz is not None else column
+    text = pc.utf8_replace_slice(naive.cast(pa.string()), 10, 11, "T")  # "YYYY-MM-DD HH:..."
+    text = pc.if_else(pc.ends_with(text, ".000000"), pc.utf8_slice_codeunits(text, 0, -7), text)
+    return text if column.type.tz is None else pc.binary_join_element_wise(text, "+00:00", "")
+
+
+def _json_lists(column: pa.Array, dictionary: pa.Array | None) -> pa.Array | None:
+    """Lists of strings (or of ENUMs, whose `dictionary` is given) as `json.dumps` writes
+    them, when no string needs escaping (else None).
+
+    A list of ENUMs is quoted through its dictionary, each value once: 0.08 s for the
+    115,153 lists of 19 answers, where decoding the ENUMs first took 0.79 s.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = column.offsets  # of this slice of the lists, into all their values
+    first = offsets[0].as_py()
+    values = column.values.slice(first, offsets[-1].as_py() - first)
+    strings = values if dictionary is None else dictionary
+    if pc.any(pc.match_substring_regex(strings, JSON_ESCAPED)).as_py():
+        return None
+    quoted = pc.binary_join_element_wise('"', strings, '"', "")
+    if dictionary is not None:
+        quoted = quoted.take(values.indices)
+    quoted = pc.fill_null(quoted, "null")
+    lists = pa.ListArray.from_arrays(pc.subtract(offsets, first), quoted, mask=column.is_null())
+    return pc.binary_join_element_wise("[", pc.binary_join(lists, ", "), "]", "")
