@@ -131,23 +131,26 @@ def ingest(
     rejects: Path | None = None,
     progress: Progress = no_progress,
     max_size: int = DEFAULT_MAX_SIZE,
+    *,
+    rejects_named: str = "rejects",
 ) -> list[IngestResult]:
     """Validate every file, then write each dataset atomically; all or nothing per call.
 
     Without `rejects`, any error refuses the whole call and writes nothing. With it,
-    valid rows are written and every rejected record goes to `rejects`. A path `-` is
+    valid rows are written and every rejected record goes to `rejects`, which a refusal
+    to write it calls `rejects_named` (the command line: its option). A path `-` is
     stdin; a compressed or piped input may hold at most `max_size` bytes of CSV text.
     """
     files = [Path(path) for path in paths if str(path) != STDIN]
     if rejects is not None:  # before reading anything: the files may be large
-        check_output(rejects, force, [*files, store.root], option="--rejects")
+        check_output(rejects, force, [*files, store.root], option=rejects_named)
     # One pass per plain file, on a spare core: the manifest's checksum and the byte counts
     # that the parser checks Polars against.
     checksum.prefetch(files)
     with contextlib.ExitStack() as opened:
         sources = [opened.enter_context(open_source(path, max_size)) for path in paths]
         checked_files = [check_file(source, choice, progress) for source in sources]
-        return _write(checked_files, store, force, rejects, progress)
+        return _write(checked_files, store, force, rejects, rejects_named, progress)
 
 
 def _write(
@@ -155,6 +158,7 @@ def _write(
     store: Store,
     force: bool,
     rejects: Path | None,
+    rejects_named: str,
     progress: Progress,
 ) -> list[IngestResult]:
     _refuse_same_dataset_twice(checked_files)
@@ -176,7 +180,7 @@ def _write(
         contextlib.nullcontext(None)
         if rejects is None
         else Output.build(
-            Format.CSV, rejects, force, [*_given_files(checked_files), store.root], "--rejects"
+            Format.CSV, rejects, force, [*_given_files(checked_files), store.root], rejects_named
         ).open()
     )
     results = []

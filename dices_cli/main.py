@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 from dices_cli import __version__
 from dices_cli.commands import data, query, raters, report, verify
 from dices_cli.commands.options import quiet_option
+from dices_cli.commands.wording import worded
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 
 STDOUT_FAILURES = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
@@ -48,14 +49,14 @@ class DicesGroup(TyperGroup):
 
             set_quiet(False)
             command = " ".join(filter(None, ["dices", ctx.invoked_subcommand]))
-            say(f"Error: {error}")
+            say(f"Error: {worded(error)}")
             say(f"Try '{command} -h' for help.")
             raise typer.Exit(error.exit_code) from None
         except DicesError as error:
             from dices_cli.render import report_problems, say, set_quiet
 
             set_quiet(False)
-            say(f"Error: {_worded(error)}")
+            say(f"Error: {worded(error)}")
             if isinstance(error, InvalidInputError):
                 report_problems(error.report, error.report.errors)
             raise typer.Exit(error.exit_code) from None
@@ -91,16 +92,6 @@ class DicesGroup(TyperGroup):
             say(f"Error: unexpected {type(error).__name__}: {error}")
             say("This is a bug in dices; rerun with DICES_DEBUG=1 for the traceback and report it.")
             raise typer.Exit(1) from None
-
-
-def _worded(error: DicesError) -> str:
-    """A core error as the command line says it: with the options that help, which the
-    core does not name."""
-    from dices_cli.queries.engine import NothingIngestedError
-
-    if isinstance(error, NothingIngestedError):
-        return f"{error}; run `dices ingest FILE --data {error.root}` first"
-    return str(error)
 
 
 app = typer.Typer(

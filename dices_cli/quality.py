@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from dices_cli import __version__
-from dices_cli.errors import UsageError
+from dices_cli.errors import Option, UsageError
 from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import internal_sql
 from dices_cli.schema import ANSWER, PUBLISHED_REMOVED
@@ -239,9 +239,11 @@ class RaterFilter:
 
     def __post_init__(self) -> None:
         if self.min_quality is not None and self.preset is not None:
-            raise UsageError("give --min-quality or --preset, not both")
+            raise UsageError("give ", Option("min_quality"), " or ", Option("preset"), ", not both")
         if self.min_quality is not None and not 0 <= self.min_quality <= 1:
-            raise UsageError(f"--min-quality must be between 0 and 1 (got {self.min_quality:g})")
+            raise UsageError(
+                Option("min_quality"), f" must be between 0 and 1 (got {self.min_quality:g})"
+            )
 
     @property
     def threshold(self) -> float:
@@ -256,7 +258,7 @@ class RaterFilter:
     @property
     def description(self) -> str:
         if self.preset == "authors":
-            return "the raters the DICES authors removed (--preset authors)"
+            return "the raters the DICES authors removed (preset authors)"
         return f"raters with a quality score below {self.threshold:g} (docs/rater-quality.md)"
 
     def record(self) -> dict[str, Any]:
@@ -335,7 +337,9 @@ def write_filtered(
     import polars as pl
 
     if target.root.resolve() == source.root.resolve():
-        raise UsageError("--write must name another data directory, not the one being read")
+        raise UsageError(
+            Option("write"), " must name another data directory, not the one being read"
+        )
     datasets = sorted({r.dataset for r in raters})
     for name in datasets:
         target.check_replaceable(name, force)

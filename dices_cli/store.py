@@ -42,6 +42,7 @@ from dices_cli.errors import (
     DicesError,
     LockedError,
     NotIngestedError,
+    Option,
     system_reason,
 )
 from dices_cli.schema import DATASETS, canonical_names
@@ -68,7 +69,6 @@ MANIFEST_SHAPE: dict[str, Any] = {
 }
 # The "files" record; manifests written before it was added cannot be verified.
 FILES_SHAPE = {f"{table}.parquet": {"size": int, "sha256": str} for table in TABLES}
-REINGEST = "ingest the dataset again (`dices ingest FILE --force`)"
 
 
 def resolve_data_dir(explicit: Path | None) -> Path:
@@ -131,7 +131,7 @@ class StoredDataset:
         return None
 
     def _damaged(self, path: Path, what: str) -> DamagedDataError:
-        return DamagedDataError(f"DICES-{self.name}: {path} {what}; {REINGEST}")
+        return DamagedDataError(f"DICES-{self.name}: {path} {what}")
 
     def unreadable(self, path: Path, error: Exception) -> DamagedDataError:
         """The error for a stored file that a reader could not decode."""
@@ -158,8 +158,8 @@ class StoredDataset:
         if recorded is not None and size != recorded["size"]:
             raise self._damaged(path, f"is damaged ({size} bytes, expected {recorded['size']})")
 
-    def verify(self) -> list[str]:
-        """Every way this version differs from what its manifest records, one message per
+    def verify(self) -> list[DamagedDataError]:
+        """Every way this version differs from what its manifest records, one error per
         damaged file; none when every file has its recorded size and SHA-256."""
         try:
             files: dict[str, dict[str, Any]] | None = self.manifest.get("files")
@@ -170,13 +170,13 @@ class StoredDataset:
                     "cannot be verified",
                 )
         except DamagedDataError as error:
-            return [str(error)]
+            return [error]
         problems = []
         for file, recorded in files.items():
             try:
                 self._verify_file(self.path / file, recorded["sha256"])
             except DamagedDataError as error:
-                problems.append(str(error))
+                problems.append(error)
         return problems
 
     def _verify_file(self, path: Path, expected: str) -> None:
@@ -215,10 +215,7 @@ class Store:
 
     def open(self, name: str) -> StoredDataset:
         if not self.exists(name):
-            raise NotIngestedError(
-                f"DICES-{name} is not ingested in {self.root}; "
-                f"run `dices ingest FILE --data {self.root}` first"
-            )
+            raise NotIngestedError(f"DICES-{name} is not ingested in {self.root}", root=self.root)
         return StoredDataset(name, self.link(name).resolve())
 
     @contextlib.contextmanager
@@ -270,7 +267,9 @@ class Store:
     def check_replaceable(self, name: str, force: bool) -> None:
         if self.exists(name) and not force:
             raise DatasetExistsError(
-                f"DICES-{name} is already ingested in {self.root}; use --force to replace it"
+                f"DICES-{name} is already ingested in {self.root}; use ",
+                Option("force"),
+                " to replace it",
             )
 
     def publish(
@@ -401,8 +400,8 @@ def inventory(store: Store) -> list[dict[str, Any]]:
     return records
 
 
-def verify(store: Store) -> list[tuple[StoredDataset, list[str]]]:
-    """Each ingested dataset with its damaged files, one message each (see
+def verify(store: Store) -> list[tuple[StoredDataset, list[DamagedDataError]]]:
+    """Each ingested dataset with its damaged files, one error each (see
     `StoredDataset.verify`); reads every stored file in full."""
     names = store.available()
     if not names:

@@ -141,7 +141,7 @@ CASES = [
                 None,
                 None,
                 "the header matches neither DICES-350 nor DICES-990; "
-                "check that this is a DICES file or pass --dataset 350|990",
+                "check that this is a DICES file or give its dataset (350 or 990)",
             )
         ],
     ),

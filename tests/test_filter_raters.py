@@ -102,7 +102,7 @@ def test_preset_authors_keeps_104_raters_and_every_conversation_104_ratings(
     assert manifest["filter"]["raters_removed"] == 19
     assert set(manifest["filter"]["removed_rater_ids"]) == published_350
     assert manifest["filter"]["description"] == (
-        "removed the raters the DICES authors removed (--preset authors)"
+        "removed the raters the DICES authors removed (preset authors)"
     )
 
 

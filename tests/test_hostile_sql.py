@@ -296,7 +296,7 @@ def test_a_nan_timeout_is_refused_by_the_core(ingested: Path, canary: Path) -> N
     """NaN would make the timer fire at once, before the query starts: no limit at all."""
     with pytest.raises(UsageError) as refused:
         run_sql(Store(ingested), "350", "SELECT 1", timeout=float("nan"))
-    assert str(refused.value) == "--timeout must be at least 0.1 s (got nan)"
+    assert str(refused.value) == "timeout must be at least 0.1 s (got nan)"  # no flag named
 
 
 # --- canned queries: hostile parameter values -------------------------------------------

@@ -89,22 +89,19 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
 # the CLI to word. The demo is here by design: it prints commands for the user to type.
 STILL_NAMING_FLAGS = {
     "dices_cli.demo": {"--data", "--by", "--sort", "--limit"},
-    "dices_cli.ingest": {"--rejects"},
-    "dices_cli.metrics.compute": {"--question", "--dataset"},
     "dices_cli.output": {"--format", "--force"},
-    "dices_cli.quality": {"--preset", "--write", "--min-quality"},
-    "dices_cli.queries.sandbox": {"--timeout"},
-    "dices_cli.store": {"--data", "--force"},
-    "dices_cli.validate": {"--dataset"},
 }
+
+
+def module_path(module: str) -> Path:
+    path = PACKAGE.parent.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
 def flags_named(module: str) -> set[str]:
     """The flags (`--name`) in the module's string literals, docstrings left out (they may
     say how the command line uses the code)."""
-    path = PACKAGE.parent.joinpath(*module.split("."))
-    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = ast.parse(module_path(module).read_text(encoding="utf-8"))
     documentation = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
@@ -132,3 +129,68 @@ def test_the_flag_scan_finds_flags() -> None:
         "--by-x",
         "--force",
     ]
+
+
+def options_named_by_the_core() -> set[str]:
+    """The names of every `Option(...)` the core's code builds for a message."""
+    return {
+        node.args[0].value
+        for module in MODULES
+        if not is_cli(module)
+        for node in ast.walk(ast.parse(module_path(module).read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Option"
+        and isinstance(node.args[0], ast.Constant)
+    }
+
+
+def command_line_options() -> set[str]:
+    """Every long option of every command of `dices`, generated query commands too."""
+    from dices_cli.commands.cli_docs import commands
+
+    return {
+        flag
+        for _, command in commands()
+        for param in command.params
+        for flag in param.opts
+        if flag.startswith("--")
+    }
+
+
+def test_every_option_the_core_names_is_an_option_of_the_command_line() -> None:
+    """The command line words an `Option("min_quality")` as `--min-quality`: an option the
+    core names by another name (a parameter's, say) would send the user to no option."""
+    from dices_cli.commands.wording import flag
+    from dices_cli.errors import Option
+
+    named = options_named_by_the_core()
+    assert {"min_quality", "preset", "write", "timeout", "question", "dataset", "force"} <= named
+    assert {flag(Option(name)) for name in named} <= command_line_options()
+
+
+def test_the_core_says_an_option_by_its_name_and_the_command_line_as_a_flag() -> None:
+    from dices_cli.commands.wording import worded
+    from dices_cli.errors import Option, UsageError
+
+    error = UsageError("give ", Option("min_quality"), " or ", Option("preset"), ", not {both}")
+    assert str(error) == "give min_quality or preset, not {both}"
+    assert worded(error) == "give --min-quality or --preset, not {both}"
+    assert error.exit_code == 2
+
+
+def test_the_command_line_adds_the_command_that_repairs(tmp_path: Path) -> None:
+    from dices_cli.commands.wording import worded
+    from dices_cli.errors import DamagedDataError, DicesError, NotIngestedError
+
+    missing = NotIngestedError(f"DICES-350 is not ingested in {tmp_path}", root=tmp_path)
+    assert str(missing) == f"DICES-350 is not ingested in {tmp_path}"
+    assert worded(missing) == (
+        f"DICES-350 is not ingested in {tmp_path}; run `dices ingest FILE --data {tmp_path}` first"
+    )
+    damaged = DamagedDataError("DICES-350: x.parquet is missing")
+    assert str(damaged) == "DICES-350: x.parquet is missing"
+    assert worded(damaged) == (
+        "DICES-350: x.parquet is missing; ingest the dataset again (`dices ingest FILE --force`)"
+    )
+    assert worded(DicesError("a fact")) == "a fact"

@@ -111,7 +111,9 @@ def ingest(
 
     store = Store(resolve_data_dir(data))
     with progress_bar(enabled=True) as progress, _max_size_named():
-        results = run_ingest(files, store, dataset, force, rejects, progress, limit)
+        results = run_ingest(
+            files, store, dataset, force, rejects, progress, limit, rejects_named="--rejects"
+        )
     for result in results:
         report = result.report
         counts = result.stored.manifest["counts"]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from dices_cli.commands.options import DataDir
+from dices_cli.commands.wording import worded
 from dices_cli.render import say
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def report_damage(store: Store) -> bool:
     intact = True
     for stored, problems in verify_store(store):
         for problem in problems:
-            say(f"Error: {problem}")
+            say(f"Error: {worded(problem)}")
         if not problems:
             files = len(stored.manifest["files"])
             say(f"DICES-{stored.name}: ok, {files} files match their SHA-256 in {stored.path}")

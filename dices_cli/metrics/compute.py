@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from dices_cli.errors import UsageError
+from dices_cli.errors import Option, UsageError
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.groups import METRICS, POOL_METRICS, pool_metrics
 from dices_cli.metrics.permutation import benjamini_hochberg, permutation_test
@@ -163,8 +163,10 @@ def _check(parameters: dict[str, Any], datasets: Sequence[str]) -> None:
     for name in datasets:
         if parameters["question"] not in answer_columns([DATASETS[name]]):
             raise UsageError(
-                f"DICES-{name} has no answer column {parameters['question']!r}; "
-                "choose another --question or --dataset"
+                f"DICES-{name} has no answer column {parameters['question']!r}; choose another ",
+                Option("question"),
+                " or ",
+                Option("dataset"),
             )
 
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dices_cli.errors import DicesError, UsageError
+from dices_cli.errors import DicesError, Option, UsageError
 from dices_cli.output import Stream
 from dices_cli.queries.engine import RaterSelection, Session, open_session
 from dices_cli.source import DEFAULT_MAX_SIZE, open_source
@@ -176,7 +176,9 @@ def run_sql(
     `tables` ({NAME: FILE}, see `user_tables`) are read here, before the data is loaded,
     and are tables the statement may name."""
     if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
-        raise UsageError(f"--timeout must be at least {MIN_TIMEOUT:g} s (got {timeout:g})")
+        raise UsageError(
+            Option("timeout"), f" must be at least {MIN_TIMEOUT:g} s (got {timeout:g})"
+        )
     check_single_select(sql)
     loaded = {name: read_table(name, given) for name, given in (tables or {}).items()}
     return _running(store, dataset, sql, selection, timeout, loaded)
