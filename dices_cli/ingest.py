@@ -18,7 +18,7 @@ from dices_cli.csvparse import (
     LINE,
     LINE_COUNT,
 )
-from dices_cli.errors import InvalidInputError, UsageError
+from dices_cli.errors import InvalidInputError, Option, UsageError
 from dices_cli.lines import verbatim_records
 from dices_cli.output import Format, Output, check_output
 from dices_cli.problems import (
@@ -34,6 +34,8 @@ from dices_cli.tables import new_values, split
 from dices_cli.validate import CheckedFile, Progress, check_file, no_progress
 
 REJECT_FIELDS = ("file", "line", "problems", "record")
+# The option naming the file rejected records go to, for messages about that file.
+REJECTS = Option("rejects")
 
 
 def write_rejects(checked_files: Sequence[CheckedFile], handle: BinaryIO) -> int:
@@ -131,26 +133,23 @@ def ingest(
     rejects: Path | None = None,
     progress: Progress = no_progress,
     max_size: int = DEFAULT_MAX_SIZE,
-    *,
-    rejects_named: str = "rejects",
 ) -> list[IngestResult]:
     """Validate every file, then write each dataset atomically; all or nothing per call.
 
     Without `rejects`, any error refuses the whole call and writes nothing. With it,
-    valid rows are written and every rejected record goes to `rejects`, which a refusal
-    to write it calls `rejects_named` (the command line: its option). A path `-` is
+    valid rows are written and every rejected record goes to `rejects`. A path `-` is
     stdin; a compressed or piped input may hold at most `max_size` bytes of CSV text.
     """
     files = [Path(path) for path in paths if str(path) != STDIN]
     if rejects is not None:  # before reading anything: the files may be large
-        check_output(rejects, force, [*files, store.root], option=rejects_named)
+        check_output(rejects, force, [*files, store.root], option=REJECTS)
     # One pass per plain file, on a spare core: the manifest's checksum and the byte counts
     # that the parser checks Polars against.
     checksum.prefetch(files)
     with contextlib.ExitStack() as opened:
         sources = [opened.enter_context(open_source(path, max_size)) for path in paths]
         checked_files = [check_file(source, choice, progress) for source in sources]
-        return _write(checked_files, store, force, rejects, rejects_named, progress)
+        return _write(checked_files, store, force, rejects, progress)
 
 
 def _write(
@@ -158,7 +157,6 @@ def _write(
     store: Store,
     force: bool,
     rejects: Path | None,
-    rejects_named: str,
     progress: Progress,
 ) -> list[IngestResult]:
     _refuse_same_dataset_twice(checked_files)
@@ -180,7 +178,7 @@ def _write(
         contextlib.nullcontext(None)
         if rejects is None
         else Output.build(
-            Format.CSV, rejects, force, [*_given_files(checked_files), store.root], rejects_named
+            Format.CSV, rejects, force, [*_given_files(checked_files), store.root], REJECTS
         ).open()
     )
     results = []

@@ -31,7 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from dices_cli.errors import DicesError, UsageError, system_reason
+from dices_cli.errors import DicesError, Option, UsageError, system_reason
 
 if TYPE_CHECKING:
     import duckdb
@@ -57,6 +57,8 @@ EXTENSIONS = {
     ".ndjson": Format.JSONL,
     ".parquet": Format.PARQUET,
 }
+# The option that names the file a result is written to (the command line says `-o`).
+OUTPUT = Option("output")
 # An -o file being written is `.NAME.<random>.dices-tmp` beside it until it is complete.
 TEMP_SUFFIX = ".dices-tmp"
 BATCH_ROWS = 10_000  # rows of a DuckDB relation or an Arrow table read at a time
@@ -170,10 +172,15 @@ def choose_format(
     if requested is not None:
         if requested is Format.TABLE and output is not None:
             raise UsageError(
-                "--format table is for the terminal; with -o pick csv, tsv, json, jsonl or parquet"
+                Option("format"),
+                " table is for the terminal; with ",
+                OUTPUT,
+                " pick csv, tsv, json, jsonl or parquet",
             )
         if requested is Format.PARQUET and output is None and stdout_is_terminal:
-            raise UsageError("Parquet is binary; write it with -o FILE or redirect stdout")
+            raise UsageError(
+                "Parquet is binary; write it with ", OUTPUT, " FILE or redirect stdout"
+            )
         return requested
     if output is not None:
         extension = output.suffix.lower()
@@ -181,15 +188,16 @@ def choose_format(
             # Writing CSV into `out.xlsx` makes a file its own program cannot open.
             known = ", ".join(EXTENSIONS)
             raise UsageError(
-                f"-o {output}: dices does not write {output.suffix} files; "
-                f"name it {known}, or give --format"
+                OUTPUT,
+                f" {output}: dices does not write {output.suffix} files; name it {known}, or give ",
+                Option("format"),
             )
         return EXTENSIONS.get(extension, Format.CSV)
     return Format.TABLE if stdout_is_terminal else Format.CSV
 
 
 def check_output(
-    path: Path, force: bool = False, inputs: Sequence[Path] = (), option: str = "-o"
+    path: Path, force: bool = False, inputs: Sequence[Path] = (), option: Option = OUTPUT
 ) -> None:
     """Refuse to write `path` when it is one of the command's inputs (always), or an existing
     file (unless `force`). A directory among `inputs` is a data directory: nothing in it.
@@ -199,12 +207,12 @@ def check_output(
         if source.is_dir():
             if target.is_relative_to(source.resolve()):
                 raise DicesError(
-                    f"{option} {path} is inside the data directory {source}; choose another file"
+                    option, f" {path} is inside the data directory {source}; choose another file"
                 )
         elif target == source.resolve() or _same_file(path, source):
-            raise DicesError(f"{option} {path} is an input of this command; choose another file")
+            raise DicesError(option, f" {path} is an input of this command; choose another file")
     if path.is_file() and not force:
-        raise DicesError(f"{path} exists; use --force to overwrite it")
+        raise DicesError(f"{path} exists; use ", Option("force"), " to overwrite it")
 
 
 def _same_file(path: Path, other: Path) -> bool:
@@ -217,7 +225,7 @@ def _same_file(path: Path, other: Path) -> bool:
 
 @contextlib.contextmanager
 def open_output(
-    path: Path, force: bool = False, inputs: Sequence[Path] = (), option: str = "-o"
+    path: Path, force: bool = False, inputs: Sequence[Path] = (), option: Option = OUTPUT
 ) -> Iterator[BinaryIO]:
     """`path` opened for writing, after `check_output`: a file appears whole or not at all.
 
@@ -270,13 +278,13 @@ def _put_in_place(temporary: Path, final: Path, replace: bool) -> None:
     try:
         os.link(temporary, final)  # unlike a rename, fails if `final` appeared meanwhile
     except FileExistsError:
-        raise DicesError(f"{final} exists; use --force to overwrite it") from None
+        raise DicesError(f"{final} exists; use ", Option("force"), " to overwrite it") from None
     except OSError as error:
         if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS):
             raise
         # A file system without hard links (FAT, say): check, then rename.
         if final.exists():
-            raise DicesError(f"{final} exists; use --force to overwrite it") from None
+            raise DicesError(f"{final} exists; use ", Option("force"), " to overwrite it") from None
         os.replace(temporary, final)
 
 
@@ -315,7 +323,7 @@ class Output:
     path: Path | None = None
     force: bool = False
     inputs: tuple[Path, ...] = ()
-    option: str = "-o"
+    option: Option = OUTPUT
 
     @classmethod
     def build(
@@ -324,7 +332,7 @@ class Output:
         path: Path | None,
         force: bool = False,
         inputs: Sequence[Path] = (),
-        option: str = "-o",
+        option: Option = OUTPUT,
     ) -> Output:
         """The format chosen (`choose_format`) and -o FILE checked (`check_output`): a usage
         error or a refused file is said before any work."""

@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from dices_cli import output as output_module
-from dices_cli import render
 from dices_cli.errors import DicesError
 from dices_cli.main import app
 from dices_cli.queries.catalog import ParameterError, catalog, get_query, parse_query
@@ -151,10 +150,13 @@ def test_o_on_a_full_device_is_a_plain_error(name: str, small: Path, runner: Cli
     assert "bug" not in result.stderr
 
 
+WRITE_RESULT = output_module.write_result  # the real one, which the fixture replaces
+
+
 def half_then_no_space(table: Any, fmt: Any, handle: Any) -> None:
     """Write half of the result, then fail as a full disk does."""
     whole = io.BytesIO()
-    output_module.write_result(table, fmt, whole)
+    WRITE_RESULT(table, fmt, whole)
     handle.write(whole.getvalue()[: len(whole.getvalue()) // 2])
     handle.flush()
     raise OSError(errno.ENOSPC, NO_SPACE)
@@ -162,7 +164,7 @@ def half_then_no_space(table: Any, fmt: Any, handle: Any) -> None:
 
 @pytest.fixture
 def full_disk_midway(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(render, "write_result", half_then_no_space)
+    monkeypatch.setattr(output_module, "write_result", half_then_no_space)
 
 
 @pytest.mark.usefixtures("full_disk_midway")
@@ -231,7 +233,7 @@ def test_a_file_that_appears_while_writing_is_not_overwritten(
         out.write_bytes(b"someone else's\n")
         real(table, fmt, handle)
 
-    monkeypatch.setattr(render, "write_result", write_while_another_appears)
+    monkeypatch.setattr(output_module, "write_result", write_while_another_appears)
     result = run(runner, small, *WRITERS["query"], "-o", str(out))
     assert_error(result, f"{out} exists; use --force to overwrite it")
     assert out.read_bytes() == b"someone else's\n"

@@ -24,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dices_cli import __version__
+from dices_cli.commands.wording import worded
 from dices_cli.errors import UsageError
 from dices_cli.main import app
 from dices_cli.output import Format, Table, choose_format, table_from_rows, write_table
@@ -136,7 +137,7 @@ def test_choose_format(
 def test_format_table_with_an_output_file_is_a_usage_error(terminal: bool) -> None:
     with pytest.raises(UsageError) as caught:
         choose_format(Format.TABLE, Path("r.csv"), terminal)
-    assert str(caught.value) == (
+    assert worded(caught.value) == (
         "--format table is for the terminal; with -o pick csv, tsv, json, jsonl or parquet"
     )
     assert caught.value.exit_code == 2
@@ -145,7 +146,7 @@ def test_format_table_with_an_output_file_is_a_usage_error(terminal: bool) -> No
 def test_parquet_to_a_terminal_is_a_usage_error() -> None:
     with pytest.raises(UsageError) as caught:
         choose_format(Format.PARQUET, None, True)
-    assert str(caught.value) == "Parquet is binary; write it with -o FILE or redirect stdout"
+    assert worded(caught.value) == "Parquet is binary; write it with -o FILE or redirect stdout"
     assert caught.value.exit_code == 2
 
 

@@ -89,7 +89,6 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
 # the CLI to word. The demo is here by design: it prints commands for the user to type.
 STILL_NAMING_FLAGS = {
     "dices_cli.demo": {"--data", "--by", "--sort", "--limit"},
-    "dices_cli.output": {"--format", "--force"},
 }
 
 
@@ -146,15 +145,15 @@ def options_named_by_the_core() -> set[str]:
 
 
 def command_line_options() -> set[str]:
-    """Every long option of every command of `dices`, generated query commands too."""
+    """Every option name of every command of `dices`, generated query commands too."""
     from dices_cli.commands.cli_docs import commands
 
     return {
         flag
         for _, command in commands()
         for param in command.params
-        for flag in param.opts
-        if flag.startswith("--")
+        for flag in [*param.opts, *param.secondary_opts]
+        if flag.startswith("-")
     }
 
 
@@ -166,6 +165,7 @@ def test_every_option_the_core_names_is_an_option_of_the_command_line() -> None:
 
     named = options_named_by_the_core()
     assert {"min_quality", "preset", "write", "timeout", "question", "dataset", "force"} <= named
+    assert {"output", "format", "rejects"} <= named
     assert {flag(Option(name)) for name in named} <= command_line_options()
 
 

@@ -111,9 +111,7 @@ def ingest(
 
     store = Store(resolve_data_dir(data))
     with progress_bar(enabled=True) as progress, _max_size_named():
-        results = run_ingest(
-            files, store, dataset, force, rejects, progress, limit, rejects_named="--rejects"
-        )
+        results = run_ingest(files, store, dataset, force, rejects, progress, limit)
     for result in results:
         report = result.report
         counts = result.stored.manifest["counts"]

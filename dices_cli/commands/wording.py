@@ -9,9 +9,14 @@ from dices_cli.errors import DamagedDataError, DicesError, NotIngestedError, Opt
 REINGEST = "ingest the dataset again (`dices ingest FILE --force`)"
 
 
+# Options that every message says by their short name.
+SHORT = {"output": "-o"}
+
+
 def flag(option: Option) -> str:
-    """The command-line option for a parameter: `min_quality` is `--min-quality`."""
-    return "--" + option.name.replace("_", "-")
+    """The command-line option for a parameter: `min_quality` is `--min-quality`, `output`
+    is `-o`."""
+    return SHORT.get(option.name) or "--" + option.name.replace("_", "-")
 
 
 def worded(error: DicesError) -> str:
