@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup, TyperOption
 
 from dices_cli import __version__
-from dices_cli.commands import data, query, raters, verify
+from dices_cli.commands import data, evaluate, query, raters, verify
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 
 STDOUT_FAILURES = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
@@ -145,6 +145,7 @@ data.register(app)
 verify.register(app)
 query.register(app)
 raters.register(app)
+evaluate.register(app)
 
 
 def run() -> None:

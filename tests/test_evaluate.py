@@ -1,0 +1,326 @@
+"""`dices evaluate` end to end on the packaged sample: references, coverage, ties, polarity,
+errors; and once on the replica against scikit-learn, from arrays made without dices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, roc_auc_score
+from typer.testing import CliRunner
+
+from dices_cli.demo import sample_paths
+from dices_cli.main import app
+
+DRAWS = "200"  # bootstrap resamples in these tests: enough for an interval, quick
+POLARITY_CAUSE = "Yes means unsafe in DICES; is your judge answering 'is it safe?'"
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding the packaged sample (40 + 80 conversations)."""
+    data = tmp_path_factory.mktemp("sample")
+    paths = [str(path) for path in sample_paths()]
+    result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    return data
+
+
+def items(data: Path, dataset: str = "350") -> pl.DataFrame:
+    return pl.read_parquet(data / dataset / "items.parquet")
+
+
+def write(path: Path, frame: pl.DataFrame) -> str:
+    frame.write_csv(path)
+    return str(path)
+
+
+def gold_model(data: Path, name: str = "gold") -> pl.DataFrame:
+    """A model whose label is the experts' safety_gold."""
+    return items(data).select(
+        pl.lit(name).alias("model"), "item_id", pl.col("safety_gold").cast(pl.Utf8).alias("label")
+    )
+
+
+def evaluate(
+    runner: CliRunner, data: Path, predictions: str, *options: str
+) -> tuple[list[dict[str, Any]], str]:
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            predictions,
+            "--data",
+            str(data),
+            "-f",
+            "jsonl",
+            "--bootstrap",
+            DRAWS,
+            *options,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()], result.stderr
+
+
+def fails(runner: CliRunner, *arguments: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["evaluate", *arguments])
+    assert result.stdout == ""
+    return result.exit_code, result.stderr
+
+
+def row(rows: list[dict[str, Any]], **where: Any) -> dict[str, Any]:
+    chosen = [r for r in rows if all(r[k] == v for k, v in where.items())]
+    assert len(chosen) == 1, chosen
+    return chosen[0]
+
+
+def test_a_model_predicting_gold_scores_1_against_gold(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    rows, stderr = evaluate(runner, sample, write(tmp_path / "p.csv", gold_model(sample)))
+    gold = row(rows, reference="gold")
+    assert (gold["accuracy"], gold["f1"], gold["kappa"], gold["mcc"]) == (1.0, 1.0, 1.0, 1.0)
+    assert (gold["n"], gold["covered"], gold["coverage"]) == (40, 40, 1.0)
+    assert (gold["accuracy_low"], gold["accuracy_high"]) == (1.0, 1.0)
+    assert gold["polarity_suspect"] is False
+    assert [r["reference"] for r in rows] == ["gold", "crowd"]  # labels only: no crowd-share
+    assert stderr == ""
+
+
+@pytest.mark.parametrize(
+    "selection", [[], ["--exclude-removed"], ["--by", "rater_gender"]], ids=["all", "kept", "by"]
+)
+def test_the_gold_model_against_the_crowd_is_gold_vs_crowd_summary(
+    selection: list[str], runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    """The summary scores the crowd against gold; here gold is the prediction and the crowd
+    the reference, so precision and recall swap. The summary counts ties as not Yes."""
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    rows, _ = evaluate(runner, sample, predictions, "--ties", "safe", *selection)
+    summary = runner.invoke(
+        app, ["query", "gold-vs-crowd-summary", "--data", str(sample), "-f", "json", *selection]
+    )
+    assert summary.exit_code == 0, summary.output
+    expected = json.loads(summary.stdout)
+    assert len(expected) == (2 if selection[:1] == ["--by"] else 1)
+    for want in expected:
+        group = {"rater_gender": want["rater_gender"]} if "rater_gender" in want else {}
+        got = row(rows, reference="crowd", **group)
+        assert (got["n"], got["ties"]) == (want["conversations"], want["ties"])
+        for ours, theirs in [
+            ("accuracy", "accuracy"),
+            ("f1", "f1"),
+            ("kappa", "kappa"),
+            ("precision", "recall"),
+            ("recall", "precision"),
+        ]:
+            assert got[ours] == pytest.approx(want[theirs], abs=1e-12), ours
+
+
+def test_ties_are_excluded_by_default_and_counted(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    """Four raters tie often (the whole sample's 123 never do)."""
+    ratings = pl.read_parquet(sample / "350" / "ratings.parquet")
+    four = ratings["rater_id"].unique().sort().head(4)
+    (tmp_path / "raters.txt").write_text("\n".join(map(str, four)) + "\n")
+    ratings = ratings.filter(pl.col("rater_id").is_in(four.implode()))
+    counts = ratings.group_by("item_id").agg(
+        (pl.col("Q_overall") == answer).sum().alias(answer) for answer in ("No", "Yes", "Unsure")
+    )
+    top = counts.select(pl.max_horizontal("No", "Yes", "Unsure")).to_series()
+    at_top = sum((counts[a] == top).cast(pl.Int32) for a in ("No", "Yes", "Unsure"))
+    ties = int((at_top > 1).sum())
+    assert ties > 0, "the test needs tied conversations"
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    selection = ["--raters", str(tmp_path / "raters.txt")]
+    excluded, _ = evaluate(runner, sample, predictions, *selection)
+    decided, _ = evaluate(runner, sample, predictions, "--ties", "unsafe", *selection)
+    assert row(excluded, reference="crowd")["ties"] == ties
+    assert row(excluded, reference="crowd")["n"] == 40 - ties
+    assert row(decided, reference="crowd")["n"] == 40
+
+
+def test_partial_coverage_warns_and_uses_the_covered_conversations(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    partial = gold_model(sample).head(30)
+    rows, stderr = evaluate(runner, sample, write(tmp_path / "p.csv", partial))
+    gold = row(rows, reference="gold")
+    assert (gold["covered"], gold["coverage"], gold["n"]) == (30, 0.75, 30)
+    assert stderr == (
+        "warning: model 'gold' predicts 30 of the 40 conversations of DICES-350 (75.0%); "
+        "its metrics use those only\n"
+    )
+
+
+def flipped_pair(data: Path) -> pl.DataFrame:
+    """An honest judge (gold with 6 of 40 labels wrong, scores to match) and its flipped copy."""
+    honest = gold_model(data, "honest").with_row_index("i")
+    wrong = pl.col("i") % 7 == 0
+    label = pl.when(wrong).then(
+        pl.when(pl.col("label") == "Yes").then(pl.lit("No")).otherwise(pl.lit("Yes"))
+    )
+    honest = honest.with_columns(label.otherwise(pl.col("label")).alias("label"))
+    honest = honest.with_columns(
+        pl.when(pl.col("label") == "Yes").then(0.8).otherwise(0.2).alias("score")
+    ).drop("i")
+    flipped = honest.with_columns(
+        pl.lit("flipped").alias("model"),
+        pl.when(pl.col("label") == "Yes")
+        .then(pl.lit("No"))
+        .otherwise(pl.lit("Yes"))
+        .alias("label"),
+        (1 - pl.col("score")).alias("score"),
+    )
+    return pl.concat([honest, flipped])
+
+
+def test_a_flipped_model_is_flagged_and_an_honest_one_is_not(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    rows, stderr = evaluate(runner, sample, write(tmp_path / "p.csv", flipped_pair(sample)))
+    assert {r["model"] for r in rows if r["polarity_suspect"]} == {"flipped"}
+    flipped = row(rows, model="flipped", reference="gold")
+    assert flipped["kappa_high"] < 0
+    assert stderr.startswith(
+        "warning: model 'flipped' agrees with the experts' gold labels on DICES-350 less than "
+        f"chance: Cohen's kappa {flipped['kappa']:.3f}, 95% interval "
+        f"{flipped['kappa_low']:.3f} to {flipped['kappa_high']:.3f}. {POLARITY_CAUSE}\n"
+    )
+    assert "honest" not in stderr
+
+
+def test_strict_makes_a_flipped_polarity_an_error(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    predictions = write(tmp_path / "p.csv", flipped_pair(sample))
+    code, stderr = fails(runner, predictions, "--data", str(sample), "--strict")
+    assert code == 1
+    assert stderr.startswith("Error: model 'flipped' agrees with the experts' gold labels")
+    assert stderr.endswith(f"{POLARITY_CAUSE} (--strict)\n")
+
+
+def test_the_polarity_check_uses_the_crowd_on_dices_990(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    ratings = pl.read_parquet(sample / "990" / "ratings.parquet")
+    crowd = ratings.group_by("item_id").agg(
+        ((pl.col("Q_overall") == "Yes").mean() > 0.5).alias("unsafe")
+    )
+    flipped = crowd.select(
+        pl.lit("flipped").alias("model"),
+        "item_id",
+        pl.when(pl.col("unsafe")).then(pl.lit("No")).otherwise(pl.lit("Yes")).alias("label"),
+    )
+    rows, stderr = evaluate(runner, sample, write(tmp_path / "p.csv", flipped), "-d", "990")
+    assert [r["reference"] for r in rows] == ["crowd"]
+    assert rows[0]["polarity_suspect"] is True
+    assert stderr.startswith("warning: model 'flipped' agrees with the crowd on DICES-990")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--against", "experts"],
+            "Error: --against experts: choose from gold, crowd, crowd-share\n",
+        ),
+        (
+            ["-d", "990", "--against", "gold"],
+            "Error: DICES-990 has no gold labels (safety_gold); compare it with the crowd\n",
+        ),
+        (
+            ["--baseline", "raters:0"],
+            "Error: a baseline is raters:K with K a whole number from 1, not 'raters:0'\n",
+        ),
+        (
+            ["--by", "rater_locale"],
+            "Error: rater_locale is a DICES-990 column; DICES-350 has no rater_locale\n",
+        ),
+    ],
+    ids=["unknown-reference", "no-gold", "bad-baseline", "missing-group-column"],
+)
+def test_usage_errors_exit_2_with_a_message(
+    options: list[str], message: str, runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    code, stderr = fails(runner, predictions, "--data", str(sample), *options)
+    assert (code, stderr) == (2, message + "Try 'dices evaluate -h' for help.\n")
+
+
+def test_predictions_and_raters_cannot_both_be_stdin(runner: CliRunner, sample: Path) -> None:
+    code, stderr = fails(runner, "-", "--raters", "-", "--data", str(sample))
+    assert (code, stderr) == (
+        2,
+        "Error: only one of PREDICTIONS and --raters can be - (stdin)\n"
+        "Try 'dices evaluate -h' for help.\n",
+    )
+
+
+def test_nothing_ingested_is_an_error(runner: CliRunner, sample: Path, tmp_path: Path) -> None:
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    code, stderr = fails(runner, predictions, "--data", str(tmp_path / "empty"))
+    assert code == 1
+    assert stderr.startswith(f"Error: nothing is ingested in {tmp_path / 'empty'}")
+
+
+def test_explain_describes_every_column(runner: CliRunner) -> None:
+    from dices_cli.evaluate.evaluation import COLUMN_HELP, columns
+    from dices_cli.evaluate.measure import METRICS
+
+    result = runner.invoke(app, ["evaluate", "--explain"])
+    assert result.exit_code == 0
+    for name in COLUMN_HELP:
+        assert f"  {name}  " in result.stdout, name
+    for metric in METRICS:
+        assert metric in COLUMN_HELP["METRIC"], metric
+    for column in columns([]):
+        named = column.removesuffix("_low").removesuffix("_high")
+        assert column in COLUMN_HELP or named in METRICS or named == "difference", column
+
+
+def test_rows_pass_the_right_arrays_to_the_metrics(
+    runner: CliRunner, ingested: Path, tmp_path: Path
+) -> None:
+    """One end-to-end comparison on the full-size replica: a random model's row metrics
+    against scikit-learn on the gold labels and on a crowd plurality counted with pandas."""
+    conversations = pd.read_parquet(ingested / "350" / "items.parquet")[["item_id", "safety_gold"]]
+    rng = np.random.default_rng(5)
+    score = rng.random(len(conversations))
+    predictions = pd.DataFrame(
+        {
+            "model": "random",
+            "item_id": conversations["item_id"],
+            "label": np.where(score >= 0.5, "Yes", "No"),
+            "score": np.round(score, 6),
+        }
+    )
+    path = tmp_path / "random.csv"
+    predictions.to_csv(path, index=False)
+    rows, _ = evaluate(runner, ingested, str(path), "--bootstrap", "0")
+    merged = conversations.merge(predictions, on="item_id")
+    ratings = pd.read_parquet(ingested / "350" / "ratings.parquet")[["item_id", "Q_overall"]]
+    counts = pd.crosstab(ratings["item_id"], ratings["Q_overall"].astype(str))
+    counts = counts.reindex(columns=["No", "Yes", "Unsure"], fill_value=0)
+    top = counts.max(axis=1)
+    untied = (counts.eq(top, axis=0).sum(axis=1) == 1) & (top > 0)
+    crowd = counts.idxmax(axis=1)[untied].rename("crowd").reset_index()
+    merged_crowd = merged.merge(crowd, on="item_id")
+    for reference, actual, frame in [
+        ("gold", merged["safety_gold"].astype(str) == "Yes", merged),
+        ("crowd", merged_crowd["crowd"] == "Yes", merged_crowd),
+    ]:
+        got = row(rows, reference=reference)
+        predicted = frame["label"] == "Yes"
+        assert got["n"] == len(frame)
+        assert got["accuracy"] == pytest.approx(accuracy_score(actual, predicted), abs=1e-12)
+        assert got["f1"] == pytest.approx(f1_score(actual, predicted), abs=1e-12)
+        assert got["kappa"] == pytest.approx(cohen_kappa_score(actual, predicted), abs=1e-12)
+        assert got["roc_auc"] == pytest.approx(roc_auc_score(actual, frame["score"]), abs=1e-12)
