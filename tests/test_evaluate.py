@@ -324,3 +324,97 @@ def test_rows_pass_the_right_arrays_to_the_metrics(
         assert got["f1"] == pytest.approx(f1_score(actual, predicted), abs=1e-12)
         assert got["kappa"] == pytest.approx(cohen_kappa_score(actual, predicted), abs=1e-12)
         assert got["roc_auc"] == pytest.approx(roc_auc_score(actual, frame["score"]), abs=1e-12)
+
+
+def test_by_compares_each_group_with_its_own_raters_and_the_rest(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    from scipy.stats import false_discovery_control
+
+    predictions = write(tmp_path / "p.csv", flipped_pair(sample).filter(model="honest"))
+    rows, _ = evaluate(runner, sample, predictions, "--by", "rater_gender")
+    assert not [r for r in rows if r["reference"] == "gold" and r["rater_gender"] is not None]
+    groups = [r for r in rows if r["reference"] == "crowd" and r["rater_gender"] is not None]
+    raters = pl.read_parquet(sample / "350" / "raters.parquet")
+    assert sorted(r["rater_gender"] for r in groups) == sorted(
+        raters["rater_gender"].cast(pl.Utf8).unique()
+    )
+    for group in groups:
+        # The rest of the pool, evaluated on its own, gives the row's `rest`.
+        others = raters.filter(pl.col("rater_gender") != group["rater_gender"])["rater_id"]
+        (tmp_path / "others.txt").write_text("\n".join(map(str, others)) + "\n")
+        rest, _ = evaluate(runner, sample, predictions, "--raters", str(tmp_path / "others.txt"))
+        assert group["compared_on"] == "kappa"
+        assert group["rest"] == pytest.approx(row(rest, reference="crowd")["kappa"], abs=1e-12)
+        assert group["difference"] == pytest.approx(group["kappa"] - group["rest"], abs=1e-12)
+        assert group["difference_low"] <= group["difference_high"]
+        assert group["raters"] == len(raters) - len(others)
+    p_values = np.array([r["p_value"] for r in groups])
+    adjusted = [r["p_adjusted"] for r in groups]
+    assert adjusted == pytest.approx(list(false_discovery_control(p_values, method="bh")))
+
+
+def test_the_one_rater_baseline_matches_raters_against_the_others(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    """raters:1 against the crowd, and independently: the mean over raters of the share of
+    their answers (unsafe = Yes) that match the plurality of the other raters (ties left out)."""
+    rows, _ = evaluate(
+        runner, sample, write(tmp_path / "p.csv", gold_model(sample)), "--baseline", "raters:1"
+    )
+    baseline = row(rows, model="raters:1", reference="crowd")
+    ratings = pl.read_parquet(sample / "350" / "ratings.parquet").with_columns(
+        pl.col("Q_overall").cast(pl.Utf8)
+    )
+    answers = ["No", "Yes", "Unsure"]
+    counts = ratings.group_by("item_id").agg(
+        (pl.col("Q_overall") == a).sum().alias(f"n_{a}") for a in answers
+    )
+    joined = ratings.join(counts, on="item_id")
+    others = np.column_stack(
+        [joined[f"n_{a}"].to_numpy() - (joined["Q_overall"] == a).to_numpy() for a in answers]
+    )
+    top = others.max(axis=1)
+    untied = (others == top[:, None]).sum(axis=1) == 1
+    plurality_yes = others.argmax(axis=1) == 1
+    match = (joined["Q_overall"] == "Yes").to_numpy() == plurality_yes
+    per_rater = (
+        pl.DataFrame({"rater_id": joined["rater_id"], "match": match})
+        .filter(pl.Series(untied))
+        .group_by("rater_id")
+        .agg(pl.col("match").mean())
+    )
+    expected = per_rater["match"].mean()
+    assert baseline["accuracy_low"] <= expected <= baseline["accuracy_high"]
+    assert baseline["covered"] == 40
+    assert row(rows, model="raters:1", reference="gold")["n"] == 40
+
+
+def test_the_model_is_one_more_rater_xrr_as_in_dices_query_agreement(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    from dices_cli.metrics.agreement import cross_replication_reliability
+
+    honest = flipped_pair(sample).filter(model="honest")
+    rows, _ = evaluate(runner, sample, write(tmp_path / "p.csv", honest), "--by", "rater_age")
+    ratings = pl.read_parquet(sample / "350" / "ratings.parquet").join(
+        pl.read_parquet(sample / "350" / "raters.parquet"), on="rater_id"
+    )
+    order = honest.sort("item_id")
+    model = np.array([[label == a for label in order["label"]] for a in ("No", "Yes", "Unsure")])
+    for age in [None, *ratings["rater_age"].cast(pl.Utf8).unique()]:
+        chosen = ratings if age is None else ratings.filter(pl.col("rater_age") == age)
+        counts = np.array(
+            [
+                [
+                    ((chosen["item_id"] == item) & (chosen["Q_overall"] == a)).sum()
+                    for item in order["item_id"]
+                ]
+                for a in ("No", "Yes", "Unsure")
+            ],
+            dtype=float,
+        )
+        expected = cross_replication_reliability(model.astype(float), counts)
+        assert row(rows, reference="crowd", rater_age=age)["xrr"] == pytest.approx(
+            float(expected), abs=1e-12
+        )
