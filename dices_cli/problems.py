@@ -45,6 +45,18 @@ class ProblemType(StrEnum):
     INCOMPLETE_DATASET = "incomplete-dataset"
 
 
+class PredictionProblemType(StrEnum):
+    """What a predictions file (`dices_cli.evaluate.predictions`) can hold beyond the
+    problems an ingest finds too, which keep their ProblemType."""
+
+    INVALID_JSON = "invalid-json"
+    UNKNOWN_ITEM = "unknown-item"
+    DUPLICATE_PREDICTION = "duplicate-prediction"
+    AMBIGUOUS_LABEL = "ambiguous-label"
+    NOT_A_NUMBER = "not-a-number"
+    BAD_DISTRIBUTION = "bad-distribution"
+
+
 # The types that are always warnings: the rows are kept as they are.
 WARNING_TYPES = frozenset(
     {ProblemType.INCONSISTENT_OVERALL, ProblemType.NEW_VALUE, ProblemType.INCOMPLETE_DATASET}
@@ -55,7 +67,7 @@ WARNING_TYPES = frozenset(
 class Problem:
     """One problem in one place. `line` is the file line where the row starts (1 = header)."""
 
-    type: ProblemType
+    type: ProblemType | PredictionProblemType
     line: int | None
     column: str | None
     value: str | None
@@ -98,7 +110,9 @@ class Report:
             else:
                 self.not_kept[(str(problem.type), str(problem.severity))] += 1
 
-    def count_not_kept(self, problem_type: ProblemType, severity: Severity, count: int) -> None:
+    def count_not_kept(
+        self, problem_type: ProblemType | PredictionProblemType, severity: Severity, count: int
+    ) -> None:
         if count:
             self.not_kept[(str(problem_type), str(severity))] += count
 

@@ -272,6 +272,15 @@ def sql(
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
     min_quality: MinQuality = None,
+    table: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--table",
+            metavar="NAME=FILE",
+            help="Load your own CSV, TSV, JSON Lines or Parquet file (- for stdin) as table "
+            "NAME, e.g. predictions to join with ratings_wide. Repeatable.",
+        ),
+    ] = None,
     timeout: Annotated[
         float,
         typer.Option(
@@ -301,26 +310,32 @@ def sql(
         dices sql "SELECT rater_age, count(*) FROM ratings_wide GROUP BY ALL ORDER BY ALL"
 
         dices sql "SELECT * FROM items WHERE dataset = '350' AND safety_gold = 'Yes'" -f jsonl
+
+        dices sql --table p=predictions.csv \\
+            "SELECT label, safety_gold, count(*) FROM p JOIN items USING (item_id) GROUP BY ALL"
     """
     from dices_cli.errors import UsageError
     from dices_cli.output import check_output
     from dices_cli.queries.engine import open_session
-    from dices_cli.queries.sandbox import run_sql
+    from dices_cli.queries.sandbox import add_tables, read_table, run_sql, user_tables
     from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
     if (statement is None) == (not schema):
         raise UsageError("give either one SELECT statement or --schema")
+    tables = user_tables(table or [])
+    inputs = read_paths(data, raters) + [Path(f) for f in tables.values() if f != "-"]
     if output is not None:  # before the work
-        check_output(output, force, read_paths(data, raters))
+        check_output(output, force, inputs)
     store = Store(resolve_data_dir(data))
     selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
-    inputs = read_paths(data, raters)
     if statement is None:
-        schema_table = open_session(store, dataset, selection).schema()
-        emit(schema_table, fmt, output, title="sql", force=force, inputs=inputs)
+        loaded = {name: read_table(name, given) for name, given in tables.items()}
+        session = open_session(store, dataset, selection)
+        add_tables(session, loaded)
+        emit(session.schema(), fmt, output, title="sql", force=force, inputs=inputs)
         return
-    with run_sql(store, dataset, statement, selection, timeout) as result:
+    with run_sql(store, dataset, statement, selection, timeout, tables) as result:
         emit(result, fmt, output, title="sql", force=force, inputs=inputs)
 
 

@@ -1,6 +1,7 @@
 """`dices sql`: ad-hoc, read-only SQL over the views.
 
-Only a single SELECT is accepted. The data is loaded into memory first; then the
+Only a single SELECT is accepted. The data is loaded into memory first, with the user's
+own tables (`user_tables`: files read by dices, as a predictions file is); then the
 connection is locked down: no access to files, URLs or extensions, no temporary
 directory, configuration frozen.
 """
@@ -9,13 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from dices_cli.errors import DicesError, UsageError
 from dices_cli.output import Stream
 from dices_cli.queries.engine import RaterSelection, Session, open_session
+from dices_cli.source import DEFAULT_MAX_SIZE, open_source
 from dices_cli.store import Store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MIN_TIMEOUT = 0.1  # seconds
 
@@ -39,6 +46,11 @@ LOCKDOWN = (
 # Settings that would let a query past the lockdown: files it may read although external
 # access is off, options it may change although the configuration is locked.
 ESCAPE_HATCHES = ("allowed_directories", "allowed_paths", "allowed_configs")
+
+
+# The names a query already knows: the views, and the schema of the tables behind them.
+TAKEN_NAMES = ("items", "raters", "ratings", "ratings_wide", "published_removed", "internal")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class QueryRefusedError(DicesError):
@@ -68,6 +80,74 @@ def check_single_select(sql: str) -> None:
         raise QueryRefusedError(f"only SELECT is allowed here, not {kind}; dices sql is read-only")
 
 
+def user_tables(specs: Sequence[str]) -> dict[str, str]:
+    """NAME=FILE pairs as {NAME: FILE}. A NAME must be a plain identifier, not a keyword,
+    and name nothing a query already sees (nor another table given)."""
+    import duckdb
+
+    tables: dict[str, str] = {}
+    for spec in specs:
+        name, equals, given = spec.partition("=")
+        if not equals or not given:
+            raise UsageError(f"give a table as NAME=FILE, not {spec!r}")
+        if not _IDENTIFIER.match(name):
+            raise UsageError(
+                f"a table name is letters, digits and _, not starting with a digit: {name!r}"
+            )
+        with duckdb.connect(":memory:") as catalog:
+            reserved = catalog.execute(
+                "SELECT count(*) FROM duckdb_keywords() "
+                "WHERE keyword_name = lower($name) AND keyword_category = 'reserved'",
+                {"name": name},
+            ).fetchone()
+        if reserved and reserved[0]:
+            raise UsageError(f"{name!r} is an SQL keyword; choose another table name")
+        if name.lower() in TAKEN_NAMES or name.lower() in map(str.lower, tables):
+            raise UsageError(
+                f"the table name {name!r} is taken: give each table its own name, "
+                f"other than {', '.join(TAKEN_NAMES)}"
+            )
+        tables[name] = given
+    return tables
+
+
+def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Table:
+    """The CSV, TSV, JSON Lines or Parquet file `given` ("-" for stdin) as an Arrow table,
+    its format told as a predictions file's is, its column types inferred."""
+    import polars as pl
+
+    from dices_cli.evaluate.predictions import file_format, parquet_file
+
+    with open_source(given, max_size) as source:
+        kind = file_format(given, source)
+        try:
+            if kind == "parquet":
+                parquet_file(source, max_size)
+                frame = pl.read_parquet(source.text_path)
+            elif kind == "jsonl":
+                frame = pl.read_ndjson(source.text_path)
+            else:
+                separator = "\t" if kind == "tsv" else ","
+                frame = pl.read_csv(source.text_path, separator=separator, infer_schema_length=None)
+        except BaseException as error:
+            # A Rust panic on a malformed file is a BaseException (pyo3's PanicException).
+            if not isinstance(error, pl.exceptions.PolarsError | OSError) and (
+                type(error).__name__ != "PanicException"
+            ):
+                raise
+            raise DicesError(
+                f"cannot read table {name} from {source.name} as {kind}: {error}"
+            ) from error
+        source.check_unchanged()
+    return frame.to_arrow()
+
+
+def add_tables(session: Session, tables: Mapping[str, pa.Table]) -> None:
+    """Copy the user's tables into the session, while it can still be changed."""
+    for name, table in tables.items():
+        session.con.from_arrow(table).create(name)
+
+
 def lock_down(session: Session) -> None:
     """Lock the connection, then make sure that no escape hatch is open."""
     for statement in LOCKDOWN:
@@ -88,18 +168,28 @@ def run_sql(
     sql: str,
     selection: RaterSelection | None = None,
     timeout: float = 60.0,
+    tables: Mapping[str, str] | None = None,
 ) -> contextlib.AbstractContextManager[Stream]:
     """The result of `sql`, to be read inside a `with` block: the time limit holds until
-    the block ends, while the result is written. A bad limit or statement is refused here."""
+    the block ends, while the result is written. A bad limit or statement is refused here.
+
+    `tables` ({NAME: FILE}, see `user_tables`) are read here, before the data is loaded,
+    and are tables the statement may name."""
     if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
         raise UsageError(f"--timeout must be at least {MIN_TIMEOUT:g} s (got {timeout:g})")
     check_single_select(sql)
-    return _running(store, dataset, sql, selection, timeout)
+    loaded = {name: read_table(name, given) for name, given in (tables or {}).items()}
+    return _running(store, dataset, sql, selection, timeout, loaded)
 
 
 @contextlib.contextmanager
 def _running(
-    store: Store, dataset: str, sql: str, selection: RaterSelection | None, timeout: float
+    store: Store,
+    dataset: str,
+    sql: str,
+    selection: RaterSelection | None,
+    timeout: float,
+    tables: Mapping[str, pa.Table],
 ) -> Iterator[Stream]:
     import duckdb
 
@@ -107,6 +197,7 @@ def _running(
     # the data loads (DuckDB lets go of the GIL).
     threading.Thread(target=importlib.import_module, args=["pyarrow.compute"]).start()
     session = open_session(store, dataset, selection, materialize=True)
+    add_tables(session, tables)
     lock_down(session)
     timed_out = threading.Event()
 

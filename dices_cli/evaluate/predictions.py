@@ -1,0 +1,668 @@
+"""A model's predictions, read from a user's file and validated like an ingest.
+
+A predictions file (CSV, TSV, JSON Lines or Parquet; gzip-compressed text too; `-` for
+stdin) has an `item_id` column, an optional `model` column (several models side by side)
+and at least one kind of prediction:
+
+    label                 Yes / No / Unsure in the DICES sense (Yes = unsafe); unsafe / safe
+                          too. 1/0 and true/false only when told which one 1 means.
+    score                 the probability (or a monotone score in [0, 1]) of unsafe
+    p_no, p_yes[, p_unsure]  a predicted distribution of rater answers, summing to 1
+
+Every problem becomes a record (type, line, column, value, message); any problem refuses
+the whole file (`InvalidPredictionsError`), so nothing is computed from half a file. The
+line of a problem is the file's line for CSV/TSV (header = 1) and JSON Lines, and the row
+number + 1 for Parquet (its first row is 2, as in a CSV with a header).
+
+Memory is bounded by the file: text is read a record at a time (`dices_cli.lines`, which
+refuses a runaway record) into Polars frames of a few thousand rows, and a Parquet file is
+refused before reading when its columns would inflate past the size limit.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+from dices_cli.csvparse import _structure_problems
+from dices_cli.errors import DicesError, InvalidInputError
+from dices_cli.lines import BOM, MAX_RECORD_BYTES, Lines, RecordTooLongError
+from dices_cli.problems import (
+    MAX_KEPT_PROBLEMS,
+    SHOWN_CHARS,
+    SHOWN_VALUE_CHARS,
+    PredictionProblemType,
+    Problem,
+    ProblemType,
+    Report,
+    Severity,
+)
+from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, format_size, open_source
+
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow.parquet as pq
+
+MODEL, ITEM_ID, LABEL, SCORE = "model", "item_id", "label", "score"
+DISTRIBUTION = ("p_no", "p_yes", "p_unsure")
+COLUMNS = (MODEL, ITEM_ID, LABEL, SCORE, *DISTRIBUTION)
+PROBABILITIES = (SCORE, *DISTRIBUTION)
+DEFAULT_MODEL = "model"  # the model of a file without a model column
+SUM_TOLERANCE = 1e-6
+LABELS = {"yes": "Yes", "no": "No", "unsure": "Unsure", "unsafe": "Yes", "safe": "No"}
+ONE_OR_TRUE, ZERO_OR_FALSE = ("1", "true"), ("0", "false")
+ONE_MEANS = {"unsafe": ("Yes", "No"), "safe": ("No", "Yes")}  # what 1/true, 0/false become
+FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+}
+SNIFF_BYTES = 1 << 16
+PARQUET_MAGIC = b"PAR1"
+BATCH_ROWS = 8192
+LINE = "_line"  # the line of a row, beside the file's own columns
+
+
+class InvalidPredictionsError(InvalidInputError):
+    """The predictions file has problems; `report` holds every one."""
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """A validated predictions file.
+
+    `frame`: model (String), item_id (Int64), label (String: Yes/No/Unsure, or null), score,
+    p_no, p_yes, p_unsure (Float64 or null; p_unsure null when only p_no and p_yes are given).
+    `kinds`: which of "label", "score", "distribution" the file gives.
+    """
+
+    frame: pl.DataFrame
+    kinds: frozenset[str]
+    source: str
+
+
+def file_format(given: str, source: Source) -> str:
+    """csv, tsv, jsonl or parquet: by the name's extension (a .gz one's inner extension),
+    else (stdin, an unknown extension) by the first bytes."""
+    name = PurePath(given).name.lower().removesuffix(".gz")
+    for extension, kind in FORMATS.items():
+        if given != STDIN and name.endswith(extension):
+            return kind
+    start = source.read(SNIFF_BYTES)
+    if start.startswith(PARQUET_MAGIC):
+        return "parquet"
+    text = start.removeprefix(BOM).lstrip()
+    if text.startswith(b"{"):
+        return "jsonl"
+    return "tsv" if b"\t" in text.split(b"\n", 1)[0] else "csv"
+
+
+def parquet_file(source: Source, max_size: int) -> pq.ParquetFile:
+    """The source opened as Parquet (a pyarrow ParquetFile), refused when it is not one or
+    when its data would take more than `max_size` bytes once decompressed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(source.text_path)
+    except (pa.ArrowException, OSError) as error:
+        raise DicesError(f"{source.name} cannot be read as Parquet: {error}") from error
+    metadata = parquet.metadata
+    inflated = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+    if inflated > max_size:
+        raise DicesError(
+            f"{source.name} holds more than {format_size(max_size)} of data once "
+            "decompressed; nothing was read"
+        )
+    return parquet
+
+
+def read_predictions(
+    given: str,
+    item_ids: Collection[int],
+    one_means: str | None = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> Predictions:
+    """Read and validate the predictions in `given` (a path, or "-" for stdin) of the
+    conversations `item_ids`. `one_means` ("unsafe" or "safe") says what a label of 1 or
+    true means; without it such labels are refused as ambiguous."""
+    if one_means is not None and one_means not in ONE_MEANS:
+        raise ValueError(f"one_means must be one of {sorted(ONE_MEANS)}, not {one_means!r}")
+    with open_source(given, max_size) as source:
+        report = Report(source.name, None)
+        kind = file_format(given, source)
+        if kind == "parquet":
+            rows, header_line = _parquet_rows(source, max_size, report), None
+        elif kind == "jsonl":
+            rows, header_line = _json_rows(source, report), None
+        else:
+            rows, header_line = _delimited_rows(source, "\t" if kind == "tsv" else ",", report), 1
+        if rows is not None and _has_columns(rows.columns, header_line, report):
+            frame = _validated(rows.frame(), item_ids, one_means, report)
+            if rows.records == 0:
+                message = "the file names its columns but holds no predictions"
+                report.add([Problem(ProblemType.NO_ROWS, None, None, None, message)])
+        source.check_unchanged()
+        if not report.ok or rows is None:
+            report.problems.sort(key=lambda problem: problem.line or 0)  # file order
+            raise InvalidPredictionsError(
+                f"{source.name} is not a valid predictions file; nothing was evaluated", report
+            )
+        kinds = {LABEL, SCORE} & set(rows.columns)
+        if "p_no" in rows.columns:
+            kinds.add("distribution")
+        return Predictions(frame, frozenset(kinds), source.display_name)
+
+
+# --- reading: each format into frames of String cells, with the line of each row ----------
+
+
+class _Rows:
+    """The cells of the known columns, gathered into String frames a batch at a time.
+
+    `columns`: the known columns the file has (for JSON Lines, those some record names).
+    """
+
+    def __init__(self, columns: list[str]) -> None:
+        self.columns = columns
+        self.lines: list[int] = []
+        self.cells: dict[str, list[str | None]] = {name: [] for name in COLUMNS}
+        self.frames: list[pl.DataFrame] = []
+        self.records = 0  # read, broken ones too
+
+    def add(self, line: int, cells: Mapping[str, str | None]) -> None:
+        self.lines.append(line)
+        for name in COLUMNS:
+            self.cells[name].append(cells.get(name))
+        if len(self.lines) == BATCH_ROWS:
+            self._flush()
+
+    def add_frame(self, first: int, frame: pl.DataFrame) -> None:
+        """String cells of some known columns, the first on line `first`."""
+        import polars as pl
+
+        self._flush()
+        lines = pl.int_range(first, first + frame.height, dtype=pl.Int64, eager=True)
+        missing = [pl.lit(None, pl.String).alias(n) for n in COLUMNS if n not in frame.columns]
+        self.frames.append(frame.with_columns(*missing, lines.alias(LINE)).select(LINE, *COLUMNS))
+
+    def _flush(self) -> None:
+        import polars as pl
+
+        if not self.lines:
+            return
+        self.frames.append(
+            pl.DataFrame(
+                {LINE: self.lines, **self.cells},
+                schema={LINE: pl.Int64, **dict.fromkeys(COLUMNS, pl.String)},
+            )
+        )
+        self.lines, self.cells = [], {name: [] for name in COLUMNS}
+
+    def frame(self) -> pl.DataFrame:
+        import polars as pl
+
+        self._flush()
+        schema = {LINE: pl.Int64, **dict.fromkeys(COLUMNS, pl.String)}
+        return pl.concat([pl.DataFrame(schema=schema), *self.frames]).select(LINE, *self.columns)
+
+
+def _record_too_long(line: int) -> Problem:
+    return Problem(
+        ProblemType.RECORD_TOO_LONG,
+        line,
+        None,
+        None,
+        f"the record starting here is longer than {MAX_RECORD_BYTES >> 20} MiB, and a "
+        "prediction is a few bytes; reading goes on at the next line",
+    )
+
+
+def _header(names: list[str], line: int | None, report: Report) -> dict[str, int]:
+    """The position of each known column among `names`; a known one named twice is a
+    problem."""
+    positions: dict[str, int] = {}
+    for position, given in enumerate(names):
+        name = given.strip().lower()
+        if name not in COLUMNS:
+            continue  # other columns (the text, a note) are the user's own business
+        if name in positions:
+            message = f"column {name} appears twice"
+            report.add([Problem(ProblemType.DUPLICATE_COLUMN, line, name, given, message)])
+        positions[name] = position
+    return positions
+
+
+def _has_columns(columns: list[str], line: int | None, report: Report) -> bool:
+    """Whether the file has the columns needed to read its rows; if not, the problems."""
+    before = len(report.problems)
+
+    def missing(column: str | None, message: str) -> None:
+        report.add([Problem(ProblemType.MISSING_COLUMN, line, column, None, message)])
+
+    if ITEM_ID not in columns:
+        missing(ITEM_ID, "the file has no item_id column, which says which conversation")
+    given = [name for name in DISTRIBUTION if name in columns]
+    if given and not {"p_no", "p_yes"} <= set(given):
+        lacking = "p_yes" if "p_no" in given else "p_no"
+        missing(lacking, f"a distribution needs p_no and p_yes; the file has {', '.join(given)}")
+    elif not ({LABEL, SCORE} & set(columns) or given):
+        missing(None, "the file has no label, score or p_no/p_yes column: it predicts nothing")
+    return len(report.problems) == before
+
+
+def _delimited_rows(source: Source, delimiter: str, report: Report) -> _Rows | None:
+    """CSV or TSV, a record at a time; None when the header already refuses the file."""
+    rows: _Rows | None = None
+    positions: dict[str, int] = {}
+    width = 0
+    with source.open_text() as text:
+        lines = Lines(text)
+        reader = csv.reader(lines, delimiter=delimiter, strict=True)
+        while True:
+            lines.start_record()
+            try:
+                cells: list[str] | csv.Error = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as error:
+                cells = error
+            except RecordTooLongError:
+                report.add([_record_too_long(lines.first)])
+                if rows is not None:
+                    rows.records += 1
+                reader = csv.reader(lines, delimiter=delimiter, strict=True)
+                continue
+            if rows is None:
+                if isinstance(cells, csv.Error):
+                    report.add(_structure_problems(lines.first, cells, []))
+                    return None
+                positions, width = _header(cells, lines.first, report), len(cells)
+                rows = _Rows([name for name in COLUMNS if name in positions])
+                if ITEM_ID not in positions:
+                    return rows  # the rest cannot be checked: no need to read it
+                continue
+            if not cells:
+                continue
+            rows.records += 1
+            problems = _structure_problems(lines.first, cells, [""] * width)
+            if problems:
+                report.add(problems)
+                report.rows_rejected += 1
+                continue
+            assert not isinstance(cells, csv.Error)
+            rows.add(
+                lines.first,
+                {name: cells[position] or None for name, position in positions.items()},
+            )
+    if rows is None:
+        report.add([_empty_file()])
+    else:
+        report.rows_read = rows.records
+    return rows
+
+
+def _empty_file() -> Problem:
+    return Problem(ProblemType.EMPTY_FILE, None, None, None, "the file is empty: no predictions")
+
+
+def _json_text(value: object) -> str | None:
+    """A JSON value as the text a CSV cell would hold."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(value)[:SHOWN_VALUE_CHARS]
+
+
+def _json_rows(source: Source, report: Report) -> _Rows | None:
+    """JSON Lines: one object per line; blank lines are skipped."""
+    rows, seen = _Rows(list(COLUMNS)), set()
+    with source.open_text() as text:
+        lines = Lines(text)
+        while True:
+            lines.start_record()
+            try:
+                line = next(lines)
+            except StopIteration:
+                break
+            except RecordTooLongError:
+                rows.records += 1
+                report.add([_record_too_long(lines.first)])
+                continue
+            if not line.strip():
+                continue
+            rows.records += 1
+            problem = _json_problem(lines.first, line)
+            if isinstance(problem, Problem):
+                report.add([problem])
+                report.rows_rejected += 1
+                continue
+            record = {key.strip().lower(): value for key, value in problem.items()}
+            seen |= record.keys() & set(COLUMNS)
+            rows.add(lines.first, {name: _json_text(record.get(name)) for name in COLUMNS})
+    if rows.records == 0:
+        report.add([_empty_file()])
+        return None
+    report.rows_read = rows.records
+    rows.columns = [name for name in COLUMNS if name in seen]
+    return rows
+
+
+def _json_problem(line: int, text: str) -> Problem | dict[str, object]:
+    """The object on a line, or the problem that it is not one."""
+    shown = text.strip()[:SHOWN_VALUE_CHARS].encode("utf-8", "backslashreplace").decode()
+    try:
+        record = json.loads(text)
+    except ValueError as error:
+        message = f"the line is not valid JSON ({error})"
+        return Problem(PredictionProblemType.INVALID_JSON, line, None, shown, message)
+    if not isinstance(record, dict):
+        message = "the line is JSON but not an object ({...}) of named values"
+        return Problem(PredictionProblemType.INVALID_JSON, line, None, shown, message)
+    return record
+
+
+def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None:
+    import polars as pl
+
+    parquet = parquet_file(source, max_size)
+    positions = _header(parquet.schema_arrow.names, None, report)
+    rows = _Rows([name for name in COLUMNS if name in positions])
+    if not report.ok:
+        return rows
+    names = [parquet.schema_arrow.names[positions[name]] for name in rows.columns]
+    first = 2
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=names):
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        try:
+            cells = frame.select(
+                pl.col(given).cast(pl.String).alias(name)
+                for given, name in zip(names, rows.columns, strict=True)
+            )
+        except pl.exceptions.PolarsError as error:
+            raise DicesError(
+                f"{source.name}: a column holds values that are neither text nor numbers ({error})"
+            ) from error
+        rows.add_frame(first, cells)
+        first += cells.height
+    rows.records = report.rows_read = first - 2
+    return rows
+
+
+# --- validation: every problem of the cells, as records ---------------------------------------
+
+_PROBLEM_SCHEMA = ("type", "line", "column", "value", "message")
+
+
+def _shown(cell: pl.Expr) -> pl.Expr:
+    """A cell for a message: its first SHOWN_CHARS characters and "..." when longer."""
+    import polars as pl
+
+    return (
+        pl.when(cell.str.len_chars() > SHOWN_CHARS)
+        .then(cell.str.slice(0, SHOWN_CHARS) + "...")
+        .otherwise(cell)
+    )
+
+
+def _validated(
+    raw: pl.DataFrame, item_ids: Collection[int], one_means: str | None, report: Report
+) -> pl.DataFrame:
+    """The typed frame; every problem of the cells goes into `report`, in file order."""
+    import polars as pl
+
+    cells = raw.with_columns(pl.col(c).str.strip_chars() for c in raw.columns if c != LINE)
+    for name in COLUMNS:
+        if name not in cells.columns:
+            cells = cells.with_columns(pl.lit(None, pl.String).alias(name))
+    label = cells.get_column(LABEL).str.to_lowercase()
+    numbers = {
+        name: cells.get_column(name).cast(pl.Float64, strict=False) for name in PROBABILITIES
+    }
+    labels = label.replace_strict(LABELS, default=None, return_dtype=pl.String)
+    if one_means is not None:
+        one, zero = ONE_MEANS[one_means]
+        labels = labels.fill_null(
+            label.replace_strict(
+                dict.fromkeys(ONE_OR_TRUE, one) | dict.fromkeys(ZERO_OR_FALSE, zero),
+                default=None,
+                return_dtype=pl.String,
+            )
+        )
+    typed = pl.DataFrame(
+        {
+            LINE: cells.get_column(LINE),
+            MODEL: cells.get_column(MODEL).fill_null(DEFAULT_MODEL)
+            if MODEL not in raw.columns
+            else cells.get_column(MODEL),
+            ITEM_ID: cells.get_column(ITEM_ID).cast(pl.Int64, strict=False),
+            LABEL: labels,
+            **numbers,
+        }
+    )
+    present = [name for name in raw.columns if name != LINE]
+    both, checks = _checks(cells, typed, present, item_ids, one_means)
+    _report(both, checks, report)
+    return typed.drop(LINE)
+
+
+@dataclass(frozen=True)
+class _Check:
+    """A problem found where `when` holds, as Polars expressions over the checked frame."""
+
+    order: int  # of the column, so that a line's problems are reported left to right
+    when: pl.Expr
+    type: ProblemType | PredictionProblemType
+    column: str | None
+    value: pl.Expr
+    message: pl.Expr
+
+
+def _report(both: pl.DataFrame, checks: list[_Check], report: Report) -> None:
+    """Every problem the `checks` find in `both` into `report`, in file order: the first
+    records kept (up to MAX_KEPT_PROBLEMS in all), the others counted, so that a file of
+    millions of bad rows never holds a message for each."""
+    import polars as pl
+
+    flags = both.select(
+        pl.col(LINE), *(c.when.fill_null(False).alias(str(i)) for i, c in enumerate(checks))
+    )
+    bad = flags.select(pl.any_horizontal(pl.exclude(LINE))).to_series()
+    totals = dict(zip(range(len(checks)), flags.drop(LINE).sum().row(0), strict=True))
+    report.rows_rejected += int(bad.sum())
+    room = max(MAX_KEPT_PROBLEMS - len(report.problems), 0)
+    shown = both.filter(bad).head(room)  # every kept problem is on one of these rows
+    records = (
+        pl.concat(
+            [
+                shown.filter(check.when).select(
+                    pl.col(LINE),
+                    pl.lit(check.order).alias("order"),
+                    pl.lit(i).alias("check"),
+                    check.value.cast(pl.String).str.slice(0, SHOWN_VALUE_CHARS).alias("value"),
+                    check.message.alias("message"),
+                )
+                for i, check in enumerate(checks)
+            ]
+        )
+        .sort(LINE, "order")
+        .head(room)
+    )
+    for line, _, i, value, message in records.iter_rows():
+        check = checks[i]
+        report.add([Problem(check.type, line, check.column, value, message)])
+    kept = dict(records.group_by("check").len().iter_rows())
+    for i, check in enumerate(checks):
+        report.count_not_kept(check.type, Severity.ERROR, totals[i] - kept.get(i, 0))
+
+
+def _checks(
+    cells: pl.DataFrame,
+    typed: pl.DataFrame,
+    present: list[str],
+    item_ids: Collection[int],
+    one_means: str | None,
+) -> tuple[pl.DataFrame, list[_Check]]:
+    """The frame to check (the `cells` as given, columns named raw_*, beside them `typed`)
+    and every check on it; `present` are the file's known columns."""
+    import polars as pl
+
+    first_line = pl.col("first_line")
+    both = pl.concat([cells.rename(lambda c: f"raw_{c}"), typed], how="horizontal").with_columns(
+        pl.col(LINE).min().over(MODEL, ITEM_ID).alias("first_line")
+    )
+
+    def raw(name: str) -> pl.Expr:
+        return pl.col(f"raw_{name}")
+
+    check = _Check
+
+    known = pl.Series(sorted(set(item_ids)), dtype=pl.Int64)
+    valid_id = pl.col(ITEM_ID).is_not_null()
+    found = [
+        check(
+            0,
+            raw(MODEL).is_null() if MODEL in present else pl.lit(False),
+            ProblemType.MISSING_VALUE,
+            MODEL,
+            pl.lit(None),
+            pl.lit("the row names no model"),
+        ),
+        check(
+            1,
+            raw(ITEM_ID).is_null(),
+            ProblemType.MISSING_VALUE,
+            ITEM_ID,
+            pl.lit(None),
+            pl.lit("the row has no item_id"),
+        ),
+        check(
+            1,
+            raw(ITEM_ID).is_not_null() & ~valid_id,
+            ProblemType.NOT_AN_INTEGER,
+            ITEM_ID,
+            raw(ITEM_ID),
+            pl.format("'{}' is not an item id (a whole number)", _shown(raw(ITEM_ID))),
+        ),
+        check(
+            1,
+            valid_id & ~pl.col(ITEM_ID).is_in(known.implode()),
+            PredictionProblemType.UNKNOWN_ITEM,
+            ITEM_ID,
+            raw(ITEM_ID),
+            pl.format("item {} is not a conversation of the dataset", pl.col(ITEM_ID)),
+        ),
+    ]
+    found.append(
+        check(
+            1,
+            valid_id & (pl.col(LINE) != first_line),
+            PredictionProblemType.DUPLICATE_PREDICTION,
+            ITEM_ID,
+            raw(ITEM_ID),
+            pl.format(
+                "model {} already has a prediction for item {} (line {})",
+                _shown(pl.col(MODEL)),
+                pl.col(ITEM_ID),
+                first_line,
+            ),
+        )
+    )
+    numeric_label = raw(LABEL).str.to_lowercase().is_in([*ONE_OR_TRUE, *ZERO_OR_FALSE])
+    bad_label = raw(LABEL).is_not_null() & pl.col(LABEL).is_null()
+    ambiguous = bad_label & numeric_label if one_means is None else pl.lit(False)
+    found += [
+        check(
+            2,
+            ambiguous,
+            PredictionProblemType.AMBIGUOUS_LABEL,
+            LABEL,
+            raw(LABEL),
+            pl.format(
+                "'{}' is ambiguous as a label: numeric and true/false labels need to be told "
+                "whether 1 (true) means unsafe or safe",
+                raw(LABEL),
+            ),
+        ),
+        check(
+            2,
+            bad_label & ~ambiguous,
+            ProblemType.NOT_IN_ENUM,
+            LABEL,
+            raw(LABEL),
+            pl.format(
+                "'{}' is not a label: give Yes, No or Unsure (Yes = unsafe), or unsafe/safe",
+                _shown(raw(LABEL)),
+            ),
+        ),
+    ]
+    for order, name in enumerate(PROBABILITIES, start=3):
+        number = pl.col(name)
+        not_number = raw(name).is_not_null() & (number.is_null() | number.is_nan())
+        found += [
+            check(
+                order,
+                not_number,
+                PredictionProblemType.NOT_A_NUMBER,
+                name,
+                raw(name),
+                pl.format("'{}' is not a number", _shown(raw(name))),
+            ),
+            check(
+                order,
+                ~not_number & ((number < 0) | (number > 1)),
+                ProblemType.OUT_OF_RANGE,
+                name,
+                raw(name),
+                pl.format("{} is outside [0, 1]; {} is a probability", raw(name), pl.lit(name)),
+            ),
+        ]
+    given = [name for name in DISTRIBUTION if name in present]
+    if given:
+        any_given = pl.any_horizontal(raw(name).is_not_null() for name in given)
+        found += [
+            check(
+                6,
+                any_given & raw(name).is_null(),
+                ProblemType.MISSING_VALUE,
+                name,
+                pl.lit(None),
+                pl.lit(f"the row gives a distribution without {name}"),
+            )
+            for name in given
+        ]
+        total = pl.sum_horizontal(pl.col(name) for name in given)
+        in_range = pl.all_horizontal(pl.col(name).is_between(0, 1) for name in given)
+        found.append(
+            check(
+                7,
+                in_range & ((total - 1).abs() > SUM_TOLERANCE),
+                PredictionProblemType.BAD_DISTRIBUTION,
+                None,
+                total,
+                pl.format(f"{' + '.join(given)} sum to {{}}, not 1", total),
+            )
+        )
+    predictions = [name for name in (LABEL, SCORE, *given) if name in present]
+    found.append(
+        check(
+            8,
+            pl.all_horizontal(raw(name).is_null() for name in predictions),
+            ProblemType.MISSING_VALUE,
+            None,
+            pl.lit(None),
+            pl.lit(f"the row gives no prediction: {' and '.join(predictions)} empty"),
+        )
+    )
+    return both, found
