@@ -4,6 +4,7 @@ errors; and once on the replica against scikit-learn, from arrays made without d
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -418,3 +419,35 @@ def test_the_model_is_one_more_rater_xrr_as_in_dices_query_agreement(
         assert row(rows, reference="crowd", rater_age=age)["xrr"] == pytest.approx(
             float(expected), abs=1e-12
         )
+
+
+def test_numeric_labels_need_one_means(runner: CliRunner, sample: Path, tmp_path: Path) -> None:
+    numeric = gold_model(sample).with_columns(
+        pl.when(pl.col("label") == "Yes").then(pl.lit("1")).otherwise(pl.lit("0")).alias("label")
+    )
+    predictions = write(tmp_path / "p.csv", numeric)
+    code, stderr = fails(runner, predictions, "--data", str(sample))
+    assert code == 1
+    assert stderr.startswith(
+        "hint: numeric or boolean labels need --one-means unsafe or --one-means safe\n"
+        f"Error: {predictions} is not a valid predictions file; nothing was evaluated\n"
+    )
+    rows, _ = evaluate(runner, sample, predictions, "--one-means", "unsafe")
+    assert row(rows, reference="gold")["accuracy"] == 1.0
+    rows, stderr = evaluate(runner, sample, predictions, "--one-means", "safe")
+    assert row(rows, reference="gold")["accuracy"] == 0.0
+    assert "model 'gold' agrees with the experts' gold labels on DICES-350 less than" in stderr
+
+
+def test_the_demo_ends_with_an_evaluation(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", "--keep", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    last = result.stdout[result.stdout.index("Scoring a safety judge (DICES-350 sample)") :]
+    for model, reference in [
+        ("keyword", "gold"),
+        ("keyword", "crowd"),
+        ("keyword-flipped", "gold"),
+        ("keyword-flipped", "crowd"),
+    ]:
+        assert re.search(rf"^{model}\s+{reference}\s+40\s", last, re.MULTILINE), model
+    assert "  try: dices evaluate " in result.stderr
