@@ -147,8 +147,10 @@ def _aligned(predictions: Predictions, votes: Votes) -> list[Prediction]:
         covered[index] = True
         label = score = distribution = None
         if "label" in predictions.kinds:
-            codes = part["label"].replace_strict(
-                LABEL_CODES, default=UNRATED, return_dtype=pl.Int64
+            codes = (
+                part["label"]
+                .replace_strict(LABEL_CODES, default=UNRATED, return_dtype=pl.Int64)
+                .fill_null(UNRATED)
             )
             label = np.full(votes.conversations, UNRATED, dtype=np.intp)
             label[index] = codes.to_numpy()
@@ -190,14 +192,20 @@ def _measure(
         measured["gold", POOL, False] = against_binary(
             prediction, reference, weights, settings.threshold
         )
+    # Against the rest of the pool, only the metric the group is compared on (HEADLINE).
     for group, rest, counts in sets:
         if "crowd" in references:
             reference = crowd_binary(counts, settings.ties)
             measured["crowd", group, rest] = against_binary(
-                prediction, reference, weights, settings.threshold, counts
+                prediction,
+                reference,
+                weights,
+                settings.threshold,
+                None if rest else counts,
+                labels_only=rest,
             )
         if "crowd-share" in references:
-            shared = against_shares(prediction, counts, weights)
+            shared = against_shares(prediction, counts, weights, distributions_only=rest)
             if shared is not None:
                 measured["crowd-share", group, rest] = shared
     return measured
@@ -314,7 +322,10 @@ def _rows(
 ) -> list[tuple[Any, ...]]:
     raters = [votes.pool_raters(), *votes.group_raters()] if settings.by else [votes.pool_raters()]
     no_group = (None,) * len(settings.by)
-    shown = [key for key in figures if not key[2]]
+    # Per reference (in REFERENCES order) the whole pool, then each group.
+    shown = sorted(
+        (key for key in figures if not key[2]), key=lambda k: (REFERENCES.index(k[0]), k[1])
+    )
     # Group rows' differences from the rest, BH-adjusted per reference.
     p_values: dict[str, list[float]] = {}
     differences: dict[_Key, tuple[Any, ...]] = {}

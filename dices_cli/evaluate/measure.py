@@ -79,17 +79,18 @@ def against_binary(
     weights: Array,
     threshold: float,
     counts: Array | None = None,
+    labels_only: bool = False,
 ) -> Measured:
-    """Label metrics (Unsure is not unsafe), score metrics when there is a probability, and
-    the XRR with the raters of `counts` when given: over the conversations the model
-    predicts and the reference defines."""
+    """Label metrics (Unsure is not unsafe), score metrics when there is a probability
+    (unless `labels_only`), and the XRR with the raters of `counts` when given: over the
+    conversations the model predicts and the reference defines."""
     answer = prediction.answer(threshold)
     has = answer != UNRATED
     use = has & reference.defined
     values = label_metrics(answer[use] == YES, reference.unsafe[use], weights[:, use])
     n = int(values.pop("n")[0])
     probability = prediction.probability()
-    if probability is not None:
+    if probability is not None and not labels_only:
         scored = ~np.isnan(probability) & reference.defined
         values |= score_metrics(probability[scored], reference.unsafe[scored], weights[:, scored])
     if counts is not None:
@@ -97,10 +98,13 @@ def against_binary(
     return Measured(n, int((reference.ties & has).sum()), values)
 
 
-def against_shares(prediction: Prediction, counts: Array, weights: Array) -> Measured | None:
-    """Distribution and correlation metrics against the raters' shares of answers, None for
-    a model with labels only. A model's score s is the distribution [1 - s, s] against the
-    shares [not Yes, Yes]; so is a distribution of No and Yes only."""
+def against_shares(
+    prediction: Prediction, counts: Array, weights: Array, distributions_only: bool = False
+) -> Measured | None:
+    """Distribution and (unless `distributions_only`) correlation metrics against the
+    raters' shares of answers, None for a model with labels only. A model's score s is the
+    distribution [1 - s, s] against the shares [not Yes, Yes]; so is a distribution of No
+    and Yes only."""
     probability = prediction.probability()
     if probability is None:
         return None
@@ -114,7 +118,8 @@ def against_shares(prediction: Prediction, counts: Array, weights: Array) -> Mea
     use = ~np.isnan(probability) & rated
     w = weights[:, use]
     values = distribution_metrics(predicted[use], observed[use], w)
-    values |= correlation_metrics(probability[use], share_yes[use], w)
+    if not distributions_only:
+        values |= correlation_metrics(probability[use], share_yes[use], w)
     return Measured(int(use.sum()), 0, values)
 
 

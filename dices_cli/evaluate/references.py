@@ -107,7 +107,11 @@ def load_votes(session: Session, group_columns: Sequence[str]) -> Votes:
     rated = _values(ratings.column("item_id").combine_chunks()).astype(np.int64)
     rater_ids = _values(ratings.column("rater_id").combine_chunks())
     answers, _ = _enum_codes(ratings.column("Q_overall"))  # the answer ENUM: No, Yes, Unsure
-    present = [c for c in ratings.column_names if c in group_columns]
+    answered = answers < CATEGORIES  # a missing answer (coded after them) is no vote
+    if not answered.all():
+        ratings = ratings.filter(answered)
+        rated, rater_ids, answers = rated[answered], rater_ids[answered], answers[answered]
+    present = [c for c in group_columns if c in ratings.column_names]
     if present:
         combined, values = _group_codes(ratings, present)
         codes, group = np.unique(combined, return_inverse=True)
