@@ -451,3 +451,28 @@ def test_the_demo_ends_with_an_evaluation(runner: CliRunner, tmp_path: Path) -> 
     ]:
         assert re.search(rf"^{model}\s+{reference}\s+40\s", last, re.MULTILINE), model
     assert "  try: dices evaluate " in result.stderr
+
+
+def test_by_two_columns_gives_their_intersections_in_order(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    rows, _ = evaluate(
+        runner,
+        sample,
+        predictions,
+        "--by",
+        "rater_race",
+        "--by",
+        "rater_gender",
+        "--bootstrap",
+        "0",
+    )
+    assert list(rows[0])[3:5] == ["rater_race", "rater_gender"]
+    raters = pl.read_parquet(sample / "350" / "raters.parquet")
+    sizes = raters.group_by("rater_race", "rater_gender").len()
+    expected = {
+        (r, g): n for r, g, n in sizes.cast({"rater_race": str, "rater_gender": str}).rows()
+    }
+    crowd = [r for r in rows if r["reference"] == "crowd" and r["rater_race"] is not None]
+    assert {(r["rater_race"], r["rater_gender"]): r["raters"] for r in crowd} == expected
