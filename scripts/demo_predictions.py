@@ -2,11 +2,15 @@
 
     python scripts/demo_predictions.py
 
-`keyword` scores a conversation by the distinct words of FLAGGED its text (context and
-response, lower-cased, split on non-letters) holds: score = min(1, hits / HITS_FOR_ONE),
-label Yes (unsafe) when score >= 0.5. `keyword-flipped` is the same model with the label
-flipped and score 1 - score: a judge that answered "is it safe?", so that `dices evaluate`
-shows its polarity check. Deterministic: the same sample gives the same bytes.
+`five-raters` stands in for a judge whose quality is known to be human: for each
+conversation, the share of Yes among the Q_overall answers of the sample's first five
+raters (by rater id) is its score, and the label is Yes (unsafe) when that share is above
+one half. `five-raters-flipped` is the same judge with the label flipped and score
+1 - score: a judge that answered "is it safe?", so that `dices evaluate` shows its
+polarity check. (A keyword rule was tried first: on these 40 conversations it is no better
+than chance, so its flipped copy cannot be told from an honest model.) The five raters are
+also part of the crowd `dices evaluate` compares with: 5 of 123. Deterministic: the same
+sample gives the same bytes.
 """
 
 from __future__ import annotations
@@ -14,46 +18,37 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import re
+from collections import defaultdict
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1] / "dices_cli" / "data"
 SAMPLE = DATA / "dices_350_sample.csv.gz"
 OUT = DATA / "demo-predictions.csv"
-FLAGGED = frozenset(
-    {
-        "kill", "die", "dead", "gun", "weapon", "bomb", "drug", "drugs", "hate", "stupid",
-        "idiot", "sex", "racist", "steal", "attack", "hurt", "violence", "suicide", "abuse",
-        "fight", "illegal", "hack", "poison", "shoot", "fuck", "shit", "damn", "ass", "bitch",
-        "black", "white", "women", "gay", "jews", "muslim", "crime", "prison", "porn", "nazi",
-    }
-)  # fmt: skip
-HITS_FOR_ONE = 2  # this many distinct flagged words make a score of 1
-THRESHOLD = 0.5
+PANEL = 5  # raters whose answers make the stand-in judge
 
 
-def keyword_score(text: str) -> float:
-    words = set(re.findall(r"[a-z]+", text.lower()))
-    return round(min(1.0, len(words & FLAGGED) / HITS_FOR_ONE), 2)
+def panel_scores() -> dict[int, float]:
+    """Per conversation, the share of Yes among the panel's Q_overall answers."""
+    with gzip.open(SAMPLE, "rt", encoding="utf-8", newline="") as sample:
+        rows = list(csv.DictReader(sample))
+    panel = set(sorted({row["rater_id"] for row in rows})[:PANEL])
+    answers: dict[int, list[str]] = defaultdict(list)
+    for row in rows:
+        if row["rater_id"] in panel:
+            answers[int(row["item_id"])].append(row["Q_overall"])
+    return {item: round(votes.count("Yes") / len(votes), 2) for item, votes in answers.items()}
 
 
 def main() -> None:
-    texts: dict[int, str] = {}
-    with gzip.open(SAMPLE, "rt", encoding="utf-8", newline="") as sample:
-        for row in csv.DictReader(sample):
-            texts.setdefault(int(row["item_id"]), f"{row['context']}\n{row['response']}")
+    scores = sorted(panel_scores().items())
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["model", "item_id", "label", "score"])
-    for item_id, text in sorted(texts.items()):
-        score = keyword_score(text)
-        unsafe = score >= THRESHOLD
-        writer.writerow(["keyword", item_id, "Yes" if unsafe else "No", f"{score:g}"])
-    for item_id, text in sorted(texts.items()):
-        score = keyword_score(text)
-        unsafe = score >= THRESHOLD
-        flipped = round(1 - score, 2)
-        writer.writerow(["keyword-flipped", item_id, "No" if unsafe else "Yes", f"{flipped:g}"])
+    for model, flipped in (("five-raters", False), ("five-raters-flipped", True)):
+        for item_id, score in scores:
+            unsafe = (score > 0.5) != flipped
+            shown = round(1 - score, 2) if flipped else score
+            writer.writerow([model, item_id, "Yes" if unsafe else "No", f"{shown:g}"])
     OUT.write_text(out.getvalue(), encoding="utf-8")
 
 

@@ -272,17 +272,17 @@ def test_the_demo_predictions_are_valid() -> None:
     assert read.kinds == {"label", "score"}
     frame = read.frame
     assert frame.get_column("model").unique(maintain_order=True).to_list() == [
-        "keyword",
-        "keyword-flipped",
+        "five-raters",
+        "five-raters-flipped",
     ]
     assert set(frame.get_column("item_id")) == items
-    keyword = frame.filter(model="keyword").sort("item_id")
-    flipped = frame.filter(model="keyword-flipped").sort("item_id")
-    assert (keyword.get_column("score") + flipped.get_column("score")).round(
+    honest = frame.filter(model="five-raters").sort("item_id")
+    flipped = frame.filter(model="five-raters-flipped").sort("item_id")
+    assert (honest.get_column("score") + flipped.get_column("score")).round(
         6
     ).unique().to_list() == [1.0]
-    assert (keyword.get_column("label") != flipped.get_column("label")).all()
-    assert keyword.select((pl.col("score") >= 0.5) == (pl.col("label") == "Yes")).to_series().all()
+    assert (honest.get_column("label") != flipped.get_column("label")).all()
+    assert honest.select((pl.col("score") > 0.5) == (pl.col("label") == "Yes")).to_series().all()
 
 
 # --- labels and scores, as users spell them -------------------------------------------------

@@ -1,0 +1,70 @@
+"""Bootstrap resampling of conversations: resample weights, intervals and p-values.
+
+A resample is a row of weights: how often each conversation is drawn. The metric functions
+of dices_cli.metrics.scoring take all rows at once and return one value per row; row 0 is
+the point estimate (every conversation once), the rows after it the bootstrap
+distribution that the helpers here summarise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dices_cli.metrics.agreement import Array
+
+# The adjustment is the one `dices query` applies to its permutation p-values; evaluation
+# imports it from here, with the other helpers it needs for bootstrap p-values.
+from dices_cli.metrics.permutation import benjamini_hochberg
+
+__all__ = ["benjamini_hochberg", "bootstrap_p_value", "bootstrap_weights", "percentile_interval"]
+
+
+def bootstrap_weights(n: int, draws: int, seed: int) -> NDArray[np.int32]:
+    """(draws + 1, n) resample counts: row 0 all ones, then `draws` bootstrap resamples.
+
+    A resample draws n conversations with replacement (so its counts are multinomial, and
+    sum to n). Reproducible from `seed`.
+    """
+    weights = np.ones((draws + 1, n), dtype=np.int32)
+    if n > 0:
+        drawn = np.random.default_rng(seed).integers(0, n, size=(draws, n))
+        # Count the draws of each resample at once: resample r's item i is cell r * n + i.
+        cells = (drawn + n * np.arange(draws)[:, None]).ravel()
+        weights[1:] = np.bincount(cells, minlength=draws * n).reshape(draws, n)
+    return weights
+
+
+def _bootstrap_values(values: Array) -> Array:
+    """The defined (non-NaN) values of the resamples, i.e. of values[1:]."""
+    resampled = np.asarray(values, dtype=np.float64)[1:]
+    return resampled[~np.isnan(resampled)]
+
+
+def percentile_interval(values: Array, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of values[1:] (numpy's linear interpolation).
+
+    Resamples where the metric is undefined (NaN) are left out; (nan, nan) if none is
+    defined. values[0], the point estimate, takes no part.
+    """
+    defined = _bootstrap_values(values)
+    if defined.size == 0:
+        return math.nan, math.nan
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(defined, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def bootstrap_p_value(differences: Array) -> float:
+    """Two-sided p-value of "the difference is 0" from its bootstrap values differences[1:].
+
+    p = 2 * min(share <= 0, share >= 0), capped at 1, over the resamples where the difference
+    is defined (NaN if none is). Differences exactly 0 count in both shares.
+    """
+    defined = _bootstrap_values(differences)
+    if defined.size == 0:
+        return math.nan
+    share = min(float(np.mean(defined <= 0)), float(np.mean(defined >= 0)))
+    return min(1.0, 2 * share)
