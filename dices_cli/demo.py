@@ -125,8 +125,9 @@ def tour(workdir: Path) -> list[Section]:
         ),
         Section(
             "Scoring a safety judge (DICES-350 sample)",
-            "Two toy judges: a keyword rule and its flipped copy; 95% bootstrap intervals. "
-            "A kappa below 0 over its whole interval flags a flipped polarity.",
+            "Two toy judges: five sample raters' plurality and its flipped copy (Yes read as "
+            "safe); 95% bootstrap intervals. A kappa below 0 over its whole interval flags "
+            "a flipped polarity.",
             f"dices evaluate {shlex.quote(str(demo_predictions_path()))} {data}",
             _evaluation(store),
         ),

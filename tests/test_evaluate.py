@@ -444,12 +444,14 @@ def test_the_demo_ends_with_an_evaluation(runner: CliRunner, tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     last = result.stdout[result.stdout.index("Scoring a safety judge (DICES-350 sample)") :]
     for model, reference in [
-        ("keyword", "gold"),
-        ("keyword", "crowd"),
-        ("keyword-flipped", "gold"),
-        ("keyword-flipped", "crowd"),
+        ("five-raters", "gold"),
+        ("five-raters", "crowd"),
+        ("five-raters-flipped", "gold"),
+        ("five-raters-flipped", "crowd"),
     ]:
-        assert re.search(rf"^{model}\s+{reference}\s+40\s", last, re.MULTILINE), model
+        flagged = "True" if model.endswith("flipped") else "False"
+        line = rf"^{model}\s+{reference}\s+40\s.*{flagged}\s*$"
+        assert re.search(line, last, re.MULTILINE), model
     assert "  try: dices evaluate " in result.stderr
 
 

@@ -17,11 +17,19 @@ from dices_cli.queries.catalog import prelude
 SQL_CODES = {"No": 0, "Yes": 1, "Unsure": 2, "tie": TIE, None: UNRATED}
 
 
-@given(arrays(np.int64, (3, 12), elements=st.integers(0, 4)))
-def test_plurality_is_the_sql_macro(counts: np.ndarray) -> None:
+def _macros() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
     con.execute(prelude())
+    return con
+
+
+MACROS = _macros()
+
+
+@given(arrays(np.int64, (3, 12), elements=st.integers(0, 4)))
+def test_plurality_is_the_sql_macro(counts: np.ndarray) -> None:
+    con = MACROS
     rows = [tuple(int(c) for c in counts[:, i]) for i in range(counts.shape[1])]
     expected = [
         SQL_CODES[con.execute("SELECT plurality(?, ?, ?)::VARCHAR", list(r)).fetchone()[0]]

@@ -22,6 +22,7 @@ from dices_cli.evaluate.measure import (
     METRICS,
     Measured,
     Prediction,
+    Weights,
     against_binary,
     against_shares,
 )
@@ -177,7 +178,7 @@ def _measure(
     votes: Votes,
     settings: Settings,
     references: Sequence[str],
-    weights: Array,
+    weights: Weights,
     kept: Mask | None = None,
 ) -> dict[_Key, Measured]:
     """Every row's figures for one prediction; `kept` the ratings of the reference (all)."""
@@ -288,7 +289,7 @@ def _polarity(
     prediction: Prediction,
     votes: Votes,
     settings: Settings,
-    weights: Array,
+    weights: Weights,
     figures: dict[_Key, Measured],
 ) -> Suspect | None:
     """The check against gold where there is gold, else against the crowd; computed here

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dices_cli.evaluate.references import (
     NO,
@@ -34,6 +35,7 @@ LABEL_METRICS = ("accuracy", "precision", "recall", "f1", "kappa", "mcc")
 SCORE_METRICS = ("roc_auc", "average_precision", "brier", "ece")
 SHARE_METRICS = ("cross_entropy", "jsd", "tvd", "pearson", "spearman")
 METRICS = (*LABEL_METRICS, *SCORE_METRICS, "xrr", *SHARE_METRICS)
+Weights = NDArray[np.int32]  # (resamples, conversations): dices_cli.metrics.bootstrap
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class Measured:
 def against_binary(
     prediction: Prediction,
     reference: Binary,
-    weights: Array,
+    weights: Weights,
     threshold: float,
     counts: Array | None = None,
     labels_only: bool = False,
@@ -99,7 +101,7 @@ def against_binary(
 
 
 def against_shares(
-    prediction: Prediction, counts: Array, weights: Array, distributions_only: bool = False
+    prediction: Prediction, counts: Array, weights: Weights, distributions_only: bool = False
 ) -> Measured | None:
     """Distribution and (unless `distributions_only`) correlation metrics against the
     raters' shares of answers, None for a model with labels only. A model's score s is the
@@ -123,7 +125,7 @@ def against_shares(
     return Measured(int(use.sum()), 0, values)
 
 
-def model_xrr(answer: Codes, counts: Array, weights: Array) -> Array:
+def model_xrr(answer: Codes, counts: Array, weights: Weights) -> Array:
     """Cross-replication reliability of the model, as a rater who gave `answer` on each
     conversation it predicts, with the raters whose [category, conversation] `counts` are
     given; one value per resample row of `weights`.
