@@ -10,6 +10,7 @@ from fixtures.dices_csv import build
 from typer.testing import CliRunner
 
 from dices_cli import __version__
+from dices_cli.demo import demo_predictions_path
 from dices_cli.main import app
 
 KNOWN = ".csv, .tsv, .tab, .json, .jsonl, .ndjson, .parquet"
@@ -123,6 +124,7 @@ def test_the_demo_keeps_its_data_in_dices_demo_and_every_hint_works(
         "dices query qoverall-by-demographic --by rater_age --data dices-demo",
         "dices query gold-vs-crowd --data dices-demo",
         "dices query item-distribution --data dices-demo --format csv | sort -t, -k12 -gr | head",
+        f"dices evaluate {shlex.quote(str(demo_predictions_path()))} --data dices-demo",
     ]
     for hint in hints:
         command = shlex.split(hint.split("|")[0])
@@ -131,7 +133,7 @@ def test_the_demo_keeps_its_data_in_dices_demo_and_every_hint_works(
         assert typed.exit_code == 0, (hint, typed.output)
         assert typed.stdout != ""
     # the pipe sorts by column 12: the entropy
-    typed = runner.invoke(app, shlex.split(hints[-1].split("|")[0])[1:])
+    typed = runner.invoke(app, shlex.split(hints[-2].split("|")[0])[1:])
     assert typed.stdout.splitlines()[0].split(",")[11] == "entropy_bits"
 
 

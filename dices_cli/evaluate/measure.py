@@ -38,6 +38,13 @@ METRICS = (*LABEL_METRICS, *SCORE_METRICS, "xrr", *SHARE_METRICS)
 Weights = NDArray[np.int32]  # (resamples, conversations): dices_cli.metrics.bootstrap
 
 
+def _resampled(weights: Weights, chosen: Mask) -> Weights:
+    """The resample counts of the `chosen` conversations, laid out row by row as the metric
+    functions read them (weights[:, chosen] would be column by column, and each of them
+    would copy it again)."""
+    return np.take(weights, np.flatnonzero(chosen), axis=1)
+
+
 @dataclass(frozen=True)
 class Prediction:
     """One model's predictions, aligned to a dataset's conversations (NaN / UNRATED where it
@@ -89,12 +96,14 @@ def against_binary(
     answer = prediction.answer(threshold)
     has = answer != UNRATED
     use = has & reference.defined
-    values = label_metrics(answer[use] == YES, reference.unsafe[use], weights[:, use])
+    values = label_metrics(answer[use] == YES, reference.unsafe[use], _resampled(weights, use))
     n = int(values.pop("n")[0])
     probability = prediction.probability()
     if probability is not None and not labels_only:
         scored = ~np.isnan(probability) & reference.defined
-        values |= score_metrics(probability[scored], reference.unsafe[scored], weights[:, scored])
+        values |= score_metrics(
+            probability[scored], reference.unsafe[scored], _resampled(weights, scored)
+        )
     if counts is not None:
         values["xrr"] = model_xrr(answer, counts, weights)
     return Measured(n, int((reference.ties & has).sum()), values)
@@ -118,7 +127,7 @@ def against_shares(
             predicted = np.column_stack([1 - probability, probability])
         observed = np.column_stack([1 - share_yes, share_yes])
     use = ~np.isnan(probability) & rated
-    w = weights[:, use]
+    w = _resampled(weights, use)
     values = distribution_metrics(predicted[use], observed[use], w)
     if not distributions_only:
         values |= correlation_metrics(probability[use], share_yes[use], w)
@@ -144,7 +153,7 @@ def model_xrr(answer: Codes, counts: Array, weights: Weights) -> Array:
     agree = y[given, np.arange(len(given))]
     one_hot = (given[:, None] == np.arange(UNSURE + 1)[None, :]).astype(np.float64)
     columns = np.column_stack([(1 + m) * (1 - agree / m), 1 + m, one_hot, y.T])
-    sums = weights[:, both].astype(np.float64) @ columns
+    sums = _resampled(weights, both) @ columns
     categories = UNSURE + 1
     x_pooled, y_pooled = sums[:, 2 : 2 + categories], sums[:, 2 + categories :]
     with np.errstate(divide="ignore", invalid="ignore"):
