@@ -478,3 +478,53 @@ def test_by_two_columns_gives_their_intersections_in_order(
     }
     crowd = [r for r in rows if r["reference"] == "crowd" and r["rater_race"] is not None]
     assert {(r["rater_race"], r["rater_gender"]): r["raters"] for r in crowd} == expected
+
+
+def test_a_distribution_model_equal_to_the_crowd_shares(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    """Predicting the raters' own shares: jsd and tvd 0, cross-entropy their entropy, and
+    p_yes, read as the score, perfectly correlated with the share of Yes."""
+    ratings = pl.read_parquet(sample / "350" / "ratings.parquet")
+    shares = ratings.group_by("item_id").agg(
+        (pl.col("Q_overall") == answer).mean().alias(f"p_{answer.lower()}")
+        for answer in ("No", "Yes", "Unsure")
+    )
+    rows, _ = evaluate(runner, sample, write(tmp_path / "p.csv", shares), "--bootstrap", "0")
+    share = row(rows, reference="crowd-share")
+    p = shares.select("p_no", "p_yes", "p_unsure").to_numpy()
+    logs = np.log(np.clip(p, 1e-15, 1))
+    entropy = float(np.mean(-(p * logs).sum(axis=1)))
+    assert share["jsd"] == pytest.approx(0, abs=1e-9)
+    assert share["tvd"] == pytest.approx(0, abs=1e-9)
+    assert share["cross_entropy"] == pytest.approx(entropy, abs=1e-9)
+    assert share["pearson"] == pytest.approx(1, abs=1e-9)
+    assert share["spearman"] == pytest.approx(1, abs=1e-9)
+    assert row(rows, reference="gold")["roc_auc"] is not None  # p_yes is the score
+
+
+def test_a_score_is_a_label_from_the_threshold_up(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    scores = gold_model(sample).select(
+        "model",
+        "item_id",
+        pl.when(pl.col("label") == "Yes").then(0.3).otherwise(0.1).alias("score"),
+    )
+    predictions = write(tmp_path / "p.csv", scores)
+    gold_yes = int((items(sample)["safety_gold"] == "Yes").sum())
+    default, _ = evaluate(runner, sample, predictions, "--bootstrap", "0")
+    lowered, _ = evaluate(runner, sample, predictions, "--bootstrap", "0", "--threshold", "0.2")
+    assert row(default, reference="gold")["accuracy"] == (40 - gold_yes) / 40
+    assert row(lowered, reference="gold")["accuracy"] == 1.0
+    assert row(default, reference="gold")["roc_auc"] == 1.0
+
+
+def test_the_seed_fixes_the_intervals(runner: CliRunner, sample: Path, tmp_path: Path) -> None:
+    predictions = write(tmp_path / "p.csv", flipped_pair(sample))
+    first, _ = evaluate(runner, sample, predictions, "--seed", "3")
+    again, _ = evaluate(runner, sample, predictions, "--seed", "3")
+    other, _ = evaluate(runner, sample, predictions, "--seed", "4")
+    assert first == again
+    assert [r["kappa"] for r in first] == [r["kappa"] for r in other]
+    assert [r["kappa_low"] for r in first] != [r["kappa_low"] for r in other]

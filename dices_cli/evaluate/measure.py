@@ -41,7 +41,9 @@ Weights = NDArray[np.int32]  # (resamples, conversations): dices_cli.metrics.boo
 def _resampled(weights: Weights, chosen: Mask) -> Weights:
     """The resample counts of the `chosen` conversations, laid out row by row as the metric
     functions read them (weights[:, chosen] would be column by column, and each of them
-    would copy it again)."""
+    would copy it again). All of them: the weights themselves, no copy."""
+    if chosen.all():
+        return weights
     return np.take(weights, np.flatnonzero(chosen), axis=1)
 
 
