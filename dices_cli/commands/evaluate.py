@@ -20,13 +20,9 @@ from dices_cli.render import emit, say
 
 EVALUATE_HELP = """Score a model's predictions against the experts and the raters of DICES.
 
-PREDICTIONS is a CSV, TSV, JSON Lines or Parquet file (or - for stdin) with an item_id
-column, an optional model column (several models side by side), and a label (Yes = unsafe,
-No, Unsure; or unsafe/safe), a score (probability of unsafe) and/or p_no, p_yes[, p_unsure]
-(a predicted distribution of the raters' answers).
+PREDICTIONS is a CSV, TSV, JSON Lines or Parquet file (or - for stdin) with an item_id column, an optional model column (several models side by side), and a label (Yes = unsafe, No, Unsure; or unsafe/safe), a score (probability of unsafe) and/or p_no, p_yes[, p_unsure] (a predicted distribution of the raters' answers).
 
-One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95%
-bootstrap interval. `dices evaluate --explain` says what every column means.
+One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95% bootstrap interval. `dices evaluate --explain` says what every column means.
 
 Examples:
 
@@ -34,10 +30,10 @@ Examples:
 
     dices evaluate judge.jsonl --against crowd --ties unsafe --by rater_gender
 
-    dices evaluate judge.csv --one-means unsafe --baseline raters:1 --baseline raters:5
+    dices evaluate judge.csv --one-means unsafe --baseline raters:1
 
     dices evaluate scores.parquet -d 990 --by rater_locale -o results.csv
-"""
+"""  # noqa: E501 (Rich wraps each paragraph to the terminal)
 
 
 def _explain() -> None:
