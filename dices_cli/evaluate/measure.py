@@ -98,14 +98,15 @@ def against_binary(
     answer = prediction.answer(threshold)
     has = answer != UNRATED
     use = has & reference.defined
-    values = label_metrics(answer[use] == YES, reference.unsafe[use], _resampled(weights, use))
+    used = _resampled(weights, use)
+    values = label_metrics(answer[use] == YES, reference.unsafe[use], used)
     n = int(values.pop("n")[0])
     probability = prediction.probability()
     if probability is not None and not labels_only:
         scored = ~np.isnan(probability) & reference.defined
-        values |= score_metrics(
-            probability[scored], reference.unsafe[scored], _resampled(weights, scored)
-        )
+        # Usually the same conversations as the labels' (labels from the score): one copy.
+        scored_weights = used if np.array_equal(scored, use) else _resampled(weights, scored)
+        values |= score_metrics(probability[scored], reference.unsafe[scored], scored_weights)
     if counts is not None:
         values["xrr"] = model_xrr(answer, counts, weights)
     return Measured(n, int((reference.ties & has).sum()), values)
