@@ -1,8 +1,12 @@
-"""SHA-256 of input files, which can be started early and finished on a spare core.
+"""One pass over an input's bytes: their SHA-256, and the counts that tell the CSV parser
+whether Polars saw every record whole (`ByteFacts`), so that no other pass is needed for them.
 
-Hashing releases the GIL, so a command can `prefetch` its input files before it imports
-Polars (a tenth of a second of Python on one core) and collect each digest with `sha256`
-when it writes the manifest. Without a prefetch, `sha256` hashes the file there and then.
+The pass over a plain file can start early and finish on a spare core: hashing releases the
+GIL (counting holds it only for moments), so a command can `prefetch` its input files before
+it imports Polars (a tenth of a second of Python on one core), and `scan` collects each
+result when the parser wants the counts.
+Without a prefetch, `scan` reads the file there and then. A gzip file is not prefetched: its
+own bytes are hashed, and its text counted, as it is decompressed (`dices_cli.source`).
 This module imports nothing heavy, so that it can start before the imports it overlaps.
 """
 
@@ -10,13 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-CHUNK = 1 << 22
+CHUNK = 1 << 18  # hashed, then counted twice (line breaks, quotes), while in the CPU cache
+BOM = b"\xef\xbb\xbf"
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True)
@@ -25,10 +32,69 @@ class Digest:
     sha256: str
 
 
-# A prefetched digest counts only for the very file that is read later, as it was then:
+@dataclass(frozen=True)
+class ByteFacts:
+    """What one pass over a CSV text learns, for the fast parse to be trusted."""
+
+    text_bytes: int  # of the CSV text, without a BOM
+    newlines: int  # in the CSV text
+    quotes: int
+    carriage_returns: int
+    ends_with_newline: bool
+    has_nul: bool
+    has_lone_cr: bool  # a CR not followed by LF: a line break Polars would not see
+
+
+@dataclass
+class TextCounts:
+    """Running counts over a CSV text, fed in chunks split anywhere."""
+
+    size: int = 0  # a byte-order mark included
+    head: bytes = b""  # the first bytes, to tell a byte-order mark
+    newlines: int = 0
+    quotes: int = 0
+    carriage_returns: int = 0
+    crlf: int = 0
+    has_nul: bool = False
+    last: bytes = b""
+
+    def add(self, chunk: bytes) -> None:
+        if len(self.head) < len(BOM):
+            self.head = (self.head + chunk[: len(BOM)])[: len(BOM)]
+        self.size += len(chunk)
+        self.newlines += chunk.count(b"\n")
+        self.quotes += chunk.count(b'"')
+        self.has_nul = self.has_nul or b"\x00" in chunk
+        if b"\r" in chunk:
+            self.carriage_returns += chunk.count(b"\r")
+            self.crlf += chunk.count(b"\r\n")
+        if self.last == b"\r" and chunk.startswith(b"\n"):
+            self.crlf += 1  # a CRLF split between two chunks
+        self.last = chunk[-1:] or self.last
+
+    def facts(self) -> ByteFacts:
+        bom = len(BOM) if self.head == BOM else 0
+        return ByteFacts(
+            text_bytes=self.size - bom,
+            newlines=self.newlines,
+            quotes=self.quotes,
+            carriage_returns=self.carriage_returns,
+            ends_with_newline=self.last == b"\n",
+            has_nul=self.has_nul,
+            has_lone_cr=self.carriage_returns != self.crlf,
+        )
+
+
+@dataclass(frozen=True)
+class Scan:
+    digest: Digest  # of the bytes as given
+    facts: ByteFacts  # of their CSV text (for a plain file, the same bytes)
+
+
+# A prefetched scan counts only for the very file that is read later, as it was then:
 # same device and inode (not another file renamed into place), same size, same mtime.
 _Key = tuple[int, int, int, int]
-_started: dict[_Key, Future[Digest | None]] = {}
+_started: dict[_Key, Future[Scan | None]] = {}
 _lock = threading.Lock()
 
 
@@ -36,61 +102,83 @@ def _key(status: os.stat_result) -> _Key:
     return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
 
-def _hash_fd(fd: int) -> Digest:
-    """Hash an open file from its start, without moving its offset (pread)."""
-    digest, size = hashlib.sha256(), 0
+def _read(fd: int, *consumers: Callable[[bytes], None]) -> int:
+    """Feed an open file, from its start, to `consumers` in chunks without moving its offset
+    (pread); returns its size."""
+    size = 0
     while chunk := os.pread(fd, CHUNK, size):
-        digest.update(chunk)
+        for consume in consumers:
+            consume(chunk)
         size += len(chunk)
-    return Digest(size, digest.hexdigest())
+    return size
 
 
-def _run(path: Path, key: _Key, future: Future[Digest | None]) -> None:
+def _scan_fd(fd: int) -> Scan:
+    digest, counts = hashlib.sha256(), TextCounts()
+    size = _read(fd, digest.update, counts.add)
+    return Scan(Digest(size, digest.hexdigest()), counts.facts())
+
+
+def _run(fd: int, key: _Key, future: Future[Scan | None]) -> None:
     try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            same = _key(os.fstat(fd)) == key
-            digest = _hash_fd(fd) if same else None
-            # A file written while it was hashed has a digest that belongs to no version of it.
-            future.set_result(digest if same and _key(os.fstat(fd)) == key else None)
-        finally:
-            os.close(fd)
+        scanned = _scan_fd(fd)
+        # A file written while it was read has a scan that belongs to no version of it.
+        future.set_result(scanned if _key(os.fstat(fd)) == key else None)
     except OSError:
-        future.set_result(None)  # `sha256` hashes the file it is given, and says why it cannot
+        future.set_result(None)  # `scan` reads the file it is given, and says why it cannot
+    finally:
+        os.close(fd)
 
 
 def prefetch(paths: Iterable[Path]) -> None:
-    """Start hashing the regular files among `paths` in the background (daemon threads: an
-    early exit does not wait for them). Anything else is hashed by whoever reads it."""
+    """Start scanning the plain regular files among `paths` in the background (daemon threads:
+    an early exit does not wait for them). Anything else is read by whoever reads it."""
     for path in paths:
         try:
-            status = os.stat(path)
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                continue  # a FIFO opened here, even for a moment, could take a writer's bytes
+            # Not blocking, should a FIFO have been put in the file's place since.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             continue
-        if not os.path.isfile(path):
-            continue  # a pipe or a device: reading it here would take its bytes away
-        key = _key(status)
+        key = _plain_file_key(fd)
+        future: Future[Scan | None] = Future()
         with _lock:
-            if key in _started:
-                continue
-            future: Future[Digest | None] = Future()
-            _started[key] = future
-        threading.Thread(target=_run, args=(path, key, future), daemon=True).start()
+            new = key is not None and key not in _started
+            if new:
+                _started[key] = future  # type: ignore[index]
+        if new:
+            threading.Thread(target=_run, args=(fd, key, future), daemon=True).start()
+        else:
+            os.close(fd)
 
 
-def sha256(fd: int) -> Digest:
-    """The size and SHA-256 of the open file `fd`: prefetched if that is this very file,
-    unchanged since; otherwise hashed now."""
+def _plain_file_key(fd: int) -> _Key | None:
+    """The key of a plain regular file; None for anything else, and for a gzip file (hashed
+    as it is decompressed)."""
+    try:
+        status = os.fstat(fd)
+        if stat.S_ISREG(status.st_mode) and os.pread(fd, 2, 0) != GZIP_MAGIC:
+            return _key(status)
+    except OSError:
+        pass  # whoever reads the file says why it cannot
+    return None
+
+
+def scan(fd: int) -> Scan:
+    """The digest and byte counts of the open plain file `fd`: prefetched if that is this very
+    file, unchanged since; otherwise read now."""
     with _lock:
         future = _started.pop(_key(os.fstat(fd)), None)
     prefetched = future.result() if future is not None else None
-    return prefetched if prefetched is not None else _hash_fd(fd)
+    return prefetched if prefetched is not None else _scan_fd(fd)
 
 
 def sha256_file(path: Path) -> Digest:
     """The size and SHA-256 of the file at `path`, hashed now."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        return _hash_fd(fd)
+        digest = hashlib.sha256()
+        return Digest(_read(fd, digest.update), digest.hexdigest())
     finally:
         os.close(fd)

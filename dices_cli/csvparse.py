@@ -6,11 +6,12 @@ whole (`_fast_parse`). Anything else goes through Python's strict csv reader, wh
 exactly where a file is broken (`_strict_parse`). Both return the same `ParsedFile`.
 
 Memory is bounded by the data, never by how broken it is. The file is never held in Python:
-it is scanned in chunks (line breaks, quotes, NUL bytes) while Polars parses it from disk, and
-columns with few distinct values (answers, demographics, the conversation text repeated on
-every row) are parsed as Categorical, which stores each distinct string once. Input that
-would make Polars build far more than the data (a line of many MiB, more records than
-the bytes could hold, say millions of blank lines) skips it; the strict path streams
+it is counted in chunks (line breaks, quotes, NUL bytes) in the pass that hashes it
+(`dices_cli.checksum`, or the spool of a gzip file or a pipe) while Polars parses it from
+disk, and columns with few distinct values (answers, demographics, the conversation text
+repeated on every row) are parsed as Categorical, which stores each distinct string once.
+Input that would make Polars build far more than the data (a line of many MiB, more records
+than the bytes could hold, say millions of blank lines) skips it; the strict path streams
 records (`dices_cli.lines`) and keeps only the valid cells, in batches, and the broken
 records' bytes.
 """
@@ -27,14 +28,13 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from dices_cli.checksum import BOM, ByteFacts
 from dices_cli.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
 from dices_cli.problems import SHOWN_VALUE_CHARS, Problem, ProblemType, Report, shortened
 from dices_cli.source import Source
 
 LINE = "_line"  # the line where a record starts; a column no DICES file has
 LINE_COUNT = "_line_count"  # how many physical lines the record spans
-BOM = b"\xef\xbb\xbf"
-CHUNK = 1 << 18  # counted twice (line breaks, quotes): small enough to stay in the CPU cache
 HEADER_PREFIX = 1 << 20  # the header must end within the first MiB
 # Every DICES record has 40 or more separators, a Q1 answer of 38 or more letters and 23 or
 # more answers of two or more, so a file of N bytes holds fewer than N // MIN_RECORD_BYTES
@@ -56,66 +56,9 @@ class EmptyFileError(Exception):
     """The file has no header at all."""
 
 
-@dataclass(frozen=True)
-class ByteFacts:
-    """What one pass over the file's bytes learns, for the fast parse to be trusted."""
-
-    text_bytes: int  # of the CSV text, without a BOM
-    newlines: int  # in the CSV text
-    quotes: int
-    carriage_returns: int
-    ends_with_newline: bool
-    has_nul: bool
-    has_lone_cr: bool  # a CR not followed by LF: a line break Polars would not see
-
-
 def prefix(source: Source) -> bytes:
     """The first bytes of the CSV text, without a UTF-8 BOM."""
     return source.read(HEADER_PREFIX).removeprefix(BOM)
-
-
-def byte_facts(source: Source) -> ByteFacts:
-    """Counts over the whole CSV text, in one pass of cache-sized chunks."""
-    text = _TextCounts()
-    with source.open_text() as handle:
-        while chunk := handle.read(CHUNK):
-            text.add(chunk)
-    return ByteFacts(
-        text_bytes=text.size,
-        newlines=text.newlines,
-        quotes=text.quotes,
-        carriage_returns=text.carriage_returns,
-        ends_with_newline=text.last == b"\n",
-        has_nul=text.has_nul,
-        has_lone_cr=text.carriage_returns != text.crlf,
-    )
-
-
-@dataclass
-class _TextCounts:
-    """Running counts over the CSV text, fed chunk by chunk."""
-
-    size: int = 0
-    newlines: int = 0
-    quotes: int = 0
-    carriage_returns: int = 0
-    crlf: int = 0
-    has_nul: bool = False
-    last: bytes = b""
-
-    def add(self, chunk: bytes) -> None:
-        if self.size == 0:
-            chunk = chunk.removeprefix(BOM)
-        self.size += len(chunk)
-        self.newlines += chunk.count(b"\n")
-        self.quotes += chunk.count(b'"')
-        self.has_nul = self.has_nul or b"\x00" in chunk
-        if b"\r" in chunk:
-            self.carriage_returns += chunk.count(b"\r")
-            self.crlf += chunk.count(b"\r\n")
-        if self.last == b"\r" and chunk.startswith(b"\n"):
-            self.crlf += 1  # a CRLF split between two chunks
-        self.last = chunk[-1:] or self.last
 
 
 @dataclass
@@ -158,7 +101,9 @@ def parse(
     }
     if _polars_can_hold(source):
         with ThreadPoolExecutor(max_workers=1) as pool:
-            facts = pool.submit(byte_facts, source)  # runs while Polars parses (no GIL)
+            # A plain file's bytes are hashed and counted while Polars parses (no GIL), if a
+            # prefetch has not done it already; spooled text was counted as it was written.
+            facts = pool.submit(source.facts)
             frame = _polars_parse(source, header, types)
             fast = _trusted(frame, facts.result(), header, categories)
         if fast is not None:

@@ -120,7 +120,7 @@ def tour(workdir: Path) -> list[Section]:
         Section(
             f"The {MOST_CONTESTED} most contested conversations",
             "Entropy of the No/Yes/Unsure split, in bits (0 = unanimous, 1.585 at most).",
-            f"dices query item-distribution {data} --format csv | sort -t, -k12 -gr | head",
+            f"dices query item-distribution --sort -entropy_bits --limit {MOST_CONTESTED} {data}",
             _most_contested(store),
         ),
         Section(

@@ -141,7 +141,9 @@ def ingest(
     files = [Path(path) for path in paths if str(path) != STDIN]
     if rejects is not None:  # before reading anything: the files may be large
         check_output(rejects, force, [*files, store.root], option="--rejects")
-    checksum.prefetch(files)  # for the manifests, on a spare core while the files are checked
+    # One pass per plain file, on a spare core: the manifest's checksum and the byte counts
+    # that the parser checks Polars against.
+    checksum.prefetch(files)
     with contextlib.ExitStack() as opened:
         sources = [opened.enter_context(open_source(path, max_size)) for path in paths]
         checked_files = [check_file(source, choice, progress) for source in sources]

@@ -13,30 +13,14 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup, TyperOption
+from typer.core import TyperGroup
 
 from dices_cli import __version__
-from dices_cli.commands import data, evaluate, query, raters, verify
+from dices_cli.commands import data, evaluate, query, raters, report, verify
+from dices_cli.commands.options import quiet_option
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 
 STDOUT_FAILURES = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
-
-
-def _quiet_option() -> TyperOption:
-    def set_quiet(_ctx: Any, _param: Any, value: bool) -> None:
-        if value:
-            from dices_cli.render import set_quiet
-
-            set_quiet(True)
-
-    return TyperOption(
-        param_decls=["--quiet", "-q"],
-        is_flag=True,
-        expose_value=False,
-        is_eager=True,
-        callback=set_quiet,
-        help="No progress and no notes on stderr; errors are still shown.",
-    )
 
 
 class DicesGroup(TyperGroup):
@@ -48,7 +32,7 @@ class DicesGroup(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for command in [self, *self.commands.values()]:
-            command.params.append(_quiet_option())
+            command.params.append(quiet_option())
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from dices_cli.render import set_quiet
@@ -71,7 +55,7 @@ class DicesGroup(TyperGroup):
             from dices_cli.render import report_problems, say, set_quiet
 
             set_quiet(False)
-            say(f"Error: {error}")
+            say(f"Error: {_worded(error)}")
             if isinstance(error, InvalidInputError):
                 report_problems(error.report, error.report.errors)
             raise typer.Exit(error.exit_code) from None
@@ -107,6 +91,16 @@ class DicesGroup(TyperGroup):
             say(f"Error: unexpected {type(error).__name__}: {error}")
             say("This is a bug in dices; rerun with DICES_DEBUG=1 for the traceback and report it.")
             raise typer.Exit(1) from None
+
+
+def _worded(error: DicesError) -> str:
+    """A core error as the command line says it: with the options that help, which the
+    core does not name."""
+    from dices_cli.queries.engine import NothingIngestedError
+
+    if isinstance(error, NothingIngestedError):
+        return f"{error}; run `dices ingest FILE --data {error.root}` first"
+    return str(error)
 
 
 app = typer.Typer(
@@ -146,6 +140,7 @@ verify.register(app)
 query.register(app)
 raters.register(app)
 evaluate.register(app)
+report.register(app)
 
 
 def run() -> None:

@@ -4,8 +4,11 @@ A plain regular file is read in place through the descriptor opened first, so a 
 or replaced meanwhile does not mix into it, and a file rewritten in place is noticed
 (`check_unchanged`). Anything else (a gzip file, a pipe, a FIFO, stdin as `-`) is read once,
 as it arrives, into a private temporary file of CSV text, which is then read like a plain
-file; the digest of the bytes as given is taken in that same pass, and the text may grow
-only up to a limit, so that a small gzip that inflates to terabytes is refused early.
+file; the digest of the bytes as given, and the counts over the text that the parser
+checks Polars against, are taken in that same pass, and the text may grow only up to a
+limit, so that a small gzip that inflates to terabytes is refused early. A plain file is
+hashed and counted in one pass of its own (`dices_cli.checksum`), so that it is read twice
+at most: that pass, and the parser.
 
 Imports nothing heavy: `dices ingest` opens its inputs before Polars is imported.
 """
@@ -29,7 +32,6 @@ from dices_cli import checksum
 from dices_cli.errors import DicesError
 
 STDIN = "-"
-GZIP_MAGIC = b"\x1f\x8b"
 COPY_CHUNK = 1 << 20
 DEFAULT_MAX_SIZE = 2 << 30  # 2 GiB of CSV text; a DICES file is about 50 MB
 
@@ -125,11 +127,11 @@ class Source:
         self._text = -1  # descriptor of the CSV text: the file itself, or the spool
         self._given = -1  # descriptor of a regular file as given (hashed, watched for change)
         self._given_status: os.stat_result | None = None
-        self._digest: checksum.Digest | None = None  # of a pipe, taken while spooling
+        self._scanned: checksum.Scan | None = None  # digest and byte counts, once known
         self._spool_file: BinaryIO | None = None
         try:
             if self.path is None:
-                self._digest = self._spool(sys.stdin.buffer, max_size)
+                self._scanned = self._spool(sys.stdin.buffer, max_size)
             else:
                 self._open_file(self.path, max_size)
         except BaseException:
@@ -142,7 +144,7 @@ class Source:
             status = os.fstat(self._given)
             if stat.S_ISDIR(status.st_mode):
                 raise DicesError(f"cannot read {self.name}: it is a directory")
-            if stat.S_ISREG(status.st_mode) and os.pread(self._given, 2, 0) != GZIP_MAGIC:
+            if stat.S_ISREG(status.st_mode) and os.pread(self._given, 2, 0) != checksum.GZIP_MAGIC:
                 self._text, self._given_status = self._given, status
                 return
             # gzip, a pipe, a FIFO, a device: read once, the checksum taken on the way
@@ -151,30 +153,31 @@ class Source:
                 if stat.S_ISREG(status.st_mode)
                 else open(self._given, "rb", closefd=False) as stream
             ):
-                self._digest = self._spool(stream, max_size)
+                self._scanned = self._spool(stream, max_size)
             os.close(self._given)
             self._given = -1
         except OSError as error:
             raise DicesError(f"cannot read {self.name}: {error.strerror or error}") from error
 
-    def _spool(self, stream: BinaryIO, max_size: int) -> checksum.Digest:
+    def _spool(self, stream: BinaryIO, max_size: int) -> checksum.Scan:
         """Copy the CSV text of `stream` (decompressed if it is gzip) to a private temporary
-        file, and return the digest of the bytes as given, taken on the way."""
+        file; return the digest of the bytes as given and the counts over the text, taken on
+        the way."""
         first = b""
         while len(first) < 2 and (more := stream.read(2 - len(first))):
             first += more
         given = _Hashing(stream, first)
         text: BinaryIO = given  # type: ignore[assignment]
-        if first == GZIP_MAGIC:
+        if first == checksum.GZIP_MAGIC:
             text = gzip.GzipFile(fileobj=given, mode="rb")  # type: ignore[assignment]
         # Private (0600) and already unlinked; closed by close().
         spool = self._spool_file = tempfile.TemporaryFile(prefix="dices-")  # noqa: SIM115
         self._text = spool.fileno()
-        written = 0
+        counts = checksum.TextCounts()
         try:
             while chunk := text.read(COPY_CHUNK):
-                written += len(chunk)
-                if written > max_size:
+                counts.add(chunk)
+                if counts.size > max_size:
                     raise TooLargeError(self.name, max_size)
                 spool.write(chunk)
             spool.flush()
@@ -187,7 +190,7 @@ class Source:
                 f"cannot copy {self.name} to a temporary file in {tempfile.gettempdir()}: "
                 f"{error.strerror or error}"
             ) from error
-        return checksum.Digest(given.size, given.digest.hexdigest())
+        return checksum.Scan(checksum.Digest(given.size, given.digest.hexdigest()), counts.facts())
 
     @property
     def display_name(self) -> str:
@@ -234,12 +237,19 @@ class Source:
 
     def digest(self) -> checksum.Digest:
         """Size and SHA-256 of the bytes as given (a gzip file's own bytes, not its text)."""
-        if self._digest is not None:
-            return self._digest
-        try:
-            return checksum.sha256(self._given)
-        except OSError as error:
-            raise DicesError(f"cannot read {self.name}: {error.strerror}") from error
+        return self._scan().digest
+
+    def facts(self) -> checksum.ByteFacts:
+        """Counts over the whole CSV text, taken in the pass that hashes it."""
+        return self._scan().facts
+
+    def _scan(self) -> checksum.Scan:
+        if self._scanned is None:  # a plain file: prefetched, or read now
+            try:
+                self._scanned = checksum.scan(self._given)
+            except OSError as error:
+                raise DicesError(f"cannot read {self.name}: {error.strerror}") from error
+        return self._scanned
 
     def close(self) -> None:
         if self._spool_file is not None:

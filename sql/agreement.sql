@@ -7,6 +7,27 @@
 -- param permutations: integer in [0, 100000] = 1000: Random relabellings of the raters for the p-values (0 = none).
 -- param seed: integer in [0, 4294967295] = 0: Seed of the random relabellings; the same seed gives the same p-values.
 -- compute: dices_cli.metrics.compute:compute
+-- column dataset: The dataset: 350 or 990.
+-- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
+-- column raters: Raters in the group (the pool without --by).
+-- column irr: Krippendorff's alpha (nominal) among the group's raters.
+-- column xrr: Cross-replication reliability of the group with the rest of the pool.
+-- column xrr_normalised: xrr over the square root of both sides' alpha.
+-- column gai: Group association index: irr / xrr.
+-- column negentropy: Mean over conversations of ln k minus the entropy of the answers.
+-- column plurality_size: Mean over conversations of the share giving the most frequent answer.
+-- column irr_p: Permutation p-value of irr.
+-- column xrr_p: Permutation p-value of xrr.
+-- column xrr_normalised_p: Permutation p-value of xrr_normalised.
+-- column gai_p: Permutation p-value of gai.
+-- column negentropy_p: Permutation p-value of negentropy.
+-- column plurality_size_p: Permutation p-value of plurality_size.
+-- column irr_p_bh: irr_p adjusted for the groups tested (Benjamini-Hochberg).
+-- column xrr_p_bh: xrr_p adjusted for the groups tested (Benjamini-Hochberg).
+-- column xrr_normalised_p_bh: xrr_normalised_p adjusted for the groups tested (Benjamini-Hochberg).
+-- column gai_p_bh: gai_p adjusted for the groups tested (Benjamini-Hochberg).
+-- column negentropy_p_bh: negentropy_p adjusted for the groups tested (Benjamini-Hochberg).
+-- column plurality_size_p_bh: plurality_size_p adjusted for the groups tested (Benjamini-Hochberg).
 -- explanation:
 --   Do raters agree, and do groups see safety differently? For each group: irr is
 --   Krippendorff's alpha (nominal) among its raters; xrr the cross-replication

@@ -2,6 +2,14 @@
 -- summary: Q_overall per expert degree of harm (Benign to Extreme), optionally per rater group.
 -- datasets: 350 990
 -- param by: columns = []: Also break down by these rater columns.
+-- column dataset: The dataset: 350 or 990.
+-- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
+-- column degree_of_harm: The experts' degree of harm, Benign to Extreme.
+-- column conversations: Conversations of that degree.
+-- column ratings: Their ratings (by the group).
+-- column share_no: Share of the ratings that are No (safe).
+-- column share_yes: Share of the ratings that are Yes (unsafe).
+-- column share_unsure: Share of the ratings that are Unsure.
 -- explanation:
 --   Does the crowd's verdict follow the experts' severity? For each degree_of_harm (in
 --   order of severity; empty where the experts gave none) the number of conversations and

@@ -5,6 +5,16 @@
 -- param by: columns = []: Compute the crowd label from this group's raters only.
 -- param rule: choice(plurality|threshold) = plurality: How the crowd's label is decided.
 -- param threshold: float in [0, 1] = 0.5: With --rule threshold, the share of Yes among Yes and No that makes the crowd say Yes.
+-- condition: threshold only with rule = threshold
+-- column dataset: The dataset: 350 or 990.
+-- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
+-- column conversations: Conversations compared.
+-- column ties: Conversations whose crowd label is a tie.
+-- column accuracy: Share of conversations where the crowd's Yes/not-Yes matches the experts'.
+-- column precision: Precision of the crowd's Yes against the experts' Yes.
+-- column recall: Recall of the experts' Yes by the crowd's Yes.
+-- column f1: Harmonic mean of precision and recall.
+-- column kappa: Cohen's kappa of the two Yes/not-Yes labels.
 -- explanation:
 --   The gold-vs-crowd confusion reduced to one row per dataset (and group). "Positive"
 --   is Yes (unsafe): the crowd predicts Yes when its label is Yes, and not-Yes for No,

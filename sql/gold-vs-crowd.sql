@@ -4,6 +4,12 @@
 -- param by: columns = []: Compute the crowd label from this group's raters only.
 -- param rule: choice(plurality|threshold) = plurality: How the crowd's label is decided.
 -- param threshold: float in [0, 1] = 0.5: With --rule threshold, the share of Yes among Yes and No that makes the crowd say Yes.
+-- condition: threshold only with rule = threshold
+-- column dataset: The dataset: 350 or 990.
+-- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
+-- column safety_gold: The experts' label.
+-- column crowd_label: The crowd's label: No, Yes, Unsure or tie.
+-- column conversations: Conversations with this pair of labels.
 -- explanation:
 --   How often does the crowd agree with the experts? Each conversation gets a crowd
 --   label: the plurality of its Q_overall answers ('tie' when the top two are equal),

@@ -3,6 +3,18 @@
 -- datasets: 350 990
 -- param by: columns, required: Rater columns whose groups are compared; several --by give their intersection.
 -- compute: dices_cli.metrics.disagreement:group_disagreement
+-- column dataset: The dataset: 350 or 990.
+-- column item_id: The conversation.
+-- column groups: Groups that rated it.
+-- column ratings: Its ratings.
+-- column highest_group: The group with the highest share of Yes.
+-- column highest_share_yes: That group's share of Yes.
+-- column lowest_group: The group with the lowest share of Yes.
+-- column lowest_share_yes: That group's share of Yes.
+-- column gap: highest_share_yes - lowest_share_yes.
+-- column test: The test of independence of answer and group: exact or chi-square.
+-- column p_value: The test's p-value.
+-- column p_adjusted: The p-value adjusted over the dataset's conversations (Benjamini-Hochberg).
 -- explanation:
 --   Which conversations do groups of raters disagree about most? One row per conversation:
 --   how many groups rated it and how many ratings it has, the group with the highest and

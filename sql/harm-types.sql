@@ -1,6 +1,12 @@
 -- name: harm-types
 -- summary: One row per normalised harm tag: conversations, ratings, share of Yes and of gold Yes.
 -- datasets: 350 990
+-- column dataset: The dataset: 350 or 990.
+-- column harm_tag: A lower-case harm tag; empty for conversations without a harm_type.
+-- column conversations: Conversations with the tag.
+-- column ratings: Their ratings.
+-- column share_yes: Share of the ratings that are Yes (unsafe).
+-- column share_gold_unsafe: Share of the conversations the experts labelled unsafe (DICES-350).
 -- explanation:
 --   Which harm topics do raters find unsafe? harm_type is split into lower-case tags (a
 --   conversation can have several, so it counts under each of its tags). share_yes is

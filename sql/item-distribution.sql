@@ -2,6 +2,19 @@
 -- summary: One row per conversation [and rater group]: answer counts, share of Yes, plurality, entropy.
 -- datasets: 350 990
 -- param by: columns = []: Split each conversation's ratings by these rater columns; several intersect.
+-- column dataset: The dataset: 350 or 990.
+-- column item_id: The conversation.
+-- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
+-- column degree_of_harm: The experts' degree of harm.
+-- column harm_type: The experts' harm types.
+-- column safety_gold: The experts' safety label (DICES-350 only).
+-- column ratings: Ratings of the conversation (by the group).
+-- column n_no: Ratings answering No.
+-- column n_yes: Ratings answering Yes.
+-- column n_unsure: Ratings answering Unsure.
+-- column share_yes: Share of the ratings that are Yes (unsafe).
+-- column plurality: The most frequent answer; tie when the top two are equal.
+-- column entropy_bits: Shannon entropy of the No/Yes/Unsure split, in bits.
 -- explanation:
 --   Where do raters disagree? For each conversation: its expert annotations, how its
 --   ratings split between No, Yes and Unsure, the plurality answer ('tie' when the top

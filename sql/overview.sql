@@ -1,6 +1,13 @@
 -- name: overview
 -- summary: Size of each dataset and how its ratings split between No, Yes and Unsure.
 -- datasets: 350 990
+-- column dataset: The dataset: 350 or 990.
+-- column conversations: Conversations in the dataset.
+-- column raters: Raters after rater selection.
+-- column ratings: Ratings after rater selection.
+-- column share_no: Share of the ratings that are No (safe).
+-- column share_yes: Share of the ratings that are Yes (unsafe).
+-- column share_unsure: Share of the ratings that are Unsure.
 -- explanation:
 --   The first look at a dataset: how many conversations, raters and ratings it holds
 --   after rater selection, and the share of ratings that call the chatbot's last response

@@ -2,6 +2,18 @@
 -- summary: Q_overall per demographic group, or per intersection of groups, with 95% intervals.
 -- datasets: 350 990
 -- param by: columns, required: Rater columns to group by; several --by give their intersection.
+-- column dataset: The dataset: 350 or 990.
+-- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
+-- column raters: Raters in the group.
+-- column ratings: Ratings by the group.
+-- column n_no: Ratings answering No.
+-- column n_yes: Ratings answering Yes.
+-- column n_unsure: Ratings answering Unsure.
+-- column share_no: Share of the ratings that are No (safe).
+-- column share_yes: Share of the ratings that are Yes (unsafe).
+-- column share_unsure: Share of the ratings that are Unsure.
+-- column share_yes_ci_low: Lower end of the 95% Wilson interval of share_yes.
+-- column share_yes_ci_high: Upper end of the 95% Wilson interval of share_yes.
 -- explanation:
 --   Do groups of raters see safety differently? One row per group (in the columns' own
 --   order, e.g. gen z, millenial, gen x+): how many raters and ratings it has, how its

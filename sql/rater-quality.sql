@@ -1,6 +1,22 @@
 -- name: rater-quality
 -- summary: One row per rater: speed, straight-lining, consistency, agreement and comprehension.
 -- datasets: 350 990
+-- column dataset: The dataset: 350 or 990.
+-- column rater_id: The rater.
+-- column rater_gender: The rater's gender.
+-- column rater_race: The rater's race group.
+-- column rater_raw_race: The rater's race as self-described.
+-- column rater_age: The rater's age group.
+-- column rater_education: The rater's education.
+-- column rater_locale: The rater's locale (DICES-990).
+-- column ratings: The rater's ratings.
+-- column median_answer_ms: Median time per conversation, in ms (DICES-350).
+-- column modal_answer_share: Share of the rater's most frequent Q_overall.
+-- column straightline_share: Share of ratings whose Q2-Q6 answers are all the same.
+-- column agreement_loo: Agreement with the plurality of the other raters.
+-- column q1_not_understood_share: Share of Q1 answers saying the conversation was not understood.
+-- column inconsistent_share: Share of ratings whose Q_overall disagrees with its sub-questions.
+-- column published_removed: Whether the DICES authors removed the rater.
 -- explanation:
 --   The raw signals behind rater filtering. median_answer_ms: the rater's median time
 --   per conversation (DICES-350 only). modal_answer_share: share of the rater's most

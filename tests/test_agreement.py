@@ -204,26 +204,9 @@ def test_csv_header_and_whole_pool_columns(runner: CliRunner, ingested: Path) ->
     ("arguments", "message"),
     [
         (
-            ["agreement", "--question", "Q_nothing"],
-            "unknown --question 'Q_nothing': not a No/Yes/Unsure answer column; "
-            "the query's --explain lists them",
-        ),
-        (
             ["agreement", "-d", "990", "--question", "Q2_harmful_content_dangerous_content"],
             "DICES-990 has no answer column 'Q2_harmful_content_dangerous_content'; "
             "choose another --question or --dataset",
-        ),
-        (
-            ["agreement", "--unsure", "ignore"],
-            "--unsure must be one of: category, missing (got 'ignore')",
-        ),
-        (
-            ["agreement", "--by", "rater_age", "--permutations", "-1"],
-            "--permutations must be a whole number between 0 and 100000 (got -1)",
-        ),
-        (
-            ["agreement", "--by", "rater_age", "--seed", "-2"],
-            "--seed must be a whole number between 0 and 4294967295 (got -2)",
         ),
         (
             ["overview", "--permutations", "10"],
@@ -239,6 +222,35 @@ def test_usage_errors(
     runner: CliRunner, ingested: Path, arguments: list[str], message: str
 ) -> None:
     assert fails(runner, ingested, *arguments) == (2, f"Error: {message}\n{USAGE_HINT}")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        (
+            ["agreement", "--question", "Q_nothing"],
+            "Invalid value for '--question': 'Q_nothing' is not one of 'Q2_harmful",
+        ),
+        (
+            ["agreement", "--unsure", "ignore"],
+            "Invalid value for '--unsure': 'ignore' is not one of 'category', 'missing'.",
+        ),
+        (
+            ["agreement", "--by", "rater_age", "--permutations", "-1"],
+            "Invalid value for '--permutations': -1 is not in the range 0<=x<=100000.",
+        ),
+        (
+            ["agreement", "--by", "rater_age", "--seed", "-2"],
+            "Invalid value for '--seed': -2 is not in the range 0<=x<=4294967295.",
+        ),
+    ],
+)
+def test_usage_errors_click_words(
+    runner: CliRunner, ingested: Path, arguments: list[str], words: str
+) -> None:
+    result = runner.invoke(app, ["query", *arguments, "--data", str(ingested)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert words in " ".join(result.stderr.replace("│", " ").split())
 
 
 def test_explain_documents_every_option(runner: CliRunner) -> None:

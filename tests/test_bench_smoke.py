@@ -39,6 +39,7 @@ SCRIPTS = {
     "load": ["--runs", "1", "--file", "{tiny}/350.csv"],
     "agreement": ["--runs", "1", "--permutations", "10", "--by", "rater_gender"],
     "evaluate": ["--runs", "1", "--bootstrap", "10", "--data", "{tiny}/data"],
+    "report": ["--runs", "1", "--permutations", "10", "--data", "{tiny}/data"],
 }
 
 

@@ -26,9 +26,9 @@ from typer.testing import CliRunner, Result
 
 from dices_cli import output as output_module
 from dices_cli import render
-from dices_cli.errors import DicesError, UsageError
+from dices_cli.errors import DicesError
 from dices_cli.main import app
-from dices_cli.queries.catalog import catalog, get_query, parse_query
+from dices_cli.queries.catalog import ParameterError, catalog, get_query, parse_query
 from dices_cli.raters import parse_rater_ids
 from dices_cli.store import Store
 
@@ -84,6 +84,12 @@ WRITERS = {
 }
 
 
+def data_option(args: list[str], data: Path) -> list[str]:
+    """--data DATA, for the writers that read data (`dices query --list` reads none, and
+    takes only its own options)."""
+    return [] if args[:2] == ["query", "--list"] else ["--data", str(data)]
+
+
 def dices(*args: str, stdout: Any) -> subprocess.CompletedProcess[str]:
     """The real command in a process of its own, whose stdout is `stdout`."""
     env = {k: v for k, v in os.environ.items() if k != "DICES_DEBUG"}
@@ -110,7 +116,7 @@ def dices(*args: str, stdout: Any) -> subprocess.CompletedProcess[str]:
 )
 def test_stdout_on_a_full_disk_is_a_plain_error(args: list[str], small: Path) -> None:
     with open("/dev/full", "wb") as full:
-        done = dices(*args, "--data", str(small), stdout=full)
+        done = dices(*args, *data_option(args, small), stdout=full)
     assert done.returncode == 1
     # (filter-raters reports its audit on stderr before the result)
     assert done.stderr.endswith(f"Error: cannot write to standard output: {NO_SPACE}\n")
@@ -137,7 +143,8 @@ def test_help_and_usage_on_a_full_disk_are_a_plain_error(args: list[str]) -> Non
 
 @pytest.mark.parametrize("name", WRITERS)
 def test_o_on_a_full_device_is_a_plain_error(name: str, small: Path, runner: CliRunner) -> None:
-    result = run(runner, small, *WRITERS[name], "-o", "/dev/full")
+    args = WRITERS[name]
+    result = runner.invoke(app, [*args, "-o", "/dev/full", *data_option(args, small)])
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr.endswith(f"Error: cannot write /dev/full: {NO_SPACE}\n")
@@ -327,11 +334,12 @@ def test_rejects_on_a_full_disk_publishes_nothing(runner: CliRunner, tmp_path: P
 
 # --- numeric options: a documented range, enforced as a usage error -------------------------
 
+# A query's range is Click's to enforce (from the .sql header), in Click's words.
 OUT_OF_RANGE = [
     *(
         (
             ["gold-vs-crowd", "--rule", "threshold", "--threshold", value],
-            f"--threshold must be a number between 0 and 1 (got {shown})",
+            f"Invalid value for '--threshold': {shown} is not in the range 0.0<=x<=1.0.",
         )
         for value, shown in [
             ("nan", "nan"),
@@ -345,29 +353,39 @@ OUT_OF_RANGE = [
     *(
         (
             ["agreement", "--by", "rater_age", "--permutations", value],
-            f"--permutations must be a whole number between 0 and 100000 (got {value})",
+            f"Invalid value for '--permutations': {value} is not in the range 0<=x<=100000.",
         )
         for value in ["-1", "100001", "100000000"]
     ),
     *(
         (
             ["agreement", "--by", "rater_age", "--seed", value],
-            f"--seed must be a whole number between 0 and 4294967295 (got {value})",
+            f"Invalid value for '--seed': {value} is not in the range 0<=x<=4294967295.",
         )
         for value in ["-1", str(2**32), str(10**30)]
     ),
-    (["overview", "--min-quality", "nan"], "--min-quality must be between 0 and 1 (got nan)"),
-    (["overview", "--min-quality", "inf"], "--min-quality must be between 0 and 1 (got inf)"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("args", "message"), OUT_OF_RANGE, ids=[" ".join(args[-2:]) for args, _ in OUT_OF_RANGE]
+    ("args", "words"), OUT_OF_RANGE, ids=[" ".join(args[-2:]) for args, _ in OUT_OF_RANGE]
 )
 def test_a_value_outside_its_range_is_a_usage_error(
-    args: list[str], message: str, small: Path, runner: CliRunner
+    args: list[str], words: str, small: Path, runner: CliRunner
 ) -> None:
-    assert_usage_error(run(runner, small, "query", *args), message)
+    result = run(runner, small, "query", *args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert words in " ".join(result.stderr.replace("│", " ").split())
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_min_quality_outside_its_range_is_a_usage_error(
+    value: str, small: Path, runner: CliRunner
+) -> None:
+    assert_usage_error(
+        run(runner, small, "query", "overview", "--min-quality", value),
+        f"--min-quality must be between 0 and 1 (got {value})",
+    )
 
 
 @pytest.mark.parametrize(
@@ -415,7 +433,7 @@ def test_threshold_accepts_exactly_the_numbers_in_its_range(value: float) -> Non
     if 0 <= value <= 1:
         assert parameter.convert(value) == value
     else:
-        with pytest.raises(UsageError, match=r"^--threshold must be a number between 0 and 1"):
+        with pytest.raises(ParameterError, match=r"^parameter threshold must be a number betwe"):
             parameter.convert(value)
 
 
@@ -446,7 +464,7 @@ HEADER = "-- name: q\n-- summary: s.\n-- param x: {declared}: Help.\nSELECT 1\n"
     [
         ("float = 0.5", "a float or integer parameter, and only one, declares its range"),
         ("choice(a|b) in [0, 1] = a", "a float or integer parameter, and only one"),
-        ("float in [0, 1] = 2", "bad range or default: --x must be a number between 0 and 1"),
+        ("float in [0, 1] = 2", "bad range or default: parameter x must be a number between 0"),
         ("float in [1, 0] = 0.5", "bad range or default: [1.0, 0.0] is not a finite range"),
         ("float in [0, inf] = 1", "bad range or default: [0.0, inf] is not a finite range"),
         ("integer in [0, 1.5] = 1", "bad range or default: invalid literal for int()"),
@@ -459,12 +477,18 @@ def test_a_header_without_a_sound_range_is_refused(declared: str, problem: str) 
 
 
 def test_help_and_explain_show_the_ranges(runner: CliRunner) -> None:
-    result = runner.invoke(app, ["query", "--help"], env={"COLUMNS": "200"})
-    words = " ".join(result.stdout.replace("│", " ").split())
-    assert "share of Yes (0 to 1; default 0.5)." in words
-    assert "relabellings for p-values (0 to 100000; default 1000)." in words
-    assert "random seed of the permutations (0 to 4294967295; default 0)." in words
-    assert "at least Q (0 to 1; see dices filter-raters)." in words
+    def words(*args: str) -> str:
+        result = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "200"})
+        return " ".join(result.stdout.replace("│", " ").split())
+
+    threshold = words("query", "gold-vs-crowd")
+    assert "--threshold <float range> [0.0<=x<=1.0]" in threshold
+    assert "makes the crowd say Yes. [default: 0.5]" in threshold
+    agreement = words("query", "agreement")
+    assert "--permutations <int range> [0<=x<=100000]" in agreement
+    assert "(0 = none). [default: 1000]" in agreement
+    assert "--seed <int range> [0<=x<=4294967295]" in agreement
+    assert "at least Q (0 to 1; see dices filter-raters)." in threshold
     assert "(at least 0.1; inf: no limit)" in " ".join(
         runner.invoke(app, ["sql", "--help"], env={"COLUMNS": "200"}).stdout.split()
     )

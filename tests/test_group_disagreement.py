@@ -283,12 +283,6 @@ def test_item_distribution_by_an_intersection_adds_up_to_the_whole(
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["group-disagreement"], "this query needs --by"),
-        (["group-disagreement", "-d", "990"], "this query needs --by"),
-        (
-            ["group-disagreement", "--by", "rater_height"],
-            "unknown --by column 'rater_height'; choose from: " + ", ".join(GROUP_COLUMNS),
-        ),
         (
             ["group-disagreement", "--by", "rater_age", "--permutations", "10"],
             "group-disagreement does not take --permutations; it takes: --by",
@@ -305,6 +299,26 @@ def test_usage_errors(
     result = invoke(runner, ingested, *arguments)
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == f"Error: {message}\n{USAGE_HINT}"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        (["group-disagreement"], "Missing option '--by'. Choose from: " + ", ".join(GROUP_COLUMNS)),
+        (["group-disagreement", "-d", "990"], "Missing option '--by'."),
+        (
+            ["group-disagreement", "--by", "rater_height"],
+            "Invalid value for '--by': 'rater_height' is not one of "
+            + ", ".join(f"'{c}'" for c in GROUP_COLUMNS),
+        ),
+    ],
+)
+def test_usage_errors_click_words(
+    arguments: list[str], words: str, runner: CliRunner, ingested: Path
+) -> None:
+    result = invoke(runner, ingested, *arguments)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert words in " ".join(result.stderr.replace("│", " ").split())
 
 
 def test_explain_names_the_tests_and_the_compute_step(runner: CliRunner) -> None:

@@ -46,8 +46,8 @@ def test_predictions_join_the_items(runner: CliRunner, sample: Path, tmp_path: P
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == [
-        {"model": "keyword", "n": 40, "judged": 1},
-        {"model": "keyword-flipped", "n": 40, "judged": 1},
+        {"model": "five-raters", "n": 40, "judged": 1},
+        {"model": "five-raters-flipped", "n": 40, "judged": 1},
     ]
 
 

@@ -103,7 +103,7 @@ def ingest(
     from dices_cli import checksum
 
     files, limit = _inputs(files, max_size)
-    checksum.prefetch(files)  # hashes on a spare core while Polars is imported below
+    checksum.prefetch(files)  # hashes and counts on a spare core while Polars is imported
     from dices_cli.checks import warning_lines
     from dices_cli.ingest import ingest as run_ingest
     from dices_cli.schema import DATASETS
@@ -148,11 +148,14 @@ def validate(
 
         curl -s https://example.org/dices_350.csv | dices validate -
     """
+    from dices_cli import checksum
+
+    files, limit = _inputs(files, max_size)
+    checksum.prefetch(files)  # counts each file's bytes on a spare core while Polars is imported
     from dices_cli.output import Table, check_output
     from dices_cli.problems import PROBLEM_FIELDS
     from dices_cli.validate import validate_file
 
-    files, limit = _inputs(files, max_size)
     if output is not None:  # before reading: the files may be large
         check_output(output, force, files)
     reports = []

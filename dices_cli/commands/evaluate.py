@@ -8,10 +8,13 @@ from typing import Annotated, Literal
 
 import typer
 
-from dices_cli.commands.options import DataDir, Force, OutputFile, OutputFormat
-from dices_cli.commands.query import (
+from dices_cli.commands.options import (
+    DataDir,
     ExcludeRemoved,
+    Force,
     MinQuality,
+    OutputFile,
+    OutputFormat,
     RatersFile,
     rater_selection,
     read_paths,

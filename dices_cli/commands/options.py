@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
+from typer.core import TyperOption
 
 from dices_cli.output import Format
+from dices_cli.render import emit
+
+if TYPE_CHECKING:
+    from dices_cli.output import Result
+    from dices_cli.queries.engine import RaterSelection
+    from dices_cli.shape import Shape
 
 DataDir = Annotated[
     Path | None,
@@ -36,3 +44,124 @@ Force = Annotated[
     bool,
     typer.Option("--force", help="Overwrite -o FILE if it exists (never an input of the command)."),
 ]
+
+# What a query reads: every canned query and `dices sql`.
+DatasetOption = Annotated[
+    Literal["all", "350", "990"],
+    typer.Option("--dataset", "-d", help="Which ingested dataset(s) to query."),
+]
+ExcludeRemoved = Annotated[
+    bool,
+    typer.Option(
+        "--exclude-removed",
+        help="Leave out the raters the DICES authors removed (19 in DICES-350, 12 in DICES-990).",
+    ),
+]
+RatersFile = Annotated[
+    str | None,
+    typer.Option(
+        "--raters",
+        metavar="FILE|-",
+        help="Keep only these raters: one id a line, or a CSV with a rater_id column; - is stdin.",
+    ),
+]
+MinQuality = Annotated[
+    float | None,
+    typer.Option(
+        "--min-quality",
+        metavar="Q",
+        help="Keep only raters whose quality score is at least Q "
+        "(0 to 1; see dices filter-raters).",
+    ),
+]
+
+# The shape of a result (dices_cli.shape): every canned query and `dices sql`.
+ColumnsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--columns",
+        metavar="A,B,...",
+        help="Show only these columns, in this order.",
+        show_default=False,
+    ),
+]
+SortOption = Annotated[
+    str | None,
+    typer.Option(
+        "--sort",
+        metavar="[-]COLUMN",
+        help="Sort the rows by this column; -COLUMN sorts descending. Missing values last.",
+        show_default=False,
+    ),
+]
+LimitOption = Annotated[
+    int | None,
+    typer.Option("--limit", metavar="N", min=0, help="Keep only the first N rows (after --sort)."),
+]
+
+
+def quiet_option() -> TyperOption:
+    """-q/--quiet, which every command takes: it silences dices_cli.render.say."""
+
+    def set_quiet(_ctx: Any, _param: Any, value: bool) -> None:
+        if value:
+            from dices_cli.render import set_quiet
+
+            set_quiet(True)
+
+    return TyperOption(
+        param_decls=["--quiet", "-q"],
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=set_quiet,
+        help="No progress and no notes on stderr; errors are still shown.",
+    )
+
+
+def rater_selection(
+    exclude_removed: bool, raters: str | None, min_quality: float | None = None
+) -> RaterSelection:
+    """The rater selection every query honours, from the shared options."""
+    from dices_cli.queries.engine import RaterSelection
+    from dices_cli.raters import parse_rater_ids
+
+    selection = RaterSelection(exclude_removed=exclude_removed, min_quality=min_quality)
+    if exclude_removed:
+        selection.description.append("without the raters the DICES authors removed")
+    if raters is not None:
+        if raters == "-":
+            data, source = sys.stdin.buffer.read(), "stdin"
+        else:
+            try:
+                data, source = Path(raters).read_bytes(), raters
+            except OSError as error:
+                from dices_cli.errors import DicesError
+
+                raise DicesError(f"cannot read --raters {raters}: {error.strerror}") from error
+        selection.keep_ids = parse_rater_ids(data, source)
+        selection.description.append(f"{len(selection.keep_ids)} raters from {source}")
+    return selection
+
+
+def read_paths(data: Path | None, raters: str | None) -> list[Path]:
+    """What a query reads, which -o must not overwrite: the data directory, --raters FILE."""
+    from dices_cli.store import resolve_data_dir
+
+    return [resolve_data_dir(data), *([Path(raters)] if raters not in (None, "-") else [])]
+
+
+def emit_shaped(
+    result: Result,
+    shape: Shape,
+    fmt: Format | None,
+    output: Path | None,
+    title: str,
+    force: bool,
+    inputs: list[Path],
+) -> None:
+    """The one place a query's result takes its --columns/--sort/--limit shape, then is
+    written."""
+    from dices_cli.shape import apply
+
+    emit(apply(result, shape), fmt, output, title=title, force=force, inputs=inputs)

@@ -8,7 +8,11 @@ A header is the leading block of `--` comment lines:
     -- uses: gold-vs-crowd AS cells          (optional: another query as a CTE)
     -- param by: columns, required: Rater columns to group by; several intersect.
     -- param threshold: float in [0, 1] = 0.5: Share of Yes that makes the crowd say Yes.
+    -- condition: threshold only with rule = threshold   (optional: when a value may be given)
     -- compute: dices_cli.metrics.compute:compute   (optional: a Python step after the SQL)
+    -- column dataset: '350' or '990'.
+    -- column {by}: The group columns the `by` parameter names.
+    -- column share_yes: Share of Yes among the ratings.
     -- explanation:
     --   Free text, as many lines as needed, until the header ends.
 
@@ -19,32 +23,44 @@ is bound by name (`$threshold`), never pasted.
 A `float` or `integer` parameter must declare its range, `in [low, high]` (both ends
 included), and its default must lie in it; a value outside the range, and NaN or infinity,
 is a usage error that names the range. The range is the parameter's one documented home:
-`dices query NAME --explain` and the options' help show it.
+the query's explanation and the command line's help show it.
+
+A `condition` line says that a parameter may be given only when another has a value
+(`threshold only with rule = threshold`): giving it otherwise is a usage error.
+
+`column` lines declare the result's columns, in order, each with what it holds; `{NAME}`
+stands for the columns a `columns` parameter names, in `GROUP_COLUMN_ORDER` (the data's).
+A test runs every query and checks that its columns are the declared ones.
 
 A `columns` parameter names rater columns. A dataset that lacks one (DICES-350 has no
 rater_locale) cannot be broken down by it: `missing_group_column` says so, and the engine
-leaves that dataset out of `--dataset all` or refuses it when it is named.
+leaves that dataset out when every dataset is asked for, or refuses it when it is named.
 
 `compute: module:function` names a function(pyarrow.Table, parameters) -> Table that turns
 the SQL's result into the query's result, for what SQL cannot do well (permutation tests). The
 SQL is given only the parameters it names; the function gets all of them.
 
-Adding a query is adding a file.
+Adding a query is adding a file. The directory is `sql_directory()`: $DICES_SQL_DIR when
+set (a catalogue of one's own), else the one that ships with dices.
+
+Errors name parameters, never command-line options: `ParameterError` and its kin carry
+the facts (parameter, value, what is allowed) for the command line to word.
 """
 
 from __future__ import annotations
 
 import importlib
 import math
+import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import UsageError
-from dices_cli.schema import DATASETS, Dataset, answer_columns
+from dices_cli.schema import DATASETS, Dataset, Entity, answer_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -62,12 +78,60 @@ GROUP_COLUMNS = (
     "phase",
 )
 
+# The order a result keeps group columns in, whatever order they are given in: the data's
+# (the views' columns: a rating's, then a rater's), which the queries' COLUMNS(...) keep.
+GROUP_COLUMN_ORDER = tuple(
+    name
+    for entity in (Entity.RATING, Entity.RATER)
+    for name in dict.fromkeys(c.name for d in DATASETS.values() for c in d.of(entity))
+    if name in GROUP_COLUMNS
+)
+
 _PARAM = re.compile(
     r"^param (?P<name>[a-z_]+): (?P<type>columns|question|float|integer|choice\([a-z|]+\))"
     r"(?: in \[(?P<low>[^,\]]+), (?P<high>[^,\]]+)\])?"
     r"(?:, (?P<required>required)| = (?P<default>[^:]+))?: (?P<help>.+)$"
 )
+_CONDITION = re.compile(r"^(?P<name>[a-z_]+) only with (?P<other>[a-z_]+) = (?P<value>\S+)$")
+_COLUMN = re.compile(r"^column (?P<name>[A-Za-z0-9_]+|\{[a-z_]+\}): (?P<help>.+)$")
 NUMERIC = {"float": float, "integer": int}
+SQL_DIR_VARIABLE = "DICES_SQL_DIR"
+
+
+class UnknownQueryError(UsageError):
+    """There is no query of that name; `known` are the ones there are."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        super().__init__(f"there is no query {name!r}; choose from: {', '.join(known)}")
+        self.name = name
+        self.known = tuple(known)
+
+
+class ParameterError(UsageError):
+    """A value a query's parameter cannot take. `reason` says why without naming the
+    parameter (`must be a number between 0 and 1 (got 2)`), so that the command line can
+    put its own name for it in front."""
+
+    def __init__(self, parameter: str, reason: str) -> None:
+        super().__init__(f"parameter {parameter} {reason}")
+        self.parameter = parameter
+        self.reason = reason
+
+
+class MissingParameterError(ParameterError):
+    """A required parameter was not given."""
+
+    def __init__(self, parameter: str) -> None:
+        super().__init__(parameter, "is required")
+
+
+class ConditionError(ParameterError):
+    """A parameter was given although another does not have the value it needs."""
+
+    def __init__(self, parameter: str, other: str, value: str) -> None:
+        super().__init__(parameter, f"applies only when {other} is {value}")
+        self.other = other
+        self.value = value
 
 
 @dataclass(frozen=True)
@@ -78,10 +142,6 @@ class Parameter:
     required: bool
     help: str
     range: tuple[str, str] | None = None  # a numeric parameter's [low, high], as written
-
-    @property
-    def option(self) -> str:
-        return f"--{self.name.replace('_', '-')}"
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -104,7 +164,7 @@ class Parameter:
         """The value to bind: from the CLI's value, or this parameter's default."""
         if raw is None or raw == []:
             if self.required:
-                raise UsageError(f"this query needs {self.option}")
+                raise MissingParameterError(self.name)
             raw = [] if self.type == "columns" else self.default
         if self.type in NUMERIC:
             return self._number(raw)
@@ -112,19 +172,20 @@ class Parameter:
             columns = list(raw) if isinstance(raw, list | tuple) else [str(raw)]
             unknown = [c for c in columns if c not in GROUP_COLUMNS]
             if unknown:
-                raise UsageError(
-                    f"unknown {self.option} column {unknown[0]!r}; choose from: "
-                    + ", ".join(GROUP_COLUMNS)
+                raise ParameterError(
+                    self.name,
+                    f"names an unknown column {unknown[0]!r}; choose from: "
+                    + ", ".join(GROUP_COLUMNS),
                 )
             return columns
         if self.type == "question" and str(raw) not in self.choices:
-            raise UsageError(  # the list is long: point to it rather than print it
-                f"unknown {self.option} {raw!r}: not a No/Yes/Unsure answer column; "
-                "the query's --explain lists them"
+            raise ParameterError(  # the list is long: point to it rather than print it
+                self.name,
+                f"names {raw!r}, not a No/Yes/Unsure answer column; the query's help lists them",
             )
         if str(raw) not in self.choices:
-            raise UsageError(
-                f"{self.option} must be one of: {', '.join(self.choices)} (got {raw!r})"
+            raise ParameterError(
+                self.name, f"must be one of: {', '.join(self.choices)} (got {raw!r})"
             )
         return str(raw)
 
@@ -143,8 +204,29 @@ class Parameter:
         except ValueError:  # not a number of this type
             value = math.nan
         if not low <= value <= high:  # False for NaN
-            raise UsageError(f"{self.option} must be {self.range_text} (got {raw})")
+            raise ParameterError(self.name, f"must be {self.range_text} (got {raw})")
         return value
+
+
+@dataclass(frozen=True)
+class Condition:
+    """`parameter` may be given only when `other` is bound to `value`."""
+
+    parameter: str
+    other: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a query's result; `name` `{by}` stands for the columns `by` names."""
+
+    name: str
+    help: str
+
+    @property
+    def group_parameter(self) -> str | None:
+        return self.name[1:-1] if self.name.startswith("{") else None
 
 
 @dataclass(frozen=True)
@@ -158,9 +240,33 @@ class Query:
     compute: str | None  # "module:function" run on the SQL's result
     body: str
     path: Path
+    columns: tuple[Column, ...] = ()
+    conditions: tuple[Condition, ...] = ()
 
     def parameter(self, name: str) -> Parameter | None:
         return next((p for p in self.parameters if p.name == name), None)
+
+    def bind(self, given: Mapping[str, object]) -> dict[str, Any]:
+        """The value to bind for every parameter, from the values `given` by name (None or
+        absent: not given, so the default). Refuses a value a condition does not allow."""
+        bound = {p.name: p.convert(given.get(p.name)) for p in self.parameters}
+        for condition in self.conditions:
+            if given.get(condition.parameter) not in (None, []) and (
+                bound[condition.other] != condition.value
+            ):
+                raise ConditionError(condition.parameter, condition.other, condition.value)
+        return bound
+
+    def output_columns(self, parameters: Mapping[str, Any]) -> list[str]:
+        """The result's columns for the bound `parameters`, as the header declares them."""
+        names: list[str] = []
+        for column in self.columns:
+            group = column.group_parameter
+            if group is None:
+                names.append(column.name)
+            else:
+                names.extend(sorted(parameters[group], key=GROUP_COLUMN_ORDER.index))
+        return names
 
     def group_columns(self, parameters: dict[str, Any]) -> list[str]:
         """The rater columns the bound `parameters` break the result down by."""
@@ -190,6 +296,8 @@ def parse_query(path: Path, text: str) -> Query:
     header, body = _header_lines(text)
     fields: dict[str, str] = {}
     parameters = []
+    columns: list[Column] = []
+    conditions: list[Condition] = []
     explanation: list[str] = []
     in_explanation = False
     for line in header:
@@ -202,6 +310,16 @@ def parse_query(path: Path, text: str) -> Query:
             if match is None:
                 raise ValueError(f"{path.name}: malformed parameter line: {line}")
             parameters.append(_parameter(path, match))
+        elif line.startswith("column "):
+            column = _COLUMN.match(line)
+            if column is None:
+                raise ValueError(f"{path.name}: malformed column line: {line}")
+            columns.append(Column(column["name"], column["help"]))
+        elif line.startswith("condition:"):
+            condition = _CONDITION.match(line.partition(":")[2].strip())
+            if condition is None:
+                raise ValueError(f"{path.name}: malformed condition line: {line}")
+            conditions.append(Condition(condition["name"], condition["other"], condition["value"]))
         elif line.startswith("explanation:"):
             in_explanation = True
         elif ":" in line:
@@ -211,7 +329,7 @@ def parse_query(path: Path, text: str) -> Query:
     if "uses" in fields:
         base, _, alias = fields["uses"].partition(" AS ")
         uses = (base.strip(), alias.strip())
-    return Query(
+    query = Query(
         name=fields["name"],
         summary=fields["summary"],
         explanation=" ".join(explanation),
@@ -221,7 +339,27 @@ def parse_query(path: Path, text: str) -> Query:
         compute=fields.get("compute"),
         body=body.strip().rstrip(";"),
         path=path,
+        columns=tuple(columns),
+        conditions=tuple(conditions),
     )
+    _check_references(query)
+    return query
+
+
+def _check_references(query: Query) -> None:
+    """Conditions and `{NAME}` columns name parameters the query has, of the right kind."""
+    for condition in query.conditions:
+        other = query.parameter(condition.other)
+        if query.parameter(condition.parameter) is None or other is None:
+            raise ValueError(f"{query.path.name}: condition names an unknown parameter")
+        if condition.value not in other.choices:
+            raise ValueError(
+                f"{query.path.name}: condition: {condition.other} cannot be {condition.value}"
+            )
+    for column in query.columns:
+        group = column.group_parameter
+        if group is not None and getattr(query.parameter(group), "type", None) != "columns":
+            raise ValueError(f"{query.path.name}: column {column.name}: not a columns parameter")
 
 
 def _parameter(path: Path, match: re.Match[str]) -> Parameter:
@@ -247,7 +385,7 @@ def _parameter(path: Path, match: re.Match[str]) -> Parameter:
                 raise ValueError(f"[{low}, {high}] is not a finite range")
             if parameter.default is not None:
                 parameter.convert(None)
-        except (ValueError, UsageError) as error:
+        except (ValueError, ParameterError) as error:
             raise ValueError(
                 f"{path.name}: parameter {parameter.name}: bad range or default: {error}"
             ) from None
@@ -255,17 +393,28 @@ def _parameter(path: Path, match: re.Match[str]) -> Parameter:
 
 
 def sql_directory() -> Path:
-    """`dices_cli/sql` in an installed wheel; the repository's `sql/` in a source checkout."""
+    """Where the canned queries are: $DICES_SQL_DIR if set, else `packaged_sql_directory()`."""
+    chosen = os.environ.get(SQL_DIR_VARIABLE)
+    return Path(chosen) if chosen else packaged_sql_directory()
+
+
+def packaged_sql_directory() -> Path:
+    """`dices_cli/sql` in an installed wheel; the repository's `sql/` in a source checkout.
+    The code's own SQL (`_NAME.sql`) is always read from here."""
     package = Path(__file__).resolve().parents[1]
     packaged = package / "sql"
     return packaged if packaged.is_dir() else package.parent / "sql"
 
 
-@cache
 def catalog() -> dict[str, Query]:
     """Every canned query by name; files starting with `_` are shared preludes, not queries."""
+    return _read_catalog(sql_directory())
+
+
+@cache
+def _read_catalog(directory: Path) -> dict[str, Query]:
     queries = {}
-    for path in sorted(sql_directory().glob("*.sql")):
+    for path in sorted(directory.glob("*.sql")):
         if path.name.startswith("_"):
             continue
         query = parse_query(path, path.read_text(encoding="utf-8"))
@@ -276,16 +425,13 @@ def catalog() -> dict[str, Query]:
 def get_query(name: str) -> Query:
     queries = catalog()
     if name not in queries:
-        raise UsageError(
-            f"there is no query {name!r}; choose from: {', '.join(sorted(queries))} "
-            "(`dices query --list` describes them)"
-        )
+        raise UnknownQueryError(name, sorted(queries))
     return queries[name]
 
 
 def internal_sql(name: str) -> str:
     """An SQL file the code runs itself (sql/_NAME.sql), not a canned query."""
-    return (sql_directory() / f"_{name}.sql").read_text(encoding="utf-8")
+    return (packaged_sql_directory() / f"_{name}.sql").read_text(encoding="utf-8")
 
 
 def prelude() -> str:

@@ -49,6 +49,8 @@ from dices_cli.schema import (
 from dices_cli.store import Store, StoredDataset
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import duckdb
     import pyarrow as pa
 
@@ -129,6 +131,14 @@ def _derived_columns(entity: Entity, dataset: Dataset) -> list[str]:
         )
         return [f"[{answers}] AS granular_answers", f"{implied} AS implied_overall"]
     return []
+
+
+class NothingIngestedError(NotIngestedError):
+    """No dataset is ingested in `root` (the command line adds how to ingest one there)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(f"nothing is ingested in {root}")
+        self.root = root
 
 
 @dataclass
@@ -360,10 +370,7 @@ def chosen_datasets(
     """
     available = store.available()
     if not available:
-        raise NotIngestedError(
-            f"nothing is ingested in {store.root}; "
-            f"run `dices ingest FILE --data {store.root}` first"
-        )
+        raise NothingIngestedError(store.root)
     wanted = available if dataset == "all" else [dataset]
     chosen = [name for name in wanted if name in needs]
     if not chosen:

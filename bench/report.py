@@ -1,0 +1,114 @@
+"""Time `dices report` on both replica datasets, and where the time goes.
+
+Goal: the report of both replica datasets with `--by rater_race --by rater_gender` is built
+in under 10 s (a fresh process, median), most of it the queries.
+
+    python bench/report.py              # build both replicas, ingest, 3 runs
+    python bench/report.py --runs 5 --json
+    python bench/report.py --data DIR   # an existing data directory, nothing generated
+
+In-process, per run, the steps of `dices_cli.report.build_report`: each section's queries
+(through the engine), drawing every chart (vl-convert), writing the page; then the whole
+command as a fresh process. Wall and CPU time: on a busy machine CPU is the steadier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
+
+_Done = TypeVar("_Done")
+GOAL_S = 10.0  # the whole command, fresh process, median
+BY = ["--by", "rater_race", "--by", "rater_gender"]
+
+
+def in_process(data: Path, permutations: int | None) -> dict[str, tuple[float, float]]:
+    """One report built in this process: (wall, CPU) seconds per stage. CPU counts every
+    thread of the process; on a busy machine it is the steadier figure."""
+    from dices_cli.queries.engine import RaterSelection
+    from dices_cli.report import agreement_options
+    from dices_cli.report.charts import to_svg
+    from dices_cli.report.context import Context
+    from dices_cli.report.page import Provenance, page
+    from dices_cli.report.sections import SECTIONS
+    from dices_cli.store import Store
+
+    store = Store(data)
+    chosen, seed = agreement_options(permutations, None)
+    stages: dict[str, tuple[float, float]] = {}
+
+    def timed(name: str, action: Callable[[], _Done]) -> _Done:
+        wall, cpu = time.perf_counter(), time.process_time()
+        done = action()
+        stages[name] = (time.perf_counter() - wall, time.process_time() - cpu)
+        return done
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    context = Context(store, "all", RaterSelection(), BY[1::2], chosen, seed)
+    built = [timed(f"queries: {build.__name__}", lambda b=build: b(context)) for build in SECTIONS]
+    sections = [section for section in built if section is not None]
+    drawn = timed(
+        "charts (vl-convert)",
+        lambda: [[to_svg(figure.spec) for figure in section.figures] for section in sections],
+    )
+    manifests = [store.open(d).manifest for d in context.datasets]
+    timed("page", lambda: page(sections, drawn, Provenance("-", "-", "-", "-", manifests)))
+    stages["total in-process"] = (time.perf_counter() - wall, time.process_time() - cpu)
+    return stages
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs of each measurement")
+    parser.add_argument("--data", type=Path, help="an ingested data directory (no generating)")
+    parser.add_argument("--permutations", type=int, help="for the agreement section")
+    add_shared_dir_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
+        data = args.data or ingested_replicas(args.shared_dir, Path(temp))
+        extra = ["--permutations", str(args.permutations)] if args.permutations else []
+        runs = [in_process(data, args.permutations) for _ in range(args.runs)]
+        command = [*dices_command(), "report", *BY, *extra, "--data", str(data)]
+        command += ["-o", str(Path(temp) / "report.html"), "--force", "-q"]
+        process = [measure(command).wall for _ in range(args.runs)]
+    results = {name: [run[name] for run in runs] for name in runs[0]}
+    results["dices report (process)"] = [(wall, math.nan) for wall in process]
+    median = statistics.median(process)
+    verdict = "met" if median < GOAL_S else "NOT met"
+    if args.json:
+        summary = {
+            name: {
+                "median_wall_s": statistics.median(w for w, _ in times),
+                "min_wall_s": min(w for w, _ in times),
+                "median_cpu_s": statistics.median(c for _, c in times),
+            }
+            for name, times in results.items()
+        }
+        print(json.dumps({"runs": args.runs, "goal_s": GOAL_S, "results": summary}, indent=2))
+        return
+    width = max(map(len, results))
+    print(f"{'what'.ljust(width)}  median s  min s  median CPU s")
+    print(f"{'-' * width}  --------  -----  ------------")
+    for name, times in results.items():
+        walls = [w for w, _ in times]
+        cpu = statistics.median(c for _, c in times)
+        cpu_text = "-" if math.isnan(cpu) else f"{cpu:.3f}"
+        line = f"{statistics.median(walls):8.3f}  {min(walls):5.3f}  {cpu_text:>12}"
+        print(f"{name.ljust(width)}  {line}")
+    print(f"\nmedian and min of {args.runs} runs; goal < {GOAL_S:.0f} s (process): {verdict}")
+
+
+if __name__ == "__main__":
+    main()

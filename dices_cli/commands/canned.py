@@ -1,0 +1,404 @@
+"""`dices query NAME`: one command per canned query, generated from the query catalogue.
+
+Each `.sql` file's header (dices_cli.queries.catalog) makes its command: the summary and
+explanation are its help, each `param` line an option (its type, range, default and
+allowed values), the `column` lines the help's list of columns. The options every query
+takes are declared once, by `_options_every_query_takes`. The catalogue is read only when
+a query command is wanted, never for `dices --help`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from typer._click import core as click_core
+from typer._click import exceptions as click_exceptions
+from typer._click import types as click_types
+from typer._click.globals import get_current_context
+from typer._types import TyperChoice
+from typer.core import TyperCommand, TyperGroup, TyperOption
+
+from dices_cli.commands.options import (
+    ColumnsOption,
+    DataDir,
+    DatasetOption,
+    ExcludeRemoved,
+    Force,
+    LimitOption,
+    MinQuality,
+    OutputFile,
+    OutputFormat,
+    RatersFile,
+    SortOption,
+    emit_shaped,
+    quiet_option,
+    rater_selection,
+    read_paths,
+)
+from dices_cli.errors import UsageError
+from dices_cli.render import emit, say
+
+if TYPE_CHECKING:
+    from dices_cli.output import Format
+    from dices_cli.queries.catalog import Parameter, ParameterError, Query
+
+QUERY_HELP = """Run a canned query: the field's standard questions, as documented SQL.
+
+`dices query --list` names them all; `dices query NAME --help` says what one tells you, \
+with its options and columns.
+
+Examples:
+
+    dices query overview
+
+    dices query qoverall-by-demographic --by rater_race --by rater_gender
+
+    dices query gold-vs-crowd --rule threshold --threshold 0.3 --format json
+
+    dices query item-distribution --sort -entropy_bits --limit 10
+
+    dices query agreement --by rater_age --permutations 2000 --seed 7
+
+    dices filter-raters --min-quality 0.6 --ids-only | dices query overview --raters -
+"""
+
+ShowSql = Annotated[
+    bool, typer.Option("--show-sql", help="Print the SQL and its parameters to stderr.")
+]
+
+
+def _options_every_query_takes(
+    dataset: DatasetOption = "all",
+    exclude_removed: ExcludeRemoved = False,
+    raters: RatersFile = None,
+    min_quality: MinQuality = None,
+    show_sql: ShowSql = False,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
+    data: DataDir = None,
+    fmt: OutputFormat = None,
+    output: OutputFile = None,
+    force: Force = False,
+) -> None:
+    """Only a signature: the options every canned query takes, declared here once (Typer
+    makes them); `run_query` gets their values."""
+
+
+def option_name(parameter: str) -> str:
+    """The command-line option of a query parameter."""
+    return f"--{parameter.replace('_', '-')}"
+
+
+class FiniteFloatRange(click_types.FloatRange):
+    """A float in a closed range, which NaN is not (Click's range lets NaN through)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
+        return number
+
+
+def _option(parameter: Parameter) -> TyperOption:
+    """The option of one query parameter, as its header line declares it."""
+    from rich.markup import escape  # help is drawn with Rich markup; ours is plain text
+
+    kind: Any = None
+    metavar = None
+    help_text = parameter.help
+    if parameter.range is not None:
+        low, high = parameter.bounds
+        kind = (
+            FiniteFloatRange(low, high)
+            if parameter.type == "float"
+            else click_types.IntRange(low, high)
+        )
+    elif parameter.type == "columns":  # long names: in the help, not the metavar
+        kind, metavar = TyperChoice(parameter.choices), "COLUMN"
+        help_text += " One of: " + ", ".join(parameter.choices) + "."
+    elif parameter.type == "question":  # names too long and too many to list in the help
+        kind, metavar = TyperChoice(parameter.choices), "COLUMN"
+        help_text += (
+            " A column with the values No|Yes|Unsure in `dices sql --schema`; "
+            "a wrong name is refused with the list."
+        )
+    elif parameter.choices:
+        kind = TyperChoice(parameter.choices)
+    return TyperOption(
+        param_decls=[option_name(parameter.name), parameter.name],
+        type=kind,
+        multiple=parameter.type == "columns",
+        required=parameter.required,
+        default=None if parameter.type == "columns" else parameter.default,
+        metavar=metavar,
+        show_default=True,
+        help=escape(help_text),
+    )
+
+
+def _help(query: Query) -> str:
+    """The command's help: what `--explain` prints."""
+    from rich.markup import escape  # help is drawn with Rich markup; ours is plain text
+
+    datasets = ", ".join(f"DICES-{d}" for d in query.datasets)
+    computed = f"; then computed by {query.compute}" if query.compute else ""
+    columns = "\n".join(
+        f"  {c.name if c.group_parameter is None else f'({option_name(c.group_parameter)})'}: "
+        + c.help
+        for c in query.columns
+    )
+    paragraphs = [
+        query.summary,
+        query.explanation,
+        f"Datasets: {datasets}. SQL: {query.path.name}{computed}.",
+        f"Columns:\n{columns}",
+    ]
+    return "\n\n".join(escape(p) for p in paragraphs if p)
+
+
+class QueryCommand(TyperCommand):
+    """One canned query as a command; an option another query takes gets our message."""
+
+    def __init__(self, query: Query, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.query = query
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click_exceptions.NoSuchOption as error:
+            from dices_cli.queries.catalog import catalog
+
+            taken = {option_name(p.name) for q in catalog().values() for p in q.parameters}
+            if error.option_name not in taken:
+                raise
+            takes = ", ".join(option_name(p.name) for p in self.query.parameters)
+            raise UsageError(
+                f"{self.query.name} does not take {error.option_name}; "
+                f"it takes: {takes or 'no options'}"
+            ) from None
+
+
+def _explain_option(query: Query) -> TyperOption:
+    def explain(ctx: Any, _param: Any, value: bool) -> None:
+        if value and not ctx.resilient_parsing:
+            _explain(query)
+            ctx.exit()
+
+    return TyperOption(
+        param_decls=["--explain"],
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,  # before a required option is missed
+        callback=explain,
+        help="Say what the query tells you, its parameters and its SQL file, and stop.",
+    )
+
+
+def query_command(query: Query) -> QueryCommand:
+    """The command of one canned query."""
+    from typer.main import get_params_convertors_ctx_param_name_from_function
+
+    shared, convertors, _ = get_params_convertors_ctx_param_name_from_function(
+        _options_every_query_takes
+    )
+    clashes = {p.name for p in query.parameters} & {p.name for p in shared}
+    if clashes:
+        raise ValueError(f"{query.path.name}: parameter {min(clashes)} is an option of dices query")
+    shared_names = {p.name for p in shared if p.name}
+
+    def run(**values: Any) -> None:
+        options = {
+            name: convertors[name](value) if name in convertors else value
+            for name, value in values.items()
+            if name in shared_names
+        }
+        # Only what was typed: a default is the catalogue's to give, and a condition
+        # (`threshold only with rule = threshold`) is about what the user gave.
+        typed = get_current_context().get_parameter_source
+        given = {
+            p.name: values[p.name]
+            for p in query.parameters
+            if typed(p.name) is not click_core.ParameterSource.DEFAULT
+        }
+        run_query(query, given, **options)
+
+    own: list[click_core.Parameter] = [_option(p) for p in query.parameters]
+    return QueryCommand(
+        query,
+        name=query.name,
+        callback=run,
+        params=[*own, *shared, _explain_option(query), quiet_option()],
+        help=_help(query),
+        options_metavar="[OPTIONS]",
+        rich_markup_mode="rich",
+    )
+
+
+class QueryGroup(TyperGroup):
+    """`dices query`: its commands are the catalogue's queries, read when first wanted."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        from dices_cli.queries.catalog import catalog
+
+        return list(catalog())
+
+    def get_command(self, ctx: Any, cmd_name: str) -> click_core.Command | None:
+        from dices_cli.queries.catalog import catalog
+
+        query = catalog().get(cmd_name)
+        return None if query is None else query_command(query)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        from dices_cli.queries.catalog import UnknownQueryError, get_query
+
+        if not args[0].startswith("-"):
+            try:
+                get_query(args[0])
+            except UnknownQueryError as error:
+                raise UsageError(f"{error} (`dices query --list` describes them)") from None
+        return super().resolve_command(ctx, args)
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return ["NAME", "[OPTIONS]"]
+
+
+def _given_nothing_else(list_: bool, fmt: Any, output: Any, force: bool) -> bool:
+    return not (list_ or fmt is not None or output is not None or force)
+
+
+def query_group(
+    ctx: typer.Context,
+    list_: Annotated[bool, typer.Option("--list", "-l", help="List the canned queries.")] = False,
+    fmt: OutputFormat = None,
+    output: OutputFile = None,
+    force: Force = False,
+) -> None:
+    if ctx.invoked_subcommand is not None:
+        if not _given_nothing_else(list_, fmt, output, force):
+            raise UsageError("give a query's options after its name: dices query NAME [OPTIONS]")
+        return
+    if not list_:
+        raise UsageError("name a query, or use --list to see them")
+    _list_queries(fmt, output, force)
+
+
+def _list_queries(fmt: Format | None, output: Path | None, force: bool) -> None:
+    from dices_cli.output import Table
+    from dices_cli.queries.catalog import catalog
+
+    rows = [
+        (
+            q.name,
+            " ".join(q.datasets),
+            " ".join(option_name(p.name) for p in q.parameters),
+            q.summary,
+        )
+        for q in catalog().values()
+    ]
+    columns = ["name", "datasets", "parameters", "summary"]
+    emit(Table(columns, [False] * 4, rows), fmt, output, title="Canned queries", force=force)
+
+
+def _explain(query: Query) -> None:
+    from dices_cli.output import open_stdout
+
+    with open_stdout():
+        print(f"{query.name}: {query.summary}\n")
+        print(query.explanation + "\n")
+        print(f"Datasets: {', '.join('DICES-' + d for d in query.datasets)}")
+        for parameter in query.parameters:
+            default = "required" if parameter.required else f"default {parameter.default or 'none'}"
+            kind = parameter.type
+            if parameter.range is not None:
+                kind += f" in [{parameter.range[0]}, {parameter.range[1]}]"
+            choices = f" Choices: {', '.join(parameter.choices)}." if parameter.choices else ""
+            print(f"  {option_name(parameter.name)} ({kind}, {default}): {parameter.help}{choices}")
+        print(f"\nSQL: {query.path}")
+        if query.compute is not None:
+            print(f"Then computed in Python by: {query.compute}")
+
+
+def worded(error: ParameterError) -> UsageError:
+    """A parameter's error as the command line says it: with the options' names."""
+    from dices_cli.queries.catalog import ConditionError, MissingParameterError
+
+    option = option_name(error.parameter)
+    if isinstance(error, ConditionError):
+        return UsageError(f"{option} applies only with {option_name(error.other)} {error.value}")
+    if isinstance(error, MissingParameterError):
+        return UsageError(f"this query needs {option}")
+    return UsageError(f"{option} {error.reason}")
+
+
+def run_query(
+    canned: Query,
+    given: dict[str, Any],
+    dataset: str,
+    exclude_removed: bool,
+    raters: str | None,
+    min_quality: float | None,
+    show_sql: bool,
+    keep_columns: str | None,
+    sort: str | None,
+    limit: int | None,
+    data: Path | None,
+    fmt: Format | None,
+    output: Path | None,
+    force: bool,
+) -> None:
+    """Run `canned` with the values `given` to its parameters (None: not given)."""
+    from dices_cli.output import check_output
+    from dices_cli.queries.catalog import ParameterError, missing_group_column, render_sql
+    from dices_cli.queries.engine import open_session
+    from dices_cli.schema import DATASETS
+    from dices_cli.selection import resolve
+    from dices_cli.shape import Shape
+    from dices_cli.store import Store, resolve_data_dir
+
+    shape = Shape.parse(keep_columns, sort, limit)
+    if output is not None:  # before the work
+        check_output(output, force, read_paths(data, raters))
+    try:  # a repeated option's values come as a tuple, () when not given
+        parameters = canned.bind(
+            {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}
+        )
+    except ParameterError as error:
+        raise worded(error) from None
+    selection = rater_selection(exclude_removed, raters, min_quality)
+    if show_sql:
+        say(f"-- parameters: {parameters}\n{render_sql(canned)}")
+    store = Store(resolve_data_dir(data))
+    columns = canned.group_columns(parameters)
+    selection = resolve(store, dataset, selection, needs=canned.datasets, columns=columns)
+    session = open_session(store, dataset, selection, needs=canned.datasets, columns=columns)
+    queried = {d.name for d in session.datasets}
+    for skipped in sorted(set(store.available()) - queried if dataset == "all" else ()):
+        if lacking := missing_group_column(DATASETS[skipped], columns):
+            note = f"{lacking}, so it is left out"
+        else:
+            note = (
+                f"{canned.name} does not apply to DICES-{skipped}; "
+                "showing the datasets it applies to"
+            )
+        say(f"note: {note}")
+    if session.selection.description:
+        say(f"raters: {'; '.join(session.selection.description)}")
+    result = session.run(canned, parameters)
+    emit_shaped(result, shape, fmt, output, canned.name, force, read_paths(data, raters))
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        cls=QueryGroup,
+        help=QUERY_HELP,
+        invoke_without_command=True,
+        no_args_is_help=True,
+        rich_markup_mode="rich",
+    )
+    group.callback()(query_group)
+    app.add_typer(group, name="query")

@@ -1,0 +1,450 @@
+"""Vega-Lite specifications of the report's charts, and their rendering to inline SVG.
+
+A chart draws the rows it is given and computes nothing: every number comes from a canned
+query (or the filter audit) and is plotted as it is. The specifications are plain data, so
+a test can read what a chart shows; `to_svg` renders one with vl-convert, which runs Vega
+in an embedded engine with no network access (`allowed_base_urls=[]`: a specification that
+names a URL fails instead of fetching it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from dices_cli.errors import DicesError
+
+# Okabe & Ito's colour-blind-safe palette (https://jfly.uni-koeln.de/color/): answers keep
+# their colour in every chart, safe blue, unsafe vermillion, unsure grey.
+BLUE, VERMILLION, GREY = "#0072B2", "#D55E00", "#8C8C8C"
+ORANGE, SKY, GREEN, PURPLE = "#E69F00", "#56B4E9", "#009E73", "#CC79A7"
+CATEGORICAL = [BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY, GREY, "#000000"]
+ANSWER_COLOURS = {"No": BLUE, "Yes": VERMILLION, "Unsure": GREY}
+SEQUENTIAL = "viridis"  # perceptually even and colour-blind safe
+# px of a chart's plot area. Every chart, labels and two panels abreast included, stays
+# within 1,150 px, so a laptop screen shows its text at full size (a wider one is shrunk).
+WIDTH = 520
+
+# A field and its title (None: no title, where the panel's header names it already).
+Axis = tuple[str, str | None]
+
+# Text large enough at 100% zoom and in print; the page's font, not Vega's default.
+CONFIG: dict[str, Any] = {
+    "font": "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif",
+    "title": {"fontSize": 15, "anchor": "start", "offset": 10},
+    "axis": {"labelFontSize": 12, "titleFontSize": 13, "labelLimit": 260},
+    "legend": {"labelFontSize": 12, "titleFontSize": 13, "labelLimit": 320},
+    "header": {"labelFontSize": 13, "titleFontSize": 13},
+    "range": {"category": CATEGORICAL},
+    "view": {"stroke": "#bbb"},
+}
+
+
+def short(label: str, limit: int) -> str:
+    """`label` cut to `limit` characters with an ellipsis. Cut here rather than by Vega's
+    labelLimit, whose search for the longest fitting text doubles a chart's drawing time."""
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def records(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts (a Vega-Lite data source): decimals as floats, NaN as null."""
+    return [
+        {name: _json_ready(value) for name, value in zip(columns, row, strict=True)} for row in rows
+    ]
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _spec(title: str, description: str, data: list[dict[str, Any]], **rest: Any) -> dict[str, Any]:
+    """A top-level specification: its title, the description Vega puts in the SVG's
+    aria-label, and its rows inline."""
+    return {"title": title, "description": description, "data": {"values": data}, **rest}
+
+
+def _facet(
+    spec: dict[str, Any],
+    independent: bool = True,
+    wrap: str | None = None,
+    **facets: str | None,
+) -> dict[str, Any]:
+    """`spec` drawn once per value of each facet field (`row=`, `column=`), or per value of
+    `wrap` in panels two abreast, or once when none is given. Panels come in the order of
+    the data; with `independent`, each keeps its own categories."""
+    chosen = {direction: field for direction, field in facets.items() if field is not None}
+    if not chosen and wrap is None:
+        return spec
+    top = {key: spec.pop(key) for key in ("title", "description", "data")}
+
+    def header(field: str, left: bool) -> dict[str, Any]:
+        return {
+            "field": field,
+            "type": "nominal",
+            "title": None,
+            "sort": list(dict.fromkeys(row[field] for row in top["data"]["values"])),
+            "header": {"labelAngle": 0, "labelAlign": "left"} if left else {},
+        }
+
+    if wrap is not None:
+        faceted = {**top, "facet": header(wrap, False), "columns": 2, "spec": spec}
+    else:
+        headers = {
+            direction: header(field, direction == "row") for direction, field in chosen.items()
+        }
+        faceted = {**top, "facet": headers, "spec": spec}
+    if independent:
+        faceted["resolve"] = {"scale": {"y": "independent"}}
+    return faceted
+
+
+def _nominal(field: str, title: str | None, **more: Any) -> dict[str, Any]:
+    return {"field": field, "type": "nominal", "title": title, "sort": None, **more}
+
+
+def _share(field: str, title: str, whole: bool = True, **more: Any) -> dict[str, Any]:
+    """A share along an axis, in per cent: from 0 to 1 if `whole`, else around the data."""
+    return {
+        "field": field,
+        "type": "quantitative",
+        "title": title,
+        "scale": {"domain": [0, 1]} if whole else {"zero": False, "nice": True},
+        "axis": {"format": ".0%"},
+        **more,
+    }
+
+
+def _colours(field: str, title: str, colours: dict[str, str]) -> dict[str, Any]:
+    return {
+        "field": field,
+        "type": "nominal",
+        "title": title,
+        "sort": list(colours),
+        "scale": {"domain": list(colours), "range": list(colours.values())},
+    }
+
+
+def stacked_shares(
+    title: str,
+    description: str,
+    data: list[dict[str, Any]],
+    category: Axis,
+    shares: dict[str, str],
+) -> dict[str, Any]:
+    """One horizontal bar per `category`, split by its answer shares (column -> answer)."""
+    answers = list(shares.values())
+    return _spec(
+        title,
+        description,
+        data,
+        # One row per dataset and answer (its share), then the answer's name and place in
+        # the stack: a reshape, no arithmetic.
+        transform=[
+            {"fold": list(shares), "as": ["column", "share"]},
+            {
+                "lookup": "column",
+                "from": {
+                    "data": {
+                        "values": [
+                            {"column": c, "answer": a, "order": i}
+                            for i, (c, a) in enumerate(shares.items())
+                        ]
+                    },
+                    "key": "column",
+                    "fields": ["answer", "order"],
+                },
+            },
+        ],
+        mark={"type": "bar"},
+        width=WIDTH,
+        encoding={
+            "y": _nominal(*category),
+            "x": _share("share", "share of ratings", stack="zero"),
+            "color": _colours("answer", "Q_overall", {a: ANSWER_COLOURS[a] for a in answers}),
+            "order": {"field": "order"},
+        },
+    )
+
+
+def bars(
+    title: str,
+    description: str,
+    data: list[dict[str, Any]],
+    group: Axis,
+    value: dict[str, Any],
+    wrap: str = "panel",
+) -> dict[str, Any]:
+    """A horizontal bar per group, its length the `value` encoding, a panel per `wrap`
+    value (a dataset and a demographic column, say)."""
+    spec = _spec(
+        title,
+        description,
+        data,
+        mark={"type": "bar", "color": BLUE},
+        width=WIDTH / 2,
+        encoding={"y": _nominal(*group), "x": value},
+    )
+    return _facet(spec, wrap=wrap)
+
+
+def count(field: str, title: str) -> dict[str, Any]:
+    """A count along an axis (for `bars`)."""
+    return {"field": field, "type": "quantitative", "title": title}
+
+
+def share(field: str, title: str) -> dict[str, Any]:
+    """A share (0 to 1, shown in per cent) along an axis (for `bars`)."""
+    return _share(field, title)
+
+
+def interval_dots(
+    title: str,
+    description: str,
+    data: list[dict[str, Any]],
+    group: Axis,
+    value: tuple[str, str],
+    interval: tuple[str, str],
+    wrap: str = "panel",
+) -> dict[str, Any]:
+    """A point per group at `value`, with a line across its `interval` (low, high fields)."""
+    y = _nominal(*group)
+    layer = [
+        {
+            "mark": {"type": "rule", "color": BLUE, "strokeWidth": 3},
+            "encoding": {
+                "y": y,
+                "x": _share(interval[0], value[1], whole=False),
+                "x2": {"field": interval[1]},
+            },
+        },
+        {
+            "mark": {"type": "point", "filled": True, "size": 70, "color": VERMILLION},
+            "encoding": {"y": y, "x": _share(*value, whole=False)},
+        },
+    ]
+    spec = _spec(title, description, data, width=WIDTH / 2, layer=layer)
+    return _facet(spec, wrap=wrap)
+
+
+def heatmap(
+    title: str,
+    description: str,
+    data: list[dict[str, Any]],
+    x: tuple[str, str],
+    y: tuple[str, str],
+    value: tuple[str, str],
+    number_format: str,
+    column: str | None = "dataset",
+) -> dict[str, Any]:
+    """A cell per (x, y) coloured by `value`, which is also printed in it."""
+    encoding = {"x": _nominal(*x, axis={"labelAngle": -30}), "y": _nominal(*y)}
+    middle = _middle(data, value[0])
+    layer = [
+        {
+            "mark": {"type": "rect", "stroke": "white"},
+            "encoding": {
+                **encoding,
+                "color": {
+                    "field": value[0],
+                    "type": "quantitative",
+                    "title": value[1],
+                    "scale": {"scheme": SEQUENTIAL},
+                    "legend": {"format": number_format},
+                },
+            },
+        },
+        {
+            "mark": {"type": "text", "fontSize": 12},
+            "encoding": {
+                **encoding,
+                "text": {"field": value[0], "type": "quantitative", "format": number_format},
+                # Black on viridis' light (high) end, white on its dark end.
+                "color": {
+                    "condition": {"test": f"datum[{value[0]!r}] > {middle}", "value": "black"},
+                    "value": "white",
+                },
+            },
+        },
+    ]
+    spec = _spec(title, description, data, layer=layer, width={"step": 64}, height={"step": 32})
+    return _facet(spec, independent=False, column=column)
+
+
+def _middle(data: list[dict[str, Any]], field: str) -> float:
+    """Halfway along the colour scale, where the printed values turn from white to black."""
+    values = [row[field] for row in data if row.get(field) is not None]
+    return (min(values) + max(values)) / 2 if values else 0.0
+
+
+def scatter(
+    title: str,
+    description: str,
+    data: list[dict[str, Any]],
+    x: tuple[str, str],
+    y: tuple[str, str],
+    colour: tuple[str, str],
+    colours: dict[str, str],
+    column: str | None = "dataset",
+) -> dict[str, Any]:
+    """A point per row at (x, y); colour and shape by a category (`colours`: value -> colour)."""
+    spec = _spec(
+        title,
+        description,
+        data,
+        mark={"type": "point", "filled": True, "size": 26, "opacity": 0.85},
+        width=WIDTH / 2 + 20,
+        height=240,
+        encoding={
+            "x": _share(*x),
+            "y": {"field": y[0], "type": "quantitative", "title": y[1]},
+            "color": _colours(*colour, colours),
+            "shape": {**_colours(*colour, colours), "scale": {"domain": list(colours)}},
+        },
+    )
+    return _facet(spec, column=column)
+
+
+def dumbbell(
+    title: str,
+    description: str,
+    data: list[dict[str, Any]],
+    label: Axis,
+    ends: tuple[tuple[str, str], tuple[str, str]],
+    x_title: str,
+    wrap: str = "panel",
+) -> dict[str, Any]:
+    """A grey line per row between two shares, `ends` (field, legend label) low then high."""
+    (low, low_label), (high, high_label) = ends
+    y = _nominal(*label, axis={"labelLimit": 0})  # labels come cut to size (`short`)
+    x = _share("share", x_title)
+    ends_legend = {
+        "field": "end",
+        "type": "nominal",
+        "title": None,
+        "sort": [low, high],
+        "scale": {"domain": [low, high], "range": [BLUE, VERMILLION]},
+        "legend": {
+            "labelExpr": f"datum.label == {json.dumps(low)} ? "
+            f"{json.dumps(low_label)} : {json.dumps(high_label)}"
+        },
+    }
+    layer: list[dict[str, Any]] = [
+        {
+            "mark": {"type": "line", "color": GREY, "strokeWidth": 2},
+            "encoding": {"y": y, "x": x, "detail": {"field": label[0]}},
+        },
+        {
+            "mark": {"type": "point", "filled": True, "size": 70, "opacity": 1},
+            "encoding": {
+                "y": y,
+                "x": x,
+                "color": ends_legend,
+                "shape": {
+                    **ends_legend,
+                    "scale": {"domain": [low, high], "range": ["circle", "diamond"]},
+                },
+            },
+        },
+    ]
+    # One row per end of each line: a reshape, no arithmetic; one pass for both layers
+    # costs half the drawing time of a layer per end.
+    spec = _spec(
+        title,
+        description,
+        data,
+        transform=[{"fold": [low, high], "as": ["end", "share"]}],
+        width=WIDTH / 2,
+        layer=layer,
+    )
+    return _facet(spec, wrap=wrap)
+
+
+def strips(
+    title: str,
+    description: str,
+    data: list[dict[str, Any]],
+    category: Axis,
+    value: tuple[str, str],
+    colour: tuple[str, str],
+    colours: dict[str, str],
+    threshold: float,
+    column: str | None = "dataset",
+) -> dict[str, Any]:
+    """A tick per row along `value` (0 to 1) in one strip per `category`, coloured by
+    `colour`, and a dashed line at `threshold`."""
+    y = _nominal(*category)
+    layer: list[dict[str, Any]] = [
+        {
+            "mark": {"type": "tick", "thickness": 2, "opacity": 0.8},
+            "encoding": {"y": y, "x": _share(*value), "color": _colours(*colour, colours)},
+        },
+        {
+            "mark": {"type": "rule", "strokeDash": [6, 4], "color": "black"},
+            "encoding": {"x": {"datum": threshold}},
+        },
+    ]
+    spec = _spec(title, description, data, layer=layer, width=WIDTH / 2 + 20)
+    return _facet(spec, column=column)
+
+
+def dots(
+    title: str,
+    description: str,
+    data: list[dict[str, Any]],
+    group: Axis,
+    value: tuple[str, str],
+    marker: tuple[str, str],
+    markers: dict[str, str],
+    row: str | None,
+    column: str | None,
+) -> dict[str, Any]:
+    """A point per group at `value` (any number), filled or hollow by `marker` (value ->
+    "filled" or "hollow"); each panel has its own scales."""
+    spec = _spec(
+        title,
+        description,
+        data,
+        mark={"type": "point", "size": 70, "strokeWidth": 2, "color": BLUE},
+        width=WIDTH / 4,
+        encoding={
+            "y": _nominal(*group, axis={"labelLimit": 0}),  # labels come cut (`short`)
+            "x": {
+                "field": value[0],
+                "type": "quantitative",
+                "title": value[1],
+                "scale": {"zero": False},
+                # Fixed decimals: Vega's own format prints "0" for a panel of equal values.
+                "axis": {"format": ".4~f", "tickCount": 3},
+            },
+            "fill": {
+                "field": marker[0],
+                "type": "nominal",
+                "title": marker[1],
+                "scale": {
+                    "domain": list(markers),
+                    "range": [BLUE if kind == "filled" else "white" for kind in markers.values()],
+                },
+            },
+        },
+    )
+    faceted = _facet(spec, row=row, column=column)
+    faceted["resolve"] = {"scale": {"x": "independent", "y": "independent"}}
+    return faceted
+
+
+def to_svg(spec: dict[str, Any]) -> str:
+    """The chart as an SVG element (text, not a file), ready to inline in HTML."""
+    import vl_convert
+
+    try:
+        svg: str = vl_convert.vegalite_to_svg(spec, config=CONFIG, allowed_base_urls=[])
+    except ValueError as error:  # vl-convert reports a bad specification as ValueError
+        raise DicesError(f"cannot draw the chart {spec.get('title')!r}: {error}") from error
+    return svg

@@ -1,0 +1,215 @@
+"""The report as one HTML page: sections of figures, their tables, and how it was made.
+
+Self-contained by construction: the charts are inline SVG, the style is inline, there is no
+script, font, image or link to fetch, and a Content-Security-Policy forbids the browser to
+load anything should one ever slip in.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from dices_cli.output import Table
+from dices_cli.report.context import Section
+
+OPEN_TABLE_ROWS = 12  # a longer table starts folded, so the page stays readable
+# Nothing may be loaded: styles only from the page itself, images only as data.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+STYLE = """
+:root { color-scheme: light; }
+body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       color: #1a1a1a; margin: 0 auto; max-width: 1200px; padding: 1.5rem 2rem 4rem; }
+h1 { font-size: 1.9rem; margin: 0 0 .25rem; }
+h2 { font-size: 1.4rem; border-bottom: 2px solid #1a1a1a; padding-bottom: .2rem;
+     margin-top: 2.5rem; }
+nav ol { columns: 2; padding-left: 1.2rem; }
+a { color: #0060a0; }
+figure { margin: 1.5rem 0 2rem; break-inside: avoid; }
+.chart svg { max-width: 100%; height: auto; display: block; }
+figcaption { margin: .5rem 0; max-width: 60rem; }
+figcaption .read { display: block; color: #555; }
+details { margin: .5rem 0 1rem; }
+summary { cursor: pointer; color: #0060a0; }
+.table { overflow-x: auto; }
+table { border-collapse: collapse; font-size: .85rem; margin: .5rem 0; }
+caption { text-align: left; font-weight: 600; padding: .3rem 0; }
+th, td { border-bottom: 1px solid #d0d0d0; padding: .15rem .6rem; text-align: left;
+         vertical-align: top; }
+td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td:first-child { white-space: nowrap; }
+.note { background: #fff6e0; border-left: 4px solid #e69f00; padding: .4rem .8rem; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
+dt { font-weight: 600; }
+code, .hash { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .85rem;
+              overflow-wrap: anywhere; }
+@page { size: A4 landscape; margin: 12mm; }  /* the widest charts at nearly full size */
+@media print {
+  body { max-width: none; padding: 0; font-size: 11pt; }
+  nav, summary { display: none; }
+  h2 { break-before: auto; break-after: avoid; }
+  .table { break-inside: avoid; }
+  a { color: inherit; text-decoration: none; }
+}
+"""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """How the report was made, printed at its end."""
+
+    command: str
+    version: str
+    created: str  # ISO 8601, UTC
+    selection: str
+    datasets: list[dict[str, Any]]  # each dataset's manifest
+
+
+def _cell(value: Any) -> tuple[str, bool]:
+    """A value as table text (rounded for people) and whether it is a number."""
+    if value is None:
+        return "", False
+    if isinstance(value, bool):
+        return ("yes" if value else "no"), False
+    if isinstance(value, int):
+        return f"{value:,}", True
+    if isinstance(value, float | Decimal):
+        return f"{value:,.3f}", True
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value)), False
+    return str(value), False
+
+
+def table_html(table: Table, caption: str | None = None) -> str:
+    head = "".join(f"<th scope=col>{html.escape(c)}</th>" for c in table.columns)
+    body = []
+    for row in table.rows:
+        cells = []
+        for value in row:
+            text, number = _cell(value)
+            cells.append(f"<td{' class=number' if number else ''}>{html.escape(text)}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    title = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return (
+        f'<div class="table"><table>{title}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _folded(table: Table, summary: str) -> str:
+    state = " open" if len(table.rows) <= OPEN_TABLE_ROWS else ""
+    rows = f"{len(table.rows):,} row{'s' if len(table.rows) != 1 else ''}"
+    return (
+        f"<details{state}><summary>{html.escape(summary)} ({rows})</summary>"
+        f"{table_html(table)}</details>"
+    )
+
+
+def _scoped(svg: str, prefix: str) -> str:
+    """`svg` with its element ids (gradients, clips) and the references to them prefixed, so
+    that the charts inlined in one page cannot take each other's."""
+    svg = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', svg)
+    svg = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", svg)
+    return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}-\1"', svg)
+
+
+def section_html(section: Section, svgs: Sequence[str], first_figure: int) -> str:
+    parts = [f'<section id="{section.key}"><h2>{html.escape(section.title)}</h2>']
+    parts += [f'<p class="note">{html.escape(note)}</p>' for note in section.notes]
+    for number, (figure, svg) in enumerate(zip(section.figures, svgs, strict=True), first_figure):
+        key = f"figure-{number}"
+        title = html.escape(str(figure.spec["title"]))
+        description = html.escape(str(figure.spec["description"]))
+        parts.append(
+            f'<figure id="{key}">'
+            f'<div class="chart" role="img" aria-label="{title}: {description}" '
+            f'aria-describedby="{key}-read">{_scoped(svg, key)}</div>'
+            f"<figcaption><strong>Figure {number}. {title}.</strong> "
+            f'<span class="read" id="{key}-read">How to read it: '
+            f"{html.escape(figure.how_to_read)}</span></figcaption>"
+            f"{_folded(figure.table, f'Numbers behind figure {number}')}</figure>"
+        )
+    parts += [table_html(table, caption) for caption, table in section.tables]
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def provenance_html(made: Provenance) -> str:
+    facts = [
+        ("Command", f"<code>{html.escape(made.command)}</code>"),
+        ("dices version", html.escape(made.version)),
+        ("Created", html.escape(made.created)),
+        ("Raters", html.escape(made.selection)),
+    ]
+    rows = []
+    for manifest in made.datasets:
+        source = manifest["source"]
+        files = manifest.get("files", {})
+        stored = "<br>".join(
+            f"{html.escape(name)}: <span class=hash>{html.escape(record['sha256'])}</span>"
+            for name, record in files.items()
+        )
+        counts = manifest["counts"]
+        filtered = (manifest.get("filter") or {}).get("description", "")
+        rows.append(
+            f"<tr><td>{html.escape(manifest['title'])}</td>"
+            f"<td>{html.escape(source['name'])}<br>"
+            f"<span class=hash>sha256 {html.escape(source['sha256'])}</span></td>"
+            f"<td class=number>{counts['conversations']:,}</td>"
+            f"<td class=number>{counts['raters']:,}</td>"
+            f"<td class=number>{counts['ratings']:,}</td>"
+            f"<td>{html.escape(manifest['created'])}</td><td>{html.escape(filtered)}</td>"
+            f"<td>{stored}</td></tr>"
+        )
+    head = "".join(
+        f"<th scope=col>{name}</th>"
+        for name in (
+            "dataset",
+            "source file",
+            "conversations",
+            "raters",
+            "ratings",
+            "ingested",
+            "filter",
+            "stored files",
+        )
+    )
+    return (
+        '<section id="provenance"><h2>How this report was made</h2><dl>'
+        + "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
+        + "</dl><table><caption>Datasets, from their manifests (counts before rater "
+        f"selection)</caption><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+        "</table></section>"
+    )
+
+
+def page(sections: Sequence[Section], svgs: Sequence[Sequence[str]], made: Provenance) -> str:
+    """The whole HTML document."""
+    titles = " and ".join(m["title"] for m in made.datasets)
+    toc = "".join(
+        f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>' for s in [*sections, _PROVENANCE]
+    )
+    body = []
+    figure = 1
+    for section, drawn in zip(sections, svgs, strict=True):
+        body.append(section_html(section, drawn, figure))
+        figure += len(section.figures)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>dices report: {html.escape(titles)}</title><style>{STYLE}</style></head>"
+        f"<body><header><h1>DICES safety ratings: {html.escape(titles)}</h1>"
+        f"<p>Raters: {html.escape(made.selection)}. Every chart is drawn from the canned queries "
+        "of <code>dices query</code>; the numbers behind each are in the table below it.</p>"
+        f"<nav aria-label=Contents><ol>{toc}</ol></nav></header>"
+        f"<main>{''.join(body)}{provenance_html(made)}</main></body></html>\n"
+    )
+
+
+_PROVENANCE = Section("provenance", "How this report was made", [])

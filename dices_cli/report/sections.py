@@ -1,0 +1,398 @@
+"""The report's sections: each runs canned queries through the engine and draws their rows.
+
+A section is a function of the `Context` that returns a `Section` (or None when it does not
+apply: no DICES-350 for gold, no `by` columns for agreement). `SECTIONS` is their order; a
+new section (model predictions, say) is one more function in that list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dices_cli.report.charts as charts
+from dices_cli.output import table_from_rows
+from dices_cli.report.context import (
+    Context,
+    Figure,
+    Section,
+    dataset_title,
+    panels,
+    select,
+    stacked,
+)
+
+# The demographic columns of the rater pool overview, and of the shares without `by`.
+POOL_COLUMNS = ("rater_gender", "rater_race", "rater_age", "rater_education")
+DEFAULT_GROUPS = ("rater_race", "rater_gender")
+TOP_CONVERSATIONS = 8  # per dataset and column, in the chart of conversations groups disagree on
+SIGNIFICANT = 0.05  # Benjamini-Hochberg adjusted p-value below which a point is filled
+NO_GOLD = "no gold label"
+
+
+def overview(ctx: Context) -> Section:
+    result = ctx.run("overview")
+    assert result is not None
+    sizes = select(
+        result.columns,
+        [{**r, "dataset": dataset_title(r["dataset"])} for r in result.records()],
+    )
+    shares = {"share_no": "No", "share_yes": "Yes", "share_unsure": "Unsure"}
+    answers = charts.stacked_shares(
+        "Q_overall answers per dataset",
+        "Share of ratings answering No (safe), Yes (unsafe) and Unsure, per dataset.",
+        charts.records(sizes.columns, sizes.rows),
+        ("dataset", "dataset"),
+        shares,
+    )
+    pool = stacked(ctx, "qoverall-by-demographic", POOL_COLUMNS, ["raters", "ratings"])
+    raters = charts.bars(
+        "Raters per demographic group",
+        "Number of raters in each group of gender, race, age and education, per dataset.",
+        panels(pool),
+        ("group", None),
+        charts.count("raters", "raters"),
+    )
+    return Section(
+        "overview",
+        "Datasets and rater pool",
+        [
+            Figure(
+                answers,
+                sizes,
+                "Each bar is one dataset: the longer its vermillion part, the more often raters "
+                "called the chatbot's answer unsafe.",
+            ),
+            Figure(
+                raters,
+                pool,
+                "Each bar counts the raters of one group; small groups give wide intervals in "
+                "the sections below.",
+            ),
+        ],
+    )
+
+
+def qoverall_shares(ctx: Context) -> Section:
+    groups = ctx.by or list(DEFAULT_GROUPS)
+    keep = ["raters", "ratings", "share_yes", "share_yes_ci_low", "share_yes_ci_high"]
+    shares = stacked(ctx, "qoverall-by-demographic", groups, keep)
+    figures = [
+        Figure(
+            charts.interval_dots(
+                "Share of Yes (unsafe) per group, with 95% intervals",
+                "Share of ratings answering Yes per demographic group, with its 95% Wilson "
+                "interval, per dataset.",
+                panels(shares),
+                ("group", None),
+                ("share_yes", "share of Yes (unsafe)"),
+                ("share_yes_ci_low", "share_yes_ci_high"),
+            ),
+            shares,
+            "A dot is a group's share of Yes and its line the 95% interval: groups whose lines "
+            "do not overlap see safety differently (ratings of one rater are not independent, "
+            "so the lines are if anything too short).",
+        )
+    ]
+    if len(groups) >= 2:
+        figures.append(_intersection(ctx, groups))
+    return Section("shares", "Q_overall per demographic group", figures)
+
+
+def _intersection(ctx: Context, groups: Sequence[str]) -> Figure:
+    result = ctx.run("qoverall-by-demographic", by=list(groups))
+    assert result is not None
+    rest = " / ".join(groups[1:])
+    rows = [
+        {
+            **r,
+            "dataset": dataset_title(r["dataset"]),
+            rest: " / ".join(str(r[c]) for c in groups[1:]),
+        }
+        for r in result.records()
+    ]
+    columns = ["dataset", groups[0], rest, "raters", "ratings", "share_yes"]
+    table = select([*columns, "share_yes_ci_low", "share_yes_ci_high"], rows)
+    spec = charts.heatmap(
+        f"Share of Yes (unsafe) per {groups[0]} x {rest}",
+        f"Share of ratings answering Yes for each intersection of {' and '.join(groups)}.",
+        charts.records(table.columns, table.rows),
+        (groups[0], groups[0]),
+        (rest, rest),
+        ("share_yes", "share of Yes"),
+        ".0%",
+    )
+    return Figure(
+        spec,
+        table,
+        "Each cell is one intersection of groups, lighter for a larger share of Yes; check its "
+        "raters in the table: a cell of few raters is noisy.",
+    )
+
+
+def gold_vs_crowd(ctx: Context) -> Section | None:
+    cells = ctx.run("gold-vs-crowd")
+    summary = ctx.run("gold-vs-crowd-summary")
+    if cells is None or summary is None:
+        return None
+    spec = charts.heatmap(
+        "Experts' gold label against the crowd's plurality label (DICES-350)",
+        "Number of conversations for each pair of gold label and crowd plurality label.",
+        charts.records(cells.columns, cells.rows),
+        ("crowd_label", "crowd plurality label"),
+        ("safety_gold", "experts' gold label"),
+        ("conversations", "conversations"),
+        "d",
+        column=None,
+    )
+    return Section(
+        "gold",
+        "Experts against the crowd",
+        [
+            Figure(
+                spec,
+                cells,
+                "The diagonal (No/No, Yes/Yes) is where the crowd agrees with the experts; "
+                "the gold Yes row's No cell counts unsafe conversations the crowd called safe.",
+            )
+        ],
+        tables=[("How well the crowd's label predicts the experts' (Yes = unsafe)", summary)],
+    )
+
+
+def disagreement(ctx: Context) -> Section:
+    items = ctx.run("item-distribution")
+    assert items is not None
+    columns = ["dataset", "item_id", "degree_of_harm", "safety_gold", "ratings", "share_yes"]
+    columns += ["plurality", "entropy_bits"]
+    rows = [
+        {**r, "dataset": dataset_title(r["dataset"]), "safety_gold": r["safety_gold"] or NO_GOLD}
+        for r in items.records()
+    ]
+    table = select(columns, rows)
+    spec = charts.scatter(
+        "Disagreement per conversation: entropy against share of Yes",
+        "One point per conversation: its share of Yes answers against the entropy of its "
+        "answers, coloured by the experts' gold label.",
+        charts.records(table.columns, table.rows),
+        ("share_yes", "share of Yes (unsafe)"),
+        ("entropy_bits", "entropy of the answers (bits)"),
+        ("safety_gold", "gold label"),
+        {"No": charts.BLUE, "Yes": charts.VERMILLION, NO_GOLD: charts.GREY},
+    )
+    figures = [
+        Figure(
+            spec,
+            table,
+            "Points high up are conversations the raters split on (1.58 bits: a three-way "
+            "split); vermillion points on the left are unsafe by the experts but safe to most "
+            "raters.",
+        )
+    ]
+    if ctx.by:
+        figures.append(_group_gaps(ctx))
+    return Section("disagreement", "Where raters disagree", figures)
+
+
+def _group_gaps(ctx: Context) -> Figure:
+    shown: list[dict[str, Any]] = []
+    for column in ctx.by:  # one column at a time: intersections of a few raters gap widest
+        result = ctx.run("group-disagreement", by=[column])
+        records = [] if result is None else result.records()
+        for dataset in ctx.datasets:  # the query ranks the largest gap first
+            ranked = [r for r in records if r["dataset"] == dataset][:TOP_CONVERSATIONS]
+            shown += [
+                {
+                    **r,
+                    "dataset": dataset_title(dataset),
+                    "column": column,
+                    "panel": f"{dataset_title(dataset)} · {column}",
+                    "conversation": f"#{r['item_id']}: {charts.short(r['lowest_group'], 14)} < "
+                    f"{charts.short(r['highest_group'], 14)}",
+                }
+                for r in ranked
+            ]
+    columns = ["dataset", "column", "item_id", "lowest_group", "lowest_share_yes"]
+    columns += ["highest_group", "highest_share_yes", "gap", "test", "p_value", "p_adjusted"]
+    table = select(columns, shown)
+    spec = charts.dumbbell(
+        "Conversations the groups disagree on most",
+        f"For the {TOP_CONVERSATIONS} conversations per dataset and column with the largest gap, "
+        "the share of Yes of the group with the lowest and of the one with the highest share.",
+        charts.records(
+            ["panel", "conversation", *columns],
+            [(r["panel"], r["conversation"], *(r[c] for c in columns)) for r in shown],
+        ),
+        ("conversation", None),
+        (("lowest_share_yes", "lowest group"), ("highest_share_yes", "highest group")),
+        "share of Yes (unsafe) in the group",
+    )
+    return Figure(
+        spec,
+        table,
+        "Each line joins the least and the most alarmed group of one conversation (named "
+        "lowest < highest); p_adjusted says whether the answers depend on the group more than "
+        "chance would make them.",
+    )
+
+
+def rater_quality(ctx: Context) -> Section:
+    from dices_cli.audit import audit, audit_table
+    from dices_cli.quality import (
+        COMPONENTS,
+        DEMOGRAPHICS,
+        RaterFilter,
+        kept_raters,
+        quality_table,
+        score_raters,
+    )
+
+    session = ctx.session(ctx.datasets)
+    raters = score_raters(session)  # runs the rater-quality query
+    rule = RaterFilter()
+    scores = quality_table(raters, rule)
+    removed = {True: "removed by the DICES authors", False: "kept by the DICES authors"}
+    rows = [
+        (
+            dataset_title(r["dataset"]),
+            r["rater_id"],
+            component,
+            r[component],
+            removed[r["published_removed"]],
+        )
+        for r in scores.records()
+        for component in ["score", *COMPONENTS]
+        if r[component] is not None
+    ]
+    long = table_from_rows(["dataset", "rater_id", "component", "value", "authors"], rows)
+    spec = charts.strips(
+        "Rater quality: score and its five components",
+        "One tick per rater and component of the quality score (0 to 1), coloured by whether "
+        "the DICES authors removed the rater; the dashed line is the default threshold.",
+        charts.records(long.columns, long.rows),
+        ("component", "component"),
+        ("value", "value (1 = no sign of trouble)"),
+        ("authors", "rater"),
+        {removed[False]: charts.BLUE, removed[True]: charts.VERMILLION},
+        rule.threshold,
+    )
+    audits = audit(session, raters, kept_raters(raters, rule))
+    summary = audit_table(audits, rule.description)
+    summary = select(
+        [c for c in summary.columns if c not in ("filter", "groups")], summary.records()
+    )
+    removal = table_from_rows(
+        ["dataset", "column", "group", "raters", "removed", "removal_rate", "p_value"],
+        [
+            (dataset_title(a.dataset), c.column, g.group, g.raters, g.removed, g.rate, c.p_value)
+            for column in DEMOGRAPHICS  # each column's datasets side by side
+            for a in audits
+            for c in a.columns
+            if c.column == column
+            for g in c.groups
+        ],
+    )
+    removal_spec = charts.bars(
+        f"Raters the default filter removes, per group (score below {rule.threshold:g})",
+        "Share of each demographic group's raters whose quality score is below the threshold.",
+        panels(removal),
+        ("group", None),
+        charts.share("removal_rate", "share of the group's raters removed"),
+    )
+    return Section(
+        "quality",
+        "Rater quality and the filter audit",
+        [
+            Figure(
+                spec,
+                select(
+                    scores.columns,
+                    [{**r, "dataset": dataset_title(r["dataset"])} for r in scores.records()],
+                ),
+                "Ticks left of the dashed line belong to raters the default filter removes; "
+                "vermillion ticks are the raters the DICES authors removed, so vermillion on the "
+                "right marks removals the score does not explain.",
+            ),
+            Figure(
+                removal_spec,
+                removal,
+                "A filter should remove raters for their work, not their group: a low p_value "
+                "(exact test) says removal depends on the group.",
+            ),
+        ],
+        tables=[
+            (
+                f"What the default filter (removing {rule.description}) changes, as "
+                "the audit of dices filter-raters reports it",
+                summary,
+            )
+        ],
+    )
+
+
+def agreement(ctx: Context) -> Section | None:
+    if not ctx.by:
+        return None
+    metrics = {"irr": "IRR (alpha within)", "xrr": "XRR (with the rest)", "gai": "GAI"}
+    marker = {"yes": "filled", "no": "hollow"}
+    rows = []
+    for column in ctx.by:
+        result = ctx.run("agreement", by=[column], permutations=ctx.permutations, seed=ctx.seed)
+        for r in [] if result is None else result.records():
+            for metric, name in metrics.items():
+                p_bh = r[f"{metric}_p_bh"]
+                significant = "yes" if p_bh is not None and p_bh < SIGNIFICANT else "no"
+                rows.append(
+                    (
+                        dataset_title(r["dataset"]),
+                        column,
+                        r[column],
+                        r["raters"],
+                        name,
+                        r[metric],
+                        r[f"{metric}_p"],
+                        p_bh,
+                        significant,
+                    )
+                )
+    columns = ["dataset", "column", "group", "raters", "metric", "value", "p_value", "p_bh"]
+    table = table_from_rows([*columns, "significant"], rows)
+    spec = charts.dots(
+        "Agreement per group: IRR, XRR and GAI",
+        "Krippendorff's alpha within each group (IRR), with the rest of the pool (XRR) and "
+        "their ratio (GAI), filled where the permutation test is significant.",
+        [{**r, "label": charts.short(str(r["group"]), 18)} for r in panels(table)],
+        ("label", None),
+        ("value", "value"),
+        ("significant", f"p (BH) < {SIGNIFICANT}"),
+        marker,
+        row="panel",
+        column="metric",
+    )
+    return Section(
+        "agreement",
+        "Agreement within and across groups",
+        [
+            Figure(
+                spec,
+                table,
+                "GAI above 1: the group agrees with itself more than with the others; a filled "
+                f"point differs from {ctx.permutations:,} random relabellings of the raters "
+                "(Benjamini-Hochberg adjusted).",
+            )
+        ],
+        notes=[
+            "The agreement query gives permutation p-values, not intervals: a point is filled "
+            f"when its adjusted p-value is below {SIGNIFICANT}."
+        ],
+    )
+
+
+SECTIONS: list[Callable[[Context], Section | None]] = [
+    overview,
+    qoverall_shares,
+    gold_vs_crowd,
+    disagreement,
+    rater_quality,
+    agreement,
+]

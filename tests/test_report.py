@@ -1,0 +1,298 @@
+"""`dices report`: one self-contained HTML file whose charts draw the canned queries' rows.
+
+The report of both replica datasets is built once per module and opened in headless
+Chromium (Debian's `chromium`): every chart must be drawn, with non-zero size, and the page
+must ask for nothing but itself. Without Chromium that test is skipped with the reason,
+unless DICES_REQUIRE_CHROMIUM=1 (set by .ci/run), which turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import importlib.util
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dices_cli import __version__
+from dices_cli.main import app
+from dices_cli.queries.engine import RaterSelection
+from dices_cli.report.context import Context, Section
+from dices_cli.report.sections import SECTIONS, TOP_CONVERSATIONS
+from dices_cli.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+BY = ["--by", "rater_race", "--by", "rater_gender"]
+PERMUTATIONS = "50"  # behind the agreement section's p-values: 200 by default
+# Figures of the report of both datasets with two --by columns: overview 2, shares 2 (the
+# heatmap of the intersection), gold 1, disagreement 2, quality 2, agreement 1.
+FIGURES_WITH_BY = 10
+
+
+def _load_screenshot_script() -> Any:
+    """scripts/report_screenshot.py, which holds the DevTools client (`Browser`)."""
+    spec = importlib.util.spec_from_file_location(
+        "report_screenshot", REPO / "scripts" / "report_screenshot.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def report(ingested: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of both replica datasets, by race and gender."""
+    target = tmp_path_factory.mktemp("report") / "report.html"
+    arguments = ["report", *BY, "--permutations", PERMUTATIONS, "--data", str(ingested)]
+    result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"wrote {target}\n"
+    return target
+
+
+def test_the_report_opens_in_chromium_draws_every_chart_and_fetches_nothing(
+    report: Path, tmp_path: Path
+) -> None:
+    screenshot = _load_screenshot_script()
+    executable = screenshot.chromium()
+    if executable is None:
+        reason = "chromium not found (apt-get install chromium, or set CHROMIUM)"
+        if os.environ.get("DICES_REQUIRE_CHROMIUM") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    browser = screenshot.Browser(executable, tmp_path / "profile")
+    try:
+        session = browser.open(report.as_uri())
+        charts = browser.evaluate(
+            session,
+            """[...document.querySelectorAll('figure .chart')].map(chart => {
+                const svg = chart.querySelector('svg');
+                const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+                const marks = svg ? [...svg.querySelectorAll('path, rect, line, text')]
+                    .filter(e => { const b = e.getBoundingClientRect();
+                                   return b.width > 0 || b.height > 0; }).length : 0;
+                return {label: chart.getAttribute('aria-label'), width: box.width,
+                        height: box.height, marks: marks};
+            })""",
+        )
+        png = browser.screenshot(session, 1600)
+        # The log sees what a page fetches: a page that asks for an image (which the proxy
+        # Chromium is given refuses) shows in it.
+        probe = tmp_path / "probe.html"
+        probe.write_text('<img src="http://127.0.0.1:9/probe.png">', encoding="utf-8")
+        probe_session = browser.open(probe.as_uri())
+    finally:
+        browser.close()
+    assert browser.requests(probe_session) == [probe.as_uri(), "http://127.0.0.1:9/probe.png"]
+    assert len(charts) == FIGURES_WITH_BY
+    for chart in charts:
+        assert chart["label"], chart
+        assert chart["width"] > 100 and chart["height"] > 50, chart
+        assert chart["marks"] > 10, chart
+    assert browser.requests(session) == [report.as_uri()]  # the page itself, nothing else
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 50_000
+
+
+def test_the_page_is_self_contained(report: Path) -> None:
+    page = report.read_text(encoding="utf-8")
+    assert '<meta http-equiv="Content-Security-Policy" content="default-src \'none\';' in page
+    for loads_something in ("<script", "<link", "<img", "<iframe", "@import", "src="):
+        assert loads_something not in page
+    assert re.findall(r"url\((?!#figure-\d+-)", page) == []  # only a chart's own gradients
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    # The only links are the page's own anchors.
+    assert set(re.findall(r'href="([^"#][^"]*)"', page)) == set()
+    assert page.count("<svg") == FIGURES_WITH_BY
+
+
+def test_the_report_records_how_it_was_made(report: Path, ingested: Path) -> None:
+    page = html.unescape(report.read_text(encoding="utf-8"))
+    options = f"{' '.join(BY)} --permutations {PERMUTATIONS} --seed 0"
+    command = f"dices report --dataset all {options} -o {report}"
+    assert f"<code>{command}</code>" in page
+    assert f"<dt>dices version</dt><dd>{__version__}</dd>" in page
+    assert "<dt>Raters</dt><dd>all raters</dd>" in page
+    for name in ("350", "990"):
+        manifest = json.loads((ingested / name / "manifest.json").read_text())
+        assert f"sha256 {manifest['source']['sha256']}" in page
+        for record in manifest["files"].values():
+            assert record["sha256"] in page
+    assert re.search(r"<dt>Created</dt><dd>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00</dd>", page)
+
+
+def _query_csv(ingested: Path, *arguments: str) -> list[dict[str, str]]:
+    result = CliRunner().invoke(app, ["query", *arguments, "--data", str(ingested), "-f", "csv"])
+    assert result.exit_code == 0, result.output
+    return list(csv.DictReader(io.StringIO(result.stdout)))
+
+
+@pytest.fixture(scope="module")
+def sections(ingested: Path) -> dict[str, Section]:
+    """The sections of both datasets by gender, as `dices report --by rater_gender` draws."""
+    context = Context(Store(ingested), "all", RaterSelection(), ["rater_gender"], 20, 0)
+    built = (build(context) for build in SECTIONS)
+    return {section.key: section for section in built if section is not None}
+
+
+def test_every_chart_draws_the_rows_of_its_table(sections: dict[str, Section]) -> None:
+    assert list(sections) == ["overview", "shares", "gold", "disagreement", "quality", "agreement"]
+    for section in sections.values():
+        for figure in section.figures:
+            drawn = figure.spec["data"]["values"]
+            shared = [c for c in drawn[0] if c in figure.table.columns]
+            assert len(shared) >= 2, figure.spec["title"]
+            index = [figure.table.columns.index(c) for c in shared]
+            rows = {tuple(row[i] for i in index) for row in figure.table.rows}
+            for values in drawn:
+                assert tuple(values[c] for c in shared) in rows, values
+
+
+def test_the_shares_and_the_gaps_are_the_queries_numbers(
+    ingested: Path, sections: dict[str, Section]
+) -> None:
+    shares = sections["shares"].figures[0].table
+    expected = _query_csv(ingested, "qoverall-by-demographic", "--by", "rater_gender")
+    assert [(r[0], r[2], r[5], r[6], r[7]) for r in shares.rows] == [
+        (
+            f"DICES-{r['dataset']}",
+            r["rater_gender"],
+            float(r["share_yes"]),
+            float(r["share_yes_ci_low"]),
+            float(r["share_yes_ci_high"]),
+        )
+        for r in expected
+    ]
+    gaps = sections["disagreement"].figures[1].table.records()
+    ranked = _query_csv(ingested, "group-disagreement", "--by", "rater_gender")
+    for dataset in ("350", "990"):
+        top = [r for r in ranked if r["dataset"] == dataset][:TOP_CONVERSATIONS]
+        assert [(g["item_id"], g["gap"]) for g in gaps if g["dataset"] == f"DICES-{dataset}"] == [
+            (int(r["item_id"]), float(r["gap"])) for r in top
+        ]
+
+
+def test_one_dataset_without_by_leaves_out_what_does_not_apply(
+    ingested: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "990.html"
+    arguments = ["report", "-d", "990", "--exclude-removed", "--data", str(ingested)]
+    result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    page = html.unescape(target.read_text(encoding="utf-8"))
+    keys = re.findall(r'<section id="([a-z]+)">', page)
+    assert keys == ["overview", "shares", "disagreement", "quality", "provenance"]  # no gold
+    assert "Share of Yes (unsafe) per rater_race x rater_gender" in page  # the default groups
+    assert "<dt>Raters</dt><dd>without the raters the DICES authors removed</dd>" in page
+    assert page.count("<svg") == 7  # no group gaps, no agreement without --by
+
+
+def test_a_dataset_without_a_by_column_is_left_out_with_a_note(
+    ingested: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "locale.html"
+    arguments = ["report", "--by", "rater_locale", "--permutations", "0", "--data", str(ingested)]
+    result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        "note: rater_locale is a DICES-990 column; DICES-350 has no rater_locale, "
+        f"so it is left out\nwrote {target}\n"
+    )
+    page = target.read_text(encoding="utf-8")
+    assert "<h1>DICES safety ratings: DICES-990</h1>" in page
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "message"),
+    [
+        (
+            ["-d", "350", "--by", "rater_locale"],
+            2,
+            "Error: rater_locale is a DICES-990 column; DICES-350 has no rater_locale\n",
+        ),
+        (
+            ["--by", "rater_shoe_size"],
+            2,
+            "Error: --by names an unknown column 'rater_shoe_size'; choose from: ",
+        ),
+        (["--permutations", "-1"], 2, "Error: --permutations must be a whole number between 0 and"),
+    ],
+)
+def test_a_bad_option_is_a_usage_error(
+    ingested: Path, tmp_path: Path, arguments: list[str], code: int, message: str
+) -> None:
+    target = tmp_path / "r.html"
+    result = CliRunner().invoke(
+        app, ["report", *arguments, "--data", str(ingested), "-o", str(target)]
+    )
+    assert result.exit_code == code
+    assert result.stderr.startswith(message)
+    assert not target.exists()
+
+
+def test_an_existing_file_needs_force_and_the_data_directory_is_never_written(
+    ingested: Path, tmp_path: Path
+) -> None:
+    existing = tmp_path / "report.html"
+    existing.write_text("mine")
+    result = CliRunner().invoke(app, ["report", "--data", str(ingested), "-o", str(existing)])
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {existing} exists; use --force to overwrite it\n",
+    )
+    assert existing.read_text() == "mine"
+    inside = ingested / "report.html"
+    result = CliRunner().invoke(app, ["report", "--data", str(ingested), "-o", str(inside)])
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: -o {inside} is inside the data directory {ingested}; choose another file\n",
+    )
+    assert not inside.exists()
+
+
+def test_nothing_ingested_is_a_plain_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["report", "--data", str(tmp_path / "none"), "-o", str(tmp_path / "r.html")]
+    )
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: nothing is ingested in {tmp_path / 'none'}")
+
+
+def test_without_the_charting_library_the_report_says_how_to_install_it(
+    ingested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "vl_convert", None)  # as if not installed
+    target = tmp_path / "r.html"
+    result = CliRunner().invoke(app, ["report", "--data", str(ingested), "-o", str(target)])
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: charts need vl-convert-python: pip install 'dices-cli[report]'\n",
+    )
+    assert not target.exists()
+
+
+def test_only_dices_report_imports_the_charting_library() -> None:
+    program = (
+        "import sys\n"
+        "from dices_cli.main import app\n"
+        "for arguments in (['--help'], ['report', '--help'], ['query', '--list', '-f', 'csv']):\n"
+        "    try:\n"
+        "        app(arguments)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print('vl_convert' in sys.modules, 'dices_cli.report.charts' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "False False"
