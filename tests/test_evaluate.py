@@ -528,3 +528,23 @@ def test_the_seed_fixes_the_intervals(runner: CliRunner, sample: Path, tmp_path:
     assert first == again
     assert [r["kappa"] for r in first] == [r["kappa"] for r in other]
     assert [r["kappa_low"] for r in first] != [r["kappa_low"] for r in other]
+
+
+def test_a_ranked_summary_on_a_terminal_only(
+    runner: CliRunner, sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dices_cli.commands import evaluate as command
+
+    predictions = write(tmp_path / "p.csv", flipped_pair(sample))
+    _, piped = evaluate(runner, sample, predictions, "--against", "gold")
+    monkeypatch.setattr(command, "stderr_is_terminal", lambda: True)
+    rows, shown = evaluate(runner, sample, predictions, "--against", "gold")
+    honest, flipped = row(rows, model="honest"), row(rows, model="flipped")
+    summary = (
+        "kappa against gold (DICES-350; higher is better):\n"
+        f"  honest   {honest['kappa']:6.3f}  "
+        f"[{honest['kappa_low']:.3f}, {honest['kappa_high']:.3f}]\n"
+        f"  flipped  {flipped['kappa']:6.3f}  "
+        f"[{flipped['kappa_low']:.3f}, {flipped['kappa_high']:.3f}]  polarity suspect\n"
+    )
+    assert shown == piped + summary

@@ -39,6 +39,11 @@ Examples:
 """  # noqa: E501 (Rich wraps each paragraph to the terminal)
 
 
+def stderr_is_terminal() -> bool:
+    """Whether a person reads stderr (the ranked summary is for them)."""
+    return sys.stderr.isatty()
+
+
 def _explain() -> None:
     from dices_cli.evaluate.evaluation import COLUMN_HELP
     from dices_cli.output import open_stdout
@@ -180,7 +185,7 @@ def evaluate(
             raise DicesError(f"{suspect.message()} (--strict)")
         say(f"warning: {suspect.message()}")
     emit(result.table, fmt, output, title="evaluate", force=force, inputs=inputs)
-    if result.summary and sys.stderr.isatty():
+    if result.summary and stderr_is_terminal():
         say("\n".join(result.summary))
 
 
