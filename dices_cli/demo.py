@@ -123,4 +123,28 @@ def tour(workdir: Path) -> list[Section]:
             f"dices query item-distribution --sort -entropy_bits --limit {MOST_CONTESTED} {data}",
             _most_contested(store),
         ),
+        Section(
+            "Scoring a safety judge (DICES-350 sample)",
+            "Two toy judges: five sample raters' plurality and its flipped copy (Yes read as "
+            "safe); 95% bootstrap intervals. A kappa below 0 over its whole interval flags "
+            "a flipped polarity.",
+            f"dices evaluate {shlex.quote(str(demo_predictions_path()))} {data}",
+            _evaluation(store),
+        ),
     ]
+
+
+def demo_predictions_path() -> Path:
+    return Path(str(resources.files("dices_cli") / "data" / "demo-predictions.csv"))
+
+
+def _evaluation(store: Store) -> Table:
+    from dices_cli.evaluate.evaluation import Settings, evaluate
+    from dices_cli.evaluate.predictions import read_predictions
+    from dices_cli.evaluate.references import load_votes
+
+    votes = load_votes(open_session(store, "350"), [])
+    predictions = read_predictions(str(demo_predictions_path()), votes.item_ids.tolist())
+    table = evaluate(votes, predictions, Settings(against=("gold", "crowd"))).table
+    shown = ("model", "reference", "n", "accuracy", "kappa", "kappa_low", "kappa_high")
+    return _project(table, (*shown, "polarity_suspect"))

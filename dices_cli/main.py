@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from dices_cli import __version__
-from dices_cli.commands import data, query, raters, report, verify
+from dices_cli.commands import data, evaluate, query, raters, report, verify
 from dices_cli.commands.options import quiet_option
 from dices_cli.commands.wording import worded
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
@@ -130,6 +130,7 @@ data.register(app)
 verify.register(app)
 query.register(app)
 raters.register(app)
+evaluate.register(app)
 report.register(app)
 
 

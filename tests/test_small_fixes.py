@@ -10,6 +10,7 @@ from fixtures.dices_csv import build
 from typer.testing import CliRunner
 
 from dices_cli import __version__
+from dices_cli.demo import demo_predictions_path
 from dices_cli.main import app
 
 KNOWN = ".csv, .tsv, .tab, .json, .jsonl, .ndjson, .parquet"
@@ -123,6 +124,7 @@ def test_the_demo_keeps_its_data_in_dices_demo_and_every_hint_works(
         "dices query qoverall-by-demographic --by rater_age --data dices-demo",
         "dices query gold-vs-crowd --data dices-demo",
         "dices query item-distribution --sort -entropy_bits --limit 5 --data dices-demo",
+        f"dices evaluate {shlex.quote(str(demo_predictions_path()))} --data dices-demo",
     ]
     for hint in hints:
         command = shlex.split(hint)
@@ -132,7 +134,7 @@ def test_the_demo_keeps_its_data_in_dices_demo_and_every_hint_works(
         assert typed.stdout != ""
     # the most contested conversations come first (the section's rows: see
     # tests/test_canned_commands.py::test_the_demo_recipe_runs_as_typed)
-    typed = runner.invoke(app, [*shlex.split(hints[-1])[1:], "-f", "csv"])
+    typed = runner.invoke(app, [*shlex.split(hints[-2])[1:], "-f", "csv"])
     entropy = [float(row.split(",")[-1]) for row in typed.stdout.splitlines()[1:]]
     assert len(entropy) == 5 and entropy == sorted(entropy, reverse=True)
 

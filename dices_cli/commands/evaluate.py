@@ -1,0 +1,193 @@
+"""`dices evaluate`: score a safety classifier or an LLM judge against DICES."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from dices_cli.commands.options import (
+    DataDir,
+    ExcludeRemoved,
+    Force,
+    MinQuality,
+    OutputFile,
+    OutputFormat,
+    RatersFile,
+    rater_selection,
+    read_paths,
+)
+from dices_cli.render import emit, say
+
+EVALUATE_HELP = """Score a model's predictions against the experts and the raters of DICES.
+
+PREDICTIONS is a CSV, TSV, JSON Lines or Parquet file (or - for stdin) with an item_id column, an optional model column (several models side by side), and a label (Yes = unsafe, No, Unsure; or unsafe/safe), a score (probability of unsafe) and/or p_no, p_yes[, p_unsure] (a predicted distribution of the raters' answers).
+
+One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95% bootstrap interval. `dices evaluate --explain` says what every column means.
+
+Examples:
+
+    dices evaluate predictions.csv
+
+    dices evaluate judge.jsonl --against crowd --ties unsafe --by rater_gender
+
+    dices evaluate judge.csv --one-means unsafe --baseline raters:1
+
+    dices evaluate scores.parquet -d 990 --by rater_locale -o results.csv
+"""  # noqa: E501 (Rich wraps each paragraph to the terminal)
+
+
+def stderr_is_terminal() -> bool:
+    """Whether a person reads stderr (the ranked summary is for them)."""
+    return sys.stderr.isatty()
+
+
+def _explain() -> None:
+    from dices_cli.evaluate.evaluation import COLUMN_HELP
+    from dices_cli.output import open_stdout
+
+    width = max(len(name) for name in COLUMN_HELP)
+    with open_stdout():
+        print("Columns of `dices evaluate` (formulas and rules: docs/evaluate.md):\n")
+        for name, text in COLUMN_HELP.items():
+            print(f"  {name:<{width}}  {text}")
+        print(
+            "\nTies: --ties exclude (default) leaves a tied crowd plurality out, unsafe or safe"
+            " decides it.\nPolarity: a model whose kappa against gold (DICES-350) or the crowd"
+            " (DICES-990) is\nbelow 0 over its whole 95% interval is flagged; --strict makes"
+            " that an error (exit 1)."
+        )
+
+
+def evaluate(
+    predictions: Annotated[
+        str | None,
+        typer.Argument(metavar="PREDICTIONS", help="The predictions file, or - for stdin."),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Say what each column means and exit.")
+    ] = False,
+    dataset: Annotated[
+        Literal["350", "990"],
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="The dataset the predictions are for (item ids repeat across the two).",
+        ),
+    ] = "350",
+    against: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--against",
+            metavar="gold|crowd|crowd-share",
+            help="Compare with this reference (repeat; default: every one the dataset has).",
+        ),
+    ] = None,
+    ties: Annotated[
+        Literal["exclude", "unsafe", "safe"],
+        typer.Option("--ties", help="A tied crowd plurality: left out, or counted as unsafe/safe."),
+    ] = "exclude",
+    threshold: Annotated[
+        float,
+        typer.Option("--threshold", min=0.0, max=1.0, help="A score from here up is unsafe."),
+    ] = 0.5,
+    bootstrap: Annotated[
+        int,
+        typer.Option(
+            "--bootstrap", min=0, max=100_000, help="Bootstrap resamples for the intervals."
+        ),
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=4_294_967_295, help="Random seed.")] = 0,
+    by: Annotated[
+        list[str] | None,
+        typer.Option("--by", "-b", help="Also against each group of this rater column (repeat)."),
+    ] = None,
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--baseline",
+            metavar="raters:K",
+            help="Also score K raters drawn at random per conversation (repeat).",
+        ),
+    ] = None,
+    one_means: Annotated[
+        Literal["unsafe", "safe"] | None,
+        typer.Option("--one-means", help="What a numeric or boolean label 1/true means."),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="A suspected flipped polarity is an error (exit 1)."),
+    ] = False,
+    exclude_removed: ExcludeRemoved = False,
+    raters: RatersFile = None,
+    min_quality: MinQuality = None,
+    data: DataDir = None,
+    fmt: OutputFormat = None,
+    output: OutputFile = None,
+    force: Force = False,
+) -> None:
+    from dices_cli.errors import DicesError, InvalidInputError, UsageError
+    from dices_cli.evaluate.baseline import parse_baseline
+    from dices_cli.evaluate.evaluation import Settings, chosen_references
+    from dices_cli.evaluate.evaluation import evaluate as run_evaluation
+    from dices_cli.evaluate.predictions import read_predictions
+    from dices_cli.evaluate.references import load_votes
+    from dices_cli.output import check_output
+    from dices_cli.queries.engine import open_session
+    from dices_cli.selection import resolve
+    from dices_cli.store import Store, resolve_data_dir
+
+    if explain:
+        _explain()
+        return
+    if predictions is None:
+        raise UsageError("give a predictions file (or - for stdin), or --explain")
+    if predictions == "-" and raters == "-":
+        raise UsageError("only one of PREDICTIONS and --raters can be - (stdin)")
+    from dices_cli.evaluate.evaluation import REFERENCES
+
+    for reference in against or []:
+        if reference not in REFERENCES:
+            raise UsageError(f"--against {reference}: choose from {', '.join(REFERENCES)}")
+    inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
+    if output is not None:  # before the work
+        check_output(output, force, inputs)
+    settings = Settings(
+        against=tuple(against) if against else None,
+        ties=ties,
+        threshold=threshold,
+        bootstrap=bootstrap,
+        seed=seed,
+        by=tuple(dict.fromkeys(by or [])),
+        baselines=tuple(parse_baseline(spec) for spec in baseline or []),
+    )
+    chosen_references(settings, dataset)  # before the work
+    store = Store(resolve_data_dir(data))
+    columns = list(settings.by)
+    selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
+    session = open_session(store, dataset, selection, columns=columns)
+    if session.selection.description:
+        say(f"raters: {'; '.join(session.selection.description)}")
+    votes = load_votes(session, columns)
+    try:
+        read = read_predictions(predictions, votes.item_ids.tolist(), one_means)
+    except InvalidInputError as error:
+        if any(str(p.type) == "ambiguous-label" for p in error.report.problems):
+            say("hint: numeric or boolean labels need --one-means unsafe or --one-means safe")
+        raise
+    result = run_evaluation(votes, read, settings)
+    for note in result.warnings:
+        say(f"warning: {note}")
+    for suspect in result.suspects:
+        if strict:
+            raise DicesError(f"{suspect.message()} (--strict)")
+        say(f"warning: {suspect.message()}")
+    emit(result.table, fmt, output, title="evaluate", force=force, inputs=inputs)
+    if result.summary and stderr_is_terminal():
+        say("\n".join(result.summary))
+
+
+def register(app: typer.Typer) -> None:
+    app.command(help=EVALUATE_HELP, no_args_is_help=True)(evaluate)

@@ -1,0 +1,167 @@
+"""One model's predictions against one reference: every metric, for every bootstrap resample.
+
+`weights` is the (resamples, conversations) array of dices_cli.metrics.bootstrap (row 0 the
+point estimate); each metric is an array with one value per row, NaN where undefined. The
+metric functions themselves live in dices_cli.metrics.scoring; this module chooses which
+conversations and which arrays each is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dices_cli.evaluate.references import (
+    NO,
+    UNRATED,
+    UNSURE,
+    YES,
+    Binary,
+    Codes,
+    Mask,
+    shares,
+)
+from dices_cli.metrics.agreement import Array
+from dices_cli.metrics.scoring import (
+    correlation_metrics,
+    distribution_metrics,
+    label_metrics,
+    score_metrics,
+)
+
+LABEL_METRICS = ("accuracy", "precision", "recall", "f1", "kappa", "mcc")
+SCORE_METRICS = ("roc_auc", "average_precision", "brier", "ece")
+SHARE_METRICS = ("cross_entropy", "jsd", "tvd", "pearson", "spearman")
+METRICS = (*LABEL_METRICS, *SCORE_METRICS, "xrr", *SHARE_METRICS)
+Weights = NDArray[np.int32]  # (resamples, conversations): dices_cli.metrics.bootstrap
+
+
+def _resampled(weights: Weights, chosen: Mask) -> Weights:
+    """The resample counts of the `chosen` conversations, laid out row by row as the metric
+    functions read them (weights[:, chosen] would be column by column, and each of them
+    would copy it again). All of them: the weights themselves, no copy."""
+    if chosen.all():
+        return weights
+    return np.take(weights, np.flatnonzero(chosen), axis=1)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One model's predictions, aligned to a dataset's conversations (NaN / UNRATED where it
+    has none)."""
+
+    model: str
+    covered: Mask  # the model predicts this conversation
+    label: Codes | None  # NO, YES or UNSURE
+    score: Array | None  # probability (or any monotone score) that it is unsafe
+    distribution: Array | None  # [conversation, category] predicted shares of the answers
+
+    def probability(self) -> Array | None:
+        """The score, else the predicted share of Yes."""
+        if self.score is not None:
+            return self.score
+        return None if self.distribution is None else self.distribution[:, YES]
+
+    def answer(self, threshold: float) -> Codes:
+        """The label, else Yes where the probability reaches `threshold` and No below it."""
+        if self.label is not None:
+            return self.label
+        probability = self.probability()
+        assert probability is not None, "a prediction has a label, a score or a distribution"
+        with np.errstate(invalid="ignore"):
+            answer = np.where(probability >= threshold, YES, NO)
+        return np.where(np.isnan(probability), UNRATED, answer).astype(np.intp)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A row's figures: conversations measured (point estimate), ties, and each metric."""
+
+    n: int
+    ties: int
+    values: dict[str, Array]
+
+
+def against_binary(
+    prediction: Prediction,
+    reference: Binary,
+    weights: Weights,
+    threshold: float,
+    counts: Array | None = None,
+    labels_only: bool = False,
+) -> Measured:
+    """Label metrics (Unsure is not unsafe), score metrics when there is a probability
+    (unless `labels_only`), and the XRR with the raters of `counts` when given: over the
+    conversations the model predicts and the reference defines."""
+    answer = prediction.answer(threshold)
+    has = answer != UNRATED
+    use = has & reference.defined
+    used = _resampled(weights, use)
+    values = label_metrics(answer[use] == YES, reference.unsafe[use], used)
+    n = int(values.pop("n")[0])
+    probability = prediction.probability()
+    if probability is not None and not labels_only:
+        scored = ~np.isnan(probability) & reference.defined
+        # Usually the same conversations as the labels' (labels from the score): one copy.
+        scored_weights = used if np.array_equal(scored, use) else _resampled(weights, scored)
+        values |= score_metrics(probability[scored], reference.unsafe[scored], scored_weights)
+    if counts is not None:
+        values["xrr"] = model_xrr(answer, counts, weights)
+    return Measured(n, int((reference.ties & has).sum()), values)
+
+
+def against_shares(
+    prediction: Prediction, counts: Array, weights: Weights, distributions_only: bool = False
+) -> Measured | None:
+    """Distribution and (unless `distributions_only`) correlation metrics against the
+    raters' shares of answers, None for a model with labels only. A model's score s is the
+    distribution [1 - s, s] against the shares [not Yes, Yes]; so is a distribution of No
+    and Yes only."""
+    probability = prediction.probability()
+    if probability is None:
+        return None
+    observed, rated = shares(counts)
+    share_yes = observed[:, YES]
+    predicted = prediction.distribution
+    if predicted is None or predicted.shape[1] == 2:
+        if predicted is None:
+            predicted = np.column_stack([1 - probability, probability])
+        observed = np.column_stack([1 - share_yes, share_yes])
+    use = ~np.isnan(probability) & rated
+    w = _resampled(weights, use)
+    values = distribution_metrics(predicted[use], observed[use], w)
+    if not distributions_only:
+        values |= correlation_metrics(probability[use], share_yes[use], w)
+    return Measured(int(use.sum()), 0, values)
+
+
+def model_xrr(answer: Codes, counts: Array, weights: Weights) -> Array:
+    """Cross-replication reliability of the model, as a rater who gave `answer` on each
+    conversation it predicts, with the raters whose [category, conversation] `counts` are
+    given; one value per resample row of `weights`.
+
+    The definition and its value are those of metrics.agreement.cross_replication_reliability
+    with the model's one-hot answers as x (a test holds the two equal): with m ratings of a
+    conversation in y, d_o weights its disagreement 1 - agree / m by 1 + m, and d_e pairs the
+    pooled answers. A resample repeats conversation i w_i times, which multiplies its
+    counts by w_i; every sum in the definition is then a product `weights @ columns`, so all
+    resamples cost a few matrix products instead of a [resample, category, conversation]
+    array each.
+    """
+    ratings = counts.sum(axis=0)
+    both = (answer != UNRATED) & (ratings > 0)
+    given, y, m = answer[both], counts[:, both], ratings[both]
+    agree = y[given, np.arange(len(given))]
+    one_hot = (given[:, None] == np.arange(UNSURE + 1)[None, :]).astype(np.float64)
+    columns = np.column_stack([(1 + m) * (1 - agree / m), 1 + m, one_hot, y.T])
+    sums = _resampled(weights, both) @ columns
+    categories = UNSURE + 1
+    x_pooled, y_pooled = sums[:, 2 : 2 + categories], sums[:, 2 + categories :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        observed = sums[:, 0] / sums[:, 1]
+        all_pairs = x_pooled.sum(axis=1) * y_pooled.sum(axis=1)
+        expected = 1 - (x_pooled * y_pooled).sum(axis=1) / all_pairs
+        xrr = 1 - observed / expected
+    return np.where(np.isfinite(xrr), xrr, np.nan)

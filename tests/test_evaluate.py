@@ -1,0 +1,550 @@
+"""`dices evaluate` end to end on the packaged sample: references, coverage, ties, polarity,
+errors; and once on the replica against scikit-learn, from arrays made without dices."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, roc_auc_score
+from typer.testing import CliRunner
+
+from dices_cli.demo import sample_paths
+from dices_cli.main import app
+
+DRAWS = "200"  # bootstrap resamples in these tests: enough for an interval, quick
+POLARITY_CAUSE = "Yes means unsafe in DICES; is your judge answering 'is it safe?'"
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding the packaged sample (40 + 80 conversations)."""
+    data = tmp_path_factory.mktemp("sample")
+    paths = [str(path) for path in sample_paths()]
+    result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    return data
+
+
+def items(data: Path, dataset: str = "350") -> pl.DataFrame:
+    return pl.read_parquet(data / dataset / "items.parquet")
+
+
+def write(path: Path, frame: pl.DataFrame) -> str:
+    frame.write_csv(path)
+    return str(path)
+
+
+def gold_model(data: Path, name: str = "gold") -> pl.DataFrame:
+    """A model whose label is the experts' safety_gold."""
+    return items(data).select(
+        pl.lit(name).alias("model"), "item_id", pl.col("safety_gold").cast(pl.Utf8).alias("label")
+    )
+
+
+def evaluate(
+    runner: CliRunner, data: Path, predictions: str, *options: str
+) -> tuple[list[dict[str, Any]], str]:
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            predictions,
+            "--data",
+            str(data),
+            "-f",
+            "jsonl",
+            "--bootstrap",
+            DRAWS,
+            *options,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()], result.stderr
+
+
+def fails(runner: CliRunner, *arguments: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["evaluate", *arguments])
+    assert result.stdout == ""
+    return result.exit_code, result.stderr
+
+
+def row(rows: list[dict[str, Any]], **where: Any) -> dict[str, Any]:
+    chosen = [r for r in rows if all(r[k] == v for k, v in where.items())]
+    assert len(chosen) == 1, chosen
+    return chosen[0]
+
+
+def test_a_model_predicting_gold_scores_1_against_gold(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    rows, stderr = evaluate(runner, sample, write(tmp_path / "p.csv", gold_model(sample)))
+    gold = row(rows, reference="gold")
+    assert (gold["accuracy"], gold["f1"], gold["kappa"], gold["mcc"]) == (1.0, 1.0, 1.0, 1.0)
+    assert (gold["n"], gold["covered"], gold["coverage"]) == (40, 40, 1.0)
+    assert (gold["accuracy_low"], gold["accuracy_high"]) == (1.0, 1.0)
+    assert gold["polarity_suspect"] is False
+    assert [r["reference"] for r in rows] == ["gold", "crowd"]  # labels only: no crowd-share
+    assert stderr == ""
+
+
+@pytest.mark.parametrize(
+    "selection", [[], ["--exclude-removed"], ["--by", "rater_gender"]], ids=["all", "kept", "by"]
+)
+def test_the_gold_model_against_the_crowd_is_gold_vs_crowd_summary(
+    selection: list[str], runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    """The summary scores the crowd against gold; here gold is the prediction and the crowd
+    the reference, so precision and recall swap. The summary counts ties as not Yes."""
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    rows, _ = evaluate(runner, sample, predictions, "--ties", "safe", *selection)
+    summary = runner.invoke(
+        app, ["query", "gold-vs-crowd-summary", "--data", str(sample), "-f", "json", *selection]
+    )
+    assert summary.exit_code == 0, summary.output
+    expected = json.loads(summary.stdout)
+    assert len(expected) == (2 if selection[:1] == ["--by"] else 1)
+    for want in expected:
+        group = {"rater_gender": want["rater_gender"]} if "rater_gender" in want else {}
+        got = row(rows, reference="crowd", **group)
+        assert (got["n"], got["ties"]) == (want["conversations"], want["ties"])
+        for ours, theirs in [
+            ("accuracy", "accuracy"),
+            ("f1", "f1"),
+            ("kappa", "kappa"),
+            ("precision", "recall"),
+            ("recall", "precision"),
+        ]:
+            assert got[ours] == pytest.approx(want[theirs], abs=1e-12), ours
+
+
+def test_ties_are_excluded_by_default_and_counted(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    """Four raters tie often (the whole sample's 123 never do)."""
+    ratings = pl.read_parquet(sample / "350" / "ratings.parquet")
+    four = ratings["rater_id"].unique().sort().head(4)
+    (tmp_path / "raters.txt").write_text("\n".join(map(str, four)) + "\n")
+    ratings = ratings.filter(pl.col("rater_id").is_in(four.implode()))
+    counts = ratings.group_by("item_id").agg(
+        (pl.col("Q_overall") == answer).sum().alias(answer) for answer in ("No", "Yes", "Unsure")
+    )
+    top = counts.select(pl.max_horizontal("No", "Yes", "Unsure")).to_series()
+    at_top = sum((counts[a] == top).cast(pl.Int32) for a in ("No", "Yes", "Unsure"))
+    ties = int((at_top > 1).sum())
+    assert ties > 0, "the test needs tied conversations"
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    selection = ["--raters", str(tmp_path / "raters.txt")]
+    excluded, _ = evaluate(runner, sample, predictions, *selection)
+    decided, _ = evaluate(runner, sample, predictions, "--ties", "unsafe", *selection)
+    assert row(excluded, reference="crowd")["ties"] == ties
+    assert row(excluded, reference="crowd")["n"] == 40 - ties
+    assert row(decided, reference="crowd")["n"] == 40
+
+
+def test_partial_coverage_warns_and_uses_the_covered_conversations(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    partial = gold_model(sample).head(30)
+    rows, stderr = evaluate(runner, sample, write(tmp_path / "p.csv", partial))
+    gold = row(rows, reference="gold")
+    assert (gold["covered"], gold["coverage"], gold["n"]) == (30, 0.75, 30)
+    assert stderr == (
+        "warning: model 'gold' predicts 30 of the 40 conversations of DICES-350 (75.0%); "
+        "its metrics use those only\n"
+    )
+
+
+def flipped_pair(data: Path) -> pl.DataFrame:
+    """An honest judge (gold with 6 of 40 labels wrong, scores to match) and its flipped copy."""
+    honest = gold_model(data, "honest").with_row_index("i")
+    wrong = pl.col("i") % 7 == 0
+    label = pl.when(wrong).then(
+        pl.when(pl.col("label") == "Yes").then(pl.lit("No")).otherwise(pl.lit("Yes"))
+    )
+    honest = honest.with_columns(label.otherwise(pl.col("label")).alias("label"))
+    honest = honest.with_columns(
+        pl.when(pl.col("label") == "Yes").then(0.8).otherwise(0.2).alias("score")
+    ).drop("i")
+    flipped = honest.with_columns(
+        pl.lit("flipped").alias("model"),
+        pl.when(pl.col("label") == "Yes")
+        .then(pl.lit("No"))
+        .otherwise(pl.lit("Yes"))
+        .alias("label"),
+        (1 - pl.col("score")).alias("score"),
+    )
+    return pl.concat([honest, flipped])
+
+
+def test_a_flipped_model_is_flagged_and_an_honest_one_is_not(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    rows, stderr = evaluate(runner, sample, write(tmp_path / "p.csv", flipped_pair(sample)))
+    assert {r["model"] for r in rows if r["polarity_suspect"]} == {"flipped"}
+    flipped = row(rows, model="flipped", reference="gold")
+    assert flipped["kappa_high"] < 0
+    assert stderr.startswith(
+        "warning: model 'flipped' agrees with the experts' gold labels on DICES-350 less than "
+        f"chance: Cohen's kappa {flipped['kappa']:.3f}, 95% interval "
+        f"{flipped['kappa_low']:.3f} to {flipped['kappa_high']:.3f}. {POLARITY_CAUSE}\n"
+    )
+    assert "honest" not in stderr
+
+
+def test_strict_makes_a_flipped_polarity_an_error(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    predictions = write(tmp_path / "p.csv", flipped_pair(sample))
+    code, stderr = fails(runner, predictions, "--data", str(sample), "--strict")
+    assert code == 1
+    assert stderr.startswith("Error: model 'flipped' agrees with the experts' gold labels")
+    assert stderr.endswith(f"{POLARITY_CAUSE} (--strict)\n")
+
+
+def test_the_polarity_check_uses_the_crowd_on_dices_990(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    ratings = pl.read_parquet(sample / "990" / "ratings.parquet")
+    crowd = ratings.group_by("item_id").agg(
+        ((pl.col("Q_overall") == "Yes").mean() > 0.5).alias("unsafe")
+    )
+    flipped = crowd.select(
+        pl.lit("flipped").alias("model"),
+        "item_id",
+        pl.when(pl.col("unsafe")).then(pl.lit("No")).otherwise(pl.lit("Yes")).alias("label"),
+    )
+    rows, stderr = evaluate(runner, sample, write(tmp_path / "p.csv", flipped), "-d", "990")
+    assert [r["reference"] for r in rows] == ["crowd"]
+    assert rows[0]["polarity_suspect"] is True
+    assert stderr.startswith("warning: model 'flipped' agrees with the crowd on DICES-990")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--against", "experts"],
+            "Error: --against experts: choose from gold, crowd, crowd-share\n",
+        ),
+        (
+            ["-d", "990", "--against", "gold"],
+            "Error: DICES-990 has no gold labels (safety_gold); compare it with the crowd\n",
+        ),
+        (
+            ["--baseline", "raters:0"],
+            "Error: a baseline is raters:K with K a whole number from 1, not 'raters:0'\n",
+        ),
+        (
+            ["--by", "rater_locale"],
+            "Error: rater_locale is a DICES-990 column; DICES-350 has no rater_locale\n",
+        ),
+    ],
+    ids=["unknown-reference", "no-gold", "bad-baseline", "missing-group-column"],
+)
+def test_usage_errors_exit_2_with_a_message(
+    options: list[str], message: str, runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    code, stderr = fails(runner, predictions, "--data", str(sample), *options)
+    assert (code, stderr) == (2, message + "Try 'dices evaluate -h' for help.\n")
+
+
+def test_predictions_and_raters_cannot_both_be_stdin(runner: CliRunner, sample: Path) -> None:
+    code, stderr = fails(runner, "-", "--raters", "-", "--data", str(sample))
+    assert (code, stderr) == (
+        2,
+        "Error: only one of PREDICTIONS and --raters can be - (stdin)\n"
+        "Try 'dices evaluate -h' for help.\n",
+    )
+
+
+def test_nothing_ingested_is_an_error(runner: CliRunner, sample: Path, tmp_path: Path) -> None:
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    code, stderr = fails(runner, predictions, "--data", str(tmp_path / "empty"))
+    assert code == 1
+    assert stderr.startswith(f"Error: nothing is ingested in {tmp_path / 'empty'}")
+
+
+def test_explain_describes_every_column(runner: CliRunner) -> None:
+    from dices_cli.evaluate.evaluation import COLUMN_HELP, columns
+    from dices_cli.evaluate.measure import METRICS
+
+    result = runner.invoke(app, ["evaluate", "--explain"])
+    assert result.exit_code == 0
+    for name in COLUMN_HELP:
+        assert f"  {name}  " in result.stdout, name
+    for metric in METRICS:
+        assert metric in COLUMN_HELP["METRIC"], metric
+    for column in columns([]):
+        named = column.removesuffix("_low").removesuffix("_high")
+        assert column in COLUMN_HELP or named in METRICS or named == "difference", column
+
+
+def test_rows_pass_the_right_arrays_to_the_metrics(
+    runner: CliRunner, ingested: Path, tmp_path: Path
+) -> None:
+    """One end-to-end comparison on the full-size replica: a random model's row metrics
+    against scikit-learn on the gold labels and on a crowd plurality counted with pandas."""
+    conversations = pd.read_parquet(ingested / "350" / "items.parquet")[["item_id", "safety_gold"]]
+    rng = np.random.default_rng(5)
+    score = rng.random(len(conversations))
+    predictions = pd.DataFrame(
+        {
+            "model": "random",
+            "item_id": conversations["item_id"],
+            "label": np.where(score >= 0.5, "Yes", "No"),
+            "score": np.round(score, 6),
+        }
+    )
+    path = tmp_path / "random.csv"
+    predictions.to_csv(path, index=False)
+    rows, _ = evaluate(runner, ingested, str(path), "--bootstrap", "0")
+    merged = conversations.merge(predictions, on="item_id")
+    ratings = pd.read_parquet(ingested / "350" / "ratings.parquet")[["item_id", "Q_overall"]]
+    counts = pd.crosstab(ratings["item_id"], ratings["Q_overall"].astype(str))
+    counts = counts.reindex(columns=["No", "Yes", "Unsure"], fill_value=0)
+    top = counts.max(axis=1)
+    untied = (counts.eq(top, axis=0).sum(axis=1) == 1) & (top > 0)
+    crowd = counts.idxmax(axis=1)[untied].rename("crowd").reset_index()
+    merged_crowd = merged.merge(crowd, on="item_id")
+    for reference, actual, frame in [
+        ("gold", merged["safety_gold"].astype(str) == "Yes", merged),
+        ("crowd", merged_crowd["crowd"] == "Yes", merged_crowd),
+    ]:
+        got = row(rows, reference=reference)
+        predicted = frame["label"] == "Yes"
+        assert got["n"] == len(frame)
+        assert got["accuracy"] == pytest.approx(accuracy_score(actual, predicted), abs=1e-12)
+        assert got["f1"] == pytest.approx(f1_score(actual, predicted), abs=1e-12)
+        assert got["kappa"] == pytest.approx(cohen_kappa_score(actual, predicted), abs=1e-12)
+        assert got["roc_auc"] == pytest.approx(roc_auc_score(actual, frame["score"]), abs=1e-12)
+
+
+def test_by_compares_each_group_with_its_own_raters_and_the_rest(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    from scipy.stats import false_discovery_control
+
+    predictions = write(tmp_path / "p.csv", flipped_pair(sample).filter(model="honest"))
+    rows, _ = evaluate(runner, sample, predictions, "--by", "rater_gender")
+    assert not [r for r in rows if r["reference"] == "gold" and r["rater_gender"] is not None]
+    groups = [r for r in rows if r["reference"] == "crowd" and r["rater_gender"] is not None]
+    raters = pl.read_parquet(sample / "350" / "raters.parquet")
+    assert sorted(r["rater_gender"] for r in groups) == sorted(
+        raters["rater_gender"].cast(pl.Utf8).unique()
+    )
+    for group in groups:
+        # The rest of the pool, evaluated on its own, gives the row's `rest`.
+        others = raters.filter(pl.col("rater_gender") != group["rater_gender"])["rater_id"]
+        (tmp_path / "others.txt").write_text("\n".join(map(str, others)) + "\n")
+        rest, _ = evaluate(runner, sample, predictions, "--raters", str(tmp_path / "others.txt"))
+        assert group["compared_on"] == "kappa"
+        assert group["rest"] == pytest.approx(row(rest, reference="crowd")["kappa"], abs=1e-12)
+        assert group["difference"] == pytest.approx(group["kappa"] - group["rest"], abs=1e-12)
+        assert group["difference_low"] <= group["difference_high"]
+        assert group["raters"] == len(raters) - len(others)
+    p_values = np.array([r["p_value"] for r in groups])
+    adjusted = [r["p_adjusted"] for r in groups]
+    assert adjusted == pytest.approx(list(false_discovery_control(p_values, method="bh")))
+
+
+def test_the_one_rater_baseline_matches_raters_against_the_others(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    """raters:1 against the crowd, and independently: the mean over raters of the share of
+    their answers (unsafe = Yes) that match the plurality of the other raters (ties left out)."""
+    rows, _ = evaluate(
+        runner, sample, write(tmp_path / "p.csv", gold_model(sample)), "--baseline", "raters:1"
+    )
+    baseline = row(rows, model="raters:1", reference="crowd")
+    ratings = pl.read_parquet(sample / "350" / "ratings.parquet").with_columns(
+        pl.col("Q_overall").cast(pl.Utf8)
+    )
+    answers = ["No", "Yes", "Unsure"]
+    counts = ratings.group_by("item_id").agg(
+        (pl.col("Q_overall") == a).sum().alias(f"n_{a}") for a in answers
+    )
+    joined = ratings.join(counts, on="item_id")
+    others = np.column_stack(
+        [joined[f"n_{a}"].to_numpy() - (joined["Q_overall"] == a).to_numpy() for a in answers]
+    )
+    top = others.max(axis=1)
+    untied = (others == top[:, None]).sum(axis=1) == 1
+    plurality_yes = others.argmax(axis=1) == 1
+    match = (joined["Q_overall"] == "Yes").to_numpy() == plurality_yes
+    per_rater = (
+        pl.DataFrame({"rater_id": joined["rater_id"], "match": match})
+        .filter(pl.Series(untied))
+        .group_by("rater_id")
+        .agg(pl.col("match").mean())
+    )
+    expected = per_rater["match"].mean()
+    assert baseline["accuracy_low"] <= expected <= baseline["accuracy_high"]
+    assert baseline["covered"] == 40
+    assert row(rows, model="raters:1", reference="gold")["n"] == 40
+
+
+def test_the_model_is_one_more_rater_xrr_as_in_dices_query_agreement(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    from dices_cli.metrics.agreement import cross_replication_reliability
+
+    honest = flipped_pair(sample).filter(model="honest")
+    rows, _ = evaluate(runner, sample, write(tmp_path / "p.csv", honest), "--by", "rater_age")
+    ratings = pl.read_parquet(sample / "350" / "ratings.parquet").join(
+        pl.read_parquet(sample / "350" / "raters.parquet"), on="rater_id"
+    )
+    order = honest.sort("item_id")
+    model = np.array([[label == a for label in order["label"]] for a in ("No", "Yes", "Unsure")])
+    for age in [None, *ratings["rater_age"].cast(pl.Utf8).unique()]:
+        chosen = ratings if age is None else ratings.filter(pl.col("rater_age") == age)
+        counts = np.array(
+            [
+                [
+                    ((chosen["item_id"] == item) & (chosen["Q_overall"] == a)).sum()
+                    for item in order["item_id"]
+                ]
+                for a in ("No", "Yes", "Unsure")
+            ],
+            dtype=float,
+        )
+        expected = cross_replication_reliability(model.astype(float), counts)
+        assert row(rows, reference="crowd", rater_age=age)["xrr"] == pytest.approx(
+            float(expected), abs=1e-12
+        )
+
+
+def test_numeric_labels_need_one_means(runner: CliRunner, sample: Path, tmp_path: Path) -> None:
+    numeric = gold_model(sample).with_columns(
+        pl.when(pl.col("label") == "Yes").then(pl.lit("1")).otherwise(pl.lit("0")).alias("label")
+    )
+    predictions = write(tmp_path / "p.csv", numeric)
+    code, stderr = fails(runner, predictions, "--data", str(sample))
+    assert code == 1
+    assert stderr.startswith(
+        "hint: numeric or boolean labels need --one-means unsafe or --one-means safe\n"
+        f"Error: {predictions} is not a valid predictions file; nothing was evaluated\n"
+    )
+    rows, _ = evaluate(runner, sample, predictions, "--one-means", "unsafe")
+    assert row(rows, reference="gold")["accuracy"] == 1.0
+    rows, stderr = evaluate(runner, sample, predictions, "--one-means", "safe")
+    assert row(rows, reference="gold")["accuracy"] == 0.0
+    assert "model 'gold' agrees with the experts' gold labels on DICES-350 less than" in stderr
+
+
+def test_the_demo_ends_with_an_evaluation(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", "--keep", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    last = result.stdout[result.stdout.index("Scoring a safety judge (DICES-350 sample)") :]
+    for model, reference in [
+        ("five-raters", "gold"),
+        ("five-raters", "crowd"),
+        ("five-raters-flipped", "gold"),
+        ("five-raters-flipped", "crowd"),
+    ]:
+        flagged = "True" if model.endswith("flipped") else "False"
+        line = rf"^{model}\s+{reference}\s+40\s.*{flagged}\s*$"
+        assert re.search(line, last, re.MULTILINE), model
+    assert "  try: dices evaluate " in result.stderr
+
+
+def test_by_two_columns_gives_their_intersections_in_order(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    rows, _ = evaluate(
+        runner,
+        sample,
+        predictions,
+        "--by",
+        "rater_race",
+        "--by",
+        "rater_gender",
+        "--bootstrap",
+        "0",
+    )
+    assert list(rows[0])[3:5] == ["rater_race", "rater_gender"]
+    raters = pl.read_parquet(sample / "350" / "raters.parquet")
+    sizes = raters.group_by("rater_race", "rater_gender").len()
+    expected = {
+        (r, g): n for r, g, n in sizes.cast({"rater_race": str, "rater_gender": str}).rows()
+    }
+    crowd = [r for r in rows if r["reference"] == "crowd" and r["rater_race"] is not None]
+    assert {(r["rater_race"], r["rater_gender"]): r["raters"] for r in crowd} == expected
+
+
+def test_a_distribution_model_equal_to_the_crowd_shares(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    """Predicting the raters' own shares: jsd and tvd 0, cross-entropy their entropy, and
+    p_yes, read as the score, perfectly correlated with the share of Yes."""
+    ratings = pl.read_parquet(sample / "350" / "ratings.parquet")
+    shares = ratings.group_by("item_id").agg(
+        (pl.col("Q_overall") == answer).mean().alias(f"p_{answer.lower()}")
+        for answer in ("No", "Yes", "Unsure")
+    )
+    rows, _ = evaluate(runner, sample, write(tmp_path / "p.csv", shares), "--bootstrap", "0")
+    share = row(rows, reference="crowd-share")
+    p = shares.select("p_no", "p_yes", "p_unsure").to_numpy()
+    logs = np.log(np.clip(p, 1e-15, 1))
+    entropy = float(np.mean(-(p * logs).sum(axis=1)))
+    assert share["jsd"] == pytest.approx(0, abs=1e-9)
+    assert share["tvd"] == pytest.approx(0, abs=1e-9)
+    assert share["cross_entropy"] == pytest.approx(entropy, abs=1e-9)
+    assert share["pearson"] == pytest.approx(1, abs=1e-9)
+    assert share["spearman"] == pytest.approx(1, abs=1e-9)
+    assert row(rows, reference="gold")["roc_auc"] is not None  # p_yes is the score
+
+
+def test_a_score_is_a_label_from_the_threshold_up(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    scores = gold_model(sample).select(
+        "model",
+        "item_id",
+        pl.when(pl.col("label") == "Yes").then(0.3).otherwise(0.1).alias("score"),
+    )
+    predictions = write(tmp_path / "p.csv", scores)
+    gold_yes = int((items(sample)["safety_gold"] == "Yes").sum())
+    default, _ = evaluate(runner, sample, predictions, "--bootstrap", "0")
+    lowered, _ = evaluate(runner, sample, predictions, "--bootstrap", "0", "--threshold", "0.2")
+    assert row(default, reference="gold")["accuracy"] == (40 - gold_yes) / 40
+    assert row(lowered, reference="gold")["accuracy"] == 1.0
+    assert row(default, reference="gold")["roc_auc"] == 1.0
+
+
+def test_the_seed_fixes_the_intervals(runner: CliRunner, sample: Path, tmp_path: Path) -> None:
+    predictions = write(tmp_path / "p.csv", flipped_pair(sample))
+    first, _ = evaluate(runner, sample, predictions, "--seed", "3")
+    again, _ = evaluate(runner, sample, predictions, "--seed", "3")
+    other, _ = evaluate(runner, sample, predictions, "--seed", "4")
+    assert first == again
+    assert [r["kappa"] for r in first] == [r["kappa"] for r in other]
+    assert [r["kappa_low"] for r in first] != [r["kappa_low"] for r in other]
+
+
+def test_a_ranked_summary_on_a_terminal_only(
+    runner: CliRunner, sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dices_cli.commands import evaluate as command
+
+    predictions = write(tmp_path / "p.csv", flipped_pair(sample))
+    _, piped = evaluate(runner, sample, predictions, "--against", "gold")
+    monkeypatch.setattr(command, "stderr_is_terminal", lambda: True)
+    rows, shown = evaluate(runner, sample, predictions, "--against", "gold")
+    honest, flipped = row(rows, model="honest"), row(rows, model="flipped")
+    summary = (
+        "kappa against gold (DICES-350; higher is better):\n"
+        f"  honest   {honest['kappa']:6.3f}  "
+        f"[{honest['kappa_low']:.3f}, {honest['kappa_high']:.3f}]\n"
+        f"  flipped  {flipped['kappa']:6.3f}  "
+        f"[{flipped['kappa_low']:.3f}, {flipped['kappa_high']:.3f}]  polarity suspect\n"
+    )
+    assert shown == piped + summary
