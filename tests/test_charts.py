@@ -14,6 +14,7 @@ import contextlib
 import csv
 import io
 import re
+from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
@@ -51,6 +52,14 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run(data: Path, *args: str, width: int = 80) -> Result:
     return CliRunner().invoke(app, [*args, "--data", str(data)], env={"COLUMNS": str(width)})
+
+
+@cache
+def csv_rows(data: Path, *args: str) -> list[dict[str, str]]:
+    """The result of `dices ARGS -f csv`, read once for every width."""
+    result = run(data, *args, "-f", "csv")
+    assert result.exit_code == 0, result.output
+    return list(csv.DictReader(io.StringIO(result.stdout)))
 
 
 # ----------------------------------------------------------------------------- the reader
@@ -158,9 +167,7 @@ def test_every_bar_prints_its_csv_value(
 ) -> None:
     drawn = run(sample, "query", *arguments, "-f", "chart", width=width)
     assert (drawn.exit_code, drawn.stderr) == (0, ""), drawn.output
-    as_csv = run(sample, "query", *arguments, "-f", "csv")
-    assert as_csv.exit_code == 0, as_csv.output
-    rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    rows = csv_rows(sample, "query", *arguments)
     expected = expected_bars(rows, value, interval, labels)
     assert len(expected) == len(rows) > 1
     assert read_chart(drawn.stdout, {panel for panel, _, _ in expected}) == expected
@@ -177,8 +184,7 @@ def test_evaluate_draws_each_models_headline_metric(
     arguments = ["evaluate", PREDICTIONS, "--bootstrap", "30", *by]
     drawn = run(sample, *arguments, "-f", "chart", width=width)
     assert drawn.exit_code == 0, drawn.output
-    as_csv = run(sample, *arguments, "-f", "csv")
-    rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    rows = csv_rows(sample, *arguments)
     by_panel: dict[str, list[tuple[str, str, str]]] = {}
     for row in rows:
         metric = HEADLINE[row["reference"]]
@@ -198,7 +204,7 @@ def test_evaluate_draws_each_models_headline_metric(
 def test_sort_and_limit_choose_the_bars(sample: Path) -> None:
     arguments = ["query", "harm-types", "-d", "350", "--sort", "-share_yes", "--limit", "3"]
     drawn = run(sample, *arguments, "-f", "chart")
-    rows = list(csv.DictReader(io.StringIO(run(sample, *arguments, "-f", "csv").stdout)))
+    rows = csv_rows(sample, *arguments)
     assert drawn.exit_code == 0, drawn.output
     assert read_chart(drawn.stdout, {"dataset 350"}) == expected_bars(
         rows, "share_yes", None, ["harm_tag"]
