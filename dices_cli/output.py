@@ -46,6 +46,7 @@ class Format(StrEnum):
     JSON = "json"
     JSONL = "jsonl"
     PARQUET = "parquet"
+    CHART = "chart"  # bars, drawn by the CLI for the results that declare a chart
 
 
 EXTENSIONS = {
@@ -165,17 +166,24 @@ def relation_stream(relation: duckdb.DuckDBPyRelation, bounded: bool = False) ->
 
 
 def choose_format(
-    requested: Format | None, output: Path | None, stdout_is_terminal: bool
+    requested: Format | None, output: Path | None, stdout_is_terminal: bool, chart: bool = False
 ) -> Format:
     """--format wins; else -o's extension (CSV when it has none, a usage error when it is
-    not one we write); else a table on a terminal and CSV in a pipe."""
+    not one we write); else a table on a terminal and CSV in a pipe. A chart is asked for,
+    never chosen, and only where the result has one (`chart`)."""
     if requested is not None:
-        if requested is Format.TABLE and output is not None:
+        if requested in (Format.TABLE, Format.CHART) and output is not None:
             raise UsageError(
                 Option("format"),
-                " table is for the terminal; with ",
+                f" {requested} is for the terminal; with ",
                 OUTPUT,
                 " pick csv, tsv, json, jsonl or parquet",
+            )
+        if requested is Format.CHART and not chart:
+            raise UsageError(
+                Option("format"),
+                " chart: this command draws no chart (the distribution queries and evaluate"
+                " do); pick table, csv, tsv, json, jsonl or parquet",
             )
         if requested is Format.PARQUET and output is None and stdout_is_terminal:
             raise UsageError(
@@ -333,10 +341,12 @@ class Output:
         force: bool = False,
         inputs: Sequence[Path] = (),
         option: Option = OUTPUT,
+        chart: bool = False,
     ) -> Output:
-        """The format chosen (`choose_format`) and -o FILE checked (`check_output`): a usage
-        error or a refused file is said before any work."""
-        chosen = choose_format(requested, path, sys.stdout.isatty())
+        """The format chosen (`choose_format`; `chart`: the result can be drawn as one) and
+        -o FILE checked (`check_output`): a usage error or a refused file is said before any
+        work."""
+        chosen = choose_format(requested, path, sys.stdout.isatty(), chart)
         if path is not None:
             check_output(path, force, inputs, option)
         return cls(chosen, path, force, tuple(inputs), option)
@@ -352,9 +362,9 @@ class Output:
                 yield handle
 
     def write(self, result: Result | pa.Table | duckdb.DuckDBPyRelation) -> None:
-        """`result` in this output's format (not `Format.TABLE`, which the CLI draws)."""
-        if self.format is Format.TABLE:
-            raise ValueError("a table is drawn by the CLI, not written here")
+        """`result` in this output's format (not a table or a chart, which the CLI draws)."""
+        if self.format in (Format.TABLE, Format.CHART):
+            raise ValueError(f"a {self.format} is drawn by the CLI, not written here")
         written = as_result(result)  # a relation that fails at once: before -o FILE is made
         with self.open() as handle:
             write_result(written, self.format, handle)

@@ -8,7 +8,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dices_cli.output import Format, Output, Result, Stream, Table, as_result, open_stdout
+from dices_cli.output import (
+    Format,
+    Output,
+    Result,
+    Stream,
+    Table,
+    as_result,
+    collect,
+    open_stdout,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -17,6 +26,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from dices_cli.problems import Problem, Report
+    from dices_cli.queries.catalog import Chart
     from dices_cli.tabular import Layout
     from dices_cli.validate import Progress
 
@@ -140,26 +150,42 @@ def emit(
     title: str | None = None,
     force: bool = False,
     inputs: Sequence[Path] = (),
+    chart: Chart | None = None,
 ) -> None:
-    """Send a result to stdout or -o FILE in the format asked for (or the natural one).
+    """Send a result to stdout or -o FILE in the format asked for (or the natural one);
+    `chart`: how the result is drawn as bars, when it can be (`dices_cli.bars`).
 
     -o never names one of `inputs` (files, or data directories), nor an existing file
     unless `force`; it appears whole or not at all. A failed write is a plain error.
     """
-    show(result, Output.build(fmt, output, force, inputs), title)
+    show(result, Output.build(fmt, output, force, inputs, chart=chart is not None), title, chart)
 
 
 def show(
-    result: Result | pa.Table | duckdb.DuckDBPyRelation, output: Output, title: str | None = None
+    result: Result | pa.Table | duckdb.DuckDBPyRelation,
+    output: Output,
+    title: str | None = None,
+    chart: Chart | None = None,
 ) -> None:
-    """`result` written to `output`, or drawn as a table when that is its format: a stream
-    that is not `bounded` shows its first TABLE_ROWS rows (the rest is not read)."""
-    if output.format is not Format.TABLE:
+    """`result` written to `output`, or drawn as a table or as `chart`'s bars when that is
+    its format: a stream that is not `bounded` shows its first TABLE_ROWS rows in a table
+    (the rest is not read), and all of them in a chart."""
+    if output.format not in (Format.TABLE, Format.CHART):
         output.write(result)
         return
     shown = as_result(result)
     with open_stdout():
-        if isinstance(shown, Stream):
+        if output.format is Format.CHART:
+            from dices_cli.bars import print_chart
+
+            if chart is None:
+                raise ValueError("a chart format without a chart")
+            table = collect(shown)
+            print_chart(table, chart, title)
+            sys.stdout.flush()
+            if not table.rows:
+                say("... no rows to draw")
+        elif isinstance(shown, Stream):
             limit = None if shown.bounded else TABLE_ROWS
             shown, more = shown.head(limit)
             print_table(shown, title)

@@ -28,6 +28,7 @@
 -- column gai_p_bh: gai_p adjusted for the groups tested (Benjamini-Hochberg).
 -- column negentropy_p_bh: negentropy_p adjusted for the groups tested (Benjamini-Hochberg).
 -- column plurality_size_p_bh: plurality_size_p adjusted for the groups tested (Benjamini-Hochberg).
+-- chart: irr by {by} per dataset
 -- explanation:
 --   Do raters agree, and do groups see safety differently? For each group: irr is
 --   Krippendorff's alpha (nominal) among its raters; xrr the cross-replication

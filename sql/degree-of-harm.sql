@@ -10,6 +10,7 @@
 -- column share_no: Share of the ratings that are No (safe).
 -- column share_yes: Share of the ratings that are Yes (unsafe).
 -- column share_unsure: Share of the ratings that are Unsure.
+-- chart: share_yes by {by}, degree_of_harm per dataset
 -- explanation:
 --   Does the crowd's verdict follow the experts' severity? For each degree_of_harm (in
 --   order of severity; empty where the experts gave none) the number of conversations and

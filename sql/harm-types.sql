@@ -7,6 +7,7 @@
 -- column ratings: Their ratings.
 -- column share_yes: Share of the ratings that are Yes (unsafe).
 -- column share_gold_unsafe: Share of the conversations the experts labelled unsafe (DICES-350).
+-- chart: share_yes by harm_tag per dataset
 -- explanation:
 --   Which harm topics do raters find unsafe? harm_type is split into lower-case tags (a
 --   conversation can have several, so it counts under each of its tags). share_yes is

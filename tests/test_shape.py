@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dices_cli"
-CLI = {"dices_cli.__main__", "dices_cli.main", "dices_cli.render"}  # and dices_cli.commands
+CLI = {
+    "dices_cli.__main__",
+    "dices_cli.main",
+    "dices_cli.render",
+    "dices_cli.bars",
+}  # and dices_cli.commands
 FRONT_END_LIBRARIES = {"typer", "rich", "click"}
 
 

@@ -156,8 +156,26 @@ def _help(query: Query) -> str:
         query.explanation,
         f"Datasets: {datasets}. SQL: {query.path.name}{computed}.",
         f"Columns:\n{columns}",
+        _chart_help(query),
     ]
     return "\n\n".join(escape(p) for p in paragraphs if p)
+
+
+def _chart_help(query: Query) -> str:
+    """What --format chart draws for the query ("" when it draws nothing)."""
+    chart = query.chart
+    if chart is None:
+        return ""
+
+    def said(names: tuple[str, ...]) -> str:
+        return ", ".join(
+            f"the {option_name(n[1:-1])} columns" if n.startswith("{") else n for n in names
+        )
+
+    interval = f", its interval from {chart.low} to {chart.high}" if chart.low else ""
+    labels = f", labelled by {said(chart.labels)}" if chart.labels else ""
+    panels = f", a panel per {said(chart.panels)}" if chart.panels else ""
+    return f"Chart (--format chart): one bar per row of {chart.value}{interval}{labels}{panels}."
 
 
 class QueryCommand(TyperCommand):
@@ -352,7 +370,7 @@ def run_query(
     force: bool,
 ) -> None:
     """Run `canned` with the values `given` to its parameters (None: not given)."""
-    from dices_cli.output import check_output
+    from dices_cli.output import Format, Output
     from dices_cli.queries.catalog import ParameterError, missing_group_column, render_sql
     from dices_cli.queries.engine import open_session
     from dices_cli.schema import DATASETS
@@ -361,8 +379,10 @@ def run_query(
     from dices_cli.store import Store, resolve_data_dir
 
     shape = Shape.parse(keep_columns, sort, limit)
-    if output is not None:  # before the work
-        check_output(output, force, read_paths(data, raters))
+    if fmt is Format.CHART and canned.chart is None:  # before the work
+        raise _no_chart(canned)
+    inputs = read_paths(data, raters)
+    Output.build(fmt, output, force, inputs, chart=True)
     try:  # a repeated option's values come as a tuple, () when not given
         parameters = canned.bind(
             {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}
@@ -389,7 +409,19 @@ def run_query(
     if session.selection.description:
         say(f"raters: {'; '.join(session.selection.description)}")
     result = session.run(canned, parameters)
-    emit_shaped(result, shape, fmt, output, canned.name, force, read_paths(data, raters))
+    chart = canned.chart.resolved(parameters) if canned.chart is not None else None
+    emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart)
+
+
+def _no_chart(canned: Query) -> UsageError:
+    """--format chart for a query whose header declares no chart: the ones that do."""
+    from dices_cli.queries.catalog import catalog
+
+    charted = [q.name for q in catalog().values() if q.chart is not None]
+    drawn_by = f"the queries {', '.join(charted)} and " if charted else ""
+    return UsageError(
+        f"--format chart: {canned.name} has no chart; {drawn_by}dices evaluate draw one"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -20,6 +20,10 @@ from dices_cli.commands.options import (
     read_paths,
 )
 from dices_cli.render import emit, say
+
+if TYPE_CHECKING:
+    from dices_cli.output import Table
+    from dices_cli.queries.catalog import Chart
 
 EVALUATE_HELP = """Score a model's predictions against the experts and the raters of DICES.
 
@@ -134,7 +138,7 @@ def evaluate(
     from dices_cli.evaluate.evaluation import evaluate as run_evaluation
     from dices_cli.evaluate.predictions import read_predictions
     from dices_cli.evaluate.references import load_votes
-    from dices_cli.output import check_output
+    from dices_cli.output import Format, Output
     from dices_cli.queries.engine import open_session
     from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
@@ -152,8 +156,7 @@ def evaluate(
         if reference not in REFERENCES:
             raise UsageError(f"--against {reference}: choose from {', '.join(REFERENCES)}")
     inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
-    if output is not None:  # before the work
-        check_output(output, force, inputs)
+    Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
     settings = Settings(
         against=tuple(against) if against else None,
         ties=ties,
@@ -184,9 +187,37 @@ def evaluate(
         if strict:
             raise DicesError(f"{suspect.message()} (--strict)")
         say(f"warning: {suspect.message()}")
-    emit(result.table, fmt, output, title="evaluate", force=force, inputs=inputs)
+    chart_table, chart = headline_chart(result.table, settings.by)
+    shown = chart_table if fmt is Format.CHART else result.table
+    emit(shown, fmt, output, title="evaluate", force=force, inputs=inputs, chart=chart)
     if result.summary and stderr_is_terminal():
         say("\n".join(result.summary))
+
+
+def headline_chart(table: Table, by: tuple[str, ...]) -> tuple[Table, Chart]:
+    """The rows `--format chart` draws: one bar per model x reference (x group) of the
+    reference's headline metric with its interval, a panel per dataset, reference and metric;
+    the whole pool's rows are labelled `all` in the group columns."""
+    from dices_cli.evaluate.evaluation import HEADLINE
+    from dices_cli.output import table_from_rows
+    from dices_cli.queries.catalog import Chart
+
+    rows = [
+        (
+            r["dataset"],
+            r["reference"],
+            HEADLINE[r["reference"]],
+            r["model"],
+            *("all" if r[c] is None else r[c] for c in by),
+            *(r[f"{HEADLINE[r['reference']]}{end}"] for end in ("", "_low", "_high")),
+        )
+        for r in table.records()
+    ]
+    values = ("headline", "headline_low", "headline_high")
+    columns = ["dataset", "reference", "metric", "model", *by, *values]
+    return table_from_rows(columns, rows), Chart(
+        *values, labels=("model", *by), panels=("dataset", "reference", "metric")
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ from dices_cli.render import emit
 
 if TYPE_CHECKING:
     from dices_cli.output import Result
+    from dices_cli.queries.catalog import Chart
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.shape import Shape
 
@@ -31,7 +32,8 @@ OutputFormat = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="Output format (default: table on a terminal, else csv; or from the -o extension).",
+        help="Output format (default: table on a terminal, else csv; or from the -o extension). "
+        "chart draws bars, for the distribution queries and evaluate.",
         show_default=False,
         case_sensitive=False,
     ),
@@ -159,9 +161,10 @@ def emit_shaped(
     title: str,
     force: bool,
     inputs: list[Path],
+    chart: Chart | None = None,
 ) -> None:
     """The one place a query's result takes its --columns/--sort/--limit shape, then is
-    written."""
+    written (or drawn as `chart`'s bars)."""
     from dices_cli.shape import apply
 
-    emit(apply(result, shape), fmt, output, title=title, force=force, inputs=inputs)
+    emit(apply(result, shape), fmt, output, title=title, force=force, inputs=inputs, chart=chart)

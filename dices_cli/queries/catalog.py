@@ -13,6 +13,7 @@ A header is the leading block of `--` comment lines:
     -- column dataset: '350' or '990'.
     -- column {by}: The group columns the `by` parameter names.
     -- column share_yes: Share of Yes among the ratings.
+    -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by} per dataset   (optional)
     -- explanation:
     --   Free text, as many lines as needed, until the header ends.
 
@@ -31,6 +32,11 @@ A `condition` line says that a parameter may be given only when another has a va
 `column` lines declare the result's columns, in order, each with what it holds; `{NAME}`
 stands for the columns a `columns` parameter names, in `GROUP_COLUMN_ORDER` (the data's).
 A test runs every query and checks that its columns are the declared ones.
+
+A `chart` line declares the bar chart the command line draws of the result (`Chart`): one
+bar per row, as long as the `value` column, with the interval from the columns in brackets
+(optional), labelled by the `by` columns (`{NAME}`: a `columns` parameter's), one panel per
+value of the `per` columns (optional). Every column it names is a declared column.
 
 A `columns` parameter names rater columns. A dataset that lacks one (DICES-350 has no
 rater_locale) cannot be broken down by it: `missing_group_column` says so, and the engine
@@ -54,7 +60,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,6 +100,11 @@ _PARAM = re.compile(
 )
 _CONDITION = re.compile(r"^(?P<name>[a-z_]+) only with (?P<other>[a-z_]+) = (?P<value>\S+)$")
 _COLUMN = re.compile(r"^column (?P<name>[A-Za-z0-9_]+|\{[a-z_]+\}): (?P<help>.+)$")
+_NAMES = r"(?:\w+|\{[a-z_]+\})(?:, (?:\w+|\{[a-z_]+\}))*"
+_CHART = re.compile(
+    r"^chart: (?P<value>\w+)(?: \[(?P<low>\w+), (?P<high>\w+)\])?"
+    rf"(?: by (?P<labels>{_NAMES}))?(?: per (?P<panels>{_NAMES}))?$"
+)
 NUMERIC = {"float": float, "integer": int}
 SQL_DIR_VARIABLE = "DICES_SQL_DIR"
 
@@ -230,6 +241,46 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Chart:
+    """A bar chart of a result: one bar per row, as long as its `value`, with the interval
+    from `low` to `high` when both are given, labelled by the `labels` columns' values, in
+    one panel per value of the `panels` columns. `{NAME}` stands for the group columns of
+    the `columns` parameter NAME until `resolved`."""
+
+    value: str
+    low: str | None = None
+    high: str | None = None
+    labels: tuple[str, ...] = ()
+    panels: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        """Every column the chart reads, as declared."""
+        ends = [self.low, self.high] if self.low is not None and self.high is not None else []
+        return [self.value, *ends, *self.labels, *self.panels]
+
+    def resolved(self, parameters: Mapping[str, Any]) -> Chart:
+        """The chart with each `{NAME}` replaced by the columns the bound `parameters` name."""
+        return replace(
+            self,
+            labels=tuple(_expanded(self.labels, parameters)),
+            panels=tuple(_expanded(self.panels, parameters)),
+        )
+
+
+def _expanded(names: Sequence[str], parameters: Mapping[str, Any]) -> list[str]:
+    """`names` with each `{NAME}` replaced by the group columns parameter NAME is bound to,
+    in GROUP_COLUMN_ORDER."""
+    expanded: list[str] = []
+    for name in names:
+        if name.startswith("{"):
+            expanded.extend(sorted(parameters[name[1:-1]], key=GROUP_COLUMN_ORDER.index))
+        else:
+            expanded.append(name)
+    return expanded
+
+
+@dataclass(frozen=True)
 class Query:
     name: str
     summary: str
@@ -242,6 +293,7 @@ class Query:
     path: Path
     columns: tuple[Column, ...] = ()
     conditions: tuple[Condition, ...] = ()
+    chart: Chart | None = None
 
     def parameter(self, name: str) -> Parameter | None:
         return next((p for p in self.parameters if p.name == name), None)
@@ -259,14 +311,7 @@ class Query:
 
     def output_columns(self, parameters: Mapping[str, Any]) -> list[str]:
         """The result's columns for the bound `parameters`, as the header declares them."""
-        names: list[str] = []
-        for column in self.columns:
-            group = column.group_parameter
-            if group is None:
-                names.append(column.name)
-            else:
-                names.extend(sorted(parameters[group], key=GROUP_COLUMN_ORDER.index))
-        return names
+        return _expanded([column.name for column in self.columns], parameters)
 
     def group_columns(self, parameters: dict[str, Any]) -> list[str]:
         """The rater columns the bound `parameters` break the result down by."""
@@ -299,6 +344,7 @@ def parse_query(path: Path, text: str) -> Query:
     columns: list[Column] = []
     conditions: list[Condition] = []
     explanation: list[str] = []
+    chart = None
     in_explanation = False
     for line in header:
         if in_explanation and line.startswith("  "):
@@ -320,6 +366,8 @@ def parse_query(path: Path, text: str) -> Query:
             if condition is None:
                 raise ValueError(f"{path.name}: malformed condition line: {line}")
             conditions.append(Condition(condition["name"], condition["other"], condition["value"]))
+        elif line.startswith("chart:"):
+            chart = _chart(path, line)
         elif line.startswith("explanation:"):
             in_explanation = True
         elif ":" in line:
@@ -341,6 +389,7 @@ def parse_query(path: Path, text: str) -> Query:
         path=path,
         columns=tuple(columns),
         conditions=tuple(conditions),
+        chart=chart,
     )
     _check_references(query)
     return query
@@ -360,6 +409,26 @@ def _check_references(query: Query) -> None:
         group = column.group_parameter
         if group is not None and getattr(query.parameter(group), "type", None) != "columns":
             raise ValueError(f"{query.path.name}: column {column.name}: not a columns parameter")
+    declared = {column.name for column in query.columns}
+    for name in query.chart.names if query.chart is not None else []:
+        if name not in declared:
+            raise ValueError(f"{query.path.name}: chart: {name} is not a declared column")
+
+
+def _chart(path: Path, line: str) -> Chart:
+    match = _CHART.match(line)
+    if match is None:
+        raise ValueError(
+            f"{path.name}: malformed chart line (chart: VALUE [LOW, HIGH] by COLUMNS per COLUMNS)"
+            f": {line}"
+        )
+    return Chart(
+        match["value"],
+        match["low"],
+        match["high"],
+        tuple(match["labels"].split(", ")) if match["labels"] else (),
+        tuple(match["panels"].split(", ")) if match["panels"] else (),
+    )
 
 
 def _parameter(path: Path, match: re.Match[str]) -> Parameter:
