@@ -32,8 +32,10 @@ OutputFormat = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="Output format (default: table on a terminal, else csv; or from the -o extension). "
-        "chart draws bars, for the distribution queries and evaluate.",
+        metavar="FORMAT",
+        help="table, csv, tsv, json, jsonl, parquet or chart (default: table on a terminal, "
+        "else csv; or from the -o extension). chart draws bars, for the distribution queries "
+        "and evaluate.",
         show_default=False,
         case_sensitive=False,
     ),
