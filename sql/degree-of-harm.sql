@@ -10,7 +10,9 @@
 -- column share_no: Share of the ratings that are No (safe).
 -- column share_yes: Share of the ratings that are Yes (unsafe).
 -- column share_unsure: Share of the ratings that are Unsure.
--- chart: share_yes by {by}, degree_of_harm per dataset
+-- column share_yes_ci_low: Lower end of the 95% Wilson interval of share_yes (ratings of one conversation are not independent, so it is if anything too narrow).
+-- column share_yes_ci_high: Upper end of the 95% Wilson interval of share_yes.
+-- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by}, degree_of_harm per dataset
 -- explanation:
 --   Does the crowd's verdict follow the experts' severity? For each degree_of_harm (in
 --   order of severity; empty where the experts gave none) the number of conversations and
@@ -21,7 +23,9 @@ SELECT
     count(*) AS ratings,
     count(*) FILTER (Q_overall = 'No') / count(*) AS share_no,
     count(*) FILTER (Q_overall = 'Yes') / count(*) AS share_yes,
-    count(*) FILTER (Q_overall = 'Unsure') / count(*) AS share_unsure
+    count(*) FILTER (Q_overall = 'Unsure') / count(*) AS share_unsure,
+    wilson_low(count(*) FILTER (Q_overall = 'Yes'), count(*)) AS share_yes_ci_low,
+    wilson_high(count(*) FILTER (Q_overall = 'Yes'), count(*)) AS share_yes_ci_high
 FROM ratings_wide
 GROUP BY ALL
 ORDER BY ALL

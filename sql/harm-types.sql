@@ -7,7 +7,9 @@
 -- column ratings: Their ratings.
 -- column share_yes: Share of the ratings that are Yes (unsafe).
 -- column share_gold_unsafe: Share of the conversations the experts labelled unsafe (DICES-350).
--- chart: share_yes by harm_tag per dataset
+-- column share_yes_ci_low: Lower end of the 95% Wilson interval of share_yes (ratings of one conversation are not independent, so it is if anything too narrow).
+-- column share_yes_ci_high: Upper end of the 95% Wilson interval of share_yes.
+-- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by harm_tag per dataset
 -- explanation:
 --   Which harm topics do raters find unsafe? harm_type is split into lower-case tags (a
 --   conversation can have several, so it counts under each of its tags). share_yes is
@@ -37,7 +39,9 @@ SELECT
     count(*) AS conversations,
     sum(ratings) AS ratings,
     sum(n_yes) / sum(ratings) AS share_yes,
-    count(*) FILTER (safety_gold = 'Yes') / nullif(count(safety_gold), 0) AS share_gold_unsafe
+    count(*) FILTER (safety_gold = 'Yes') / nullif(count(safety_gold), 0) AS share_gold_unsafe,
+    wilson_low(sum(n_yes), sum(ratings)) AS share_yes_ci_low,
+    wilson_high(sum(n_yes), sum(ratings)) AS share_yes_ci_high
 FROM tagged
 GROUP BY dataset, harm_tag
 ORDER BY dataset, conversations DESC, harm_tag

@@ -118,6 +118,7 @@ def assert_fits(stdout: str, width: int) -> None:
 
 # ----------------------------------------------------------------------------- the queries
 
+WILSON = ("share_yes_ci_low", "share_yes_ci_high")
 QUERY_CASES = [
     # arguments, value, interval, label columns
     (
@@ -138,14 +139,14 @@ QUERY_CASES = [
         ("share_yes_ci_low", "share_yes_ci_high"),
         ["rater_raw_race"],
     ),
-    (["degree-of-harm"], "share_yes", None, ["degree_of_harm"]),
+    (["degree-of-harm"], "share_yes", WILSON, ["degree_of_harm"]),
     (
         ["degree-of-harm", "--by", "rater_age"],
         "share_yes",
-        None,
+        WILSON,
         ["rater_age", "degree_of_harm"],
     ),
-    (["harm-types"], "share_yes", None, ["harm_tag"]),
+    (["harm-types"], "share_yes", WILSON, ["harm_tag"]),
     (["agreement", "--permutations", "5"], "irr", None, []),
     (["agreement", "--by", "rater_gender", "--permutations", "5"], "irr", None, ["rater_gender"]),
 ]
@@ -207,7 +208,7 @@ def test_sort_and_limit_choose_the_bars(sample: Path) -> None:
     rows = csv_rows(sample, *arguments)
     assert drawn.exit_code == 0, drawn.output
     assert read_chart(drawn.stdout, {"dataset 350"}) == expected_bars(
-        rows, "share_yes", None, ["harm_tag"]
+        rows, "share_yes", WILSON, ["harm_tag"]
     )
     assert len(rows) == 3
 
@@ -285,8 +286,9 @@ def test_the_help_says_what_the_chart_draws(sample: Path) -> None:
     result = run(sample, "query", "degree-of-harm", "--help", width=200)
     assert result.exit_code == 0, result.output
     assert (
-        "Chart (--format chart): one bar per row of share_yes, labelled by the --by columns, "
-        "degree_of_harm, a panel per dataset."
+        "Chart (--format chart): one bar per row of share_yes, its interval from "
+        "share_yes_ci_low to share_yes_ci_high, labelled by the --by columns, degree_of_harm, "
+        "a panel per dataset."
     ) in result.stdout
 
 

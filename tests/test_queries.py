@@ -100,7 +100,16 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
     ),
     "harm-types": (
         [],
-        ["dataset", "harm_tag", "conversations", "ratings", "share_yes", "share_gold_unsafe"],
+        [
+            "dataset",
+            "harm_tag",
+            "conversations",
+            "ratings",
+            "share_yes",
+            "share_gold_unsafe",
+            "share_yes_ci_low",
+            "share_yes_ci_high",
+        ],
     ),
     "degree-of-harm": (
         [],
@@ -112,6 +121,8 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
             "share_no",
             "share_yes",
             "share_unsure",
+            "share_yes_ci_low",
+            "share_yes_ci_high",
         ],
     ),
     "rater-quality": (
@@ -170,6 +181,11 @@ def approx_records(expected: list[dict]) -> list[dict]:
         }
         for record in expected
     ]
+
+
+def wilson_columns(successes: int, trials: int) -> dict[str, float]:
+    low, high = wilson(successes, trials)
+    return {"share_yes_ci_low": low, "share_yes_ci_high": high}
 
 
 def wilson(successes: int, trials: int) -> tuple[float, float]:
@@ -560,6 +576,7 @@ def test_degree_of_harm_matches_pandas(
                 "share_no": shares["No"] / len(frame),
                 "share_yes": shares["Yes"] / len(frame),
                 "share_unsure": shares["Unsure"] / len(frame),
+                **wilson_columns(shares["Yes"], len(frame)),
             }
         )
     # the published DICES-350 counts
@@ -602,6 +619,7 @@ def test_harm_types_matches_pandas(
             "ratings": int(frame["ratings"].sum()),
             "share_yes": frame["n_yes"].sum() / frame["ratings"].sum(),
             "share_gold_unsafe": (frame["safety_gold"] == "Yes").sum() / len(frame),
+            **wilson_columns(frame["n_yes"].sum(), frame["ratings"].sum()),
         }
         for tag, frame in tagged.groupby("harm_tag")
     ]
