@@ -1,14 +1,17 @@
 """Time `dices report` on both replica datasets, and where the time goes.
 
-Goal: the report of both replica datasets with `--by rater_race --by rater_gender` is built
-in under 10 s (a fresh process, median), most of it the queries.
+Goal: the report of both replica datasets with `--by rater_race --by rater_gender` and the
+packaged demo predictions (`--predictions`) is built in under 10 s (a fresh process, median),
+most of it the queries.
 
     python bench/report.py              # build both replicas, ingest, 3 runs
     python bench/report.py --runs 5 --json
     python bench/report.py --data DIR   # an existing data directory, nothing generated
+    python bench/report.py --no-predictions   # the report without the models section
 
-In-process, per run, the steps of `dices_cli.report.build_report`: each section's queries
-(through the engine), drawing every chart (vl-convert), writing the page; then the whole
+In-process, per run, the steps of `dices_cli.report.build_report`: scoring the predictions
+(dices evaluate's core), each section's queries (through the engine), drawing every chart
+(vl-convert), writing the page; then the whole
 command as a fresh process. Wall and CPU time: on a busy machine CPU is the steadier.
 """
 
@@ -31,15 +34,20 @@ from ingest import add_shared_dir_argument, dices_command, ingested_replicas, me
 _Done = TypeVar("_Done")
 GOAL_S = 10.0  # the whole command, fresh process, median
 BY = ["--by", "rater_race", "--by", "rater_gender"]
+DEMO = Path(__file__).resolve().parents[1] / "dices_cli" / "data" / "demo-predictions.csv"
 
 
-def in_process(data: Path, permutations: int | None) -> dict[str, tuple[float, float]]:
+def in_process(
+    data: Path, permutations: int | None, predictions: bool
+) -> dict[str, tuple[float, float]]:
     """One report built in this process: (wall, CPU) seconds per stage. CPU counts every
     thread of the process; on a busy machine it is the steadier figure."""
+    from dices_cli.evaluate.evaluation import Settings
     from dices_cli.queries.engine import RaterSelection
-    from dices_cli.report import agreement_options
+    from dices_cli.report import BASELINES, BOOTSTRAP, agreement_options
     from dices_cli.report.charts import to_svg
     from dices_cli.report.context import Context
+    from dices_cli.report.models import ModelsRequest, score_models
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
     from dices_cli.store import Store
@@ -56,6 +64,13 @@ def in_process(data: Path, permutations: int | None) -> dict[str, tuple[float, f
 
     wall, cpu = time.perf_counter(), time.process_time()
     context = Context(store, "all", RaterSelection(), BY[1::2], chosen, seed)
+    if predictions:
+        settings = Settings(bootstrap=BOOTSTRAP, seed=seed, baselines=BASELINES)
+        request = ModelsRequest(str(DEMO), None, settings)
+        context.models = timed(
+            "predictions (evaluate core)",
+            lambda: score_models(store, RaterSelection(), request, context.datasets, context.by),
+        )
     built = [timed(f"queries: {build.__name__}", lambda b=build: b(context)) for build in SECTIONS]
     sections = [section for section in built if section is not None]
     drawn = timed(
@@ -73,13 +88,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each measurement")
     parser.add_argument("--data", type=Path, help="an ingested data directory (no generating)")
     parser.add_argument("--permutations", type=int, help="for the agreement section")
+    parser.add_argument(
+        "--no-predictions", action="store_true", help="leave out --predictions (the models)"
+    )
     add_shared_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         extra = ["--permutations", str(args.permutations)] if args.permutations else []
-        runs = [in_process(data, args.permutations) for _ in range(args.runs)]
+        predictions = not args.no_predictions
+        runs = [in_process(data, args.permutations, predictions) for _ in range(args.runs)]
+        extra += ["--predictions", str(DEMO)] if predictions else []
         command = [*dices_command(), "report", *BY, *extra, "--data", str(data)]
         command += ["-o", str(Path(temp) / "report.html"), "--force", "-q"]
         process = [measure(command).wall for _ in range(args.runs)]

@@ -37,7 +37,7 @@ BY = ["--by", "rater_race", "--by", "rater_gender"]
 PERMUTATIONS = "50"  # behind the agreement section's p-values: 200 by default
 # Two toy models of the DICES-350 sample (their item ids are the replica's too), one flipped.
 DEMO = REPO / "dices_cli" / "data" / "demo-predictions.csv"
-BOOTSTRAP = "100"  # behind the models' intervals: 200 by default
+BOOTSTRAP = "50"  # behind the models' intervals: 100 by default
 # Figures of the report of both datasets with two --by columns and predictions: overview 2,
 # models 2 (against gold and crowd, per group), shares 2 (the heatmap of the intersection),
 # gold 1, disagreement 2, quality 2, agreement 1.

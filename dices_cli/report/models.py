@@ -7,12 +7,10 @@ at a time, as the other sections compare groups), and the report draws those row
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import UsageError
-from dices_cli.queries.catalog import missing_group_column
-from dices_cli.schema import DATASETS
 
 if TYPE_CHECKING:
     from dices_cli.evaluate.evaluation import Evaluation, Settings
@@ -41,7 +39,6 @@ class ScoredModels:
     pool: Evaluation  # the whole pool, with the baselines
     groups: dict[str, Evaluation]  # per group column: that column's groups
     settings: Settings
-    left_out: list[str] = field(default_factory=list)  # group columns the dataset lacks
 
 
 def models_dataset(request: ModelsRequest, datasets: list[str]) -> str:
@@ -69,9 +66,8 @@ def score_models(
     from dices_cli.evaluate.references import load_votes
     from dices_cli.queries.engine import open_session
 
-    dataset = models_dataset(request, datasets)
-    columns = [c for c in by if missing_group_column(DATASETS[dataset], [c]) is None]
-    session = open_session(store, dataset, selection, columns=columns)
+    dataset = models_dataset(request, datasets)  # the report's datasets have every `by` column
+    session = open_session(store, dataset, selection, columns=by)
     votes = load_votes(session, [])
     predictions = read_predictions(request.path, votes.item_ids.tolist(), request.one_means)
     settings = replace(request.settings, by=())
@@ -84,13 +80,6 @@ def score_models(
             # per group would cost the report seconds.
             replace(settings, against=("crowd",), by=(column,), baselines=()),
         )
-        for column in columns
+        for column in by
     }
-    return ScoredModels(
-        dataset,
-        predictions.source,
-        pool,
-        groups,
-        settings,
-        [c for c in by if c not in columns],
-    )
+    return ScoredModels(dataset, predictions.source, pool, groups, settings)

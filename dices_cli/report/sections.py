@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import dices_cli.report.charts as charts
 from dices_cli.audit import MISSING_GROUP
 from dices_cli.output import table_from_rows
-from dices_cli.queries.catalog import missing_group_column
 from dices_cli.report.context import (
     Context,
     Figure,
@@ -23,7 +22,6 @@ from dices_cli.report.context import (
     select,
     stacked,
 )
-from dices_cli.schema import DATASETS
 
 if TYPE_CHECKING:
     from dices_cli.evaluate.evaluation import Evaluation
@@ -406,7 +404,7 @@ DIFFERS, SAME = f"differs from the rest (p adj. < {SIGNIFICANT})", "no clear dif
 
 
 def models(ctx: Context) -> Section | None:
-    from dices_cli.evaluate.baseline import baseline_name
+    from dices_cli.evaluate.baseline import DRAWS, baseline_name
     from dices_cli.evaluate.evaluation import LOWER_IS_BETTER
 
     scored = ctx.models
@@ -462,12 +460,13 @@ def models(ctx: Context) -> Section | None:
         "evaluate's default is 1000), seed "
         f"{scored.settings.seed}, crowd ties {scored.settings.ties}, a score from "
         f"{scored.settings.threshold:g} up is unsafe.",
-        *scored.pool.warnings,
         *(
-            f"{missing_group_column(DATASETS[scored.dataset], [c])}, so the models are not "
-            "scored per group of it"
-            for c in scored.left_out
+            f"{baseline_name(k)}: {k} rater{'s' if k > 1 else ''} drawn at random per "
+            f"conversation, scored against the other raters ({DRAWS} draws averaged): what a "
+            "person reaches."
+            for k in scored.settings.baselines
         ),
+        *scored.pool.warnings,
     ]
     return Section(
         "models",
