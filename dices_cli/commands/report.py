@@ -80,6 +80,7 @@ def report(
             "--bootstrap",
             min=0,
             max=100_000,
+            metavar="N",
             help="With --predictions: bootstrap resamples behind the intervals "
             f"(default {BOOTSTRAP}; dices evaluate's is 1000).",
         ),
