@@ -1,23 +1,30 @@
 """Time `dices report` on both replica datasets, and where the time goes.
 
-Goal: the report of both replica datasets with `--by rater_race --by rater_gender` is built
-in under 10 s (a fresh process, median), most of it the queries.
+Goal: the report of both replica datasets with `--by rater_race --by rater_gender` and two
+models' predictions of every DICES-350 conversation (`--predictions`: the crowd's share of Yes
+as the score, and its flipped copy) is built in under 10 s (a fresh process, median), most of
+it the queries.
 
     python bench/report.py              # build both replicas, ingest, 3 runs
     python bench/report.py --runs 5 --json
     python bench/report.py --data DIR   # an existing data directory, nothing generated
+    python bench/report.py --no-predictions   # the report without the models section
 
-In-process, per run, the steps of `dices_cli.report.build_report`: each section's queries
-(through the engine), drawing every chart (vl-convert), writing the page; then the whole
+In-process, per run, the steps of `dices_cli.report.build_report`: scoring the predictions
+(dices evaluate's core), each section's queries (through the engine), drawing every chart
+(vl-convert), writing the page; then the whole
 command as a fresh process. Wall and CPU time: on a busy machine CPU is the steadier.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import math
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,13 +40,38 @@ GOAL_S = 10.0  # the whole command, fresh process, median
 BY = ["--by", "rater_race", "--by", "rater_gender"]
 
 
-def in_process(data: Path, permutations: int | None) -> dict[str, tuple[float, float]]:
+def write_predictions(data: Path, target: Path) -> Path:
+    """Two models of every DICES-350 conversation in `data`: the crowd's share of Yes as the
+    score (label Yes above one half), and the same flipped, which the report warns about."""
+    query = ["query", "item-distribution", "-d", "350", "--columns", "item_id,share_yes"]
+    done = subprocess.run(
+        [*dices_command(), *query, "-f", "csv", "--data", str(data)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    with target.open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["model", "item_id", "label", "score"])
+        for model, flipped in (("crowd-share", False), ("crowd-share-flipped", True)):
+            for row in csv.DictReader(io.StringIO(done.stdout)):
+                share = float(row["share_yes"])
+                score = 1 - share if flipped else share
+                writer.writerow([model, row["item_id"], "Yes" if score > 0.5 else "No", score])
+    return target
+
+
+def in_process(
+    data: Path, permutations: int | None, predictions: Path | None
+) -> dict[str, tuple[float, float]]:
     """One report built in this process: (wall, CPU) seconds per stage. CPU counts every
     thread of the process; on a busy machine it is the steadier figure."""
+    from dices_cli.evaluate.evaluation import Settings
     from dices_cli.queries.engine import RaterSelection
-    from dices_cli.report import agreement_options
+    from dices_cli.report import BASELINES, BOOTSTRAP, agreement_options
     from dices_cli.report.charts import to_svg
     from dices_cli.report.context import Context
+    from dices_cli.report.models import ModelsRequest, score_models
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
     from dices_cli.store import Store
@@ -56,6 +88,13 @@ def in_process(data: Path, permutations: int | None) -> dict[str, tuple[float, f
 
     wall, cpu = time.perf_counter(), time.process_time()
     context = Context(store, "all", RaterSelection(), BY[1::2], chosen, seed)
+    if predictions is not None:
+        settings = Settings(bootstrap=BOOTSTRAP, seed=seed, baselines=BASELINES)
+        request = ModelsRequest(str(predictions), None, settings)
+        context.models = timed(
+            "predictions (evaluate core)",
+            lambda: score_models(store, RaterSelection(), request, context.datasets, context.by),
+        )
     built = [timed(f"queries: {build.__name__}", lambda b=build: b(context)) for build in SECTIONS]
     sections = [section for section in built if section is not None]
     drawn = timed(
@@ -73,13 +112,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each measurement")
     parser.add_argument("--data", type=Path, help="an ingested data directory (no generating)")
     parser.add_argument("--permutations", type=int, help="for the agreement section")
+    parser.add_argument(
+        "--no-predictions", action="store_true", help="leave out --predictions (the models)"
+    )
     add_shared_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         extra = ["--permutations", str(args.permutations)] if args.permutations else []
-        runs = [in_process(data, args.permutations) for _ in range(args.runs)]
+        predictions = None
+        if not args.no_predictions:
+            predictions = write_predictions(data, Path(temp) / "predictions.csv")
+            extra += ["--predictions", str(predictions)]
+        runs = [in_process(data, args.permutations, predictions) for _ in range(args.runs)]
         command = [*dices_command(), "report", *BY, *extra, "--data", str(data)]
         command += ["-o", str(Path(temp) / "report.html"), "--force", "-q"]
         process = [measure(command).wall for _ in range(args.runs)]

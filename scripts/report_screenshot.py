@@ -1,4 +1,5 @@
-"""Regenerate docs/report.png: a `dices report` of both replica datasets, in headless Chromium.
+"""Regenerate docs/report.png: a `dices report` of both replica datasets, with the packaged demo
+predictions, in headless Chromium.
 
     python scripts/report_screenshot.py                  # build the replicas, ingest, report
     python scripts/report_screenshot.py --data DIR       # an ingested data directory
@@ -27,6 +28,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DICES_SHARED", REPO.parent / "shared"))
+# Two toy models of the packaged DICES-350 sample, one with flipped labels: the report shows
+# the models section and its polarity warning.
+DEMO_PREDICTIONS = REPO / "dices_cli" / "data" / "demo-predictions.csv"
 WIDTH = 1280  # CSS px: a laptop screen
 TOP_HEIGHT = 2600  # CSS px of the page's top kept in docs/report.png
 TIMEOUT = 60.0  # s for any one answer of the browser
@@ -208,6 +212,8 @@ def main() -> None:
             "rater_race",
             "--by",
             "rater_gender",
+            "--predictions",
+            str(DEMO_PREDICTIONS),
             "--data",
             str(data),
             "-o",

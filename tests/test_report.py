@@ -24,18 +24,32 @@ import pytest
 from typer.testing import CliRunner
 
 from dices_cli import __version__
+from dices_cli.evaluate.evaluation import Settings
 from dices_cli.main import app
 from dices_cli.queries.engine import RaterSelection
 from dices_cli.report.context import Context, Section
+from dices_cli.report.models import ModelsRequest, score_models
 from dices_cli.report.sections import SECTIONS, TOP_CONVERSATIONS
 from dices_cli.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 BY = ["--by", "rater_race", "--by", "rater_gender"]
 PERMUTATIONS = "50"  # behind the agreement section's p-values: 200 by default
-# Figures of the report of both datasets with two --by columns: overview 2, shares 2 (the
-# heatmap of the intersection), gold 1, disagreement 2, quality 2, agreement 1.
-FIGURES_WITH_BY = 10
+# Two toy models of the DICES-350 sample (their item ids are the replica's too), one flipped.
+DEMO = REPO / "dices_cli" / "data" / "demo-predictions.csv"
+BOOTSTRAP = "50"  # behind the models' intervals: 100 by default
+# Figures of the report of both datasets with two --by columns and predictions: overview 2,
+# models 2 (against gold and crowd, per group), shares 2 (the heatmap of the intersection),
+# gold 1, disagreement 2, quality 2, agreement 1.
+FIGURES_WITH_BY = 12
+MODEL_FIGURES = (
+    "Each model against the experts and the crowd (DICES-350)",
+    "Each model's agreement with each group's crowd label",
+)
+FLIPPED = (
+    "Warning: model 'five-raters-flipped' agrees with the experts' gold labels on DICES-350 "
+    "less than chance: Cohen's kappa "
+)
 
 
 def _load_screenshot_script() -> Any:
@@ -51,9 +65,10 @@ def _load_screenshot_script() -> Any:
 
 @pytest.fixture(scope="module")
 def report(ingested: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The report of both replica datasets, by race and gender."""
+    """The report of both replica datasets, by race and gender, with the demo predictions."""
     target = tmp_path_factory.mktemp("report") / "report.html"
     arguments = ["report", *BY, "--permutations", PERMUTATIONS, "--data", str(ingested)]
+    arguments += ["--predictions", str(DEMO), "--bootstrap", BOOTSTRAP]
     result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
     assert result.stderr == f"wrote {target}\n"
@@ -95,6 +110,8 @@ def test_the_report_opens_in_chromium_draws_every_chart_and_fetches_nothing(
         browser.close()
     assert browser.requests(probe_session) == [probe.as_uri(), "http://127.0.0.1:9/probe.png"]
     assert len(charts) == FIGURES_WITH_BY
+    drawn = [chart["label"].split(": ")[0] for chart in charts]
+    assert drawn[2:4] == list(MODEL_FIGURES)  # right after the overview
     for chart in charts:
         assert chart["label"], chart
         assert chart["width"] > 100 and chart["height"] > 50, chart
@@ -118,7 +135,8 @@ def test_the_page_is_self_contained(report: Path) -> None:
 
 def test_the_report_records_how_it_was_made(report: Path, ingested: Path) -> None:
     page = html.unescape(report.read_text(encoding="utf-8"))
-    options = f"{' '.join(BY)} --permutations {PERMUTATIONS} --seed 0"
+    options = f"{' '.join(BY)} --permutations {PERMUTATIONS} --seed 0 --predictions {DEMO}"
+    options += f" --bootstrap {BOOTSTRAP} --baseline raters:1 --ties exclude --threshold 0.5"
     command = f"dices report --dataset all {options} -o {report}"
     assert f"<code>{command}</code>" in page
     assert f"<dt>dices version</dt><dd>{__version__}</dd>" in page
@@ -139,14 +157,27 @@ def _query_csv(ingested: Path, *arguments: str) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def sections(ingested: Path) -> dict[str, Section]:
-    """The sections of both datasets by gender, as `dices report --by rater_gender` draws."""
-    context = Context(Store(ingested), "all", RaterSelection(), ["rater_gender"], 20, 0)
+    """The sections of both datasets by gender, as `dices report --by rater_gender
+    --predictions DEMO --bootstrap 100` draws."""
+    store = Store(ingested)
+    context = Context(store, "all", RaterSelection(), ["rater_gender"], 20, 0)
+    settings = Settings(bootstrap=int(BOOTSTRAP), baselines=(1,))
+    request = ModelsRequest(str(DEMO), None, settings)
+    context.models = score_models(store, RaterSelection(), request, context.datasets, context.by)
     built = (build(context) for build in SECTIONS)
     return {section.key: section for section in built if section is not None}
 
 
 def test_every_chart_draws_the_rows_of_its_table(sections: dict[str, Section]) -> None:
-    assert list(sections) == ["overview", "shares", "gold", "disagreement", "quality", "agreement"]
+    assert list(sections) == [
+        "overview",
+        "models",
+        "shares",
+        "gold",
+        "disagreement",
+        "quality",
+        "agreement",
+    ]
     for section in sections.values():
         for figure in section.figures:
             drawn = figure.spec["data"]["values"]
@@ -180,6 +211,74 @@ def test_the_shares_and_the_gaps_are_the_queries_numbers(
         assert [(g["item_id"], g["gap"]) for g in gaps if g["dataset"] == f"DICES-{dataset}"] == [
             (int(r["item_id"]), float(r["gap"])) for r in top
         ]
+
+
+def _evaluate_csv(ingested: Path, *arguments: str) -> list[dict[str, str]]:
+    given = ["--bootstrap", BOOTSTRAP, *arguments, "-f", "csv", "--data", str(ingested)]
+    result = CliRunner().invoke(app, ["evaluate", str(DEMO), *given])
+    assert result.exit_code == 0, result.output
+    return list(csv.DictReader(io.StringIO(result.stdout)))
+
+
+def _number(text: str) -> float | None:
+    return float(text) if text else None
+
+
+def test_the_models_are_dices_evaluates_numbers(
+    ingested: Path, sections: dict[str, Section]
+) -> None:
+    overall, per_group = sections["models"].figures
+    expected = {
+        (r["model"], r["reference"]): r for r in _evaluate_csv(ingested, "--baseline", "raters:1")
+    }
+    drawn = overall.table.records()
+    assert {(r["model"], r["kind"]) for r in drawn} == {
+        ("five-raters", "model"),
+        ("five-raters-flipped", "polarity suspect"),
+        ("raters:1", "human baseline (raters drawn at random)"),
+    }
+    assert {r["reference"] for r in drawn} == {"gold", "crowd", "crowd-share"}
+    for r in drawn:
+        row = expected[r["model"], r["reference"]]
+        metric = r["metric"]
+        assert (r["value"], r["low"], r["high"], r["n"]) == (
+            _number(row[metric]),
+            _number(row[f"{metric}_low"]),
+            _number(row[f"{metric}_high"]),
+            int(row["n"]),
+        )
+    groups = [
+        r
+        for r in _evaluate_csv(ingested, "--by", "rater_gender", "--against", "crowd")
+        if r["rater_gender"]
+    ]
+    assert [
+        (r["model"], r["group"], r["kappa"], r["kappa_low"], r["kappa_high"], r["p_adjusted"])
+        for r in per_group.table.records()
+    ] == [
+        (
+            r["model"],
+            r["rater_gender"],
+            _number(r["kappa"]),
+            _number(r["kappa_low"]),
+            _number(r["kappa_high"]),
+            _number(r["p_adjusted"]),
+        )
+        for r in groups
+    ]
+
+
+def test_a_flipped_model_is_warned_about_atop_the_page_and_in_its_section(
+    report: Path, sections: dict[str, Section]
+) -> None:
+    (warning,) = sections["models"].warnings  # five-raters, not flipped, is no suspect
+    assert f"Warning: {warning}".startswith(FLIPPED)
+    page = html.unescape(report.read_text(encoding="utf-8"))
+    header, models = page.split("<nav")[0], page.split('<section id="models">')[1]
+    assert re.search(
+        f'<p class="warning" role="alert">{re.escape(FLIPPED)}[^<]*<a href="#models">', header
+    )
+    assert models.split("</h2>")[1].startswith(f'<p class="warning" role="alert">{FLIPPED}')
 
 
 def test_one_dataset_without_by_leaves_out_what_does_not_apply(
@@ -226,6 +325,22 @@ def test_a_dataset_without_a_by_column_is_left_out_with_a_note(
             "Error: --by names an unknown column 'rater_shoe_size'; choose from: ",
         ),
         (["--permutations", "-1"], 2, "Error: --permutations must be a whole number between 0 and"),
+        (["--ties", "safe"], 2, "Error: --ties scores predictions: give --predictions FILE too\n"),
+        (
+            ["--predictions", "-", "--raters", "-"],
+            2,
+            "Error: only one of --predictions and --raters can be - (stdin)\n",
+        ),
+        (
+            ["-d", "990", "--predictions", str(DEMO), "--predictions-dataset", "350"],
+            2,
+            "Error: the predictions are for DICES-350, but the report shows DICES-990 only\n",
+        ),
+        (
+            ["--predictions", str(DEMO), "--baseline", "raters:0"],
+            2,
+            "Error: a baseline is raters:K with K a whole number from 1, not 'raters:0'\n",
+        ),
     ],
 )
 def test_a_bad_option_is_a_usage_error(
@@ -237,6 +352,27 @@ def test_a_bad_option_is_a_usage_error(
     )
     assert result.exit_code == code
     assert result.stderr.startswith(message)
+    assert not target.exists()
+
+
+def test_a_bad_predictions_file_or_bootstrap_is_refused_before_any_query(
+    ingested: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "r.html"
+    bad = tmp_path / "judge.csv"
+    bad.write_text("item_id,label\n13,1\n")
+    arguments = ["report", "--predictions", str(bad), "--data", str(ingested), "-o", str(target)]
+    result = CliRunner().invoke(app, arguments)
+    assert (result.exit_code, result.stderr.splitlines()[:2]) == (
+        1,
+        [
+            "hint: numeric or boolean labels need --one-means unsafe or --one-means safe",
+            f"Error: {bad} is not a valid predictions file; nothing was evaluated",
+        ],
+    )
+    result = CliRunner().invoke(app, [*arguments, "--bootstrap", "-1"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--bootstrap': -1 is not in the range 0<=x<=100000." in result.stderr
     assert not target.exists()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -19,7 +19,10 @@ from dices_cli.commands.options import (
     read_paths,
 )
 from dices_cli.render import say
-from dices_cli.report import PERMUTATIONS
+from dices_cli.report import BOOTSTRAP, PERMUTATIONS
+
+if TYPE_CHECKING:
+    from dices_cli.report.models import ModelsRequest
 
 
 def report(
@@ -49,7 +52,70 @@ def report(
     ] = None,
     seed: Annotated[
         int | None,
-        typer.Option("--seed", help="With --by: seed of the relabellings (default 0)."),
+        typer.Option(
+            "--seed",
+            help="Seed of the relabellings (with --by) and of the bootstrap (with "
+            "--predictions); default 0.",
+        ),
+    ] = None,
+    predictions: Annotated[
+        str | None,
+        typer.Option(
+            "--predictions",
+            metavar="FILE",
+            help="Also score a model's predictions (the input of dices evaluate; - for stdin) "
+            "against the experts, the crowd and each --by group, beside a human baseline.",
+        ),
+    ] = None,
+    predictions_dataset: Annotated[
+        Literal["350", "990"] | None,
+        typer.Option(
+            "--predictions-dataset",
+            help="The dataset the predictions are for (default: 350 when the report shows it).",
+        ),
+    ] = None,
+    bootstrap: Annotated[
+        int | None,
+        typer.Option(
+            "--bootstrap",
+            min=0,
+            max=100_000,
+            metavar="N",
+            help="With --predictions: bootstrap resamples behind the intervals "
+            f"(default {BOOTSTRAP}; dices evaluate's is 1000).",
+        ),
+    ] = None,
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--baseline",
+            metavar="raters:K",
+            help="With --predictions: the human baseline, K raters drawn at random per "
+            "conversation (repeat; default raters:1).",
+        ),
+    ] = None,
+    ties: Annotated[
+        Literal["exclude", "unsafe", "safe"] | None,
+        typer.Option(
+            "--ties",
+            help="With --predictions: a tied crowd plurality is left out (default), or "
+            "counted as unsafe/safe.",
+        ),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            min=0.0,
+            max=1.0,
+            help="With --predictions: a score from here up is unsafe (default 0.5).",
+        ),
+    ] = None,
+    one_means: Annotated[
+        Literal["unsafe", "safe"] | None,
+        typer.Option(
+            "--one-means", help="With --predictions: what a numeric or boolean label 1 means."
+        ),
     ] = None,
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
@@ -62,7 +128,9 @@ def report(
     Sections: the datasets and rater pool; Q_overall per group with 95% intervals (and the
     intersection of the --by columns as a heatmap); experts against the crowd
     (DICES-350); disagreement per conversation; rater quality and the filter audit; with
-    --by, agreement per group and the conversations the groups disagree on most. The file
+    --by, agreement per group and the conversations the groups disagree on most; with
+    --predictions, each model's metrics against the experts, the crowd and each --by group,
+    beside a human baseline, and a warning when a model's labels look flipped. The file
     needs no network: charts are inline SVG, there are no scripts, fonts or links to load.
     The report ends with how it was made: the command, the dataset checksums, the date.
 
@@ -73,8 +141,11 @@ def report(
         dices report --by rater_race --by rater_gender -o report.html
 
         dices report -d 350 --exclude-removed -o dices350.html
+
+        dices report --by rater_gender --predictions judge.csv -o judge.html
     """
     from dices_cli.commands.canned import worded
+    from dices_cli.errors import InvalidInputError, UsageError
     from dices_cli.output import check_output, open_output
     from dices_cli.queries.catalog import ParameterError, missing_group_column
     from dices_cli.queries.engine import chosen_datasets
@@ -83,7 +154,22 @@ def report(
     from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
+    given = {
+        "--predictions-dataset": predictions_dataset,
+        "--bootstrap": bootstrap,
+        "--baseline": baseline,
+        "--ties": ties,
+        "--threshold": threshold,
+        "--one-means": one_means,
+    }
+    if predictions is None:
+        for flag, value in given.items():
+            if value is not None:
+                raise UsageError(f"{flag} scores predictions: give --predictions FILE too")
+    if predictions == "-" and raters == "-":
+        raise UsageError("only one of --predictions and --raters can be - (stdin)")
     inputs = read_paths(data, raters)
+    inputs += [Path(predictions)] if predictions not in (None, "-") else []
     check_output(output, force, inputs)  # before the work
     check_charts_available()
     store = Store(resolve_data_dir(data))
@@ -96,16 +182,33 @@ def report(
         raise worded(error) from None
     if by:
         command += ["--permutations", str(permutations), "--seed", str(seed)]
+    models = None
+    if predictions is not None:
+        models = _models_request(
+            predictions, predictions_dataset, bootstrap, baseline, ties, threshold, one_means, seed
+        )
+        command += ["--predictions", predictions]
+        command += ["--predictions-dataset", predictions_dataset] if predictions_dataset else []
+        settings = models.settings
+        command += ["--bootstrap", str(settings.bootstrap)]
+        command += [part for k in settings.baselines for part in ("--baseline", f"raters:{k}")]
+        command += ["--ties", settings.ties, "--threshold", f"{settings.threshold:g}"]
+        command += ["--one-means", one_means] if one_means else []
+        command += ["--seed", str(seed)] if not by else []
     command += ["--exclude-removed"] if exclude_removed else []
     command += ["--raters", raters] if raters is not None else []
     command += ["--min-quality", f"{min_quality:g}"] if min_quality is not None else []
     command += ["-o", str(output)]
     try:
         document = build_report(
-            store, dataset, selection, by or [], shlex.join(command), permutations, seed
+            store, dataset, selection, by or [], shlex.join(command), permutations, seed, models
         )
     except ParameterError as error:
         raise worded(error) from None
+    except InvalidInputError as error:
+        if any(str(p.type) == "ambiguous-label" for p in error.report.problems):
+            say("hint: numeric or boolean labels need --one-means unsafe or --one-means safe")
+        raise
     with open_output(output, force, inputs) as handle:
         handle.write(document.encode("utf-8"))
     if dataset == "all":
@@ -114,6 +217,33 @@ def report(
         ):
             say(f"note: {missing_group_column(DATASETS[skipped], by or [])}, so it is left out")
     say(f"wrote {output}")
+
+
+def _models_request(
+    predictions: str,
+    dataset: str | None,
+    bootstrap: int | None,
+    baseline: list[str] | None,
+    ties: str | None,
+    threshold: float | None,
+    one_means: str | None,
+    seed: int,
+) -> ModelsRequest:
+    """What to score, with dices evaluate's settings and the report's defaults."""
+    from dices_cli.evaluate.baseline import parse_baseline
+    from dices_cli.evaluate.evaluation import Settings
+    from dices_cli.report import BASELINES
+    from dices_cli.report.models import ModelsRequest
+
+    defaults = Settings()
+    settings = Settings(
+        ties=ties or defaults.ties,
+        threshold=defaults.threshold if threshold is None else threshold,
+        bootstrap=BOOTSTRAP if bootstrap is None else bootstrap,
+        seed=seed,
+        baselines=tuple(dict.fromkeys(map(parse_baseline, baseline))) if baseline else BASELINES,
+    )
+    return ModelsRequest(predictions, dataset, settings, one_means)
 
 
 def register(app: typer.Typer) -> None:

@@ -233,6 +233,61 @@ def interval_dots(
     return _facet(spec, wrap=wrap)
 
 
+def estimates(
+    title: str,
+    description: str,
+    data: list[dict[str, Any]],
+    group: Axis,
+    value: tuple[str, str],
+    interval: tuple[str, str],
+    colour: tuple[str, str],
+    colours: dict[str, str],
+    reference: str | None = None,
+    wrap: str = "panel",
+) -> dict[str, Any]:
+    """A point per group at `value` (any number), with a line across its `interval` (low,
+    high fields), both coloured by `colour` (value -> colour); a dashed line at the field
+    `reference` (one value per panel) when given. Each panel has its own scales."""
+    y = _nominal(*group, axis={"labelLimit": 0})  # labels come cut (`short`)
+    x = {
+        "type": "quantitative",
+        "scale": {"zero": False, "nice": True},
+        "axis": {"format": ".2~f", "tickCount": 4},
+    }
+    painted = _colours(*colour, colours)
+    layer: list[dict[str, Any]] = []
+    if reference is not None:
+        layer.append(
+            {
+                "mark": {"type": "rule", "color": GREY, "strokeDash": [4, 3]},
+                "encoding": {"x": {**x, "field": reference, "title": value[1]}},
+            }
+        )
+    layer += [
+        {
+            "mark": {"type": "rule", "strokeWidth": 3},
+            "encoding": {
+                "y": y,
+                "x": {**x, "field": interval[0], "title": value[1]},
+                "x2": {"field": interval[1]},
+                "color": painted,
+            },
+        },
+        {
+            "mark": {"type": "point", "filled": True, "size": 70, "opacity": 1},
+            "encoding": {
+                "y": y,
+                "x": {**x, "field": value[0], "title": value[1]},
+                "color": painted,
+            },
+        },
+    ]
+    spec = _spec(title, description, data, width=WIDTH / 2, layer=layer)
+    faceted = _facet(spec, wrap=wrap)
+    faceted["resolve"] = {"scale": {"x": "independent", "y": "independent"}}
+    return faceted
+
+
 def heatmap(
     title: str,
     description: str,

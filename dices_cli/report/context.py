@@ -17,6 +17,7 @@ from dices_cli.queries.engine import RaterSelection, Session, chosen_datasets
 from dices_cli.schema import DATASETS
 
 if TYPE_CHECKING:
+    from dices_cli.report.models import ScoredModels
     from dices_cli.store import Store
 
 
@@ -36,12 +37,14 @@ class Section:
     figures: list[Figure]
     tables: list[tuple[str, Table]] = field(default_factory=list)  # (caption, numbers)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # shown prominently, also atop the page
 
 
 @dataclass
 class Context:
     """What every section reads: the store, the datasets asked for, the rater selection
-    (resolved), the `by` columns, and one engine session per set of datasets."""
+    (resolved), the `by` columns, the models scored (if any), and one engine session per
+    set of datasets."""
 
     store: Store
     dataset: str  # '350', '990' or 'all'
@@ -49,6 +52,7 @@ class Context:
     by: list[str]
     permutations: int
     seed: int
+    models: ScoredModels | None = None  # the predictions scored, when there are some
     datasets: list[str] = field(default_factory=list)
     _sessions: dict[tuple[str, ...], Session] = field(default_factory=dict)
 

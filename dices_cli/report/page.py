@@ -44,6 +44,8 @@ th, td { border-bottom: 1px solid #d0d0d0; padding: .15rem .6rem; text-align: le
 td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td:first-child { white-space: nowrap; }
 .note { background: #fff6e0; border-left: 4px solid #e69f00; padding: .4rem .8rem; }
+.warning { background: #fde6dc; border: 2px solid #D55E00; border-left-width: 8px;
+           padding: .6rem .9rem; margin: 1rem 0; font-weight: 600; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
 dt { font-weight: 600; }
 code, .hash { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .85rem;
@@ -120,6 +122,7 @@ def _scoped(svg: str, prefix: str) -> str:
 
 def section_html(section: Section, svgs: Sequence[str], first_figure: int) -> str:
     parts = [f'<section id="{section.key}"><h2>{html.escape(section.title)}</h2>']
+    parts += [_warning(text) for text in section.warnings]
     parts += [f'<p class="note">{html.escape(note)}</p>' for note in section.notes]
     for number, (figure, svg) in enumerate(zip(section.figures, svgs, strict=True), first_figure):
         key = f"figure-{number}"
@@ -137,6 +140,11 @@ def section_html(section: Section, svgs: Sequence[str], first_figure: int) -> st
     parts += [table_html(table, caption) for caption, table in section.tables]
     parts.append("</section>")
     return "".join(parts)
+
+
+def _warning(text: str, link: str | None = None) -> str:
+    more = f' <a href="#{link}">See the section.</a>' if link else ""
+    return f'<p class="warning" role="alert">Warning: {html.escape(text)}{more}</p>'
 
 
 def provenance_html(made: Provenance) -> str:
@@ -194,6 +202,8 @@ def page(sections: Sequence[Section], svgs: Sequence[Sequence[str]], made: Prove
     toc = "".join(
         f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>' for s in [*sections, _PROVENANCE]
     )
+    # A warning (a model's flipped polarity) also heads the page: it changes every reading.
+    warnings = "".join(_warning(text, s.key) for s in sections for text in s.warnings)
     body = []
     figure = 1
     for section, drawn in zip(sections, svgs, strict=True):
@@ -207,7 +217,7 @@ def page(sections: Sequence[Section], svgs: Sequence[Sequence[str]], made: Prove
         f"<body><header><h1>DICES safety ratings: {html.escape(titles)}</h1>"
         f"<p>Raters: {html.escape(made.selection)}. Every chart is drawn from the canned queries "
         "of <code>dices query</code>; the numbers behind each are in the table below it.</p>"
-        f"<nav aria-label=Contents><ol>{toc}</ol></nav></header>"
+        f"{warnings}<nav aria-label=Contents><ol>{toc}</ol></nav></header>"
         f"<main>{''.join(body)}{provenance_html(made)}</main></body></html>\n"
     )
 

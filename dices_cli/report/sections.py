@@ -1,16 +1,17 @@
 """The report's sections: each runs canned queries through the engine and draws their rows.
 
 A section is a function of the `Context` that returns a `Section` (or None when it does not
-apply: no DICES-350 for gold, no `by` columns for agreement). `SECTIONS` is their order; a
-new section (model predictions, say) is one more function in that list.
+apply: no DICES-350 for gold, no `by` columns for agreement, no predictions for models).
+`SECTIONS` is their order; a new section is one more function in that list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dices_cli.report.charts as charts
+from dices_cli.audit import MISSING_GROUP
 from dices_cli.output import table_from_rows
 from dices_cli.report.context import (
     Context,
@@ -21,6 +22,9 @@ from dices_cli.report.context import (
     select,
     stacked,
 )
+
+if TYPE_CHECKING:
+    from dices_cli.evaluate.evaluation import Evaluation
 
 # The demographic columns of the rater pool overview, and of the shares without `by`.
 POOL_COLUMNS = ("rater_gender", "rater_race", "rater_age", "rater_education")
@@ -388,8 +392,142 @@ def agreement(ctx: Context) -> Section | None:
     )
 
 
+# What the models chart shows against each reference (dices evaluate has more columns).
+MODEL_METRICS = {
+    "gold": ("accuracy", "f1", "kappa", "roc_auc"),
+    "crowd": ("accuracy", "f1", "kappa", "roc_auc"),
+    "crowd-share": ("jsd",),
+}
+REFERENCE_TITLES = {"gold": "experts' gold", "crowd": "crowd label", "crowd-share": "crowd shares"}
+MODEL, HUMAN, SUSPECT = "model", "human baseline (raters drawn at random)", "polarity suspect"
+DIFFERS, SAME = f"differs from the rest (p adj. < {SIGNIFICANT})", "no clear difference"
+
+
+def models(ctx: Context) -> Section | None:
+    from dices_cli.evaluate.baseline import DRAWS, baseline_name
+    from dices_cli.evaluate.evaluation import LOWER_IS_BETTER
+
+    scored = ctx.models
+    if scored is None:
+        return None
+    suspects = {s.model for s in scored.pool.suspects}
+    humans = {baseline_name(k) for k in scored.settings.baselines}
+    kinds = {MODEL: charts.BLUE, HUMAN: charts.ORANGE, SUSPECT: charts.VERMILLION}
+    rows = []
+    for r in scored.pool.table.records():
+        kind = HUMAN if r["model"] in humans else SUSPECT if r["model"] in suspects else MODEL
+        for metric in MODEL_METRICS[r["reference"]]:
+            if r[metric] is not None:
+                estimate = (r[metric], r[f"{metric}_low"], r[f"{metric}_high"])
+                rows.append((r["model"], kind, r["reference"], metric, *estimate, r["n"]))
+    columns = ["model", "kind", "reference", "metric", "value", "low", "high", "n"]
+    table = table_from_rows(columns, rows)
+    data = [
+        {
+            **r,
+            "label": charts.short(r["model"], 24),
+            "panel": f"{REFERENCE_TITLES[r['reference']]} · {r['metric']}"
+            + (" (lower is better)" if r["metric"] in LOWER_IS_BETTER else ""),
+        }
+        for r in table.records()
+    ]
+    title = dataset_title(scored.dataset)
+    figures = [
+        Figure(
+            charts.estimates(
+                f"Each model against the experts and the crowd ({title})",
+                "Each model's metrics against the experts' gold label, the crowd's plurality "
+                "label and the crowd's shares of answers, with 95% bootstrap intervals, beside "
+                "the human baseline.",
+                data,
+                ("label", None),
+                ("value", "value"),
+                ("low", "high"),
+                ("kind", "scored"),
+                kinds,
+            ),
+            table,
+            "A dot is a model's metric and its line the 95% interval; the orange human baseline "
+            "is what raters drawn at random reach, so a model at or beyond it rates like a "
+            "person; a vermillion model agrees with the experts less than chance.",
+        )
+    ]
+    if scored.groups:
+        figures.append(_models_per_group(scored.groups))
+    notes = [
+        f"Scored by dices evaluate's core on {title} ({scored.source}): intervals from "
+        f"{scored.settings.bootstrap:,} bootstrap resamples of the conversations (dices "
+        "evaluate's default is 1000), seed "
+        f"{scored.settings.seed}, crowd ties {scored.settings.ties}, a score from "
+        f"{scored.settings.threshold:g} up is unsafe.",
+        *(
+            f"{baseline_name(k)}: {k} rater{'s' if k > 1 else ''} drawn at random per "
+            f"conversation, scored against the other raters ({DRAWS} draws averaged): what a "
+            "person reaches."
+            for k in scored.settings.baselines
+        ),
+        *scored.pool.warnings,
+    ]
+    return Section(
+        "models",
+        "Models against the experts, the crowd and the groups",
+        figures,
+        notes=notes,
+        warnings=[suspect.message() for suspect in scored.pool.suspects],
+    )
+
+
+def _models_per_group(groups: dict[str, Evaluation]) -> Figure:
+    rows = []
+    for column, evaluation in groups.items():
+        records = evaluation.table.records()
+        pool = {r["model"]: r["kappa"] for r in records if r["compared_on"] is None}
+        for r in records:
+            if r["compared_on"] is None:
+                continue
+            group = r[column] if r[column] is not None else MISSING_GROUP
+            p = r["p_adjusted"]
+            differs = DIFFERS if p is not None and p < SIGNIFICANT else SAME
+            kappa = (r["kappa"], r["kappa_low"], r["kappa_high"], pool[r["model"]], r["rest"])
+            compared = (r["difference"], p, differs)
+            rows.append((r["model"], column, group, r["raters"], r["n"], *kappa, *compared))
+    columns = ["model", "column", "group", "raters", "n", "kappa", "kappa_low", "kappa_high"]
+    columns += ["pool_kappa", "rest_kappa", "difference", "p_adjusted", "compared"]
+    table = table_from_rows(columns, rows)
+    data = [
+        {
+            **r,
+            "label": charts.short(str(r["group"]), 24),
+            "panel": f"{charts.short(r['model'], 24)} · {r['column']}",
+        }
+        for r in table.records()
+    ]
+    spec = charts.estimates(
+        "Each model's agreement with each group's crowd label",
+        "Cohen's kappa of each model against the plurality label of each group's raters, "
+        "with 95% bootstrap intervals; the dashed line is the model's kappa against the "
+        "whole crowd.",
+        data,
+        ("label", None),
+        ("kappa", "Cohen's kappa against the group"),
+        ("kappa_low", "kappa_high"),
+        ("compared", "against the rest"),
+        {DIFFERS: charts.ORANGE, SAME: charts.BLUE},
+        reference="pool_kappa",
+    )
+    return Figure(
+        spec,
+        table,
+        "A model that agrees with one group more than with the rest of the pool (orange: the "
+        "paired bootstrap difference, Benjamini-Hochberg adjusted) has learnt that group's "
+        "view of safety; the dashed line is its agreement with everyone.",
+    )
+
+
+# The models come right after the overview: who asks for them reads them first.
 SECTIONS: list[Callable[[Context], Section | None]] = [
     overview,
+    models,
     qoverall_shares,
     gold_vs_crowd,
     disagreement,

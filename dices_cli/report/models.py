@@ -1,0 +1,85 @@
+"""The model predictions the report scores: `dices evaluate`'s core, run for the report.
+
+Nothing is computed here: each model is scored by `dices_cli.evaluate.evaluation.evaluate`,
+once over the whole pool (with the human baselines) and once per group column (one column
+at a time, as the other sections compare groups), and the report draws those rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from dices_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from dices_cli.evaluate.evaluation import Evaluation, Settings
+    from dices_cli.queries.engine import RaterSelection
+    from dices_cli.store import Store
+
+
+@dataclass(frozen=True)
+class ModelsRequest:
+    """A predictions file to score, on which dataset (None: DICES-350 when the report shows
+    it, else the report's one dataset), with `dices evaluate`'s settings (its `by` unused:
+    the report's group columns are)."""
+
+    path: str  # "-" for stdin
+    dataset: str | None
+    settings: Settings
+    one_means: str | None = None
+
+
+@dataclass(frozen=True)
+class ScoredModels:
+    """The evaluations the models section draws."""
+
+    dataset: str
+    source: str  # the predictions file, as the reader names it
+    pool: Evaluation  # the whole pool, with the baselines
+    groups: dict[str, Evaluation]  # per group column: that column's groups
+    settings: Settings
+
+
+def models_dataset(request: ModelsRequest, datasets: list[str]) -> str:
+    """The dataset the predictions are scored on, one of the report's `datasets`."""
+    if request.dataset is None:
+        return "350" if "350" in datasets else datasets[0]
+    if request.dataset not in datasets:
+        shown = " and ".join(f"DICES-{d}" for d in datasets)
+        raise UsageError(
+            f"the predictions are for DICES-{request.dataset}, but the report shows {shown} only"
+        )
+    return request.dataset
+
+
+def score_models(
+    store: Store,
+    selection: RaterSelection,
+    request: ModelsRequest,
+    datasets: list[str],
+    by: list[str],
+) -> ScoredModels:
+    """Every model of `request` scored by the evaluate core on the report's raters."""
+    from dices_cli.evaluate.evaluation import evaluate
+    from dices_cli.evaluate.predictions import read_predictions
+    from dices_cli.evaluate.references import load_votes
+    from dices_cli.queries.engine import open_session
+
+    dataset = models_dataset(request, datasets)  # the report's datasets have every `by` column
+    session = open_session(store, dataset, selection, columns=by)
+    votes = load_votes(session, [])
+    predictions = read_predictions(request.path, votes.item_ids.tolist(), request.one_means)
+    settings = replace(request.settings, by=())
+    pool = evaluate(votes, predictions, settings)
+    groups = {
+        column: evaluate(
+            load_votes(session, [column]),
+            predictions,
+            # Groups are compared on the crowd: gold has no groups, and the human baseline
+            # per group would cost the report seconds.
+            replace(settings, against=("crowd",), by=(column,), baselines=()),
+        )
+        for column in by
+    }
+    return ScoredModels(dataset, predictions.source, pool, groups, settings)
