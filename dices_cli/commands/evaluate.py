@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -132,7 +134,7 @@ def evaluate(
     output: OutputFile = None,
     force: Force = False,
 ) -> None:
-    from dices_cli.errors import DicesError, InvalidInputError, UsageError
+    from dices_cli.errors import DicesError, UsageError
     from dices_cli.evaluate.baseline import parse_baseline
     from dices_cli.evaluate.evaluation import Settings, chosen_references
     from dices_cli.evaluate.evaluation import evaluate as run_evaluation
@@ -174,12 +176,8 @@ def evaluate(
     if session.selection.description:
         say(f"raters: {'; '.join(session.selection.description)}")
     votes = load_votes(session, columns)
-    try:
+    with one_means_hinted():
         read = read_predictions(predictions, votes.item_ids.tolist(), one_means)
-    except InvalidInputError as error:
-        if any(str(p.type) == "ambiguous-label" for p in error.report.problems):
-            say("hint: numeric or boolean labels need --one-means unsafe or --one-means safe")
-        raise
     result = run_evaluation(votes, read, settings)
     for note in result.warnings:
         say(f"warning: {note}")
@@ -218,6 +216,20 @@ def headline_chart(table: Table, by: tuple[str, ...]) -> tuple[Table, Chart]:
     return table_from_rows(columns, rows), Chart(
         *values, labels=("model", *by), panels=("dataset", "reference", "metric")
     )
+
+
+@contextlib.contextmanager
+def one_means_hinted() -> Iterator[None]:
+    """Predictions read inside the block: a file refused for numeric labels gets a hint
+    naming the option that says what 1 means."""
+    from dices_cli.errors import InvalidInputError
+
+    try:
+        yield
+    except InvalidInputError as error:
+        if any(str(p.type) == "ambiguous-label" for p in error.report.problems):
+            say("hint: numeric or boolean labels need --one-means unsafe or --one-means safe")
+        raise
 
 
 def register(app: typer.Typer) -> None:

@@ -145,7 +145,8 @@ def report(
         dices report --by rater_gender --predictions judge.csv -o judge.html
     """
     from dices_cli.commands.canned import worded
-    from dices_cli.errors import InvalidInputError, UsageError
+    from dices_cli.commands.evaluate import one_means_hinted
+    from dices_cli.errors import UsageError
     from dices_cli.output import check_output, open_output
     from dices_cli.queries.catalog import ParameterError, missing_group_column
     from dices_cli.queries.engine import chosen_datasets
@@ -200,15 +201,12 @@ def report(
     command += ["--min-quality", f"{min_quality:g}"] if min_quality is not None else []
     command += ["-o", str(output)]
     try:
-        document = build_report(
-            store, dataset, selection, by or [], shlex.join(command), permutations, seed, models
-        )
+        with one_means_hinted():
+            document = build_report(
+                store, dataset, selection, by or [], shlex.join(command), permutations, seed, models
+            )
     except ParameterError as error:
         raise worded(error) from None
-    except InvalidInputError as error:
-        if any(str(p.type) == "ambiguous-label" for p in error.report.problems):
-            say("hint: numeric or boolean labels need --one-means unsafe or --one-means safe")
-        raise
     with open_output(output, force, inputs) as handle:
         handle.write(document.encode("utf-8"))
     if dataset == "all":
