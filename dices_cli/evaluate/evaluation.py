@@ -22,7 +22,7 @@ from dices_cli.evaluate.measure import (
     METRICS,
     Measured,
     Prediction,
-    Weights,
+    Resampled,
     against_binary,
     against_shares,
 )
@@ -44,6 +44,7 @@ from dices_cli.metrics.bootstrap import (
     bootstrap_weights,
     percentile_interval,
 )
+from dices_cli.metrics.scoring import Resamples
 from dices_cli.output import Table
 
 if TYPE_CHECKING:
@@ -178,10 +179,11 @@ def _measure(
     votes: Votes,
     settings: Settings,
     references: Sequence[str],
-    weights: Weights,
+    resamples: Resamples,
     kept: Mask | None = None,
 ) -> dict[_Key, Measured]:
     """Every row's figures for one prediction; `kept` the ratings of the reference (all)."""
+    resampled = Resampled(prediction, resamples)
     pool = votes.counts(kept)
     sets: list[tuple[int, bool, Array]] = [(POOL, False, pool)]
     if settings.by:
@@ -190,23 +192,20 @@ def _measure(
     measured: dict[_Key, Measured] = {}
     if "gold" in references and votes.gold is not None:
         reference = gold_binary(votes.gold)
-        measured["gold", POOL, False] = against_binary(
-            prediction, reference, weights, settings.threshold
-        )
+        measured["gold", POOL, False] = against_binary(resampled, reference, settings.threshold)
     # Against the rest of the pool, only the metric the group is compared on (HEADLINE).
     for group, rest, counts in sets:
         if "crowd" in references:
             reference = crowd_binary(counts, settings.ties)
             measured["crowd", group, rest] = against_binary(
-                prediction,
+                resampled,
                 reference,
-                weights,
                 settings.threshold,
                 None if rest else counts,
                 labels_only=rest,
             )
         if "crowd-share" in references:
-            shared = against_shares(prediction, counts, weights, distributions_only=rest)
+            shared = against_shares(resampled, counts, distributions_only=rest)
             if shared is not None:
                 measured["crowd-share", group, rest] = shared
     return measured
@@ -252,12 +251,12 @@ def chosen_references(settings: Settings, dataset: str) -> list[str]:
 
 def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Evaluation:
     references = chosen_references(settings, votes.dataset)
-    weights = bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed)
+    resamples = Resamples(bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed))
     notes: list[str] = []
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
     for prediction in _aligned(predictions, votes):
-        figures = _measure(prediction, votes, settings, references, weights)
+        figures = _measure(prediction, votes, settings, references, resamples)
         covered = int(prediction.covered.sum())
         if covered < votes.conversations:
             notes.append(
@@ -265,14 +264,16 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
                 f"conversations of DICES-{votes.dataset} ({covered / votes.conversations:.1%}); "
                 "its metrics use those only"
             )
-        suspect = _polarity(prediction, votes, settings, weights, figures)
+        suspect = _polarity(prediction, votes, settings, resamples, figures)
         if suspect is not None:
             suspects.append(suspect)
         measured.append((prediction.model, covered, figures))
     for k in settings.baselines:
         runs = []
         for draw in draws(votes, k, DRAWS, settings.seed):
-            runs.append(_measure(draw.prediction, votes, settings, references, weights, draw.kept))
+            runs.append(
+                _measure(draw.prediction, votes, settings, references, resamples, draw.kept)
+            )
             covered = int(draw.prediction.covered.sum())  # the same in every draw
         measured.append((draw.prediction.model, covered, _averaged(runs)))
     suspected = {s.model for s in suspects}
@@ -289,7 +290,7 @@ def _polarity(
     prediction: Prediction,
     votes: Votes,
     settings: Settings,
-    weights: Weights,
+    resamples: Resamples,
     figures: dict[_Key, Measured],
 ) -> Suspect | None:
     """The check against gold where there is gold, else against the crowd; computed here
@@ -304,7 +305,8 @@ def _polarity(
             if votes.gold is not None
             else crowd_binary(counts, settings.ties)
         )
-        kappa = against_binary(prediction, reference, weights, settings.threshold).values["kappa"]
+        resampled = Resampled(prediction, resamples)
+        kappa = against_binary(resampled, reference, settings.threshold).values["kappa"]
     return check(votes.dataset, prediction.model, name, kappa)
 
 

@@ -25,9 +25,13 @@ from dices_cli.evaluate.references import (
 )
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.scoring import (
+    Ranking,
+    Resamples,
     correlation_metrics,
     distribution_metrics,
     label_metrics,
+    rank,
+    resamples_of,
     score_metrics,
 )
 
@@ -36,15 +40,6 @@ SCORE_METRICS = ("roc_auc", "average_precision", "brier", "ece")
 SHARE_METRICS = ("cross_entropy", "jsd", "tvd", "pearson", "spearman")
 METRICS = (*LABEL_METRICS, *SCORE_METRICS, "xrr", *SHARE_METRICS)
 Weights = NDArray[np.int32]  # (resamples, conversations): dices_cli.metrics.bootstrap
-
-
-def _resampled(weights: Weights, chosen: Mask) -> Weights:
-    """The resample counts of the `chosen` conversations, laid out row by row as the metric
-    functions read them (weights[:, chosen] would be column by column, and each of them
-    would copy it again). All of them: the weights themselves, no copy."""
-    if chosen.all():
-        return weights
-    return np.take(weights, np.flatnonzero(chosen), axis=1)
 
 
 @dataclass(frozen=True)
@@ -84,10 +79,29 @@ class Measured:
     values: dict[str, Array]
 
 
+class Resampled:
+    """One model's prediction in the resamples, its probability ranked once (lazily) for
+    every reference and group it is measured against."""
+
+    def __init__(self, prediction: Prediction, resamples: Resamples) -> None:
+        self.prediction = prediction
+        self.resamples = resamples
+        self._rankings: dict[bool, Ranking] = {}
+
+    def ranking(self, highest_first: bool) -> Ranking:
+        """The probability's ranking, highest first (score metrics) or lowest first."""
+        if highest_first not in self._rankings:
+            probability = self.prediction.probability()
+            assert probability is not None, "only a model with a probability is ranked"
+            self._rankings[highest_first] = rank(
+                -probability if highest_first else probability, self.resamples
+            )
+        return self._rankings[highest_first]
+
+
 def against_binary(
-    prediction: Prediction,
+    resampled: Resampled,
     reference: Binary,
-    weights: Weights,
     threshold: float,
     counts: Array | None = None,
     labels_only: bool = False,
@@ -95,30 +109,35 @@ def against_binary(
     """Label metrics (Unsure is not unsafe), score metrics when there is a probability
     (unless `labels_only`), and the XRR with the raters of `counts` when given: over the
     conversations the model predicts and the reference defines."""
+    prediction, resamples = resampled.prediction, resampled.resamples
     answer = prediction.answer(threshold)
     has = answer != UNRATED
     use = has & reference.defined
-    used = _resampled(weights, use)
-    values = label_metrics(answer[use] == YES, reference.unsafe[use], used)
+    values = label_metrics(answer == YES, reference.unsafe, resamples, use)
     n = int(values.pop("n")[0])
     probability = prediction.probability()
     if probability is not None and not labels_only:
         scored = ~np.isnan(probability) & reference.defined
-        # Usually the same conversations as the labels' (labels from the score): one copy.
-        scored_weights = used if np.array_equal(scored, use) else _resampled(weights, scored)
-        values |= score_metrics(probability[scored], reference.unsafe[scored], scored_weights)
+        values |= score_metrics(
+            probability,
+            reference.unsafe,
+            resamples,
+            used=scored,
+            highest_first=resampled.ranking(highest_first=True),
+        )
     if counts is not None:
-        values["xrr"] = model_xrr(answer, counts, weights)
+        values["xrr"] = model_xrr(answer, counts, resamples)
     return Measured(n, int((reference.ties & has).sum()), values)
 
 
 def against_shares(
-    prediction: Prediction, counts: Array, weights: Weights, distributions_only: bool = False
+    resampled: Resampled, counts: Array, distributions_only: bool = False
 ) -> Measured | None:
     """Distribution and (unless `distributions_only`) correlation metrics against the
     raters' shares of answers, None for a model with labels only. A model's score s is the
     distribution [1 - s, s] against the shares [not Yes, Yes]; so is a distribution of No
     and Yes only."""
+    prediction, resamples = resampled.prediction, resampled.resamples
     probability = prediction.probability()
     if probability is None:
         return None
@@ -130,14 +149,19 @@ def against_shares(
             predicted = np.column_stack([1 - probability, probability])
         observed = np.column_stack([1 - share_yes, share_yes])
     use = ~np.isnan(probability) & rated
-    w = _resampled(weights, use)
-    values = distribution_metrics(predicted[use], observed[use], w)
+    values = distribution_metrics(predicted, observed, resamples, use)
     if not distributions_only:
-        values |= correlation_metrics(probability[use], share_yes[use], w)
+        values |= correlation_metrics(
+            probability,
+            share_yes,
+            resamples,
+            used=use,
+            lowest_first=resampled.ranking(highest_first=False),
+        )
     return Measured(int(use.sum()), 0, values)
 
 
-def model_xrr(answer: Codes, counts: Array, weights: Weights) -> Array:
+def model_xrr(answer: Codes, counts: Array, weights: Weights | Resamples) -> Array:
     """Cross-replication reliability of the model, as a rater who gave `answer` on each
     conversation it predicts, with the raters whose [category, conversation] `counts` are
     given; one value per resample row of `weights`.
@@ -152,11 +176,12 @@ def model_xrr(answer: Codes, counts: Array, weights: Weights) -> Array:
     """
     ratings = counts.sum(axis=0)
     both = (answer != UNRATED) & (ratings > 0)
-    given, y, m = answer[both], counts[:, both], ratings[both]
-    agree = y[given, np.arange(len(given))]
+    given = np.where(both, answer, NO)
+    m = np.where(both, ratings, 1.0)
+    agree = counts[given, np.arange(len(given))]
     one_hot = (given[:, None] == np.arange(UNSURE + 1)[None, :]).astype(np.float64)
-    columns = np.column_stack([(1 + m) * (1 - agree / m), 1 + m, one_hot, y.T])
-    sums = _resampled(weights, both) @ columns
+    columns = np.column_stack([(1 + m) * (1 - agree / m), 1 + m, one_hot, counts.T])
+    sums = resamples_of(weights).sums(columns, both)
     categories = UNSURE + 1
     x_pooled, y_pooled = sums[:, 2 : 2 + categories], sums[:, 2 + categories :]
     with np.errstate(divide="ignore", invalid="ignore"):
