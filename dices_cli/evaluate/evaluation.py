@@ -32,6 +32,7 @@ from dices_cli.evaluate.references import (
     UNRATED,
     UNSURE,
     YES,
+    Binary,
     Mask,
     Votes,
     crowd_binary,
@@ -189,25 +190,36 @@ def _measure(
     if settings.by:
         for group, counts in enumerate(votes.group_counts(kept)):
             sets += [(group, False, counts), (group, True, pool - counts)]
-    measured: dict[_Key, Measured] = {}
+    # Per reference all rows at once (stacked); against the rest of the pool, only the
+    # metric the group is compared on (HEADLINE).
+    keys: list[_Key] = []
+    binaries: list[Binary] = []
+    counted: list[Array | None] = []
+    labels_only: list[bool] = []
     if "gold" in references and votes.gold is not None:
-        reference = gold_binary(votes.gold)
-        measured["gold", POOL, False] = against_binary(resampled, reference, settings.threshold)
-    # Against the rest of the pool, only the metric the group is compared on (HEADLINE).
-    for group, rest, counts in sets:
-        if "crowd" in references:
-            reference = crowd_binary(counts, settings.ties)
-            measured["crowd", group, rest] = against_binary(
-                resampled,
-                reference,
-                settings.threshold,
-                None if rest else counts,
-                labels_only=rest,
-            )
-        if "crowd-share" in references:
-            shared = against_shares(resampled, counts, distributions_only=rest)
-            if shared is not None:
-                measured["crowd-share", group, rest] = shared
+        keys.append(("gold", POOL, False))
+        binaries.append(gold_binary(votes.gold))
+        counted.append(None)
+        labels_only.append(False)
+    if "crowd" in references:
+        for group, rest, counts in sets:
+            keys.append(("crowd", group, rest))
+            binaries.append(crowd_binary(counts, settings.ties))
+            counted.append(None if rest else counts)
+            labels_only.append(rest)
+    measured = dict(
+        zip(
+            keys,
+            against_binary(resampled, binaries, settings.threshold, counted, labels_only),
+            strict=True,
+        )
+    )
+    if "crowd-share" in references:
+        shared = against_shares(
+            resampled, [counts for _, _, counts in sets], [rest for _, rest, _ in sets]
+        )
+        for (group, rest, _), figures in zip(sets, shared, strict=False):
+            measured["crowd-share", group, rest] = figures
     return measured
 
 
@@ -306,7 +318,8 @@ def _polarity(
             else crowd_binary(counts, settings.ties)
         )
         resampled = Resampled(prediction, resamples)
-        kappa = against_binary(resampled, reference, settings.threshold).values["kappa"]
+        (measured,) = against_binary(resampled, [reference], settings.threshold, [None], [False])
+        kappa = measured.values["kappa"]
     return check(votes.dataset, prediction.model, name, kappa)
 
 

@@ -13,6 +13,7 @@ metrics sort the items once, then take each resample's cumulative counts in that
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -56,17 +57,35 @@ class Resamples:
         # converts the counts on every call, which took a quarter of an evaluation's time.
         self.floats = self.counts.astype(np.float64)
         self._scratch = np.empty(self.counts.shape, dtype=np.int32)
+        self._work: dict[int, Array] = {}
 
     def sums(self, columns: Array, used: NDArray[np.bool_] | None) -> Array:
-        """Each resample's weighted sum of each column over the `used` items, (B, k)."""
+        """Each resample's weighted sum of each column over the `used` items: columns (n, k,
+        ...), used (n, ...) (the same trailing axes, one per stacked reference) -> (B, k, ...).
+
+        One product for all the stacked references: a product reads all of the (B, n)
+        counts however few its columns are, so 21 products of 4 columns cost about 21 times
+        one product of 84 (DICES-990: ~8 ms each, loaded machine).
+        """
         if used is not None:
-            columns = np.where(used[:, None], columns, 0.0)
-        return self.floats @ columns
+            columns = np.where(np.expand_dims(used, 1), columns, 0.0)
+        width = math.prod(columns.shape[1:])
+        flat = np.ascontiguousarray(columns, dtype=np.float64).reshape(len(columns), width)
+        return (self.floats @ flat).reshape(len(self.floats), *columns.shape[1:])
 
     def scratch(self, width: int) -> Counts:
         """A (B, width) int32 work array, the same memory on every call: the cumulative
         counts of every reference reuse it instead of allocating 4 MB each (DICES-990)."""
         return self._scratch[:, :width]
+
+    def work(self, slot: int, width: int) -> Array:
+        """A (B, width) float64 work array, slot `slot`: the same memory on every call.
+        The rank metrics keep their (B, n) intermediates in these instead of allocating
+        fresh ones: a fresh 8 MB array costs its page faults again (~10 ms each on the
+        loaded machine, against ~1 ms for the arithmetic), and there were ~20 per call."""
+        if slot not in self._work:
+            self._work[slot] = np.empty(self.counts.shape, dtype=np.float64)
+        return self._work[slot][:, :width]
 
 
 def resamples_of(weights: ArrayLike | Resamples) -> Resamples:
@@ -99,11 +118,9 @@ def rank(values: Array, resamples: Resamples) -> Ranking:
     return Ranking(order, ends, value_of, _columns(resamples.counts, order))
 
 
-def _cumulative_counts(
-    ranking: Ranking, counted: NDArray[np.bool_], resamples: Resamples
-) -> tuple[Array, Array]:
-    """Each resample's count of the `counted` items whose value is <= each distinct value
-    of the ranking, and whose value is that value, both (B, distinct values).
+def _up_to(ranking: Ranking, counted: NDArray[np.bool_], resamples: Resamples, slot: int) -> Array:
+    """Each resample's count of the `counted` items whose value is <= each distinct value of
+    the ranking, (B, distinct values), in work array `slot`.
 
     A resample's count up to a value is its cumulative count, in the ranking's order, at
     the last item of that value.
@@ -111,11 +128,36 @@ def _cumulative_counts(
     cumulative = resamples.scratch(len(ranking.order))
     np.multiply(ranking.counts, counted[ranking.order], out=cumulative)
     np.cumsum(cumulative, axis=1, out=cumulative)
-    up_to = _columns(cumulative, ranking.ends - 1).astype(np.float64)
-    return up_to, np.diff(up_to, axis=1, prepend=0.0)
+    up_to = resamples.work(slot, len(ranking.ends))
+    np.copyto(up_to, _columns(cumulative, ranking.ends - 1))
+    return up_to
+
+
+def _at(up_to: Array, out: Array) -> Array:
+    """The counts at each value from the counts up to it: the differences along rows."""
+    if up_to.shape[1]:
+        out[:, 0] = up_to[:, 0]
+        np.subtract(up_to[:, 1:], up_to[:, :-1], out=out[:, 1:])
+    return out
+
+
+def _halfway(up_to: Array, out: Array) -> Array:
+    """The mean of each count up to a value and the count up to the value before it."""
+    if up_to.shape[1]:
+        out[:, 0] = up_to[:, 0]
+        np.add(up_to[:, 1:], up_to[:, :-1], out=out[:, 1:])
+        out *= 0.5
+    return out
 
 
 Used = NDArray[np.bool_] | None  # the items a metric is computed on (None: all)
+
+
+def _like(item_values: NDArray[Scalar], stacked: NDArray[np.generic]) -> NDArray[Scalar]:
+    """Values per item, (n, ...), given one more axis for each trailing axis of `stacked`
+    (stacked references: a metric takes a reference side (n, R) to score R at once)."""
+    extra = stacked.ndim - item_values.ndim
+    return item_values.reshape(item_values.shape + (1,) * extra) if extra > 0 else item_values
 
 
 def label_metrics(
@@ -130,12 +172,13 @@ def label_metrics(
     is undefined (both sides one and the same class), the value is NaN; so is every metric
     of an empty resample.
     """
-    predicted = np.asarray(predicted, dtype=bool)
     actual = np.asarray(actual, dtype=bool)
-    cells = np.column_stack(
-        [predicted & actual, predicted & ~actual, ~predicted & actual, ~predicted & ~actual]
+    predicted = _like(np.asarray(predicted, dtype=bool), actual)
+    cells = np.stack(
+        [predicted & actual, predicted & ~actual, ~predicted & actual, ~predicted & ~actual],
+        axis=1,
     )
-    tp, fp, fn, tn = resamples_of(weights).sums(cells.astype(np.float64), used).T
+    tp, fp, fn, tn = np.moveaxis(resamples_of(weights).sums(cells, used), 1, 0)
     n = tp + fp + fn + tn
     predicted_yes, predicted_no = tp + fp, fn + tn
     actual_yes, actual_no = tp + fn, fp + tn
@@ -154,8 +197,8 @@ def label_metrics(
     }
 
 
-def _everything(used: Used, n: int) -> NDArray[np.bool_]:
-    return np.ones(n, dtype=bool) if used is None else used
+def _everything(used: Used, shape: tuple[int, ...]) -> NDArray[np.bool_]:
+    return np.ones(shape, dtype=bool) if used is None else np.asarray(used, dtype=bool)
 
 
 def score_metrics(
@@ -169,56 +212,77 @@ def score_metrics(
     """roc_auc, average_precision, brier and ece (expected calibration error) of a score.
 
     score: the predicted probability of unsafe, in [0, 1] (NaN only where not `used`).
-    highest_first: rank(-score) in the same resamples, when the caller shares it among
-    several calls. References: scikit-learn's roc_auc_score (NaN, where it raises, when
-    the resample has one class only), average_precision_score (NaN, where it warns, when
-    the resample has no unsafe item), brier_score_loss. ece: the `bins` equal-width bins of
-    [0, 1], [i/bins, (i+1)/bins) and the last one closed; the sum over bins of the share of
-    items in the bin times |mean(actual) - mean(score)| in the bin, i.e.
-    |sum(actual - score)| in the bin / n.
+    actual (n,) or, to score R references at once, (n, R) (then `used` too, and every
+    metric is (B, R)). highest_first: rank(-score) in the same resamples, when the caller
+    shares it among several calls. References: scikit-learn's roc_auc_score (NaN, where it
+    raises, when the resample has one class only), average_precision_score (NaN, where it
+    warns, when the resample has no unsafe item), brier_score_loss. ece: the `bins`
+    equal-width bins of [0, 1], [i/bins, (i+1)/bins) and the last one closed; the sum over
+    bins of the share of items in the bin times |mean(actual) - mean(score)| in the bin,
+    i.e. |sum(actual - score)| in the bin / n.
     """
     score = np.asarray(score, dtype=np.float64)
     actual = np.asarray(actual, dtype=bool)
-    used = _everything(used, len(score))
+    used = _everything(used, actual.shape)
     resamples = resamples_of(weights)
 
-    error = np.where(used, score - actual, 0.0)
+    error = np.where(used, _like(score, actual) - actual, 0.0)
     edges = np.arange(bins + 1) / bins
     bin_of = np.minimum(np.searchsorted(edges, score, side="right") - 1, bins - 1)
-    columns = np.zeros((len(score), bins + 3))
+    columns = np.zeros((len(score), bins + 3, *actual.shape[1:]))
     columns[:, 0] = 1
     columns[:, 1] = actual
     columns[:, 2] = error**2
     columns[np.arange(len(score)), 3 + bin_of] = error
     sums = resamples.sums(columns, used)
-    n, unsafe_total, squared_error = sums[:, :3].T
-    safe_total = n - unsafe_total
+    n, unsafe_total, squared_error = sums[:, 0], sums[:, 1], sums[:, 2]
 
     # Thresholds: the distinct scores, highest first; an item is flagged at a threshold when
     # its score is at or above it. Ranking the negated scores makes that a count "<=".
     ranking = highest_first if highest_first is not None else rank(-score, resamples)
-    unsafe_flagged, unsafe_at = _cumulative_counts(ranking, used & actual, resamples)
-    flagged, flagged_at = _cumulative_counts(ranking, used, resamples)
-    safe_flagged, safe_at = flagged - unsafe_flagged, flagged_at - unsafe_at
-
-    # AUC = P(score of an unsafe item > that of a safe one), ties counting one half: an unsafe
-    # item at a threshold outranks the safe ones not flagged yet, and ties with those at it.
-    outranked = (
-        unsafe_total * safe_total
-        - np.einsum("bt,bt->b", unsafe_at, safe_flagged)
-        + np.einsum("bt,bt->b", unsafe_at, safe_at) / 2
-    )
-    roc_auc = _ratio(outranked, unsafe_total * safe_total)
-
-    # AP = sum over thresholds of the recall gained there times the precision there.
-    precision = np.divide(unsafe_flagged, flagged, out=np.zeros_like(flagged), where=flagged > 0)
-    average_precision = _ratio(np.einsum("bt,bt->b", unsafe_at, precision), unsafe_total)
+    ranked = [
+        _ranked_metrics(ranking, unsafe, chosen, resamples)
+        for unsafe, chosen in zip(_references(actual), _references(used), strict=True)
+    ]
+    outranked, hits = (np.stack([r[k] for r in ranked], axis=-1).reshape(n.shape) for k in range(2))
+    safe_total = n - unsafe_total
     return {
-        "roc_auc": roc_auc,
-        "average_precision": average_precision,
+        "roc_auc": _ratio(outranked, unsafe_total * safe_total),
+        "average_precision": _ratio(hits, unsafe_total),
         "brier": _ratio(squared_error, n),
         "ece": _ratio(np.abs(sums[:, 3:]).sum(axis=1), n),
     }
+
+
+def _references(stacked: NDArray[Scalar]) -> list[NDArray[Scalar]]:
+    """Each stacked reference's (n,) column; the array itself if it has none."""
+    return [stacked] if stacked.ndim == 1 else list(stacked.T)
+
+
+def _ranked_metrics(
+    ranking: Ranking, actual: NDArray[np.bool_], used: NDArray[np.bool_], resamples: Resamples
+) -> tuple[Array, Array]:
+    """The ROC AUC's numerator (pairs an unsafe item outranks) and the average precision
+    times the count of unsafe items, (B,), from the cumulative counts over the thresholds
+    (work arrays 0-4)."""
+    unsafe_flagged = _up_to(ranking, used & actual, resamples, 0)
+    flagged = _up_to(ranking, used, resamples, 1)
+    width = flagged.shape[1]
+    unsafe_at = _at(unsafe_flagged, resamples.work(2, width))
+    safe_flagged = np.subtract(flagged, unsafe_flagged, out=resamples.work(3, width))
+    unsafe_total, safe_total = unsafe_flagged.sum(axis=1), flagged.sum(axis=1)
+    if width:
+        unsafe_total, safe_total = unsafe_flagged[:, -1], safe_flagged[:, -1]
+    # AUC = P(score of an unsafe item > that of a safe one), ties counting one half: an unsafe
+    # item at a threshold outranks the safe ones not flagged yet, and half those at it, i.e.
+    # all but the mean of the safe ones flagged up to it and up to the threshold before.
+    outranked = unsafe_total * safe_total - np.einsum(
+        "bt,bt->b", unsafe_at, _halfway(safe_flagged, resamples.work(4, width))
+    )
+    # AP = sum over thresholds of the recall gained there times the precision there (0 where
+    # nothing is flagged yet: nothing unsafe is either, 0 / 1).
+    precision = np.divide(unsafe_flagged, np.maximum(flagged, 1, out=flagged), out=flagged)
+    return outranked, np.einsum("bt,bt->b", unsafe_at, precision)
 
 
 def _relative_entropy(p: Array, q: Array) -> Array:
@@ -238,53 +302,67 @@ def distribution_metrics(
       base=2) ** 2 (which, like scipy, first scales each row to sum to 1);
     - tvd: the total-variation distance, half the L1 distance.
     A score s is the distribution [1 - s, s]. NaN for an empty resample. Rows not `used`
-    may hold anything (NaN).
+    may hold anything (NaN). observed (n, k, R) and used (n, R) score R references at once
+    (every metric (B, R)).
     """
     predicted = np.asarray(predicted, dtype=np.float64)
     observed = np.asarray(observed, dtype=np.float64)
-    used = _everything(used, len(predicted))
-    predicted, observed = predicted[used], observed[used]
+    stacked = observed if observed.ndim == 3 else observed[..., None]
+    used = _everything(used, stacked.shape[:1] + stacked.shape[2:])
+    used = used if used.ndim == 2 else used[:, None]
+    columns = np.zeros((len(predicted), 4, stacked.shape[2]))
+    for r in range(stacked.shape[2]):
+        chosen = used[:, r]
+        columns[chosen, :, r] = _item_divergences(predicted[chosen], stacked[chosen, :, r])
+    sums = resamples_of(weights).sums(columns, None)
+    means = _ratio(sums[:, 1:], sums[:, :1])
+    if observed.ndim == 2:
+        means = means[..., 0]
+    return dict(zip(["cross_entropy", "jsd", "tvd"], np.moveaxis(means, 1, 0), strict=True))
+
+
+def _item_divergences(predicted: Array, observed: Array) -> Array:
+    """Per item (rows): 1, the cross-entropy, the JSD and the TVD, (n, 4)."""
     cross_entropy = -(observed * np.log(np.clip(predicted, PROBABILITY_FLOOR, 1))).sum(axis=1)
     p = predicted / predicted.sum(axis=1, keepdims=True)
     q = observed / observed.sum(axis=1, keepdims=True)
     middle = (p + q) / 2
     jsd = (_relative_entropy(p, middle) + _relative_entropy(q, middle)) / (2 * np.log(2))
     tvd = np.abs(predicted - observed).sum(axis=1) / 2
-    columns = np.zeros((len(used), 4))
-    columns[used] = np.column_stack([np.ones(len(p)), cross_entropy, jsd, tvd])
-    sums = resamples_of(weights).sums(columns, None)
-    means = _ratio(sums[:, 1:], sums[:, :1])
-    return dict(zip(["cross_entropy", "jsd", "tvd"], means.T, strict=True))
+    return np.column_stack([np.ones(len(p)), cross_entropy, jsd, tvd])
 
 
 def _mid_ranks(
-    ranking: Ranking, used: NDArray[np.bool_], resamples: Resamples
+    ranking: Ranking, used: NDArray[np.bool_], resamples: Resamples, slot: int
 ) -> tuple[Array, Array, Array]:
     """In each resample, among the `used` items: each distinct value's mid-rank, (B,
-    values); the weighted sum of squared mid-ranks and the count of distinct values, (B,).
+    values), in work array `slot` (`slot` + 1 for a while); the weighted sum of squared
+    mid-ranks and the count of distinct values, both (B,).
 
     In the data repeated by a row of weights, the copies of a value take the ranks after all
     lower values: their mid-rank is the count up to the value minus (its count - 1) / 2.
     """
-    up_to, at = _cumulative_counts(ranking, used, resamples)
-    mid_ranks = up_to - (at - 1) / 2
-    return (
-        mid_ranks,
-        np.einsum("bv,bv,bv->b", at, mid_ranks, mid_ranks),
-        np.count_nonzero(at, axis=1),
-    )
+    mid_ranks = _up_to(ranking, used, resamples, slot)
+    half_at = _at(mid_ranks, resamples.work(slot + 1, mid_ranks.shape[1]))
+    values = np.count_nonzero(half_at, axis=1)
+    half_at *= 0.5  # in place, as below: no fresh (B, n) arrays (see Resamples.work)
+    mid_ranks -= half_at
+    mid_ranks += 0.5
+    # Halving and doubling are exact: the sum is that of the counts times the squares.
+    return mid_ranks, 2 * np.einsum("bv,bv,bv->b", half_at, mid_ranks, mid_ranks), values
 
 
-def _pearson(weights: Array, x: Array, y: Array) -> Array:
-    """Pearson's correlation of x and y, (n,), in each resample.
+def _pearson(weights: Array, x: Array, y: Array, resamples: Resamples) -> Array:
+    """Pearson's correlation of x and y, (n,), in each resample (work arrays 5-7).
 
     Deviations are taken from each resample's own means (two passes), so a resample whose
     values sit far from the others' loses no digits to the offset.
     """
     n, sum_x, sum_y = (weights @ np.column_stack([np.ones(len(x)), x, y])).T
-    x_deviation = x - _ratio(sum_x, n)[:, None]
-    y_deviation = y - _ratio(sum_y, n)[:, None]
-    weighted_x = weights * x_deviation
+    width = len(x)
+    x_deviation = np.subtract(x, _ratio(sum_x, n)[:, None], out=resamples.work(5, width))
+    y_deviation = np.subtract(y, _ratio(sum_y, n)[:, None], out=resamples.work(6, width))
+    weighted_x = np.multiply(weights, x_deviation, out=resamples.work(7, width))
     covariance = np.einsum("bi,bi->b", weighted_x, y_deviation)
     spread = np.sqrt(
         np.einsum("bi,bi->b", weighted_x, x_deviation)
@@ -309,28 +387,33 @@ def correlation_metrics(
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    used = _everything(used, len(x))
+    used = _everything(used, x.shape)
     resamples = resamples_of(weights)
     x_ranking = lowest_first if lowest_first is not None else rank(x, resamples)
     y_ranking = rank(np.where(used, y, np.nan), resamples)
-    x_ranks, x_squares, x_values = _mid_ranks(x_ranking, used, resamples)
-    y_ranks, y_squares, y_values = _mid_ranks(y_ranking, used, resamples)
+    x_ranks, x_squares, x_values = _mid_ranks(x_ranking, used, resamples, 0)
+    y_ranks, y_squares, y_values = _mid_ranks(y_ranking, used, resamples, 2)
     single_value = (x_values < 2) | (y_values < 2)
 
     # The used items in y's order, whose resample counts y's ranking holds already.
     items = y_ranking.order
-    float_weights = y_ranking.counts.astype(np.float64)
+    width = len(items)
+    float_weights = resamples.work(4, width)
+    np.copyto(float_weights, y_ranking.counts)
     n = float_weights.sum(axis=1)
     # Mid-ranks are multiples of 1/2 and their mean is (n + 1) / 2: every sum below is exact,
     # so a single value has a spread of exactly 0.
     n_times_mean_squared = n * (n + 1) ** 2 / 4
-    x_item_ranks = _columns(x_ranks, x_ranking.value_of[items])
-    y_item_ranks = _columns(y_ranks, y_ranking.value_of[items])
+    x_item_ranks = resamples.work(5, width)
+    np.take(x_ranks, x_ranking.value_of[items], axis=1, out=x_item_ranks, mode="clip")
+    y_item_ranks = resamples.work(6, width)
+    np.take(y_ranks, y_ranking.value_of[items], axis=1, out=y_item_ranks, mode="clip")
+    rank_products = np.einsum("bi,bi,bi->b", float_weights, x_item_ranks, y_item_ranks)
     spearman = _ratio(
-        np.einsum("bi,bi,bi->b", float_weights, x_item_ranks, y_item_ranks) - n_times_mean_squared,
+        rank_products - n_times_mean_squared,
         np.sqrt((x_squares - n_times_mean_squared) * (y_squares - n_times_mean_squared)),
     )
-    pearson = _pearson(float_weights, x[items], y[items])
+    pearson = _pearson(float_weights, x[items], y[items], resamples)
     return {
         # A mean of copies of one value may differ from it in the last bit: no spread then.
         "pearson": np.where(single_value, np.nan, pearson),
