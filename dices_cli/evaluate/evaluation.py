@@ -1,6 +1,7 @@
 """`dices evaluate`: every model against every reference (and rater group), with intervals.
 
-One dataset at a time (item ids repeat across DICES-350 and DICES-990). Every metric of
+One dataset at a time (item ids repeat across DICES-350 and DICES-990): the rows of
+predictions for it. Every metric of
 every row is computed for the same bootstrap resamples of the dataset's conversations, so
 a group's metric and the rest of the pool's are paired. Formulas and rules:
 docs/evaluate.md.
@@ -76,6 +77,18 @@ class Evaluation:
     warnings: list[str]  # coverage under 100%
     suspects: list[Suspect]  # the polarity check
     summary: list[str]  # a ranked summary, for a person
+
+
+def combined(evaluations: Sequence[Evaluation]) -> Evaluation:
+    """The evaluations of several datasets as one: rows, warnings and summaries in order."""
+    first = evaluations[0]
+    rows = [row for evaluation in evaluations for row in evaluation.table.rows]
+    return Evaluation(
+        Table(first.table.columns, first.table.numeric, rows),
+        [note for evaluation in evaluations for note in evaluation.warnings],
+        [suspect for evaluation in evaluations for suspect in evaluation.suspects],
+        [line for evaluation in evaluations for line in evaluation.summary],
+    )
 
 
 def columns(by: Sequence[str]) -> list[str]:
@@ -267,7 +280,7 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     notes: list[str] = []
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
-    for prediction in _aligned(predictions, votes):
+    for prediction in _aligned(predictions.of(votes.dataset), votes):
         figures = _measure(prediction, votes, settings, references, resamples)
         covered = int(prediction.covered.sum())
         if covered < votes.conversations:
