@@ -9,6 +9,15 @@ or one value only in the resample) the value is NaN, also where scikit-learn wou
 return 0. Nothing loops over resamples: sums are matrix products `weights @ x`, and the rank
 metrics sort the items once, then take each resample's cumulative counts in that order
 (int32 cumulative sums, which are fast). Booleans: True = unsafe = positive.
+
+For an evaluation (many models, references and groups on the same resamples) the weights
+may be a `Resamples`, which holds them in the forms the metrics read, converted once; a
+`used` mask picks a metric's items (the others weigh 0) instead of a copy of their columns;
+several references can be stacked along a last axis (one matrix product for all); and a
+model's `rank` of its scores can be passed in, sorted once for all its references. The
+speed tricks are each in one place: Resamples.__init__ (float64 once), Resamples.sums
+(stacking), Resamples.scratch and Resamples.work (no fresh (B, n) arrays), rank (one sort
+per model). Every value stays the same as without them (tests/test_scoring.py).
 """
 
 from __future__ import annotations
@@ -54,7 +63,7 @@ class Resamples:
     def __init__(self, weights: ArrayLike) -> None:
         self.counts = _counts(weights)
         # The float64 copy the matrix products need, made once: `int32 counts @ float64`
-        # converts the counts on every call, which took a quarter of an evaluation's time.
+        # converts the counts on every call: 14% of an evaluation's time (profile, DICES-350).
         self.floats = self.counts.astype(np.float64)
         self._scratch = np.empty(self.counts.shape, dtype=np.int32)
         self._work: dict[int, Array] = {}
