@@ -217,7 +217,7 @@ def test_no_rows_draws_the_heading_and_says_so(sample: Path) -> None:
     drawn = run(sample, "query", "harm-types", "--limit", "0", "-f", "chart")
     assert (drawn.exit_code, drawn.stdout, drawn.stderr) == (
         0,
-        "harm-types: share_yes\n",
+        "harm-types: share_yes [share_yes_ci_low, share_yes_ci_high]\n",
         "... no rows to draw\n",
     )
 

@@ -548,3 +548,92 @@ def test_a_ranked_summary_on_a_terminal_only(
         f"[{flipped['kappa_low']:.3f}, {flipped['kappa_high']:.3f}]  polarity suspect\n"
     )
     assert shown == piped + summary
+
+
+def crowd_model(data: Path, dataset: str) -> pl.DataFrame:
+    """A model scoring each conversation of `dataset` by a fixed function of its id."""
+    return items(data, dataset).select(
+        pl.lit("m").alias("model"),
+        pl.lit(dataset).alias("dataset"),
+        "item_id",
+        ((pl.col("item_id") * 37 % 100) / 100).alias("score"),
+    )
+
+
+def test_dataset_all_evaluates_each_row_against_its_dataset(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    both = pl.concat([crowd_model(sample, "350"), crowd_model(sample, "990")])
+    assert (
+        both.filter(pl.col("dataset") == "990")["item_id"]
+        .is_in(both.filter(pl.col("dataset") == "350")["item_id"].implode())
+        .any()
+    )  # the premise: ids repeat
+    rows, _ = evaluate(runner, sample, write(tmp_path / "both.csv", both), "-d", "all")
+    alone = []
+    for dataset in ("350", "990"):
+        only = write(tmp_path / f"{dataset}.csv", crowd_model(sample, dataset).drop("dataset"))
+        alone += evaluate(runner, sample, only, "-d", dataset)[0]
+    assert rows == alone
+    assert {r["dataset"] for r in rows} == {"350", "990"}
+
+
+def test_dataset_all_needs_a_dataset_column(
+    runner: CliRunner, sample: Path, tmp_path: Path
+) -> None:
+    predictions = write(tmp_path / "p.csv", gold_model(sample))
+    code, stderr = fails(runner, predictions, "--data", str(sample), "-d", "all")
+    assert (code, stderr) == (
+        2,
+        f"Error: {predictions} has no dataset column: to evaluate DICES-350 and DICES-990 at "
+        "once, give each row's dataset (350 or 990), as item ids repeat across them\n"
+        "Try 'dices evaluate -h' for help.\n",
+    )
+
+
+def test_a_row_of_no_dataset_evaluated_or_an_unknown_item_of_its_own_is_a_problem(
+    tmp_path: Path,
+) -> None:
+    from dices_cli.evaluate.predictions import InvalidPredictionsError, read_predictions
+
+    path = tmp_path / "p.csv"
+    path.write_text(
+        "model,dataset,item_id,score\n"
+        "m,350,1,0.5\n"
+        "m,990,1,0.5\n"  # the same id in the other dataset: no duplicate
+        "m,990,2,0.5\n"  # 2 is a DICES-350 conversation only
+        "m,DICES,3,0.5\n"
+        "m,,2,0.5\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InvalidPredictionsError) as raised:
+        read_predictions(str(path), {"350": [1, 2, 3]})
+    assert [
+        (str(p.type), p.line, p.column, p.value, p.message) for p in raised.value.report.problems
+    ] == [
+        (
+            "not-in-enum",
+            3,
+            "dataset",
+            "990",
+            "the row is for DICES-990, which is not evaluated (DICES-350)",
+        ),
+        (
+            "not-in-enum",
+            4,
+            "dataset",
+            "990",
+            "the row is for DICES-990, which is not evaluated (DICES-350)",
+        ),
+        ("not-in-enum", 5, "dataset", "DICES", "'DICES' is not a dataset: give 350 or 990"),
+        ("missing-value", 6, "dataset", None, "the row names no dataset"),
+    ]
+    with pytest.raises(InvalidPredictionsError) as raised:
+        read_predictions(str(path), {"350": [1, 3], "990": [1, 3]})
+    assert [
+        (str(p.type), p.line, p.column, p.value, p.message) for p in raised.value.report.problems
+    ] == [
+        ("unknown-item", 4, "item_id", "2", "item 2 is not a conversation of the dataset"),
+        ("not-in-enum", 5, "dataset", "DICES", "'DICES' is not a dataset: give 350 or 990"),
+        ("missing-value", 6, "dataset", None, "the row names no dataset"),
+    ]

@@ -211,10 +211,24 @@ def test_json_lines(tmp_path: Path) -> None:
     assert read.kinds == {"label", "score"}
     assert read.frame.to_dicts() == [
         dict(
-            model="model", item_id=1, label="No", score=0.75, p_no=None, p_yes=None, p_unsure=None
+            model="model",
+            dataset=None,
+            item_id=1,
+            label="No",
+            score=0.75,
+            p_no=None,
+            p_yes=None,
+            p_unsure=None,
         ),
         dict(
-            model="model", item_id=2, label="Yes", score=None, p_no=None, p_yes=None, p_unsure=None
+            model="model",
+            dataset=None,
+            item_id=2,
+            label="Yes",
+            score=None,
+            p_no=None,
+            p_yes=None,
+            p_unsure=None,
         ),
     ]
 

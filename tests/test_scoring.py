@@ -37,9 +37,11 @@ from dices_cli.metrics.bootstrap import (
     percentile_interval,
 )
 from dices_cli.metrics.scoring import (
+    Resamples,
     correlation_metrics,
     distribution_metrics,
     label_metrics,
+    rank,
     score_metrics,
 )
 
@@ -331,3 +333,43 @@ def test_benjamini_hochberg_equals_scipy_on_the_defined_p_values(p_values: list[
         assert adjusted[tested] == pytest.approx(
             false_discovery_control(p[tested], method="bh"), abs=1e-12
         )
+
+
+@given(st.data())
+def test_stacked_references_with_shared_rankings_equal_each_subset_alone(
+    data: st.DataObject,
+) -> None:
+    """What an evaluation does for speed (several references stacked, items left out by a
+    `used` mask, the model's scores ranked once) gives each reference's metrics on its own
+    items."""
+    n, references = data.draw(sizes()), data.draw(st.integers(1, 3))
+    score = data.draw(probabilities(n))
+    share = data.draw(arrays(np.float64, n, elements=st.integers(0, 5).map(lambda k: k / 5)))
+    actual = data.draw(arrays(bool, (n, references)))
+    used = data.draw(arrays(bool, (n, references)))
+    observed = data.draw(distributions(n, 2))
+    weights = data.draw(resample_weights(n))
+    resamples = Resamples(weights)
+    predicted = np.column_stack([1 - score, score])
+    stacked = {
+        **label_metrics(score >= 0.5, actual, resamples, used),
+        **score_metrics(score, actual, resamples, used=used, highest_first=rank(-score, resamples)),
+        **distribution_metrics(
+            predicted, np.stack([observed] * references, axis=-1), resamples, used
+        ),
+    }
+    lowest_first = rank(score, resamples)
+    for r in range(references):
+        chosen = used[:, r]
+        alone = {
+            **label_metrics(score[chosen] >= 0.5, actual[chosen, r], weights[:, chosen]),
+            **score_metrics(score[chosen], actual[chosen, r], weights[:, chosen]),
+            **distribution_metrics(predicted[chosen], observed[chosen], weights[:, chosen]),
+        }
+        for name, values in alone.items():
+            np.testing.assert_allclose(stacked[name][:, r], values, rtol=TOLERANCE, atol=TOLERANCE)
+        shared = correlation_metrics(score, share, resamples, chosen, lowest_first)
+        for name, values in correlation_metrics(
+            score[chosen], share[chosen], weights[:, chosen]
+        ).items():
+            np.testing.assert_allclose(shared[name], values, rtol=TOLERANCE, atol=TOLERANCE)

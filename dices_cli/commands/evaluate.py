@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 EVALUATE_HELP = """Score a model's predictions against the experts and the raters of DICES.
 
-PREDICTIONS is a CSV, TSV, JSON Lines or Parquet file (or - for stdin) with an item_id column, an optional model column (several models side by side), and a label (Yes = unsafe, No, Unsure; or unsafe/safe), a score (probability of unsafe) and/or p_no, p_yes[, p_unsure] (a predicted distribution of the raters' answers).
+PREDICTIONS is a CSV, TSV, JSON Lines or Parquet file (or - for stdin) with an item_id column, an optional model column (several models side by side), an optional dataset column (350 or 990; needed with --dataset all, as item ids repeat across the datasets), and a label (Yes = unsafe, No, Unsure; or unsafe/safe), a score (probability of unsafe) and/or p_no, p_yes[, p_unsure] (a predicted distribution of the raters' answers).
 
 One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95% bootstrap interval. `dices evaluate --explain` says what every column means.
 
@@ -76,11 +76,12 @@ def evaluate(
         bool, typer.Option("--explain", help="Say what each column means and exit.")
     ] = False,
     dataset: Annotated[
-        Literal["350", "990"],
+        Literal["350", "990", "all"],
         typer.Option(
             "--dataset",
             "-d",
-            help="The dataset the predictions are for (item ids repeat across the two).",
+            help="The dataset the predictions are for; all: both, each row's from the file's "
+            "dataset column (item ids repeat across the two).",
         ),
     ] = "350",
     against: Annotated[
@@ -136,7 +137,7 @@ def evaluate(
 ) -> None:
     from dices_cli.errors import DicesError, UsageError
     from dices_cli.evaluate.baseline import parse_baseline
-    from dices_cli.evaluate.evaluation import Settings, chosen_references
+    from dices_cli.evaluate.evaluation import Settings, chosen_references, combined
     from dices_cli.evaluate.evaluation import evaluate as run_evaluation
     from dices_cli.evaluate.predictions import read_predictions
     from dices_cli.evaluate.references import load_votes
@@ -168,17 +169,23 @@ def evaluate(
         by=tuple(dict.fromkeys(by or [])),
         baselines=tuple(parse_baseline(spec) for spec in baseline or []),
     )
-    chosen_references(settings, dataset)  # before the work
+    datasets = ["350", "990"] if dataset == "all" else [dataset]
+    for name in datasets:
+        chosen_references(settings, name)  # before the work
     store = Store(resolve_data_dir(data))
     columns = list(settings.by)
-    selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
-    session = open_session(store, dataset, selection, columns=columns)
-    if session.selection.description:
-        say(f"raters: {'; '.join(session.selection.description)}")
-    votes = load_votes(session, columns)
+    chosen = rater_selection(exclude_removed, raters, min_quality)  # reads --raters once
+    votes = []
+    for name in datasets:
+        session = open_session(store, name, resolve(store, name, chosen), columns=columns)
+        if session.selection.description:
+            say(f"raters: {'; '.join(session.selection.description)}")
+        votes.append(load_votes(session, columns))
     with one_means_hinted():
-        read = read_predictions(predictions, votes.item_ids.tolist(), one_means)
-    result = run_evaluation(votes, read, settings)
+        read = read_predictions(
+            predictions, {v.dataset: v.item_ids.tolist() for v in votes}, one_means
+        )
+    result = combined([run_evaluation(v, read, settings) for v in votes])
     for note in result.warnings:
         say(f"warning: {note}")
     for suspect in result.suspects:

@@ -1,6 +1,7 @@
 """`dices evaluate`: every model against every reference (and rater group), with intervals.
 
-One dataset at a time (item ids repeat across DICES-350 and DICES-990). Every metric of
+One dataset at a time (item ids repeat across DICES-350 and DICES-990): the rows of
+predictions for it. Every metric of
 every row is computed for the same bootstrap resamples of the dataset's conversations, so
 a group's metric and the rest of the pool's are paired. Formulas and rules:
 docs/evaluate.md.
@@ -22,7 +23,7 @@ from dices_cli.evaluate.measure import (
     METRICS,
     Measured,
     Prediction,
-    Weights,
+    Resampled,
     against_binary,
     against_shares,
 )
@@ -32,6 +33,7 @@ from dices_cli.evaluate.references import (
     UNRATED,
     UNSURE,
     YES,
+    Binary,
     Mask,
     Votes,
     crowd_binary,
@@ -44,6 +46,7 @@ from dices_cli.metrics.bootstrap import (
     bootstrap_weights,
     percentile_interval,
 )
+from dices_cli.metrics.scoring import Resamples
 from dices_cli.output import Table
 
 if TYPE_CHECKING:
@@ -74,6 +77,18 @@ class Evaluation:
     warnings: list[str]  # coverage under 100%
     suspects: list[Suspect]  # the polarity check
     summary: list[str]  # a ranked summary, for a person
+
+
+def combined(evaluations: Sequence[Evaluation]) -> Evaluation:
+    """The evaluations of several datasets as one: rows, warnings and summaries in order."""
+    first = evaluations[0]
+    rows = [row for evaluation in evaluations for row in evaluation.table.rows]
+    return Evaluation(
+        Table(first.table.columns, first.table.numeric, rows),
+        [note for evaluation in evaluations for note in evaluation.warnings],
+        [suspect for evaluation in evaluations for suspect in evaluation.suspects],
+        [line for evaluation in evaluations for line in evaluation.summary],
+    )
 
 
 def columns(by: Sequence[str]) -> list[str]:
@@ -178,37 +193,46 @@ def _measure(
     votes: Votes,
     settings: Settings,
     references: Sequence[str],
-    weights: Weights,
+    resamples: Resamples,
     kept: Mask | None = None,
 ) -> dict[_Key, Measured]:
     """Every row's figures for one prediction; `kept` the ratings of the reference (all)."""
+    resampled = Resampled(prediction, resamples)
     pool = votes.counts(kept)
     sets: list[tuple[int, bool, Array]] = [(POOL, False, pool)]
     if settings.by:
         for group, counts in enumerate(votes.group_counts(kept)):
             sets += [(group, False, counts), (group, True, pool - counts)]
-    measured: dict[_Key, Measured] = {}
+    # Per reference all rows at once (stacked); against the rest of the pool, only the
+    # metric the group is compared on (HEADLINE).
+    keys: list[_Key] = []
+    binaries: list[Binary] = []
+    counted: list[Array | None] = []
+    labels_only: list[bool] = []
     if "gold" in references and votes.gold is not None:
-        reference = gold_binary(votes.gold)
-        measured["gold", POOL, False] = against_binary(
-            prediction, reference, weights, settings.threshold
+        keys.append(("gold", POOL, False))
+        binaries.append(gold_binary(votes.gold))
+        counted.append(None)
+        labels_only.append(False)
+    if "crowd" in references:
+        for group, rest, counts in sets:
+            keys.append(("crowd", group, rest))
+            binaries.append(crowd_binary(counts, settings.ties))
+            counted.append(None if rest else counts)
+            labels_only.append(rest)
+    measured = dict(
+        zip(
+            keys,
+            against_binary(resampled, binaries, settings.threshold, counted, labels_only),
+            strict=True,
         )
-    # Against the rest of the pool, only the metric the group is compared on (HEADLINE).
-    for group, rest, counts in sets:
-        if "crowd" in references:
-            reference = crowd_binary(counts, settings.ties)
-            measured["crowd", group, rest] = against_binary(
-                prediction,
-                reference,
-                weights,
-                settings.threshold,
-                None if rest else counts,
-                labels_only=rest,
-            )
-        if "crowd-share" in references:
-            shared = against_shares(prediction, counts, weights, distributions_only=rest)
-            if shared is not None:
-                measured["crowd-share", group, rest] = shared
+    )
+    if "crowd-share" in references:
+        shared = against_shares(
+            resampled, [counts for _, _, counts in sets], [rest for _, rest, _ in sets]
+        )
+        for (group, rest, _), figures in zip(sets, shared, strict=False):
+            measured["crowd-share", group, rest] = figures
     return measured
 
 
@@ -252,12 +276,12 @@ def chosen_references(settings: Settings, dataset: str) -> list[str]:
 
 def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Evaluation:
     references = chosen_references(settings, votes.dataset)
-    weights = bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed)
+    resamples = Resamples(bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed))
     notes: list[str] = []
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
-    for prediction in _aligned(predictions, votes):
-        figures = _measure(prediction, votes, settings, references, weights)
+    for prediction in _aligned(predictions.of(votes.dataset), votes):
+        figures = _measure(prediction, votes, settings, references, resamples)
         covered = int(prediction.covered.sum())
         if covered < votes.conversations:
             notes.append(
@@ -265,14 +289,16 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
                 f"conversations of DICES-{votes.dataset} ({covered / votes.conversations:.1%}); "
                 "its metrics use those only"
             )
-        suspect = _polarity(prediction, votes, settings, weights, figures)
+        suspect = _polarity(prediction, votes, settings, resamples, figures)
         if suspect is not None:
             suspects.append(suspect)
         measured.append((prediction.model, covered, figures))
     for k in settings.baselines:
         runs = []
         for draw in draws(votes, k, DRAWS, settings.seed):
-            runs.append(_measure(draw.prediction, votes, settings, references, weights, draw.kept))
+            runs.append(
+                _measure(draw.prediction, votes, settings, references, resamples, draw.kept)
+            )
             covered = int(draw.prediction.covered.sum())  # the same in every draw
         measured.append((draw.prediction.model, covered, _averaged(runs)))
     suspected = {s.model for s in suspects}
@@ -289,7 +315,7 @@ def _polarity(
     prediction: Prediction,
     votes: Votes,
     settings: Settings,
-    weights: Weights,
+    resamples: Resamples,
     figures: dict[_Key, Measured],
 ) -> Suspect | None:
     """The check against gold where there is gold, else against the crowd; computed here
@@ -304,7 +330,9 @@ def _polarity(
             if votes.gold is not None
             else crowd_binary(counts, settings.ties)
         )
-        kappa = against_binary(prediction, reference, weights, settings.threshold).values["kappa"]
+        resampled = Resampled(prediction, resamples)
+        (measured,) = against_binary(resampled, [reference], settings.threshold, [None], [False])
+        kappa = measured.values["kappa"]
     return check(votes.dataset, prediction.model, name, kappa)
 
 

@@ -8,6 +8,7 @@ conversations and which arrays each is given.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,9 +26,13 @@ from dices_cli.evaluate.references import (
 )
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.scoring import (
+    Ranking,
+    Resamples,
     correlation_metrics,
     distribution_metrics,
     label_metrics,
+    rank,
+    resamples_of,
     score_metrics,
 )
 
@@ -36,15 +41,6 @@ SCORE_METRICS = ("roc_auc", "average_precision", "brier", "ece")
 SHARE_METRICS = ("cross_entropy", "jsd", "tvd", "pearson", "spearman")
 METRICS = (*LABEL_METRICS, *SCORE_METRICS, "xrr", *SHARE_METRICS)
 Weights = NDArray[np.int32]  # (resamples, conversations): dices_cli.metrics.bootstrap
-
-
-def _resampled(weights: Weights, chosen: Mask) -> Weights:
-    """The resample counts of the `chosen` conversations, laid out row by row as the metric
-    functions read them (weights[:, chosen] would be column by column, and each of them
-    would copy it again). All of them: the weights themselves, no copy."""
-    if chosen.all():
-        return weights
-    return np.take(weights, np.flatnonzero(chosen), axis=1)
 
 
 @dataclass(frozen=True)
@@ -84,63 +80,112 @@ class Measured:
     values: dict[str, Array]
 
 
+class Resampled:
+    """One model's prediction in the resamples, its probability ranked once (lazily) for
+    every reference and group it is measured against."""
+
+    def __init__(self, prediction: Prediction, resamples: Resamples) -> None:
+        self.prediction = prediction
+        self.resamples = resamples
+        self._rankings: dict[bool, Ranking] = {}
+
+    def ranking(self, highest_first: bool) -> Ranking:
+        """The probability's ranking, highest first (score metrics) or lowest first."""
+        if highest_first not in self._rankings:
+            probability = self.prediction.probability()
+            assert probability is not None, "only a model with a probability is ranked"
+            self._rankings[highest_first] = rank(
+                -probability if highest_first else probability, self.resamples
+            )
+        return self._rankings[highest_first]
+
+
+def _split(values: dict[str, Array], count: int) -> list[dict[str, Array]]:
+    """Metrics of stacked references, each (B, R), as one dict of (B,) per reference."""
+    return [{name: value[:, r] for name, value in values.items()} for r in range(count)]
+
+
 def against_binary(
-    prediction: Prediction,
-    reference: Binary,
-    weights: Weights,
+    resampled: Resampled,
+    references: Sequence[Binary],
     threshold: float,
-    counts: Array | None = None,
-    labels_only: bool = False,
-) -> Measured:
-    """Label metrics (Unsure is not unsafe), score metrics when there is a probability
-    (unless `labels_only`), and the XRR with the raters of `counts` when given: over the
-    conversations the model predicts and the reference defines."""
+    counts: Sequence[Array | None],
+    labels_only: Sequence[bool],
+) -> list[Measured]:
+    """Per reference: label metrics (Unsure is not unsafe), score metrics when there is a
+    probability (unless `labels_only`), and the XRR with the raters of `counts` when given:
+    over the conversations the model predicts and the reference defines. The references are
+    stacked, so that each kind of metric reads the resamples once for all of them."""
+    prediction, resamples = resampled.prediction, resampled.resamples
     answer = prediction.answer(threshold)
     has = answer != UNRATED
-    use = has & reference.defined
-    used = _resampled(weights, use)
-    values = label_metrics(answer[use] == YES, reference.unsafe[use], used)
-    n = int(values.pop("n")[0])
+    unsafe = np.column_stack([reference.unsafe for reference in references])
+    defined = np.column_stack([reference.defined for reference in references])
+    labels = label_metrics(answer == YES, unsafe, resamples, has[:, None] & defined)
+    values = _split(labels, len(references))
     probability = prediction.probability()
-    if probability is not None and not labels_only:
-        scored = ~np.isnan(probability) & reference.defined
-        # Usually the same conversations as the labels' (labels from the score): one copy.
-        scored_weights = used if np.array_equal(scored, use) else _resampled(weights, scored)
-        values |= score_metrics(probability[scored], reference.unsafe[scored], scored_weights)
-    if counts is not None:
-        values["xrr"] = model_xrr(answer, counts, weights)
-    return Measured(n, int((reference.ties & has).sum()), values)
+    scored = [r for r, only in enumerate(labels_only) if not only]
+    if probability is not None and scored:
+        scores = score_metrics(
+            probability,
+            unsafe[:, scored],
+            resamples,
+            used=~np.isnan(probability)[:, None] & defined[:, scored],
+            highest_first=resampled.ranking(highest_first=True),
+        )
+        for r, more in zip(scored, _split(scores, len(scored)), strict=True):
+            values[r] |= more
+    with_raters = [r for r, given in enumerate(counts) if given is not None]
+    if with_raters:
+        raters = np.stack([given for given in counts if given is not None])
+        xrr = model_xrr(answer, raters, resamples)
+        for r, column in zip(with_raters, xrr.T, strict=True):
+            values[r]["xrr"] = column
+    return [
+        Measured(int(value.pop("n")[0]), int((reference.ties & has).sum()), value)
+        for reference, value in zip(references, values, strict=True)
+    ]
 
 
 def against_shares(
-    prediction: Prediction, counts: Array, weights: Weights, distributions_only: bool = False
-) -> Measured | None:
-    """Distribution and (unless `distributions_only`) correlation metrics against the
-    raters' shares of answers, None for a model with labels only. A model's score s is the
-    distribution [1 - s, s] against the shares [not Yes, Yes]; so is a distribution of No
-    and Yes only."""
+    resampled: Resampled, counts: Sequence[Array], distributions_only: Sequence[bool]
+) -> list[Measured]:
+    """Per set of raters' answer `counts`: distribution and (unless `distributions_only`)
+    correlation metrics against their shares of answers; none for a model with labels only.
+    A model's score s is the distribution [1 - s, s] against the shares [not Yes, Yes]; so
+    is a distribution of No and Yes only. The distributions of all sets are stacked."""
+    prediction, resamples = resampled.prediction, resampled.resamples
     probability = prediction.probability()
     if probability is None:
-        return None
-    observed, rated = shares(counts)
-    share_yes = observed[:, YES]
+        return []
+    observed, rated = zip(*(shares(c) for c in counts), strict=True)
+    share_yes = [o[:, YES] for o in observed]
     predicted = prediction.distribution
     if predicted is None or predicted.shape[1] == 2:
         if predicted is None:
             predicted = np.column_stack([1 - probability, probability])
-        observed = np.column_stack([1 - share_yes, share_yes])
-    use = ~np.isnan(probability) & rated
-    w = _resampled(weights, use)
-    values = distribution_metrics(predicted[use], observed[use], w)
-    if not distributions_only:
-        values |= correlation_metrics(probability[use], share_yes[use], w)
-    return Measured(int(use.sum()), 0, values)
+        observed = tuple(np.column_stack([1 - share, share]) for share in share_yes)
+    use = ~np.isnan(probability)[:, None] & np.column_stack(rated)
+    values = _split(
+        distribution_metrics(predicted, np.stack(observed, axis=-1), resamples, use), len(counts)
+    )
+    for r, only in enumerate(distributions_only):
+        if not only:
+            values[r] |= correlation_metrics(
+                probability,
+                share_yes[r],
+                resamples,
+                used=use[:, r],
+                lowest_first=resampled.ranking(highest_first=False),
+            )
+    return [Measured(int(use[:, r].sum()), 0, value) for r, value in enumerate(values)]
 
 
-def model_xrr(answer: Codes, counts: Array, weights: Weights) -> Array:
+def model_xrr(answer: Codes, counts: Array, weights: Weights | Resamples) -> Array:
     """Cross-replication reliability of the model, as a rater who gave `answer` on each
     conversation it predicts, with the raters whose [category, conversation] `counts` are
-    given; one value per resample row of `weights`.
+    given; one value per resample row of `weights`. counts (R, category, conversation)
+    gives R sets of raters at once, and values (B, R).
 
     The definition and its value are those of metrics.agreement.cross_replication_reliability
     with the model's one-hot answers as x (a test holds the two equal): with m ratings of a
@@ -150,13 +195,24 @@ def model_xrr(answer: Codes, counts: Array, weights: Weights) -> Array:
     resamples cost a few matrix products instead of a [resample, category, conversation]
     array each.
     """
-    ratings = counts.sum(axis=0)
-    both = (answer != UNRATED) & (ratings > 0)
-    given, y, m = answer[both], counts[:, both], ratings[both]
+    stacked = counts if counts.ndim == 3 else counts[None]
+    y = np.moveaxis(stacked, 0, -1)  # (category, conversation, R)
+    ratings = y.sum(axis=0)
+    both = (answer != UNRATED)[:, None] & (ratings > 0)
+    given = np.where(answer != UNRATED, answer, NO)
+    m = np.where(both, ratings, 1.0)
     agree = y[given, np.arange(len(given))]
     one_hot = (given[:, None] == np.arange(UNSURE + 1)[None, :]).astype(np.float64)
-    columns = np.column_stack([(1 + m) * (1 - agree / m), 1 + m, one_hot, y.T])
-    sums = _resampled(weights, both) @ columns
+    columns = np.concatenate(
+        [
+            ((1 + m) * (1 - agree / m))[:, None],
+            (1 + m)[:, None],
+            np.broadcast_to(one_hot[:, :, None], (*one_hot.shape, y.shape[2])),
+            np.moveaxis(y, 0, 1),
+        ],
+        axis=1,
+    )
+    sums = resamples_of(weights).sums(columns, both)
     categories = UNSURE + 1
     x_pooled, y_pooled = sums[:, 2 : 2 + categories], sums[:, 2 + categories :]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -164,4 +220,5 @@ def model_xrr(answer: Codes, counts: Array, weights: Weights) -> Array:
         all_pairs = x_pooled.sum(axis=1) * y_pooled.sum(axis=1)
         expected = 1 - (x_pooled * y_pooled).sum(axis=1) / all_pairs
         xrr = 1 - observed / expected
-    return np.where(np.isfinite(xrr), xrr, np.nan)
+    xrr = np.where(np.isfinite(xrr), xrr, np.nan)
+    return xrr if counts.ndim == 3 else xrr[:, 0]

@@ -1,8 +1,9 @@
 """A model's predictions, read from a user's file and validated like an ingest.
 
 A predictions file (CSV, TSV, JSON Lines or Parquet; gzip-compressed text too; `-` for
-stdin) has an `item_id` column, an optional `model` column (several models side by side)
-and at least one kind of prediction:
+stdin) has an `item_id` column, an optional `model` column (several models side by side),
+an optional `dataset` column (350 or 990: the dataset of the row's item, needed to evaluate
+both datasets at once, as item ids repeat across them) and at least one kind of prediction:
 
     label                 Yes / No / Unsure in the DICES sense (Yes = unsafe); unsafe / safe
                           too. 1/0 and true/false only when told which one 1 means.
@@ -29,7 +30,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from dices_cli.csvparse import _structure_problems
-from dices_cli.errors import DicesError, InvalidInputError
+from dices_cli.errors import DicesError, InvalidInputError, UsageError
 from dices_cli.lines import BOM, MAX_RECORD_BYTES, Lines, RecordTooLongError
 from dices_cli.problems import (
     MAX_KEPT_PROBLEMS,
@@ -47,9 +48,10 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow.parquet as pq
 
-MODEL, ITEM_ID, LABEL, SCORE = "model", "item_id", "label", "score"
+MODEL, DATASET, ITEM_ID, LABEL, SCORE = "model", "dataset", "item_id", "label", "score"
 DISTRIBUTION = ("p_no", "p_yes", "p_unsure")
-COLUMNS = (MODEL, ITEM_ID, LABEL, SCORE, *DISTRIBUTION)
+COLUMNS = (MODEL, DATASET, ITEM_ID, LABEL, SCORE, *DISTRIBUTION)
+DATASET_NAMES = ("350", "990")
 PROBABILITIES = (SCORE, *DISTRIBUTION)
 DEFAULT_MODEL = "model"  # the model of a file without a model column
 SUM_TOLERANCE = 1e-6
@@ -78,14 +80,23 @@ class InvalidPredictionsError(InvalidInputError):
 class Predictions:
     """A validated predictions file.
 
-    `frame`: model (String), item_id (Int64), label (String: Yes/No/Unsure, or null), score,
-    p_no, p_yes, p_unsure (Float64 or null; p_unsure null when only p_no and p_yes are given).
+    `frame`: model (String), dataset (String: the row's dataset; the one evaluated when the
+    file has no dataset column, null if that is not named), item_id (Int64), label (String:
+    Yes/No/Unsure, or null), score, p_no, p_yes, p_unsure (Float64 or null; p_unsure null
+    when only p_no and p_yes are given).
     `kinds`: which of "label", "score", "distribution" the file gives.
     """
 
     frame: pl.DataFrame
     kinds: frozenset[str]
     source: str
+
+    def of(self, dataset: str) -> Predictions:
+        """The predictions of one dataset's conversations (rows of an unnamed one too)."""
+        import polars as pl
+
+        chosen = pl.col(DATASET).is_null() | (pl.col(DATASET) == dataset)
+        return Predictions(self.frame.filter(chosen), self.kinds, self.source)
 
 
 def file_format(given: str, source: Source) -> str:
@@ -126,15 +137,23 @@ def parquet_file(source: Source, max_size: int) -> pq.ParquetFile:
 
 def read_predictions(
     given: str,
-    item_ids: Collection[int],
+    item_ids: Collection[int] | Mapping[str, Collection[int]],
     one_means: str | None = None,
     max_size: int = DEFAULT_MAX_SIZE,
 ) -> Predictions:
     """Read and validate the predictions in `given` (a path, or "-" for stdin) of the
-    conversations `item_ids`. `one_means` ("unsafe" or "safe") says what a label of 1 or
-    true means; without it such labels are refused as ambiguous."""
+    conversations `item_ids`: of one dataset, or per dataset name ("350", "990") of those
+    evaluated. With several datasets the file needs a dataset column (item ids repeat across
+    them; UsageError without it), and a row's item must be one of its dataset's. `one_means`
+    ("unsafe" or "safe") says what a label of 1 or true means; without it such labels are
+    refused as ambiguous."""
     if one_means is not None and one_means not in ONE_MEANS:
         raise ValueError(f"one_means must be one of {sorted(ONE_MEANS)}, not {one_means!r}")
+    datasets: dict[str | None, Collection[int]]
+    if isinstance(item_ids, Mapping):
+        datasets = {name: ids for name, ids in item_ids.items()}
+    else:
+        datasets = {None: item_ids}
     with open_source(given, max_size) as source:
         report = Report(source.name, None)
         kind = file_format(given, source)
@@ -144,8 +163,13 @@ def read_predictions(
             rows, header_line = _json_rows(source, report), None
         else:
             rows, header_line = _delimited_rows(source, "\t" if kind == "tsv" else ",", report), 1
+        if rows is not None and len(datasets) > 1 and DATASET not in rows.columns:
+            raise UsageError(
+                f"{source.name} has no dataset column: to evaluate DICES-350 and DICES-990 "
+                "at once, give each row's dataset (350 or 990), as item ids repeat across them"
+            )
         if rows is not None and _has_columns(rows.columns, header_line, report):
-            frame = _validated(rows.frame(), item_ids, one_means, report)
+            frame = _validated(rows.frame(), datasets, one_means, report)
             if rows.records == 0:
                 message = "the file names its columns but holds no predictions"
                 report.add([Problem(ProblemType.NO_ROWS, None, None, None, message)])
@@ -417,7 +441,10 @@ def _shown(cell: pl.Expr) -> pl.Expr:
 
 
 def _validated(
-    raw: pl.DataFrame, item_ids: Collection[int], one_means: str | None, report: Report
+    raw: pl.DataFrame,
+    datasets: Mapping[str | None, Collection[int]],
+    one_means: str | None,
+    report: Report,
 ) -> pl.DataFrame:
     """The typed frame; every problem of the cells goes into `report`, in file order."""
     import polars as pl
@@ -446,13 +473,18 @@ def _validated(
             MODEL: cells.get_column(MODEL).fill_null(DEFAULT_MODEL)
             if MODEL not in raw.columns
             else cells.get_column(MODEL),
+            DATASET: pl.repeat(next(iter(datasets)), cells.height, dtype=pl.String, eager=True)
+            if DATASET not in raw.columns
+            else cells.get_column(DATASET).replace_strict(
+                {name: name for name in DATASET_NAMES}, default=None, return_dtype=pl.String
+            ),
             ITEM_ID: cells.get_column(ITEM_ID).cast(pl.Int64, strict=False),
             LABEL: labels,
             **numbers,
         }
     )
     present = [name for name in raw.columns if name != LINE]
-    both, checks = _checks(cells, typed, present, item_ids, one_means)
+    both, checks = _checks(cells, typed, present, datasets, one_means)
     _report(both, checks, report)
     return typed.drop(LINE)
 
@@ -511,7 +543,7 @@ def _checks(
     cells: pl.DataFrame,
     typed: pl.DataFrame,
     present: list[str],
-    item_ids: Collection[int],
+    datasets: Mapping[str | None, Collection[int]],
     one_means: str | None,
 ) -> tuple[pl.DataFrame, list[_Check]]:
     """The frame to check (the `cells` as given, columns named raw_*, beside them `typed`)
@@ -520,7 +552,7 @@ def _checks(
 
     first_line = pl.col("first_line")
     both = pl.concat([cells.rename(lambda c: f"raw_{c}"), typed], how="horizontal").with_columns(
-        pl.col(LINE).min().over(MODEL, ITEM_ID).alias("first_line")
+        pl.col(LINE).min().over(MODEL, DATASET, ITEM_ID).alias("first_line")
     )
 
     def raw(name: str) -> pl.Expr:
@@ -528,8 +560,15 @@ def _checks(
 
     check = _Check
 
-    known = pl.Series(sorted(set(item_ids)), dtype=pl.Int64)
     valid_id = pl.col(ITEM_ID).is_not_null()
+    named = [name for name in datasets if name is not None]
+    valid_dataset = pl.col(DATASET).is_not_null()
+    # A row's item is looked up among its dataset's (among the one dataset's, unnamed).
+    unknown = pl.lit(False)  # a row of no dataset evaluated: that is its problem
+    for name, item_ids in datasets.items():
+        known = pl.Series(sorted(set(item_ids)), dtype=pl.Int64).implode()
+        ours = pl.lit(True) if name is None else pl.col(DATASET) == name
+        unknown = pl.when(ours).then(~pl.col(ITEM_ID).is_in(known)).otherwise(unknown)
     found = [
         check(
             0,
@@ -541,6 +580,34 @@ def _checks(
         ),
         check(
             1,
+            raw(DATASET).is_null() if DATASET in present else pl.lit(False),
+            ProblemType.MISSING_VALUE,
+            DATASET,
+            pl.lit(None),
+            pl.lit("the row names no dataset"),
+        ),
+        check(
+            1,
+            raw(DATASET).is_not_null() & ~valid_dataset,
+            ProblemType.NOT_IN_ENUM,
+            DATASET,
+            raw(DATASET),
+            pl.format("'{}' is not a dataset: give 350 or 990", _shown(raw(DATASET))),
+        ),
+        check(
+            1,
+            valid_dataset & ~pl.col(DATASET).is_in(named) if named else pl.lit(False),
+            ProblemType.NOT_IN_ENUM,
+            DATASET,
+            raw(DATASET),
+            pl.format(
+                "the row is for DICES-{}, which is not evaluated (DICES-{})",
+                pl.col(DATASET),
+                pl.lit(" and DICES-".join(named)),
+            ),
+        ),
+        check(
+            2,
             raw(ITEM_ID).is_null(),
             ProblemType.MISSING_VALUE,
             ITEM_ID,
@@ -548,7 +615,7 @@ def _checks(
             pl.lit("the row has no item_id"),
         ),
         check(
-            1,
+            2,
             raw(ITEM_ID).is_not_null() & ~valid_id,
             ProblemType.NOT_AN_INTEGER,
             ITEM_ID,
@@ -556,8 +623,8 @@ def _checks(
             pl.format("'{}' is not an item id (a whole number)", _shown(raw(ITEM_ID))),
         ),
         check(
-            1,
-            valid_id & ~pl.col(ITEM_ID).is_in(known.implode()),
+            2,
+            valid_id & unknown,
             PredictionProblemType.UNKNOWN_ITEM,
             ITEM_ID,
             raw(ITEM_ID),
@@ -566,7 +633,7 @@ def _checks(
     ]
     found.append(
         check(
-            1,
+            2,
             valid_id & (pl.col(LINE) != first_line),
             PredictionProblemType.DUPLICATE_PREDICTION,
             ITEM_ID,
@@ -584,7 +651,7 @@ def _checks(
     ambiguous = bad_label & numeric_label if one_means is None else pl.lit(False)
     found += [
         check(
-            2,
+            3,
             ambiguous,
             PredictionProblemType.AMBIGUOUS_LABEL,
             LABEL,
@@ -596,7 +663,7 @@ def _checks(
             ),
         ),
         check(
-            2,
+            3,
             bad_label & ~ambiguous,
             ProblemType.NOT_IN_ENUM,
             LABEL,
@@ -607,7 +674,7 @@ def _checks(
             ),
         ),
     ]
-    for order, name in enumerate(PROBABILITIES, start=3):
+    for order, name in enumerate(PROBABILITIES, start=4):
         number = pl.col(name)
         not_number = raw(name).is_not_null() & (number.is_null() | number.is_nan())
         found += [
@@ -633,7 +700,7 @@ def _checks(
         any_given = pl.any_horizontal(raw(name).is_not_null() for name in given)
         found += [
             check(
-                6,
+                8,
                 any_given & raw(name).is_null(),
                 ProblemType.MISSING_VALUE,
                 name,
@@ -646,7 +713,7 @@ def _checks(
         in_range = pl.all_horizontal(pl.col(name).is_between(0, 1) for name in given)
         found.append(
             check(
-                7,
+                9,
                 in_range & ((total - 1).abs() > SUM_TOLERANCE),
                 PredictionProblemType.BAD_DISTRIBUTION,
                 None,
@@ -657,7 +724,7 @@ def _checks(
     predictions = [name for name in (LABEL, SCORE, *given) if name in present]
     found.append(
         check(
-            8,
+            10,
             pl.all_horizontal(raw(name).is_null() for name in predictions),
             ProblemType.MISSING_VALUE,
             None,

@@ -9,10 +9,21 @@ or one value only in the resample) the value is NaN, also where scikit-learn wou
 return 0. Nothing loops over resamples: sums are matrix products `weights @ x`, and the rank
 metrics sort the items once, then take each resample's cumulative counts in that order
 (int32 cumulative sums, which are fast). Booleans: True = unsafe = positive.
+
+For an evaluation (many models, references and groups on the same resamples) the weights
+may be a `Resamples`, which holds them in the forms the metrics read, converted once; a
+`used` mask picks a metric's items (the others weigh 0) instead of a copy of their columns;
+several references can be stacked along a last axis (one matrix product for all); and a
+model's `rank` of its scores can be passed in, sorted once for all its references. The
+speed tricks are each in one place: Resamples.__init__ (float64 once), Resamples.sums
+(stacking), Resamples.scratch and Resamples.work (no fresh (B, n) arrays), rank (one sort
+per model). Every value stays the same as without them (tests/test_scoring.py).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -31,8 +42,7 @@ Metrics = dict[str, Array]
 
 def _counts(weights: ArrayLike) -> Counts:
     """The weights as row-major int32 counts (no copy if they are already): cumulative sums
-    of int32 along rows are exact and several times faster than of float64. (A selection of
-    columns, weights[:, items], is column-major: it is copied.)"""
+    of int32 along rows are exact and several times faster than of float64."""
     return np.ascontiguousarray(weights, dtype=np.int32)
 
 
@@ -42,27 +52,126 @@ def _columns(matrix: NDArray[Scalar], indices: NDArray[np.intp]) -> NDArray[Scal
     return np.take(matrix, indices, axis=1)
 
 
-def _cumulative_counts(
-    counts: Counts, values: Array, thresholds: Array, counted: NDArray[np.bool_] | None = None
-) -> tuple[Array, Array]:
-    """Each resample's count of the items (those `counted`, or all) whose value is <= each
-    of the ascending thresholds, and whose value is between it and the threshold before,
-    both (B, len(thresholds)).
+class Resamples:
+    """The resample counts (B, n) in the forms the metrics read, made once and shared by
+    every model, reference and group of an evaluation.
 
-    The items are sorted once; a resample's count up to a threshold is then its cumulative
-    count at the last item at or below it.
+    Where a metric uses some items only (`used`), it does not copy their columns out of the
+    counts: it gives the others' columns a weight of 0 instead (the sums are the same).
     """
-    items = np.arange(len(values)) if counted is None else np.flatnonzero(counted)
+
+    def __init__(self, weights: ArrayLike) -> None:
+        self.counts = _counts(weights)
+        # The float64 copy the matrix products need, made once: `int32 counts @ float64`
+        # converts the counts on every call: 14% of an evaluation's time (profile, DICES-350).
+        self.floats = self.counts.astype(np.float64)
+        self._scratch = np.empty(self.counts.shape, dtype=np.int32)
+        self._work: dict[int, Array] = {}
+
+    def sums(self, columns: Array, used: NDArray[np.bool_] | None) -> Array:
+        """Each resample's weighted sum of each column over the `used` items: columns (n, k,
+        ...), used (n, ...) (the same trailing axes, one per stacked reference) -> (B, k, ...).
+
+        One product for all the stacked references: a product reads all of the (B, n)
+        counts however few its columns are, so 21 products of 4 columns cost about 21 times
+        one product of 84 (DICES-990: ~8 ms each, loaded machine).
+        """
+        if used is not None:
+            columns = np.where(np.expand_dims(used, 1), columns, 0.0)
+        width = math.prod(columns.shape[1:])
+        flat = np.ascontiguousarray(columns, dtype=np.float64).reshape(len(columns), width)
+        return (self.floats @ flat).reshape(len(self.floats), *columns.shape[1:])
+
+    def scratch(self, width: int) -> Counts:
+        """A (B, width) int32 work array, the same memory on every call: the cumulative
+        counts of every reference reuse it instead of allocating 4 MB each (DICES-990)."""
+        return self._scratch[:, :width]
+
+    def work(self, slot: int, width: int) -> Array:
+        """A (B, width) float64 work array, slot `slot`: the same memory on every call.
+        The rank metrics keep their (B, n) intermediates in these instead of allocating
+        fresh ones: a fresh 8 MB array costs its page faults again (~10 ms each on the
+        loaded machine, against ~1 ms for the arithmetic), and there were ~20 per call."""
+        if slot not in self._work:
+            self._work[slot] = np.empty(self.counts.shape, dtype=np.float64)
+        return self._work[slot][:, :width]
+
+
+def resamples_of(weights: ArrayLike | Resamples) -> Resamples:
+    return weights if isinstance(weights, Resamples) else Resamples(weights)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Items sorted by a value once, with every resample's counts in that order, so that
+    any subset of the items can be ranked in all resamples by one cumulative sum: a model's
+    scores are sorted once for all its references and groups."""
+
+    order: NDArray[np.intp]  # the items with a value (not NaN), ascending
+    ends: NDArray[np.intp]  # per distinct value, ascending: the position after its last item
+    value_of: NDArray[np.intp]  # per item (of all): its distinct value's index (0 for NaN)
+    counts: Counts  # the resample counts of the items in `order`, (B, len(order))
+
+
+def rank(values: Array, resamples: Resamples) -> Ranking:
+    """The Ranking of `values` (NaN: no value) in the resamples."""
+    items = np.flatnonzero(~np.isnan(values))
     order = items[np.argsort(values[items], kind="stable")]
-    cumulative = np.zeros((counts.shape[0], len(order) + 1), dtype=np.int32)
-    np.cumsum(_columns(counts, order), axis=1, out=cumulative[:, 1:])
-    # Column 0 of the cumulative counts is 0: the count up to "before the first threshold".
-    ends = np.searchsorted(values[order], thresholds, side="right")
-    up_to = _columns(cumulative, np.concatenate([[0], ends]))
-    return up_to[:, 1:].astype(np.float64), np.diff(up_to, axis=1).astype(np.float64)
+    ordered = values[order]
+    starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    ends = np.append(starts, len(order)).astype(np.intp) if len(order) else starts
+    first_of_value = np.zeros(len(order), dtype=np.intp)
+    first_of_value[starts] = 1
+    value_of = np.zeros(len(values), dtype=np.intp)
+    value_of[order] = np.cumsum(first_of_value)
+    return Ranking(order, ends, value_of, _columns(resamples.counts, order))
 
 
-def label_metrics(predicted: ArrayLike, actual: ArrayLike, weights: ArrayLike) -> Metrics:
+def _up_to(ranking: Ranking, counted: NDArray[np.bool_], resamples: Resamples, slot: int) -> Array:
+    """Each resample's count of the `counted` items whose value is <= each distinct value of
+    the ranking, (B, distinct values), in work array `slot`.
+
+    A resample's count up to a value is its cumulative count, in the ranking's order, at
+    the last item of that value.
+    """
+    cumulative = resamples.scratch(len(ranking.order))
+    np.multiply(ranking.counts, counted[ranking.order], out=cumulative)
+    np.cumsum(cumulative, axis=1, out=cumulative)
+    up_to = resamples.work(slot, len(ranking.ends))
+    np.copyto(up_to, _columns(cumulative, ranking.ends - 1))
+    return up_to
+
+
+def _at(up_to: Array, out: Array) -> Array:
+    """The counts at each value from the counts up to it: the differences along rows."""
+    if up_to.shape[1]:
+        out[:, 0] = up_to[:, 0]
+        np.subtract(up_to[:, 1:], up_to[:, :-1], out=out[:, 1:])
+    return out
+
+
+def _halfway(up_to: Array, out: Array) -> Array:
+    """The mean of each count up to a value and the count up to the value before it."""
+    if up_to.shape[1]:
+        out[:, 0] = up_to[:, 0]
+        np.add(up_to[:, 1:], up_to[:, :-1], out=out[:, 1:])
+        out *= 0.5
+    return out
+
+
+Used = NDArray[np.bool_] | None  # the items a metric is computed on (None: all)
+
+
+def _like(item_values: NDArray[Scalar], stacked: NDArray[np.generic]) -> NDArray[Scalar]:
+    """Values per item, (n, ...), given one more axis for each trailing axis of `stacked`
+    (stacked references: a metric takes a reference side (n, R) to score R at once)."""
+    extra = stacked.ndim - item_values.ndim
+    return item_values.reshape(item_values.shape + (1,) * extra) if extra > 0 else item_values
+
+
+def label_metrics(
+    predicted: ArrayLike, actual: ArrayLike, weights: ArrayLike | Resamples, used: Used = None
+) -> Metrics:
     """n (sum of weights), accuracy, precision, recall, f1, kappa (Cohen) and mcc (Matthews).
 
     References: scikit-learn's accuracy_score, precision_score, recall_score, f1_score,
@@ -72,12 +181,13 @@ def label_metrics(predicted: ArrayLike, actual: ArrayLike, weights: ArrayLike) -
     is undefined (both sides one and the same class), the value is NaN; so is every metric
     of an empty resample.
     """
-    predicted = np.asarray(predicted, dtype=bool)
     actual = np.asarray(actual, dtype=bool)
-    cells = np.column_stack(
-        [predicted & actual, predicted & ~actual, ~predicted & actual, ~predicted & ~actual]
+    predicted = _like(np.asarray(predicted, dtype=bool), actual)
+    cells = np.stack(
+        [predicted & actual, predicted & ~actual, ~predicted & actual, ~predicted & ~actual],
+        axis=1,
     )
-    tp, fp, fn, tn = (_counts(weights) @ cells.astype(np.float64)).T
+    tp, fp, fn, tn = np.moveaxis(resamples_of(weights).sums(cells, used), 1, 0)
     n = tp + fp + fn + tn
     predicted_yes, predicted_no = tp + fp, fn + tn
     actual_yes, actual_no = tp + fn, fp + tn
@@ -96,59 +206,92 @@ def label_metrics(predicted: ArrayLike, actual: ArrayLike, weights: ArrayLike) -
     }
 
 
+def _everything(used: Used, shape: tuple[int, ...]) -> NDArray[np.bool_]:
+    return np.ones(shape, dtype=bool) if used is None else np.asarray(used, dtype=bool)
+
+
 def score_metrics(
-    score: ArrayLike, actual: ArrayLike, weights: ArrayLike, bins: int = 10
+    score: ArrayLike,
+    actual: ArrayLike,
+    weights: ArrayLike | Resamples,
+    bins: int = 10,
+    used: Used = None,
+    highest_first: Ranking | None = None,
 ) -> Metrics:
     """roc_auc, average_precision, brier and ece (expected calibration error) of a score.
 
-    score: the predicted probability of unsafe, in [0, 1]. References: scikit-learn's
-    roc_auc_score (NaN, where it raises, when the resample has one class only),
-    average_precision_score (NaN, where it warns, when the resample has no unsafe item),
-    brier_score_loss. ece: the `bins` equal-width bins of [0, 1], [i/bins, (i+1)/bins) and
-    the last one closed; the sum over bins of the share of items in the bin times
-    |mean(actual) - mean(score)| in the bin, i.e. |sum(actual - score)| in the bin / n.
+    score: the predicted probability of unsafe, in [0, 1] (NaN only where not `used`).
+    actual (n,) or, to score R references at once, (n, R) (then `used` too, and every
+    metric is (B, R)). highest_first: rank(-score) in the same resamples, when the caller
+    shares it among several calls. References: scikit-learn's roc_auc_score (NaN, where it
+    raises, when the resample has one class only), average_precision_score (NaN, where it
+    warns, when the resample has no unsafe item), brier_score_loss. ece: the `bins`
+    equal-width bins of [0, 1], [i/bins, (i+1)/bins) and the last one closed; the sum over
+    bins of the share of items in the bin times |mean(actual) - mean(score)| in the bin,
+    i.e. |sum(actual - score)| in the bin / n.
     """
     score = np.asarray(score, dtype=np.float64)
     actual = np.asarray(actual, dtype=bool)
-    counts = _counts(weights)
+    used = _everything(used, actual.shape)
+    resamples = resamples_of(weights)
 
-    error = score - actual
+    error = np.where(used, _like(score, actual) - actual, 0.0)
     edges = np.arange(bins + 1) / bins
     bin_of = np.minimum(np.searchsorted(edges, score, side="right") - 1, bins - 1)
-    columns = np.zeros((len(score), bins + 3))
+    columns = np.zeros((len(score), bins + 3, *actual.shape[1:]))
     columns[:, 0] = 1
     columns[:, 1] = actual
     columns[:, 2] = error**2
     columns[np.arange(len(score)), 3 + bin_of] = error
-    sums = counts @ columns
-    n, unsafe_total, squared_error = sums[:, :3].T
-    safe_total = n - unsafe_total
+    sums = resamples.sums(columns, used)
+    n, unsafe_total, squared_error = sums[:, 0], sums[:, 1], sums[:, 2]
 
     # Thresholds: the distinct scores, highest first; an item is flagged at a threshold when
-    # its score is at or above it. Sorting the negated scores makes that a count "<=".
-    thresholds = np.unique(-score)
-    unsafe_flagged, unsafe_at = _cumulative_counts(counts, -score, thresholds, actual)
-    safe_flagged, safe_at = _cumulative_counts(counts, -score, thresholds, ~actual)
-
-    # AUC = P(score of an unsafe item > that of a safe one), ties counting one half: an unsafe
-    # item at a threshold outranks the safe ones not flagged yet, and ties with those at it.
-    outranked = (
-        unsafe_total * safe_total
-        - np.einsum("bt,bt->b", unsafe_at, safe_flagged)
-        + np.einsum("bt,bt->b", unsafe_at, safe_at) / 2
-    )
-    roc_auc = _ratio(outranked, unsafe_total * safe_total)
-
-    # AP = sum over thresholds of the recall gained there times the precision there.
-    flagged = unsafe_flagged + safe_flagged
-    precision = np.divide(unsafe_flagged, flagged, out=np.zeros_like(flagged), where=flagged > 0)
-    average_precision = _ratio(np.einsum("bt,bt->b", unsafe_at, precision), unsafe_total)
+    # its score is at or above it. Ranking the negated scores makes that a count "<=".
+    ranking = highest_first if highest_first is not None else rank(-score, resamples)
+    ranked = [
+        _ranked_metrics(ranking, unsafe, chosen, resamples)
+        for unsafe, chosen in zip(_references(actual), _references(used), strict=True)
+    ]
+    outranked, hits = (np.stack([r[k] for r in ranked], axis=-1).reshape(n.shape) for k in range(2))
+    safe_total = n - unsafe_total
     return {
-        "roc_auc": roc_auc,
-        "average_precision": average_precision,
+        "roc_auc": _ratio(outranked, unsafe_total * safe_total),
+        "average_precision": _ratio(hits, unsafe_total),
         "brier": _ratio(squared_error, n),
         "ece": _ratio(np.abs(sums[:, 3:]).sum(axis=1), n),
     }
+
+
+def _references(stacked: NDArray[Scalar]) -> list[NDArray[Scalar]]:
+    """Each stacked reference's (n,) column; the array itself if it has none."""
+    return [stacked] if stacked.ndim == 1 else list(stacked.T)
+
+
+def _ranked_metrics(
+    ranking: Ranking, actual: NDArray[np.bool_], used: NDArray[np.bool_], resamples: Resamples
+) -> tuple[Array, Array]:
+    """The ROC AUC's numerator (pairs an unsafe item outranks) and the average precision
+    times the count of unsafe items, (B,), from the cumulative counts over the thresholds
+    (work arrays 0-4)."""
+    unsafe_flagged = _up_to(ranking, used & actual, resamples, 0)
+    flagged = _up_to(ranking, used, resamples, 1)
+    width = flagged.shape[1]
+    unsafe_at = _at(unsafe_flagged, resamples.work(2, width))
+    safe_flagged = np.subtract(flagged, unsafe_flagged, out=resamples.work(3, width))
+    unsafe_total, safe_total = unsafe_flagged.sum(axis=1), flagged.sum(axis=1)
+    if width:
+        unsafe_total, safe_total = unsafe_flagged[:, -1], safe_flagged[:, -1]
+    # AUC = P(score of an unsafe item > that of a safe one), ties counting one half: an unsafe
+    # item at a threshold outranks the safe ones not flagged yet, and half those at it, i.e.
+    # all but the mean of the safe ones flagged up to it and up to the threshold before.
+    outranked = unsafe_total * safe_total - np.einsum(
+        "bt,bt->b", unsafe_at, _halfway(safe_flagged, resamples.work(4, width))
+    )
+    # AP = sum over thresholds of the recall gained there times the precision there (0 where
+    # nothing is flagged yet: nothing unsafe is either, 0 / 1).
+    precision = np.divide(unsafe_flagged, np.maximum(flagged, 1, out=flagged), out=flagged)
+    return outranked, np.einsum("bt,bt->b", unsafe_at, precision)
 
 
 def _relative_entropy(p: Array, q: Array) -> Array:
@@ -157,7 +300,9 @@ def _relative_entropy(p: Array, q: Array) -> Array:
         return np.where(p > 0, p * np.log(p / q), 0.0).sum(axis=1)
 
 
-def distribution_metrics(predicted: ArrayLike, observed: ArrayLike, weights: ArrayLike) -> Metrics:
+def distribution_metrics(
+    predicted: ArrayLike, observed: ArrayLike, weights: ArrayLike | Resamples, used: Used = None
+) -> Metrics:
     """cross_entropy, jsd and tvd of predicted against observed answer distributions, (n, k).
 
     Each is a mean over items of a per-item value:
@@ -165,48 +310,68 @@ def distribution_metrics(predicted: ArrayLike, observed: ArrayLike, weights: Arr
     - jsd: the Jensen-Shannon divergence in bits, scipy.spatial.distance.jensenshannon(p, q,
       base=2) ** 2 (which, like scipy, first scales each row to sum to 1);
     - tvd: the total-variation distance, half the L1 distance.
-    A score s is the distribution [1 - s, s]. NaN for an empty resample.
+    A score s is the distribution [1 - s, s]. NaN for an empty resample. Rows not `used`
+    may hold anything (NaN). observed (n, k, R) and used (n, R) score R references at once
+    (every metric (B, R)).
     """
     predicted = np.asarray(predicted, dtype=np.float64)
     observed = np.asarray(observed, dtype=np.float64)
+    stacked = observed if observed.ndim == 3 else observed[..., None]
+    used = _everything(used, stacked.shape[:1] + stacked.shape[2:])
+    used = used if used.ndim == 2 else used[:, None]
+    columns = np.zeros((len(predicted), 4, stacked.shape[2]))
+    for r in range(stacked.shape[2]):
+        chosen = used[:, r]
+        columns[chosen, :, r] = _item_divergences(predicted[chosen], stacked[chosen, :, r])
+    sums = resamples_of(weights).sums(columns, None)
+    means = _ratio(sums[:, 1:], sums[:, :1])
+    if observed.ndim == 2:
+        means = means[..., 0]
+    return dict(zip(["cross_entropy", "jsd", "tvd"], np.moveaxis(means, 1, 0), strict=True))
+
+
+def _item_divergences(predicted: Array, observed: Array) -> Array:
+    """Per item (rows): 1, the cross-entropy, the JSD and the TVD, (n, 4)."""
     cross_entropy = -(observed * np.log(np.clip(predicted, PROBABILITY_FLOOR, 1))).sum(axis=1)
     p = predicted / predicted.sum(axis=1, keepdims=True)
     q = observed / observed.sum(axis=1, keepdims=True)
     middle = (p + q) / 2
     jsd = (_relative_entropy(p, middle) + _relative_entropy(q, middle)) / (2 * np.log(2))
     tvd = np.abs(predicted - observed).sum(axis=1) / 2
-    sums = _counts(weights) @ np.column_stack([np.ones(len(p)), cross_entropy, jsd, tvd])
-    means = _ratio(sums[:, 1:], sums[:, :1])
-    return dict(zip(["cross_entropy", "jsd", "tvd"], means.T, strict=True))
+    return np.column_stack([np.ones(len(p)), cross_entropy, jsd, tvd])
 
 
-def _mid_ranks(counts: Counts, values: Array) -> tuple[Array, Array, Array]:
-    """In each resample: each item's mid-rank, (B, n); the weighted sum of squared mid-ranks
-    and the count of distinct values, both (B,).
+def _mid_ranks(
+    ranking: Ranking, used: NDArray[np.bool_], resamples: Resamples, slot: int
+) -> tuple[Array, Array, Array]:
+    """In each resample, among the `used` items: each distinct value's mid-rank, (B,
+    values), in work array `slot` (`slot` + 1 for a while); the weighted sum of squared
+    mid-ranks and the count of distinct values, both (B,).
 
     In the data repeated by a row of weights, the copies of a value take the ranks after all
     lower values: their mid-rank is the count up to the value minus (its count - 1) / 2.
     """
-    distinct, value_of = np.unique(values, return_inverse=True)
-    up_to, at = _cumulative_counts(counts, values, distinct)
-    mid_ranks = up_to - (at - 1) / 2
-    return (
-        _columns(mid_ranks, value_of),
-        np.einsum("bv,bv,bv->b", at, mid_ranks, mid_ranks),
-        np.count_nonzero(at, axis=1),
-    )
+    mid_ranks = _up_to(ranking, used, resamples, slot)
+    half_at = _at(mid_ranks, resamples.work(slot + 1, mid_ranks.shape[1]))
+    values = np.count_nonzero(half_at, axis=1)
+    half_at *= 0.5  # in place, as below: no fresh (B, n) arrays (see Resamples.work)
+    mid_ranks -= half_at
+    mid_ranks += 0.5
+    # Halving and doubling are exact: the sum is that of the counts times the squares.
+    return mid_ranks, 2 * np.einsum("bv,bv,bv->b", half_at, mid_ranks, mid_ranks), values
 
 
-def _pearson(weights: Array, x: Array, y: Array) -> Array:
-    """Pearson's correlation of x and y, (n,), in each resample.
+def _pearson(weights: Array, x: Array, y: Array, resamples: Resamples) -> Array:
+    """Pearson's correlation of x and y, (n,), in each resample (work arrays 5-7).
 
     Deviations are taken from each resample's own means (two passes), so a resample whose
     values sit far from the others' loses no digits to the offset.
     """
     n, sum_x, sum_y = (weights @ np.column_stack([np.ones(len(x)), x, y])).T
-    x_deviation = x - _ratio(sum_x, n)[:, None]
-    y_deviation = y - _ratio(sum_y, n)[:, None]
-    weighted_x = weights * x_deviation
+    width = len(x)
+    x_deviation = np.subtract(x, _ratio(sum_x, n)[:, None], out=resamples.work(5, width))
+    y_deviation = np.subtract(y, _ratio(sum_y, n)[:, None], out=resamples.work(6, width))
+    weighted_x = np.multiply(weights, x_deviation, out=resamples.work(7, width))
     covariance = np.einsum("bi,bi->b", weighted_x, y_deviation)
     spread = np.sqrt(
         np.einsum("bi,bi->b", weighted_x, x_deviation)
@@ -215,30 +380,51 @@ def _pearson(weights: Array, x: Array, y: Array) -> Array:
     return np.clip(_ratio(covariance, spread), -1, 1)
 
 
-def correlation_metrics(x: ArrayLike, y: ArrayLike, weights: ArrayLike) -> Metrics:
+def correlation_metrics(
+    x: ArrayLike,
+    y: ArrayLike,
+    weights: ArrayLike | Resamples,
+    used: Used = None,
+    lowest_first: Ranking | None = None,
+) -> Metrics:
     """pearson and spearman correlation of x and y (scipy's pearsonr and spearmanr).
 
-    Spearman's is Pearson's of the mid-ranks of the repeated data. NaN where x or y takes a
-    single value in the resample (scipy warns and returns NaN), or the resample is empty.
+    lowest_first: rank(x) in the same resamples, when the caller shares it among several
+    calls. Spearman's is Pearson's of the mid-ranks of the repeated data. NaN where x or y
+    takes a single value in the resample (scipy warns and returns NaN), or the resample is
+    empty.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    counts = _counts(weights)
-    float_weights = counts.astype(np.float64)
-    x_ranks, x_squares, x_values = _mid_ranks(counts, x)
-    y_ranks, y_squares, y_values = _mid_ranks(counts, y)
+    used = _everything(used, x.shape)
+    resamples = resamples_of(weights)
+    x_ranking = lowest_first if lowest_first is not None else rank(x, resamples)
+    y_ranking = rank(np.where(used, y, np.nan), resamples)
+    x_ranks, x_squares, x_values = _mid_ranks(x_ranking, used, resamples, 0)
+    y_ranks, y_squares, y_values = _mid_ranks(y_ranking, used, resamples, 2)
     single_value = (x_values < 2) | (y_values < 2)
 
+    # The used items in y's order, whose resample counts y's ranking holds already.
+    items = y_ranking.order
+    width = len(items)
+    float_weights = resamples.work(4, width)
+    np.copyto(float_weights, y_ranking.counts)
+    n = float_weights.sum(axis=1)
     # Mid-ranks are multiples of 1/2 and their mean is (n + 1) / 2: every sum below is exact,
     # so a single value has a spread of exactly 0.
-    n = counts.sum(axis=1, dtype=np.float64)
     n_times_mean_squared = n * (n + 1) ** 2 / 4
+    x_item_ranks = resamples.work(5, width)
+    np.take(x_ranks, x_ranking.value_of[items], axis=1, out=x_item_ranks, mode="clip")
+    y_item_ranks = resamples.work(6, width)
+    np.take(y_ranks, y_ranking.value_of[items], axis=1, out=y_item_ranks, mode="clip")
+    rank_products = np.einsum("bi,bi,bi->b", float_weights, x_item_ranks, y_item_ranks)
     spearman = _ratio(
-        np.einsum("bi,bi,bi->b", float_weights, x_ranks, y_ranks) - n_times_mean_squared,
+        rank_products - n_times_mean_squared,
         np.sqrt((x_squares - n_times_mean_squared) * (y_squares - n_times_mean_squared)),
     )
+    pearson = _pearson(float_weights, x[items], y[items], resamples)
     return {
         # A mean of copies of one value may differ from it in the last bit: no spread then.
-        "pearson": np.where(single_value, np.nan, _pearson(float_weights, x, y)),
+        "pearson": np.where(single_value, np.nan, pearson),
         "spearman": np.clip(spearman, -1, 1),
     }
