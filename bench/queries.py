@@ -133,6 +133,16 @@ def pandas_overview(files: dict[str, str]) -> Any:
     return pd.DataFrame(rows)
 
 
+def _with_wilson(counts: Any) -> Any:
+    """`counts` with the 95% Wilson interval of share_yes over its ratings."""
+    n, p = counts["ratings"], counts["share_yes"]
+    centre = (p + Z**2 / (2 * n)) / (1 + Z**2 / n)
+    half = Z / (1 + Z**2 / n) * (p * (1 - p) / n + Z**2 / (4 * n**2)) ** 0.5
+    counts["share_yes_ci_low"] = centre - half
+    counts["share_yes_ci_high"] = centre + half
+    return counts
+
+
 def pandas_qoverall_by_demographic(files: dict[str, str]) -> Any:
     import pandas as pd
 
@@ -143,12 +153,7 @@ def pandas_qoverall_by_demographic(files: dict[str, str]) -> Any:
         raters = frame.groupby("rater_gender")["rater_id"].nunique().rename("raters")
         counts = counts.merge(raters, left_on="rater_gender", right_index=True)
         counts["ratings"] = counts["n_no"] + counts["n_yes"] + counts["n_unsure"]
-        counts = _shares(counts)
-        n, p = counts["ratings"], counts["share_yes"]
-        centre = (p + Z**2 / (2 * n)) / (1 + Z**2 / n)
-        half = Z / (1 + Z**2 / n) * (p * (1 - p) / n + Z**2 / (4 * n**2)) ** 0.5
-        counts["share_yes_ci_low"] = centre - half
-        counts["share_yes_ci_high"] = centre + half
+        counts = _with_wilson(_shares(counts))
         counts.insert(0, "dataset", name)
         counts["order"] = counts["rater_gender"].map(GENDER.index)
         parts.append(counts.sort_values("order"))
@@ -254,7 +259,7 @@ def pandas_harm_types(files: dict[str, str]) -> Any:
         )
         result["share_yes"] = result["n_yes"] / result["ratings"]
         result["share_gold_unsafe"] = grouped["gold_yes"].mean() if has_gold else None
-        result = result.reset_index()
+        result = _with_wilson(result).reset_index()
         result.insert(0, "dataset", name)
         parts.append(
             result.sort_values(
@@ -262,7 +267,7 @@ def pandas_harm_types(files: dict[str, str]) -> Any:
             )
         )
     columns = ["dataset", "harm_tag", "conversations", "ratings", "share_yes", "share_gold_unsafe"]
-    return pd.concat(parts)[columns]
+    return pd.concat(parts)[[*columns, "share_yes_ci_low", "share_yes_ci_high"]]
 
 
 def pandas_degree_of_harm(files: dict[str, str]) -> Any:
@@ -278,13 +283,15 @@ def pandas_degree_of_harm(files: dict[str, str]) -> Any:
             frame["degree_of_harm"].isna(), "item_id"
         ].nunique()
         counts["ratings"] = counts["n_no"] + counts["n_yes"] + counts["n_unsure"]
+        counts = _with_wilson(counts)
         counts["order"] = counts["degree_of_harm"].map(
             lambda d: DEGREE.index(d) if isinstance(d, str) else len(DEGREE)
         )
         counts.insert(0, "dataset", name)
         parts.append(counts.sort_values("order"))
     columns = ["dataset", "degree_of_harm", "conversations", "ratings"]
-    return pd.concat(parts)[[*columns, "share_no", "share_yes", "share_unsure"]]
+    shares = ["share_no", "share_yes", "share_unsure", "share_yes_ci_low", "share_yes_ci_high"]
+    return pd.concat(parts)[[*columns, *shares]]
 
 
 def pandas_rater_quality(files: dict[str, str]) -> Any:

@@ -345,10 +345,10 @@ class Output:
     ) -> Output:
         """The format chosen (`choose_format`; `chart`: the result can be drawn as one) and
         -o FILE checked (`check_output`): a usage error or a refused file is said before any
-        work."""
-        chosen = choose_format(requested, path, sys.stdout.isatty(), chart)
+        work. An input named as -o FILE is said first, whatever its extension."""
         if path is not None:
             check_output(path, force, inputs, option)
+        chosen = choose_format(requested, path, sys.stdout.isatty(), chart)
         return cls(chosen, path, force, tuple(inputs), option)
 
     @contextlib.contextmanager
