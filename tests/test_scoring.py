@@ -373,3 +373,17 @@ def test_stacked_references_with_shared_rankings_equal_each_subset_alone(
             score[chosen], share[chosen], weights[:, chosen]
         ).items():
             np.testing.assert_allclose(shared[name], values, rtol=TOLERANCE, atol=TOLERANCE)
+
+
+def test_correlations_leave_out_the_items_without_a_score() -> None:
+    """A model that scores some conversations only: its correlations are those of the
+    scored ones (an unscored one must not count among the shares' ranks)."""
+    score = np.array([0.1, np.nan, 0.4, 0.3, 0.9])
+    share = np.array([0.2, 0.0, 0.5, 0.6, 0.8])
+    weights = np.array([[1, 1, 1, 1, 1], [2, 1, 0, 1, 3]])
+    scored = ~np.isnan(score)
+    metrics = correlation_metrics(score, share, weights)
+    for b, row in enumerate(weights[:, scored]):
+        xs, ys = np.repeat(score[scored], row), np.repeat(share[scored], row)
+        assert metrics["spearman"][b] == pytest.approx(spearmanr(xs, ys).statistic, abs=1e-12)
+        assert metrics["pearson"][b] == pytest.approx(pearsonr(xs, ys).statistic, abs=1e-12)

@@ -17,13 +17,15 @@ several references can be stacked along a last axis (one matrix product for all)
 model's `rank` of its scores can be passed in, sorted once for all its references. The
 speed tricks are each in one place: Resamples.__init__ (float64 once), Resamples.sums
 (stacking), Resamples.scratch and Resamples.work (no fresh (B, n) arrays), rank (one sort
-per model). Every value stays the same as without them (tests/test_scoring.py).
+per model), correlation_side (a model's side of its correlations, once per set of items) and
+correlation_metrics (sums over a group's few distinct shares, not over its items). Every
+value stays the same as without them (tests/test_scoring.py).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -111,6 +113,8 @@ class Ranking:
     ends: NDArray[np.intp]  # per distinct value, ascending: the position after its last item
     value_of: NDArray[np.intp]  # per item (of all): its distinct value's index (0 for NaN)
     counts: Counts  # the resample counts of the items in `order`, (B, len(order))
+    # correlation_side's x sides, by `used` mask: made once per set of items.
+    sides: dict[bytes, CorrelationSide] = field(default_factory=dict, compare=False)
 
 
 def rank(values: Array, resamples: Resamples) -> Ranking:
@@ -361,23 +365,45 @@ def _mid_ranks(
     return mid_ranks, 2 * np.einsum("bv,bv,bv->b", half_at, mid_ranks, mid_ranks), values
 
 
-def _pearson(weights: Array, x: Array, y: Array, resamples: Resamples) -> Array:
-    """Pearson's correlation of x and y, (n,), in each resample (work arrays 5-7).
+@dataclass(frozen=True)
+class CorrelationSide:
+    """The x side of the correlations of x with any y over the same `used` items, in every
+    resample: what correlation_metrics needs of x, made once per model and set of items (most
+    groups rate every conversation, so their `used` masks repeat)."""
 
-    Deviations are taken from each resample's own means (two passes), so a resample whose
-    values sit far from the others' loses no digits to the offset.
-    """
-    n, sum_x, sum_y = (weights @ np.column_stack([np.ones(len(x)), x, y])).T
-    width = len(x)
-    x_deviation = np.subtract(x, _ratio(sum_x, n)[:, None], out=resamples.work(5, width))
-    y_deviation = np.subtract(y, _ratio(sum_y, n)[:, None], out=resamples.work(6, width))
-    weighted_x = np.multiply(weights, x_deviation, out=resamples.work(7, width))
-    covariance = np.einsum("bi,bi->b", weighted_x, y_deviation)
-    spread = np.sqrt(
-        np.einsum("bi,bi->b", weighted_x, x_deviation)
-        * np.einsum("bi,bi,bi->b", weights, y_deviation, y_deviation)
-    )
-    return np.clip(_ratio(covariance, spread), -1, 1)
+    # (3 B, n), 0 where not used: each item's count; its count times its mid-rank; its count
+    # times its deviation from the resample's mean.
+    per_item: Array
+    rank_squares: Array  # (B,): the weighted sum of squared mid-ranks
+    values: Array  # (B,): the count of distinct values
+    n: Array  # (B,): the count of used items
+    spread: Array  # (B,): the weighted sum of squared deviations
+
+
+def correlation_side(
+    x: Array, used: NDArray[np.bool_], resamples: Resamples, lowest_first: Ranking
+) -> CorrelationSide:
+    """The CorrelationSide of x (ranked in `lowest_first`) over the `used` items, remembered
+    in the ranking for the next y over the same items."""
+    key = used.tobytes()
+    if key not in lowest_first.sides:
+        mid_ranks, squares, values = _mid_ranks(lowest_first, used, resamples, 0)
+        per_item = np.empty((3, *resamples.counts.shape))
+        weights, weighted_ranks, weighted_deviations = per_item
+        np.multiply(resamples.floats, used, out=weights)
+        np.take(mid_ranks, lowest_first.value_of, axis=1, out=weighted_ranks, mode="clip")
+        weighted_ranks *= weights
+        x_used = np.where(used, x, 0.0)
+        n, sum_x = (weights @ np.column_stack([np.ones(len(x)), x_used])).T
+        # Deviations from each resample's own mean (Pearson's in two passes), so a resample
+        # whose values sit far from the others' loses no digits to the offset.
+        deviations = np.subtract(x_used, _ratio(sum_x, n)[:, None], out=weighted_deviations)
+        spread = np.einsum("bi,bi,bi->b", weights, deviations, deviations)
+        weighted_deviations *= weights
+        lowest_first.sides[key] = CorrelationSide(
+            per_item.reshape(3 * len(n), len(x)), squares, values, n, spread
+        )
+    return lowest_first.sides[key]
 
 
 def correlation_metrics(
@@ -390,39 +416,46 @@ def correlation_metrics(
     """pearson and spearman correlation of x and y (scipy's pearsonr and spearmanr).
 
     lowest_first: rank(x) in the same resamples, when the caller shares it among several
-    calls. Spearman's is Pearson's of the mid-ranks of the repeated data. NaN where x or y
-    takes a single value in the resample (scipy warns and returns NaN), or the resample is
-    empty.
+    calls (it then keeps x's side for each set of `used` items: CorrelationSide). Spearman's
+    is Pearson's of the mid-ranks of the repeated data. NaN where x or y takes a single
+    value in the resample (scipy warns and returns NaN), or the resample is empty.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    used = _everything(used, x.shape)
+    used = _everything(used, x.shape) & ~np.isnan(x)
     resamples = resamples_of(weights)
-    x_ranking = lowest_first if lowest_first is not None else rank(x, resamples)
-    y_ranking = rank(np.where(used, y, np.nan), resamples)
-    x_ranks, x_squares, x_values = _mid_ranks(x_ranking, used, resamples, 0)
-    y_ranks, y_squares, y_values = _mid_ranks(y_ranking, used, resamples, 2)
-    single_value = (x_values < 2) | (y_values < 2)
+    x_side = correlation_side(
+        x, used, resamples, lowest_first if lowest_first is not None else rank(x, resamples)
+    )
+    # Every sum over items is one over y's distinct values (shares k/m take few) of sums
+    # over the items of each value: the used items sorted by y, each value's run summed.
+    items = np.flatnonzero(used)
+    order = items[np.argsort(y[items], kind="stable")]
+    ordered = y[order]
+    starts = np.flatnonzero(np.append(True, ordered[1:] != ordered[:-1]))[: len(order)]
+    y_values = ordered[starts]
+    per_value = np.zeros((len(x_side.per_item), len(starts)))
+    if len(starts):
+        np.add.reduceat(np.take(x_side.per_item, order, axis=1), starts, axis=1, out=per_value)
+    y_at, x_ranks_at, x_deviations_at = per_value.reshape(3, len(x_side.n), len(starts))
 
-    # The used items in y's order, whose resample counts y's ranking holds already.
-    items = y_ranking.order
-    width = len(items)
-    float_weights = resamples.work(4, width)
-    np.copyto(float_weights, y_ranking.counts)
-    n = float_weights.sum(axis=1)
+    # The copies of a value take the ranks after all lower values: their mid-rank is the
+    # count up to the value minus (its count - 1) / 2.
+    y_ranks = np.cumsum(y_at, axis=1) - (y_at - 1) / 2
+    y_squares = np.einsum("bv,bv,bv->b", y_at, y_ranks, y_ranks)
+    single_value = (x_side.values < 2) | (np.count_nonzero(y_at, axis=1) < 2)
+    n = x_side.n
     # Mid-ranks are multiples of 1/2 and their mean is (n + 1) / 2: every sum below is exact,
     # so a single value has a spread of exactly 0.
     n_times_mean_squared = n * (n + 1) ** 2 / 4
-    x_item_ranks = resamples.work(5, width)
-    np.take(x_ranks, x_ranking.value_of[items], axis=1, out=x_item_ranks, mode="clip")
-    y_item_ranks = resamples.work(6, width)
-    np.take(y_ranks, y_ranking.value_of[items], axis=1, out=y_item_ranks, mode="clip")
-    rank_products = np.einsum("bi,bi,bi->b", float_weights, x_item_ranks, y_item_ranks)
     spearman = _ratio(
-        rank_products - n_times_mean_squared,
-        np.sqrt((x_squares - n_times_mean_squared) * (y_squares - n_times_mean_squared)),
+        np.einsum("bv,bv->b", x_ranks_at, y_ranks) - n_times_mean_squared,
+        np.sqrt((x_side.rank_squares - n_times_mean_squared) * (y_squares - n_times_mean_squared)),
     )
-    pearson = _pearson(float_weights, x[items], y[items], resamples)
+    y_deviations = y_values - _ratio(y_at @ y_values, n)[:, None]
+    covariance = np.einsum("bv,bv->b", x_deviations_at, y_deviations)
+    y_spread = np.einsum("bv,bv,bv->b", y_at, y_deviations, y_deviations)
+    pearson = np.clip(_ratio(covariance, np.sqrt(x_side.spread * y_spread)), -1, 1)
     return {
         # A mean of copies of one value may differ from it in the last bit: no spread then.
         "pearson": np.where(single_value, np.nan, pearson),
