@@ -81,6 +81,7 @@ class Recorded:
         (["query", "item-distribution", "-f", "csv"], Format.CSV),
         (["query", "agreement", "--permutations", "5", "-f", "jsonl"], Format.JSONL),
         (["query", "--list", "-f", "json"], Format.JSON),
+        (["query", "gold-vs-crowd", "--explain"], Format.CSV),  # text; not a terminal: CSV
         (["sql", "SELECT * FROM raters", "-f", "tsv"], Format.TSV),
         (["sql", "--schema", "-f", "csv"], Format.CSV),
         (["info", "-f", "json"], Format.JSON),
@@ -95,7 +96,7 @@ def test_every_command_writes_its_result_through_one_output(
     arguments: list[str], fmt: Format, sample: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     recorded = Recorded(monkeypatch)
-    reads_data = "--list" not in arguments  # the catalogue needs no data directory
+    reads_data = not {"--list", "--explain"} & set(arguments)  # the catalogue needs no data
     result = CliRunner().invoke(app, [*arguments, *(["--data", str(sample)] * reads_data)])
     assert result.exit_code == 0, result.output
     assert recorded.formats == [fmt]

@@ -323,22 +323,24 @@ def _list_queries(fmt: Format | None, output: Path | None, force: bool) -> None:
 
 
 def _explain(query: Query) -> None:
-    from dices_cli.output import open_stdout
+    """What the query tells, its parameters and its SQL file, written as every result is."""
+    from dices_cli.output import Output
 
-    with open_stdout():
-        print(f"{query.name}: {query.summary}\n")
-        print(query.explanation + "\n")
-        print(f"Datasets: {', '.join('DICES-' + d for d in query.datasets)}")
-        for parameter in query.parameters:
-            default = "required" if parameter.required else f"default {parameter.default or 'none'}"
-            kind = parameter.type
-            if parameter.range is not None:
-                kind += f" in [{parameter.range[0]}, {parameter.range[1]}]"
-            choices = f" Choices: {', '.join(parameter.choices)}." if parameter.choices else ""
-            print(f"  {option_name(parameter.name)} ({kind}, {default}): {parameter.help}{choices}")
-        print(f"\nSQL: {query.path}")
-        if query.compute is not None:
-            print(f"Then computed in Python by: {query.compute}")
+    lines = [f"{query.name}: {query.summary}", "", query.explanation, ""]
+    lines.append(f"Datasets: {', '.join('DICES-' + d for d in query.datasets)}")
+    for parameter in query.parameters:
+        default = "required" if parameter.required else f"default {parameter.default or 'none'}"
+        kind = parameter.type
+        if parameter.range is not None:
+            kind += f" in [{parameter.range[0]}, {parameter.range[1]}]"
+        choices = f" Choices: {', '.join(parameter.choices)}." if parameter.choices else ""
+        option = option_name(parameter.name)
+        lines.append(f"  {option} ({kind}, {default}): {parameter.help}{choices}")
+    lines += ["", f"SQL: {query.path}"]
+    if query.compute is not None:
+        lines.append(f"Then computed in Python by: {query.compute}")
+    with Output.build(None, None).open() as handle:
+        handle.write(("\n".join(lines) + "\n").encode("utf-8"))
 
 
 def worded(error: ParameterError) -> UsageError:
