@@ -11,13 +11,14 @@ resume it the same way.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from http.client import HTTPException, HTTPResponse
 from pathlib import Path
@@ -26,7 +27,7 @@ from urllib.parse import urlsplit
 
 from dices_cli import __version__
 from dices_cli.checksum import Digest, sha256_file
-from dices_cli.errors import DicesError, Option, UsageError, system_reason
+from dices_cli.errors import DicesError, LockedError, Option, UsageError, system_reason
 
 Progress = Callable[[str, float], None]  # (the file being fetched, fraction of it done)
 
@@ -139,15 +140,14 @@ def download(
     timeout: float = DEFAULT_TIMEOUT,
     retries: int = DEFAULT_RETRIES,
     progress: Progress | None = None,
-) -> list[Fetched]:
-    """Fetch each source into `directory`, one after another. A file already there that
-    matches its published checksum is kept; one that does not is an error unless `force`."""
+) -> Iterator[Fetched]:
+    """Fetch each source into `directory`, one after another, yielding each as it is done.
+    A file already there that matches its checksum is kept; one that does not is an error
+    unless `force`."""
     # Built here, not once per process: its ProxyHandler reads the proxy variables now.
     opener = urllib.request.build_opener()
-    return [
-        _fetch(source, directory, opener, force, timeout, retries, progress or _silent)
-        for source in sources
-    ]
+    for source in sources:
+        yield _fetch(source, directory, opener, force, timeout, retries, progress or _silent)
 
 
 def _silent(_stage: str, _fraction: float) -> None:
@@ -167,16 +167,16 @@ def _fetch(
     present = _present(source, target, force)
     if present is not None:
         return present
-    part = _PartFile(target.with_name(target.name + ".part"))
+    part = _PartFile(target.with_name(target.name + ".part"), fresh=force)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        if force:
-            part.path.unlink(missing_ok=True)
         with part:
             _transfer_with_retries(source, part, opener, timeout, retries, progress)
             digest = part.finish()
         _check(source, digest)
         os.replace(part.path, target)
+    except LockedError:
+        raise  # the .part is another process's
     except _Interrupted as failure:
         raise DicesError(failure.message + _left_behind(part)) from None
     except KeyboardInterrupt:
@@ -199,14 +199,13 @@ def _present(source: Source, target: Path, force: bool) -> Fetched | None:
         return None
     except OSError as error:
         raise DicesError(f"cannot read {target}: {system_reason(error)}") from None
-    if source.sha256 is None and not force:
-        return Fetched(source, target, digest, downloaded=False)
-    if source.sha256 is not None and _mismatch(source, digest) is None:
+    # Without a published checksum, only `force` says that the file there is not wanted.
+    if _mismatch(source, digest) is None and not (force and source.sha256 is None):
         return Fetched(source, target, digest, downloaded=False)
     if force:
         return None
     raise DicesError(
-        f"{target} is already there and is not the published {source.title} file "
+        f"{target} is already there and is not the {source.title} file "
         f"({_mismatch(source, digest)}); move it away, or replace it with ",
         Option("force"),
     )
@@ -225,7 +224,7 @@ def _check(source: Source, digest: Digest) -> None:
     mismatch = _mismatch(source, digest)
     if mismatch is not None:
         raise DicesError(
-            f"{source.url} sent a file that is not the published {source.title} file "
+            f"{source.url} sent a file that is not the {source.title} file "
             f"({mismatch}); nothing was kept"
         )
 
@@ -240,10 +239,12 @@ class _Interrupted(Exception):
 
 class _PartFile:
     """`NAME.part`, appended to and hashed as it is written; the bytes of an earlier,
-    interrupted run are hashed first, so that a resumed file still takes one pass."""
+    interrupted run are hashed first (unless `fresh`), so that a resumed file still takes one
+    pass. Locked while open: two downloads of one file into one place would mix their bytes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fresh: bool) -> None:
         self.path = path
+        self.fresh = fresh
         # The server serves byte ranges of this file; a .part of an earlier run was kept
         # because it did.
         self.resumable = False
@@ -252,6 +253,15 @@ class _PartFile:
         self.handle: BinaryIO = open(self.path, "a+b")  # closed in __exit__
         self.size, self.hash = 0, hashlib.sha256()
         try:
+            try:
+                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise LockedError(
+                    f"{self.path} is being downloaded by another dices process; "
+                    "wait for it to finish, then run this again"
+                ) from None
+            if self.fresh:
+                self.handle.truncate(0)
             self.handle.seek(0)
             while chunk := self.handle.read(CHUNK):  # appending goes on from here
                 self.hash.update(chunk)
@@ -319,28 +329,41 @@ def _transfer(
     progress: Progress,
 ) -> None:
     """One request for the rest of the file; `_Interrupted` if it stops before the end."""
+    host = urlsplit(source.url).hostname or source.url
+    while (response := _request(source, written, opener, host, timeout)) is None:
+        written.restart()  # the .part holds more than the file has: ask for all of it
+    with response:
+        _receive(response, source, written, host, timeout, progress)
+
+
+def _request(
+    source: Source,
+    written: _PartFile,
+    opener: urllib.request.OpenerDirector,
+    host: str,
+    timeout: float,
+) -> HTTPResponse | None:
+    """The answer to a request for the bytes `written` lacks; None when the server says
+    there are none past them (416), which only a request with a Range can get."""
     url = source.url
-    host = urlsplit(url).hostname or url
     request = urllib.request.Request(
         url, headers={"User-Agent": f"dices/{__version__}", "Accept-Encoding": "identity"}
     )
     if written.size:
         request.add_header("Range", f"bytes={written.size}-")
     try:
-        response = opener.open(request, timeout=timeout)
+        response: HTTPResponse = opener.open(request, timeout=timeout)
+        return response
     except urllib.error.HTTPError as error:
         error.close()
-        if error.code == 416 and written.size:  # more bytes than the file has: start over
-            written.restart()
-            raise _Interrupted(f"{host} refused to resume {url}") from None
+        if error.code == 416 and written.size:
+            return None
         answer = f"{host} answered {error.code} {error.reason}"
         if error.code in RETRIED_STATUSES:
             raise _Interrupted(f"cannot download {url}: {answer}") from None
         raise DicesError(f"cannot download {url}: {answer}") from None
     except (OSError, HTTPException) as error:  # URLError is an OSError
         raise _Interrupted(_unreachable(host, error, timeout)) from None
-    with response:
-        _receive(response, source, written, host, timeout, progress)
 
 
 def _receive(
@@ -372,7 +395,7 @@ def _receive(
         written.write(chunk)
         if source.size is not None and written.size > source.size:
             raise DicesError(
-                f"{source.url} sent more than the {source.size:,} bytes of the published "
+                f"{source.url} sent more than the {source.size:,} bytes of the "
                 f"{source.title} file; nothing was kept"
             )
         progress(source.file_name, written.size / end if end else 0.0)

@@ -5,6 +5,7 @@ is left on disk."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import socket
 import threading
@@ -75,6 +76,9 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
             asked = self.headers.get("Range")
             if asked and server.ranges:
                 start = int(asked.removeprefix("bytes=").removesuffix("-"))
+                if start >= len(body):
+                    self.send_error(416)
+                    return
                 self.send_response(206)
                 self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
             else:
@@ -168,7 +172,7 @@ def test_a_different_file_in_place_is_refused_without_force(
     result = fetch_350(runner, server, tmp_path)
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: {target} is already there and is not the published DICES-350 file "
+        f"Error: {target} is already there and is not the DICES-350 file "
         f"(SHA-256 {sha256(b'something else' + bytes([10]))}, expected {sha256(BODY_350)}); "
         "move it away, or replace it with --force\n"
     )
@@ -178,11 +182,10 @@ def test_a_different_file_in_place_is_refused_without_force(
     assert target.read_bytes() == BODY_350
 
 
-def test_all_from_a_mirror_checks_published_sizes_and_warns_without_checksums(
-    runner: CliRunner, server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """DICES_DOWNLOAD_BASE serves every file under the published paths; the sizes and
-    checksums are the table's (here the test files')."""
+@pytest.fixture
+def mirror(server: Server, monkeypatch: pytest.MonkeyPatch) -> Server:
+    """DICES_DOWNLOAD_BASE serves every file under the published paths; the table's sizes and
+    checksums are the test files'."""
     bodies = {"350": BODY_350, "990": BODY_990}
     sources = tuple(
         replace(s, size=len(bodies[s.dataset]), sha256=sha256(bodies[s.dataset]))
@@ -197,6 +200,12 @@ def test_all_from_a_mirror_checks_published_sizes_and_warns_without_checksums(
         f"/mirror/990/{NAME_990}": BODY_990,
         **{f"/mirror/{name}": body for name, body in PROSOCIAL.items()},
     }
+    return server
+
+
+def test_all_from_a_mirror_checks_published_sizes_and_warns_without_checksums(
+    runner: CliRunner, mirror: Server, tmp_path: Path
+) -> None:
     result = runner.invoke(app, ["download", "all", "--dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     paths = [tmp_path / NAME_350, tmp_path / NAME_990]
@@ -216,6 +225,22 @@ def test_all_from_a_mirror_checks_published_sizes_and_warns_without_checksums(
     assert listing(tmp_path) == sorted(
         [NAME_350, NAME_990, "prosocial", *(f"prosocial/{n}" for n in PROSOCIAL)]
     )
+
+
+def test_files_fetched_before_a_failure_are_reported(
+    runner: CliRunner, mirror: Server, tmp_path: Path
+) -> None:
+    del mirror.files[f"/mirror/990/{NAME_990}"]
+    result = runner.invoke(app, ["download", "all", "--dir", str(tmp_path)])
+    assert result.exit_code == 1
+    target = tmp_path / NAME_350
+    assert result.stdout == f"{target}\n"
+    assert result.stderr.splitlines() == [
+        f"DICES-350: downloaded, {len(BODY_350):,} bytes, SHA-256 verified -> {target}",
+        f"Error: cannot download {mirror.url}/mirror/990/{NAME_990}: 127.0.0.1 answered 404 "
+        "Not Found",
+    ]
+    assert listing(tmp_path) == [NAME_350]
 
 
 def test_a_dropped_connection_resumes_with_a_range_request(
@@ -253,6 +278,35 @@ def test_an_interrupted_download_keeps_its_part_for_the_next_run(
     assert (tmp_path / NAME_350).read_bytes() == BODY_350
 
 
+def test_a_part_longer_than_the_file_starts_over(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    (tmp_path / f"{NAME_350}.part").write_bytes(BODY_350 + b"left over")
+    result = fetch_350(runner, server, tmp_path, "--retries", "0")
+    assert result.exit_code == 0, result.output
+    asked = f"bytes={len(BODY_350) + len(b'left over')}-"
+    assert server.requests == [("/350.csv", asked), ("/350.csv", None)]  # 416, then all
+    assert listing(tmp_path) == [NAME_350]
+    assert (tmp_path / NAME_350).read_bytes() == BODY_350
+
+
+def test_a_download_in_progress_elsewhere_is_left_alone(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    part = tmp_path / f"{NAME_350}.part"
+    part.write_bytes(b"theirs")
+    with part.open("rb") as theirs:
+        fcntl.flock(theirs, fcntl.LOCK_EX)
+        result = fetch_350(runner, server, tmp_path, "--force")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {part} is being downloaded by another dices process; wait for it to finish, "
+        "then run this again\n"
+    )
+    assert listing(tmp_path) == [part.name] and part.read_bytes() == b"theirs"
+    assert server.requests == []
+
+
 def test_a_server_without_ranges_starts_over_and_keeps_no_part(
     runner: CliRunner, server: Server, tmp_path: Path
 ) -> None:
@@ -277,7 +331,7 @@ def test_wrong_bytes_are_an_error_and_never_kept(
     wrong = sha256(bytes(b ^ 0xFF for b in BODY_350))
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: {server.url}/350.csv sent a file that is not the published DICES-350 file "
+        f"Error: {server.url}/350.csv sent a file that is not the DICES-350 file "
         f"(SHA-256 {wrong}, expected {sha256(BODY_350)}); nothing was kept\n"
     )
     assert listing(tmp_path) == []
@@ -294,8 +348,8 @@ def test_a_file_of_the_wrong_size_is_refused_as_it_grows(
     result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path)])
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: {server.url}/350/{NAME_350} sent more than the 100 bytes of the published "
-        "DICES-350 file; nothing was kept\n"
+        f"Error: {server.url}/350/{NAME_350} sent more than the 100 bytes of the DICES-350 "
+        "file; nothing was kept\n"
     )
     assert listing(tmp_path) == []
 
@@ -396,3 +450,10 @@ def test_usage_errors(runner: CliRunner, tmp_path: Path, args: list[str], messag
     assert result.exit_code == 2
     assert result.stderr == f"Error: {message}\nTry 'dices download -h' for help.\n"
     assert listing(tmp_path) == []
+
+
+def test_the_defaults_in_help_are_the_core_defaults() -> None:
+    from dices_cli.commands import download as command
+
+    assert command.DEFAULT_TIMEOUT == download_module.DEFAULT_TIMEOUT
+    assert command.DEFAULT_RETRIES == download_module.DEFAULT_RETRIES

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from dices_cli.commands.options import DataDir
 from dices_cli.render import progress_bar, say
+
+if TYPE_CHECKING:
+    from dices_cli.download import Fetched
 
 DEFAULT_TIMEOUT = 30.0  # dices_cli.download.DEFAULT_TIMEOUT, spelled for --help
 DEFAULT_RETRIES = 4  # dices_cli.download.DEFAULT_RETRIES
@@ -96,13 +99,33 @@ def download(
     """
     from dices_cli.download import download as fetch
     from dices_cli.download import plan
-    from dices_cli.output import open_stdout
 
     sources = plan(dataset, url, sha256)
-    with progress_bar(enabled=True) as progress:
-        fetched = fetch(
-            sources, directory, force=force, timeout=timeout, retries=retries, progress=progress
-        )
+    fetched: list[Fetched] = []
+    try:
+        with progress_bar(enabled=True) as progress:
+            fetching = fetch(
+                sources, directory, force=force, timeout=timeout, retries=retries, progress=progress
+            )
+            for done in fetching:
+                fetched.append(done)
+    finally:  # the files fetched before a failure are there all the same
+        _report(fetched)
+    if ingest:
+        from itertools import groupby
+
+        from dices_cli.commands.data import ingest as ingest_files
+
+        # One ingest per dataset, as `dices ingest` would be run on its files: each dataset
+        # stands alone, and ingest recognises a file's dataset from its contents.
+        for _dataset, files in groupby(fetched, key=lambda done: done.source.dataset):
+            ingest_files([done.path for done in files], data=data, force=force)
+
+
+def _report(fetched: list[Fetched]) -> None:
+    """Each file's path on stdout; what became of it on stderr."""
+    from dices_cli.output import open_stdout
+
     with open_stdout() as stdout:
         for done in fetched:
             how = "downloaded" if done.downloaded else "already there"
@@ -111,11 +134,6 @@ def download(
             if done.source.sha256 is None:
                 say(f"  warning: {done.path.name} has SHA-256 {done.digest.sha256}")
             stdout.write(os.fsencode(done.path) + b"\n")
-    if ingest:
-        from dices_cli.commands.data import ingest as ingest_files
-
-        # The ingest core recognises each file's dataset from its contents.
-        ingest_files([done.path for done in fetched], data=data, force=force)
 
 
 def register(app: typer.Typer) -> None:
