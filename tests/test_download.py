@@ -457,3 +457,18 @@ def test_the_defaults_in_help_are_the_core_defaults() -> None:
 
     assert command.DEFAULT_TIMEOUT == download_module.DEFAULT_TIMEOUT
     assert command.DEFAULT_RETRIES == download_module.DEFAULT_RETRIES
+
+
+@pytest.mark.parametrize("ranges", [True, False])
+def test_ctrl_c_keeps_a_part_only_when_it_can_be_resumed(
+    server: Server, tmp_path: Path, ranges: bool
+) -> None:
+    server.files["/350.csv"], server.ranges = BODY_350, ranges
+    (source,) = download_module.plan("350", f"{server.url}/350.csv", sha256(BODY_350))
+
+    def interrupt(_stage: str, _fraction: float) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        list(download_module.download([source], tmp_path, progress=interrupt))
+    assert listing(tmp_path) == ([f"{NAME_350}.part"] if ranges else [])
