@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from dices_cli import __version__
-from dices_cli.commands import data, evaluate, query, raters, report, verify
+from dices_cli.commands import data, download, evaluate, query, raters, report, verify
 from dices_cli.commands.options import quiet_option
 from dices_cli.commands.wording import worded
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
@@ -127,6 +127,7 @@ def main(
 
 
 data.register(app)
+download.register(app)
 verify.register(app)
 query.register(app)
 raters.register(app)

@@ -1,0 +1,140 @@
+"""`dices download`: fetch the official dataset files, verified, and optionally ingest them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+
+from dices_cli.commands.options import DataDir
+from dices_cli.render import progress_bar, say
+
+if TYPE_CHECKING:
+    from dices_cli.download import Fetched
+
+DEFAULT_TIMEOUT = 30.0  # dices_cli.download.DEFAULT_TIMEOUT, spelled for --help
+DEFAULT_RETRIES = 4  # dices_cli.download.DEFAULT_RETRIES
+
+
+def download(
+    dataset: Annotated[
+        Literal["350", "990", "prosocial", "all"],
+        typer.Argument(
+            metavar="350|990|prosocial|all",
+            help="What to fetch: 350, 990, prosocial (three files) or all.",
+        ),
+    ],
+    directory: Annotated[
+        Path,
+        typer.Option("--dir", help="Put the files in DIR.", file_okay=False),
+    ] = Path("."),
+    ingest: Annotated[
+        bool,
+        typer.Option(
+            "--ingest", help="Ingest the fetched files into --data DIR, as `dices ingest` does."
+        ),
+    ] = False,
+    data: DataDir = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Fetch the one file of 350 or 990 from URL (a mirror): it must still be the "
+            "published file, unless --sha256 is given.",
+            show_default=False,
+        ),
+    ] = None,
+    sha256: Annotated[
+        str | None,
+        typer.Option(
+            "--sha256",
+            metavar="HEX",
+            help="Expect this SHA-256 instead of the published one (a newer release).",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Fetch again over a file in DIR that is not the published one or has no "
+            "published checksum; with --ingest, replace datasets already ingested.",
+        ),
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", metavar="SECONDS", min=0.01, help="Give up on a silent server."),
+    ] = DEFAULT_TIMEOUT,
+    retries: Annotated[
+        int,
+        typer.Option(
+            "--retries",
+            metavar="N",
+            min=0,
+            max=20,
+            help="Try again N times after a network failure or a 5xx answer, waiting 1, 2, 4 "
+            "... s.",
+        ),
+    ] = DEFAULT_RETRIES,
+) -> None:
+    """Fetch the official files, verify their size and SHA-256, print their paths.
+
+    DICES comes from github.com/google-research-datasets/dices-dataset at a pinned commit,
+    ProsocialDialog from huggingface.co/datasets/allenai/prosocial-dialog (into DIR/prosocial;
+    it publishes no checksums, so each file's own SHA-256 is shown to check). A file is
+    written as NAME.part and renamed only once verified; a broken download resumes where the
+    server allows it. A file already in DIR that is the published one is not fetched again.
+    Proxies come from http_proxy, https_proxy and no_proxy; DICES_DOWNLOAD_BASE=URL fetches
+    every file from a mirror with the same paths.
+
+    Examples:
+
+        dices download all --ingest
+
+        dices download 350 --dir ~/datasets
+
+        dices download 990 --url https://mirror.example.org/dices_990.csv
+    """
+    from dices_cli.download import download as fetch
+    from dices_cli.download import plan
+
+    sources = plan(dataset, url, sha256)
+    fetched: list[Fetched] = []
+    try:
+        with progress_bar(enabled=True) as progress:
+            fetching = fetch(
+                sources, directory, force=force, timeout=timeout, retries=retries, progress=progress
+            )
+            for done in fetching:
+                fetched.append(done)
+    finally:  # the files fetched before a failure are there all the same
+        _report(fetched)
+    if ingest:
+        from itertools import groupby
+
+        from dices_cli.commands.data import ingest as ingest_files
+
+        # One ingest per dataset, as `dices ingest` would be run on its files: each dataset
+        # stands alone, and ingest recognises a file's dataset from its contents.
+        for _dataset, files in groupby(fetched, key=lambda done: done.source.dataset):
+            ingest_files([done.path for done in files], data=data, force=force)
+
+
+def _report(fetched: list[Fetched]) -> None:
+    """Each file's path on stdout; what became of it on stderr."""
+    from dices_cli.output import open_stdout
+
+    with open_stdout() as stdout:
+        for done in fetched:
+            how = "downloaded" if done.downloaded else "already there"
+            known = "SHA-256 verified" if done.source.sha256 else "no published checksum"
+            say(f"{done.source.title}: {how}, {done.digest.size:,} bytes, {known} -> {done.path}")
+            if done.source.sha256 is None:
+                say(f"  warning: {done.path.name} has SHA-256 {done.digest.sha256}")
+            stdout.write(os.fsencode(done.path) + b"\n")
+
+
+def register(app: typer.Typer) -> None:
+    app.command(no_args_is_help=True)(download)

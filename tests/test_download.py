@@ -1,0 +1,474 @@
+"""`dices download` against a local HTTP server on 127.0.0.1: a normal download, a dropped
+connection (resumed with Range), wrong bytes, a silent server (timeout), 404, 5xx, no network,
+a proxy from the environment, and `--ingest`. Each asserts the exit code, the message and what
+is left on disk."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from fixtures.dices_csv import build
+from typer.testing import CliRunner, Result
+
+from dices_cli import download as download_module
+from dices_cli.main import app
+
+NAME_350 = "diverse_safety_adversarial_dialog_350.csv"
+NAME_990 = "diverse_safety_adversarial_dialog_990.csv"
+BODY_350 = build("350", items=3, raters=4)
+BODY_990 = build("990", items=3, raters=4)
+PROSOCIAL = {
+    name: b'{"context": "%s", "response_id": 0}\n' % name.encode()
+    for name in ("train.json", "valid.json", "test.json")
+}
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class Server:
+    """What the server holds and how it misbehaves; it records every request."""
+
+    url: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    drops: int = 0  # the next N answers stop halfway through the body
+    failures: int = 0  # the next N answers are 503
+    corrupt: bool = False  # every byte of every body flipped
+    ranges: bool = True  # serves byte ranges (206)
+    stall: threading.Event | None = None  # answer only once this is set
+    requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range)
+
+
+def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_args: object) -> None:
+            return None
+
+        def do_GET(self) -> None:
+            # A proxy is asked for the whole URL: serve it by its path all the same.
+            path = urlsplit(self.path).path
+            server.requests.append((self.path, self.headers.get("Range")))
+            if server.stall is not None:
+                server.stall.wait(10)
+                return
+            if server.failures:
+                server.failures -= 1
+                self.send_error(503)
+                return
+            if path not in server.files:
+                self.send_error(404)
+                return
+            body = server.files[path]
+            if server.corrupt:
+                body = bytes(b ^ 0xFF for b in body)
+            start = 0
+            asked = self.headers.get("Range")
+            if asked and server.ranges:
+                start = int(asked.removeprefix("bytes=").removesuffix("-"))
+                if start >= len(body):
+                    self.send_error(416)
+                    return
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            else:
+                self.send_response(200)
+            if server.ranges:
+                self.send_header("Accept-Ranges", "bytes")
+            self.send_header("Content-Length", str(len(body) - start))
+            self.end_headers()
+            rest = body[start:]
+            if server.drops:
+                server.drops -= 1
+                self.wfile.write(rest[: len(rest) // 2])
+                self.close_connection = True
+                return
+            self.wfile.write(rest)
+
+    return Handler
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    httpd.daemon_threads = True
+    state = Server(url=f"http://127.0.0.1:{httpd.server_address[1]}")
+    httpd.RequestHandlerClass = _handler(state)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    yield state
+    if state.stall is not None:
+        state.stall.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy from the machine's environment, no mirror, and no waiting between tries."""
+    for variable in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(variable, raising=False)
+        monkeypatch.delenv(variable.upper(), raising=False)
+    monkeypatch.delenv(download_module.BASE_VARIABLE, raising=False)
+    monkeypatch.setattr(download_module, "BACKOFF_SECONDS", 0.0)
+
+
+def fetch_350(runner: CliRunner, server: Server, directory: Path, *more: str) -> Result:
+    """`dices download 350` of the server's /350.csv, expecting BODY_350's checksum."""
+    server.files["/350.csv"] = BODY_350
+    url = f"{server.url}/350.csv"
+    args = ["download", "350", "--dir", str(directory), "--url", url, "--sha256", sha256(BODY_350)]
+    return runner.invoke(app, [*args, *more])
+
+
+def listing(directory: Path) -> list[str]:
+    return (
+        sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+        if directory.exists()
+        else []
+    )
+
+
+def test_download_verifies_and_prints_the_path(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    result = fetch_350(runner, server, tmp_path)
+    target = tmp_path / NAME_350
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{target}\n"
+    assert result.stderr == (
+        f"DICES-350: downloaded, {len(BODY_350):,} bytes, SHA-256 verified -> {target}\n"
+    )
+    assert target.read_bytes() == BODY_350
+    assert listing(tmp_path) == [NAME_350]
+    assert server.requests == [("/350.csv", None)]
+
+
+def test_a_verified_file_is_not_fetched_again(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    (tmp_path / NAME_350).write_bytes(BODY_350)
+    result = fetch_350(runner, server, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "DICES-350: already there, " in result.stderr
+    assert server.requests == []
+
+
+def test_a_different_file_in_place_is_refused_without_force(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    target = tmp_path / NAME_350
+    target.write_bytes(b"something else\n")
+    result = fetch_350(runner, server, tmp_path)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {target} is already there and is not the DICES-350 file "
+        f"(SHA-256 {sha256(b'something else' + bytes([10]))}, expected {sha256(BODY_350)}); "
+        "move it away, or replace it with --force\n"
+    )
+    assert target.read_bytes() == b"something else\n" and server.requests == []
+    result = fetch_350(runner, server, tmp_path, "--force")
+    assert result.exit_code == 0, result.output
+    assert target.read_bytes() == BODY_350
+
+
+@pytest.fixture
+def mirror(server: Server, monkeypatch: pytest.MonkeyPatch) -> Server:
+    """DICES_DOWNLOAD_BASE serves every file under the published paths; the table's sizes and
+    checksums are the test files'."""
+    bodies = {"350": BODY_350, "990": BODY_990}
+    sources = tuple(
+        replace(s, size=len(bodies[s.dataset]), sha256=sha256(bodies[s.dataset]))
+        if s.dataset in bodies
+        else s
+        for s in download_module.SOURCES
+    )
+    monkeypatch.setattr(download_module, "SOURCES", sources)
+    monkeypatch.setenv(download_module.BASE_VARIABLE, server.url + "/mirror")
+    server.files = {
+        f"/mirror/350/{NAME_350}": BODY_350,
+        f"/mirror/990/{NAME_990}": BODY_990,
+        **{f"/mirror/{name}": body for name, body in PROSOCIAL.items()},
+    }
+    return server
+
+
+def test_all_from_a_mirror_checks_published_sizes_and_warns_without_checksums(
+    runner: CliRunner, mirror: Server, tmp_path: Path
+) -> None:
+    result = runner.invoke(app, ["download", "all", "--dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    paths = [tmp_path / NAME_350, tmp_path / NAME_990]
+    paths += [tmp_path / "prosocial" / name for name in PROSOCIAL]
+    assert result.stdout == "".join(f"{p}\n" for p in paths)
+    expected = [
+        f"DICES-350: downloaded, {len(BODY_350):,} bytes, SHA-256 verified -> {paths[0]}",
+        f"DICES-990: downloaded, {len(BODY_990):,} bytes, SHA-256 verified -> {paths[1]}",
+    ]
+    for path, body in zip(paths[2:], PROSOCIAL.values(), strict=True):
+        expected.append(
+            f"ProsocialDialog: downloaded, {len(body):,} bytes, no published checksum -> {path}"
+        )
+        expected.append(f"  warning: {path.name} has SHA-256 {sha256(body)}")
+    assert result.stderr.splitlines() == expected
+    assert [p.read_bytes() for p in paths] == [BODY_350, BODY_990, *PROSOCIAL.values()]
+    assert listing(tmp_path) == sorted(
+        [NAME_350, NAME_990, "prosocial", *(f"prosocial/{n}" for n in PROSOCIAL)]
+    )
+
+
+def test_files_fetched_before_a_failure_are_reported(
+    runner: CliRunner, mirror: Server, tmp_path: Path
+) -> None:
+    del mirror.files[f"/mirror/990/{NAME_990}"]
+    result = runner.invoke(app, ["download", "all", "--dir", str(tmp_path)])
+    assert result.exit_code == 1
+    target = tmp_path / NAME_350
+    assert result.stdout == f"{target}\n"
+    assert result.stderr.splitlines() == [
+        f"DICES-350: downloaded, {len(BODY_350):,} bytes, SHA-256 verified -> {target}",
+        f"Error: cannot download {mirror.url}/mirror/990/{NAME_990}: 127.0.0.1 answered 404 "
+        "Not Found",
+    ]
+    assert listing(tmp_path) == [NAME_350]
+
+
+def test_a_dropped_connection_resumes_with_a_range_request(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    server.drops = 1
+    result = fetch_350(runner, server, tmp_path)
+    assert result.exit_code == 0, result.output
+    half = len(BODY_350) // 2
+    assert server.requests == [("/350.csv", None), ("/350.csv", f"bytes={half}-")]
+    assert (tmp_path / NAME_350).read_bytes() == BODY_350
+    assert listing(tmp_path) == [NAME_350]
+
+
+def test_an_interrupted_download_keeps_its_part_for_the_next_run(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    server.drops = 2
+    result = fetch_350(runner, server, tmp_path, "--retries", "1")
+    half = len(BODY_350) // 2
+    fetched = half + (len(BODY_350) - half) // 2  # half, then half of the rest
+    part = tmp_path / f"{NAME_350}.part"
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: the download from 127.0.0.1 broke off after {fetched:,} of {len(BODY_350):,} "
+        f"bytes: the server closed the connection; the {fetched:,} bytes fetched are kept in "
+        f"{part} for the next try to resume\n"
+    )
+    assert listing(tmp_path) == [part.name]
+    assert part.read_bytes() == BODY_350[:fetched]
+    result = fetch_350(runner, server, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert server.requests[-1] == ("/350.csv", f"bytes={fetched}-")
+    assert listing(tmp_path) == [NAME_350]
+    assert (tmp_path / NAME_350).read_bytes() == BODY_350
+
+
+def test_a_part_longer_than_the_file_starts_over(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    (tmp_path / f"{NAME_350}.part").write_bytes(BODY_350 + b"left over")
+    result = fetch_350(runner, server, tmp_path, "--retries", "0")
+    assert result.exit_code == 0, result.output
+    asked = f"bytes={len(BODY_350) + len(b'left over')}-"
+    assert server.requests == [("/350.csv", asked), ("/350.csv", None)]  # 416, then all
+    assert listing(tmp_path) == [NAME_350]
+    assert (tmp_path / NAME_350).read_bytes() == BODY_350
+
+
+def test_a_download_in_progress_elsewhere_is_left_alone(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    part = tmp_path / f"{NAME_350}.part"
+    part.write_bytes(b"theirs")
+    with part.open("rb") as theirs:
+        fcntl.flock(theirs, fcntl.LOCK_EX)
+        result = fetch_350(runner, server, tmp_path, "--force")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {part} is being downloaded by another dices process; wait for it to finish, "
+        "then run this again\n"
+    )
+    assert listing(tmp_path) == [part.name] and part.read_bytes() == b"theirs"
+    assert server.requests == []
+
+
+def test_a_server_without_ranges_starts_over_and_keeps_no_part(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    server.ranges, server.drops = False, 1
+    result = fetch_350(runner, server, tmp_path, "--retries", "0")
+    assert result.exit_code == 1
+    assert result.stderr.endswith("the server closed the connection\n")
+    assert listing(tmp_path) == []
+    server.drops = 1
+    result = fetch_350(runner, server, tmp_path, "--retries", "1")
+    assert result.exit_code == 0, result.output
+    # Asked for the rest, answered with the whole file (200): started over.
+    assert server.requests[-1] == ("/350.csv", f"bytes={len(BODY_350) // 2}-")
+    assert (tmp_path / NAME_350).read_bytes() == BODY_350
+
+
+def test_wrong_bytes_are_an_error_and_never_kept(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    server.corrupt = True
+    result = fetch_350(runner, server, tmp_path)
+    wrong = sha256(bytes(b ^ 0xFF for b in BODY_350))
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {server.url}/350.csv sent a file that is not the DICES-350 file "
+        f"(SHA-256 {wrong}, expected {sha256(BODY_350)}); nothing was kept\n"
+    )
+    assert listing(tmp_path) == []
+
+
+def test_a_file_of_the_wrong_size_is_refused_as_it_grows(
+    runner: CliRunner, server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (source,) = download_module.plan("350")
+    small = replace(source, size=100, sha256=sha256(BODY_350[:100]))
+    monkeypatch.setattr(download_module, "SOURCES", (small,))
+    monkeypatch.setenv(download_module.BASE_VARIABLE, server.url)
+    server.files[f"/350/{NAME_350}"] = BODY_350
+    result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {server.url}/350/{NAME_350} sent more than the 100 bytes of the DICES-350 "
+        "file; nothing was kept\n"
+    )
+    assert listing(tmp_path) == []
+
+
+def test_a_silent_server_times_out(runner: CliRunner, server: Server, tmp_path: Path) -> None:
+    server.stall = threading.Event()
+    result = fetch_350(runner, server, tmp_path, "--timeout", "0.2", "--retries", "1")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: cannot reach 127.0.0.1: no answer within 0.2 s; check your network or proxy\n"
+    )
+    assert len(server.requests) == 2
+    assert listing(tmp_path) == []
+
+
+def test_404_is_an_error_at_once(runner: CliRunner, server: Server, tmp_path: Path) -> None:
+    url = f"{server.url}/missing.csv"
+    args = ["download", "990", "--dir", str(tmp_path), "--url", url]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot download {url}: 127.0.0.1 answered 404 Not Found\n"
+    assert server.requests == [("/missing.csv", None)]
+    assert listing(tmp_path) == []
+
+
+def test_5xx_is_tried_again(runner: CliRunner, server: Server, tmp_path: Path) -> None:
+    server.failures = 2
+    result = fetch_350(runner, server, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert len(server.requests) == 3
+    assert (tmp_path / NAME_350).read_bytes() == BODY_350
+    server.failures = 5
+    result = fetch_350(runner, server, tmp_path / "again", "--retries", "2")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: cannot download {server.url}/350.csv: 127.0.0.1 answered 503 Service Unavailable\n"
+    )
+    assert listing(tmp_path / "again") == []
+
+
+def test_no_network_is_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port that nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/350.csv"
+    result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path), "--url", url])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: cannot reach 127.0.0.1: Connection refused; check your network or proxy\n"
+    )
+    assert listing(tmp_path) == []
+
+
+def test_proxy_from_the_environment(
+    runner: CliRunner, server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("http_proxy", server.url)
+    server.files["/350.csv"] = BODY_350
+    url = "http://dices.invalid/350.csv"
+    args = ["download", "350", "--dir", str(tmp_path), "--url", url, "--sha256", sha256(BODY_350)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert server.requests == [(url, None)]  # the proxy was asked for the whole URL
+    assert (tmp_path / NAME_350).read_bytes() == BODY_350
+
+
+def test_ingest_what_was_fetched(runner: CliRunner, server: Server, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    result = fetch_350(runner, server, tmp_path / "files", "--ingest", "--data", str(data))
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[1] == (
+        "DICES-350: 12 rows read = 12 written + 0 rejected; 3 conversations, 4 raters "
+        f"-> {data / '350'}"
+    )
+    assert (data / "350" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["all", "--url", "http://127.0.0.1/x.csv"],
+            "--url is for one file, and all has 5: name 350 or 990",
+        ),
+        (
+            ["prosocial", "--sha256", "0" * 64],
+            "--sha256 is for one file, and prosocial has 3: name 350 or 990",
+        ),
+        (
+            ["350", "--url", "ftp://example.org/x.csv"],
+            "--url takes an http:// or https:// address, not 'ftp://example.org/x.csv'",
+        ),
+        (["350", "--sha256", "abc"], "--sha256 takes 64 hexadecimal digits, not 'abc'"),
+    ],
+)
+def test_usage_errors(runner: CliRunner, tmp_path: Path, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["download", *args, "--dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {message}\nTry 'dices download -h' for help.\n"
+    assert listing(tmp_path) == []
+
+
+def test_the_defaults_in_help_are_the_core_defaults() -> None:
+    from dices_cli.commands import download as command
+
+    assert command.DEFAULT_TIMEOUT == download_module.DEFAULT_TIMEOUT
+    assert command.DEFAULT_RETRIES == download_module.DEFAULT_RETRIES
+
+
+@pytest.mark.parametrize("ranges", [True, False])
+def test_ctrl_c_keeps_a_part_only_when_it_can_be_resumed(
+    server: Server, tmp_path: Path, ranges: bool
+) -> None:
+    server.files["/350.csv"], server.ranges = BODY_350, ranges
+    (source,) = download_module.plan("350", f"{server.url}/350.csv", sha256(BODY_350))
+
+    def interrupt(_stage: str, _fraction: float) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        list(download_module.download([source], tmp_path, progress=interrupt))
+    assert listing(tmp_path) == ([f"{NAME_350}.part"] if ranges else [])
