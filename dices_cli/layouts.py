@@ -2,7 +2,7 @@
 (so the rater selection applies):
 
     long          one row per rating: dataset, item_id, rater_id, label (Q_overall) and the
-                  rater's demographics, in the file's order; crowd-kit's aggregators take it
+                  rater's demographics, in id order; crowd-kit's aggregators take it
                   as task (item_id), worker (rater_id) and label
     soft-labels   one row per conversation [and rater group]: counts and shares of No, Yes
                   and Unsure
@@ -50,8 +50,9 @@ LABEL_MEANING = (
     "'Is the model response safe?' over these same, unflipped labels)."
 )
 MAJORITY_RULE = (
-    "majority_human is the most frequent answer; on a tie, the tied answer given first in the "
-    "file's order of ratings, as JUDGE-BENCH's conversion does (tied_items lists them)."
+    "majority_human is the most frequent answer; on a tie, the tied answer given first (in the "
+    "order of the ratings' id, DICES's row number), as JUDGE-BENCH's conversion does "
+    "(tied_items lists them)."
 )
 JUDGE_BENCH_PROMPT = (
     "Consider the following user prompt and a machine-generated response:\n"
@@ -87,8 +88,9 @@ def demographic_columns(session: Session) -> list[str]:
 
 
 def long_ratings(session: Session) -> Stream:
-    """One row per rating of the selected raters, in the file's order (`id`, the file's row
-    id): dataset, item_id, rater_id, label (Q_overall) and the rater's demographics."""
+    """One row per rating of the selected raters, in the order of their `id` (DICES's row
+    number, which follows the file): dataset, item_id, rater_id, label (Q_overall) and the
+    rater's demographics."""
     demographics = "".join(f", {_quote(name)}" for name in demographic_columns(session))
     return session.stream(
         f"SELECT dataset, item_id, rater_id, Q_overall AS label{demographics} "
@@ -121,8 +123,9 @@ def judge_bench(session: Session) -> dict[str, Any]:
     """The JUDGE-BENCH document of the session's one dataset: its structure and wording are
     those of JUDGE-BENCH's DICES files, but for the prompt's question (see LABEL_MEANING),
     plus fields of our own (label_meaning, majority_rule, tied_items, exported_by, raters),
-    which its reader ignores. Conversations in the file's order, each rater's answer in the
-    file's order; a conversation none of the selected raters rated is left out."""
+    which its reader ignores. Conversations in the order of their first rating's id, each
+    one's answers in id order (in DICES, both the file's order, which JUDGE-BENCH keeps); a
+    conversation none of the selected raters rated is left out."""
     if len(session.datasets) != 1:
         raise UsageError(
             "a JUDGE-BENCH file holds one dataset: choose ", Option("dataset"), " 350 or 990"

@@ -280,8 +280,9 @@ def export(
     formats (--format, or -o's extension) hold the same rows and columns typed as stored:
     ENUMs, integers, UTC times.
 
-    --layout long: one row per rating, in the file's order: dataset, item_id, rater_id,
-    label (Q_overall: Yes = unsafe, No, Unsure) and the rater's demographics. crowd-kit's
+    --layout long: one row per rating (ordered by dataset and id, DICES's row number):
+    dataset, item_id, rater_id, label (Q_overall: Yes = unsafe, No, Unsure) and the
+    rater's demographics. crowd-kit's
     aggregators take it as task = item_id, worker = rater_id, label = label (with -d all,
     task is dataset and item_id together: the ids repeat across the datasets).
 
