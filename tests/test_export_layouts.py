@@ -315,6 +315,27 @@ def test_judge_bench_matches_judge_bench_own_dices_files(
     assert ours["raters"] == "all"
 
 
+@pytest.mark.parametrize(
+    ("dataset", "reference", "tied"),
+    [
+        ("350", "dices_350_crowdsourced", [94, 204]),
+        ("990", "dices_990", [344, 860, 123, 814, 706, 670, 3, 597]),
+    ],
+)
+def test_judge_bench_of_a_whole_dataset_is_judge_bench_own(
+    ingested: Path, dataset: str, reference: str, tied: list[int]
+) -> None:
+    """Every conversation of the full-size replica (whose votes are the real ones, in the
+    file's order), the ties broken as JUDGE-BENCH broke them."""
+    path = REFERENCE / f"{reference}.json.gz"
+    theirs = json.loads(gzip.decompress(path.read_bytes()))
+
+    ours = judge_bench(ingested, "-d", dataset)
+
+    assert ours["instances"] == theirs["instances"]
+    assert ours["tied_items"] == tied
+
+
 def test_judge_bench_says_which_way_the_labels_go(sample: Path) -> None:
     document = judge_bench(sample, "-d", "350")
 
