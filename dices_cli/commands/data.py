@@ -5,12 +5,27 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from dices_cli.commands.options import DataDir, Force, OutputFile, OutputFormat
+from dices_cli.commands.options import (
+    DataDir,
+    ExcludeRemoved,
+    Force,
+    MinQuality,
+    OutputFile,
+    OutputFormat,
+    RatersFile,
+    rater_selection,
+    read_paths,
+)
+from dices_cli.layouts import Layout
+from dices_cli.queries.catalog import GROUP_COLUMNS
 from dices_cli.render import progress_bar, say, show
+
+if TYPE_CHECKING:
+    from dices_cli.output import Format
 
 DatasetChoice = Annotated[
     Literal["auto", "350", "990"],
@@ -215,9 +230,35 @@ def info(
 
 def export(
     dataset: Annotated[
-        Literal["350", "990"],
-        typer.Option("--dataset", "-d", help="The dataset to write back.", show_default=False),
+        Literal["350", "990", "all"],
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="The dataset to write; all (both) for the long and soft-labels layouts.",
+            show_default=False,
+        ),
     ],
+    layout: Annotated[
+        Layout,
+        typer.Option(
+            "--layout",
+            help="wide (the ingested file), long, soft-labels or judge-bench: see above.",
+            case_sensitive=False,
+        ),
+    ] = Layout.WIDE,
+    by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--by",
+            "-b",
+            metavar="COLUMN",
+            help="soft-labels: one row per conversation and group of this rater column "
+            "(repeat: their intersection). One of: " + ", ".join(GROUP_COLUMNS) + ".",
+        ),
+    ] = None,
+    exclude_removed: ExcludeRemoved = False,
+    raters: RatersFile = None,
+    min_quality: MinQuality = None,
     data: DataDir = None,
     fmt: OutputFormat = None,
     output: OutputFile = None,
@@ -230,13 +271,35 @@ def export(
         ),
     ] = False,
 ) -> None:
-    """Write an ingested dataset back as the original wide CSV.
+    """Write an ingested dataset back as the original wide CSV, or in a layout other tools read.
 
-    Same columns in the same order, same rows in the same order, same cell strings as
-    the file that was ingested. --excel-safe defuses text cells that a spreadsheet would
-    run as formulas (CSV injection) by prefixing a single quote; the file is then for
-    reading in a spreadsheet, no longer an exact copy. Other formats (--format, or -o's
-    extension) hold the same rows and columns typed as stored: ENUMs, integers, UTC times.
+    --layout wide (the default): same columns in the same order, same rows in the same
+    order, same cell strings as the file that was ingested. --excel-safe defuses text
+    cells that a spreadsheet would run as formulas (CSV injection) by prefixing a single
+    quote; the file is then for reading in a spreadsheet, no longer an exact copy. Other
+    formats (--format, or -o's extension) hold the same rows and columns typed as stored:
+    ENUMs, integers, UTC times.
+
+    --layout long: one row per rating (ordered by dataset and id, DICES's row number):
+    dataset, item_id, rater_id, label (Q_overall: Yes = unsafe, No, Unsure) and the
+    rater's demographics. crowd-kit's
+    aggregators take it as task = item_id, worker = rater_id, label = label (with -d all,
+    task is dataset and item_id together: the ids repeat across the datasets).
+
+    --layout soft-labels: one row per conversation, or with --by per conversation and
+    rater group: dataset, item_id, the --by columns, ratings, n_no, n_yes, n_unsure,
+    share_no, share_yes, share_unsure.
+
+    --layout judge-bench: the JSON document the JUDGE-BENCH harness reads, for one
+    dataset: per conversation, its context (user_prompt) and response, every rater's
+    answer (individual_human_scores) and the most frequent (majority_human; on a tie the
+    one given first, as JUDGE-BENCH does; tied_items lists them). The labels are DICES's,
+    never flipped: Yes = unsafe, No = safe. JUDGE-BENCH's own DICES files ask "Is the
+    model response safe?" over these same labels; this file's prompt asks whether it is
+    unsafe, and its label_meaning field says so.
+
+    The rater selection options (--exclude-removed, --raters, --min-quality) apply to the
+    long, soft-labels and judge-bench layouts.
 
     Examples:
 
@@ -245,6 +308,12 @@ def export(
         dices export -d 990 --excel-safe -o dices_990_for_excel.csv
 
         dices export -d 350 -o dices_350.parquet
+
+        dices export -d all --layout long --exclude-removed -o ratings.parquet
+
+        dices export -d 350 --layout soft-labels --by rater_gender -o soft.csv
+
+        dices export -d 990 --layout judge-bench -o dices_990.json
 
         dices export -d 990 | csvlook | less -S
     """
@@ -255,6 +324,21 @@ def export(
 
     if fmt is Format.TABLE:
         raise UsageError("export writes data: pick --format csv, tsv, json, jsonl or parquet")
+    _check_layout_options(layout, dataset, by, excel_safe, exclude_removed, raters, min_quality)
+    if layout is not Layout.WIDE:
+        _export_layout(
+            layout,
+            dataset,
+            by or [],
+            exclude_removed,
+            raters,
+            min_quality,
+            data,
+            fmt,
+            output,
+            force,
+        )
+        return
     store = Store(resolve_data_dir(data))
     stored = store.open(dataset)
     source = source_path(stored)
@@ -268,6 +352,95 @@ def export(
         raise UsageError("--excel-safe is for CSV, which spreadsheets open; leave it out")
     else:
         out.write(typed_table(stored))
+
+
+def _check_layout_options(
+    layout: Layout,
+    dataset: str,
+    by: list[str] | None,
+    excel_safe: bool,
+    exclude_removed: bool,
+    raters: str | None,
+    min_quality: float | None,
+) -> None:
+    """The export options that the chosen layout does not take, as usage errors."""
+    from dices_cli.errors import UsageError
+
+    if by and layout is not Layout.SOFT_LABELS:
+        raise UsageError(f"--by applies to --layout soft-labels, not {layout}")
+    if excel_safe and layout is not Layout.WIDE:
+        raise UsageError(f"--excel-safe applies to --layout wide (the ingested CSV), not {layout}")
+    if dataset == "all" and layout in (Layout.WIDE, Layout.JUDGE_BENCH):
+        raise UsageError(f"--layout {layout} writes one dataset: choose --dataset 350 or 990")
+    selecting = {
+        "--exclude-removed": exclude_removed,
+        "--raters": raters is not None,
+        "--min-quality": min_quality is not None,
+    }
+    given = [flag for flag, value in selecting.items() if value]
+    if given and layout is Layout.WIDE:
+        raise UsageError(
+            f"{given[0]} selects raters; --layout wide writes the ingested file as it was "
+            "(the long, soft-labels and judge-bench layouts take a rater selection)"
+        )
+
+
+def _export_layout(
+    layout: Layout,
+    dataset: str,
+    by: list[str],
+    exclude_removed: bool,
+    raters: str | None,
+    min_quality: float | None,
+    data: Path | None,
+    fmt: Format | None,
+    output: Path | None,
+    force: bool,
+) -> None:
+    """`dices export --layout long|soft-labels|judge-bench`, written through the one Output."""
+    import json
+
+    from dices_cli.commands.canned import worded
+    from dices_cli.errors import UsageError
+    from dices_cli.export import source_path
+    from dices_cli.layouts import group_columns, judge_bench, long_ratings, soft_labels
+    from dices_cli.output import Format, Output
+    from dices_cli.queries.catalog import ParameterError, missing_group_column
+    from dices_cli.queries.engine import chosen_datasets, open_session
+    from dices_cli.schema import DATASETS
+    from dices_cli.selection import resolve
+    from dices_cli.store import Store, resolve_data_dir
+
+    try:
+        by = group_columns(by)
+    except ParameterError as error:
+        raise worded(error) from None
+    store = Store(resolve_data_dir(data))
+    names = chosen_datasets(store, dataset, columns=by)
+    sources = [source_path(store.open(name)) for name in names]
+    inputs = [*read_paths(data, raters), *(source for source in sources if source is not None)]
+    # Data, not a table: CSV on a terminal too (JSON for judge-bench, a JSON document).
+    document = layout is Layout.JUDGE_BENCH
+    default = Format.JSON if document else Format.CSV
+    out = Output.build(fmt or (None if output else default), output, force, inputs)
+    if document and out.format is not Format.JSON:
+        raise UsageError(
+            "--layout judge-bench writes one JSON document: use --format json or -o FILE.json"
+        )
+    selection = rater_selection(exclude_removed, raters, min_quality)
+    selection = resolve(store, dataset, selection, columns=by)
+    session = open_session(store, dataset, selection, columns=by)
+    for skipped in sorted(set(store.available()) - set(names) if dataset == "all" else ()):
+        say(f"note: {missing_group_column(DATASETS[skipped], by)}, so it is left out")
+    if selection.description:
+        say(f"raters: {'; '.join(selection.description)}")
+    if document:
+        with out.open() as handle:
+            handle.write(json.dumps(judge_bench(session), ensure_ascii=False).encode() + b"\n")
+    elif layout is Layout.LONG:
+        out.write(long_ratings(session))
+    else:
+        out.write(soft_labels(session, by))
 
 
 def demo(
