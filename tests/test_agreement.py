@@ -20,6 +20,7 @@ from dices_cli.main import app
 from dices_cli.metrics.agreement import cross_replication_reliability
 from dices_cli.metrics.compute import compute
 from dices_cli.metrics.groups import METRICS
+from dices_cli.metrics.permutation import shuffled_labellings
 from dices_cli.queries.catalog import catalog, compute_step, get_query
 
 ANSWERS = ["No", "Yes", "Unsure"]
@@ -28,6 +29,7 @@ COLUMNS = [
     *METRICS,
     *(f"{m}_p" for m in METRICS),
     *(f"{m}_p_bh" for m in METRICS),
+    *(f"{m}_null_{end}" for m in METRICS for end in ("low", "high")),
 ]
 USAGE_HINT = "Try 'dices query -h' for help.\n"
 
@@ -94,7 +96,7 @@ def test_pool_metrics_equal_the_krippendorff_package_and_the_csv_counts(
             np.mean(math.log(3) - entropy(shares, axis=1)), abs=1e-12
         )
         assert row["plurality_size"] == pytest.approx(shares.max(axis=1).mean(), abs=1e-12)
-        assert [row[c] for c in COLUMNS if c not in ("raters", *POOL)] == [None] * 15
+        assert [row[c] for c in COLUMNS if c not in ("raters", *POOL)] == [None] * 27
 
 
 POOL = ("irr", "negentropy", "plurality_size")
@@ -122,7 +124,8 @@ def test_each_group_against_the_rest_on_the_replica(
         assert row["xrr"] == pytest.approx(xrr, abs=1e-9)
         assert row["xrr_normalised"] == pytest.approx(xrr / math.sqrt(irr * rest_irr), abs=1e-9)
         assert row["gai"] == pytest.approx(irr / xrr, abs=1e-9)
-        assert [row[f"{m}_p"] for m in METRICS] == [None] * 6  # --permutations 0: no test
+        untested = [row[f"{m}_{c}"] for m in METRICS for c in ("p", "null_low", "null_high")]
+        assert untested == [None] * 18  # --permutations 0: no test, no null range
 
 
 def test_unsure_as_missing_and_another_question(
@@ -176,6 +179,29 @@ def test_the_default_run_has_1000_permutations(runner: CliRunner, ingested: Path
     assert all(p == 1 or p * 1001 / 2 == pytest.approx(round(p * 1001 / 2)) for p in p_values)
 
 
+def test_a_value_outside_its_null_range_is_one_with_a_small_p_value(
+    runner: CliRunner, ingested: Path
+) -> None:
+    rows = agreement(runner, ingested, "-d", "350", "--by", "rater_race")  # 1000 permutations
+    # Of 1000 permuted values, the 97.5th percentile lies between the 975th and 976th
+    # smallest: a value above it has at most 25 permuted values at or above it, so p is at
+    # most 2 * (25 + 1) / 1001; a value at or below it has at least 25 above it, so p is at
+    # least that. The same holds at the low end.
+    edge = 2 * 26 / 1001
+    outside = []
+    for row in rows:
+        for metric in METRICS:
+            value, p = row[metric], row[f"{metric}_p"]
+            low, high = row[f"{metric}_null_low"], row[f"{metric}_null_high"]
+            if value < low or value > high:
+                outside.append((row["rater_race"], metric))
+                assert p <= edge, (row["rater_race"], metric)
+            else:
+                assert p >= edge, (row["rater_race"], metric)
+    assert ("Multiracial", "irr") in outside
+    assert 0 < len(outside) < len(rows) * len(METRICS) / 2
+
+
 def test_rater_selection_applies(runner: CliRunner, ingested: Path) -> None:
     assert agreement(runner, ingested, "-d", "350", "--exclude-removed")[0]["raters"] == 104
     overview = runner.invoke(
@@ -196,7 +222,7 @@ def test_csv_header_and_whole_pool_columns(runner: CliRunner, ingested: Path) ->
     cells = row.split(",")
     assert cells[:2] == ["990", "173"]
     assert cells[3:6] == ["", "", ""]  # xrr, xrr_normalised, gai: no rest to compare with
-    assert cells[8:] == [""] * 12  # no groups, no permutation test
+    assert cells[8:] == [""] * 24  # no groups, no permutation test, no null range
     assert all(0 < float(cell) < 1 for cell in cells[2:3] + cells[6:8])
 
 
@@ -295,7 +321,7 @@ def test_a_rater_in_two_groups_counts_in_each() -> None:
     )
     result = compute(table, PARAMETERS | {"permutations": 0})
     assert result.columns == ["dataset", "phase", *COLUMNS]
-    assert result.numeric == [False, False] + [True] * 19
+    assert result.numeric == [False, False] + [True] * 31
     assert [(r[0], r[1], r[2], r[3]) for r in result.rows] == [
         ("350", "Phase1", 2, 1.0),  # two raters who agree everywhere
         ("350", "Phase2", 2, None),  # one answer per conversation: nothing pairable
@@ -336,3 +362,61 @@ def test_a_dataset_without_any_counted_answer_has_no_rows() -> None:
     )
     parameters = PARAMETERS | {"by": [], "unsure": "missing", "permutations": 0}
     assert compute(table, parameters).rows == []
+
+
+AGES = ["gen z", "millenial", "gen x+"]
+
+
+def category_counts(codes: np.ndarray) -> np.ndarray:
+    """[category, conversation] counts of [rater, conversation] answer numbers (NaN: none)."""
+    return np.stack([(codes == c).sum(axis=0) for c in range(len(ANSWERS))]).astype(float)
+
+
+def test_the_null_range_is_the_middle_95_percent_of_the_seeded_relabellings() -> None:
+    # 12 raters in three age groups, random answers to 15 conversations, a fifth missing.
+    rng = np.random.default_rng(3)
+    raters, permutations, seed = 12, 200, 7
+    age = rng.permutation(np.repeat([0, 1, 2], 4))
+    answers = rng.choice(3, size=(raters, 15), p=[0.5, 0.3, 0.2]).astype(float)
+    codes = np.where(rng.random(answers.shape) < 0.2, np.nan, answers)
+    rater, item = np.nonzero(~np.isnan(codes))
+    table = pa.table(
+        {
+            "dataset": enum(["990"] * len(rater), ["350", "990"]),
+            "rater_age": enum([AGES[age[r]] for r in rater], AGES),
+            "rater_id": rater + 100,
+            "item_id": item + 500,
+            "Q_overall": enum([ANSWERS[int(code)] for code in codes[rater, item]], ANSWERS),
+        }
+    )
+    parameters = PARAMETERS | {"by": ["rater_age"], "permutations": permutations, "seed": seed}
+    result = compute(table, parameters)
+    rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+    # The same draws: the compute step numbers raters by group, then id, and relabels them
+    # with shuffled_labellings. Each relabelled group is measured here on its own.
+    raters_in_order = np.array(sorted(range(raters), key=lambda r: (age[r], r)))
+    drawn = shuffled_labellings(age[raters_in_order], permutations, seed)
+    for group, row in enumerate(rows):
+        assert (row["rater_age"], row["raters"]) == (AGES[group], 4)
+        null: dict[str, list[float]] = {"irr": [], "xrr": [], "gai": []}
+        for labels in drawn:
+            inside = raters_in_order[labels == group]
+            outside = raters_in_order[labels != group]
+            irr = krippendorff.alpha(
+                reliability_data=codes[inside],
+                level_of_measurement="nominal",
+                value_domain=[0, 1, 2],
+            )
+            xrr = float(
+                cross_replication_reliability(
+                    category_counts(codes[inside]), category_counts(codes[outside])
+                )
+            )
+            null["irr"].append(irr)
+            null["xrr"].append(xrr)
+            null["gai"].append(irr / xrr if xrr > 0 else math.nan)
+        for metric, values in null.items():
+            low, high = np.nanpercentile(values, [2.5, 97.5])
+            assert low < high
+            assert row[f"{metric}_null_low"] == pytest.approx(low, abs=1e-9)
+            assert row[f"{metric}_null_high"] == pytest.approx(high, abs=1e-9)

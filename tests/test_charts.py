@@ -119,6 +119,7 @@ def assert_fits(stdout: str, width: int) -> None:
 # ----------------------------------------------------------------------------- the queries
 
 WILSON = ("share_yes_ci_low", "share_yes_ci_high")
+NULL_RANGE = ("irr_null_low", "irr_null_high")  # what as many raters drawn at random score
 QUERY_CASES = [
     # arguments, value, interval, label columns
     (
@@ -147,8 +148,19 @@ QUERY_CASES = [
         ["rater_age", "degree_of_harm"],
     ),
     (["harm-types"], "share_yes", WILSON, ["harm_tag"]),
-    (["agreement", "--permutations", "5"], "irr", None, []),
-    (["agreement", "--by", "rater_gender", "--permutations", "5"], "irr", None, ["rater_gender"]),
+    (["agreement", "--permutations", "5"], "irr", NULL_RANGE, []),  # the pool: no range
+    (
+        ["agreement", "--by", "rater_gender", "--permutations", "20"],
+        "irr",
+        NULL_RANGE,
+        ["rater_gender"],
+    ),
+    (
+        ["agreement", "--by", "rater_age", "--permutations", "20", "--seed", "3"],
+        "irr",
+        NULL_RANGE,
+        ["rater_age"],
+    ),
 ]
 
 
@@ -171,6 +183,8 @@ def test_every_bar_prints_its_csv_value(
     rows = csv_rows(sample, "query", *arguments)
     expected = expected_bars(rows, value, interval, labels)
     assert len(expected) == len(rows) > 1
+    if interval and "--by" in arguments:  # every group has its interval
+        assert all(" [" in numbers for _, _, numbers in expected)
     assert read_chart(drawn.stdout, {panel for panel, _, _ in expected}) == expected
     assert_fits(drawn.stdout, width)
     heading = f"{arguments[0]}: {value}" + (f" [{interval[0]}, {interval[1]}]" if interval else "")

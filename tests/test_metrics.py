@@ -186,7 +186,7 @@ def test_a_cohesive_group_has_gai_above_one_and_a_small_p_value() -> None:
     # Group 0 answers every conversation like its first rater, with a few exceptions.
     leader = codes[0]
     codes[:20] = np.where(rng.random((20, 120)) < 0.8, leader, codes[:20])
-    observed, p = permutation_test(one_hot(codes, 3), labels, 3, permutations=200, seed=0)
+    observed, p, _, _ = permutation_test(one_hot(codes, 3), labels, 3, permutations=200, seed=0)
     gai = METRICS.index("gai")
     assert observed[0, gai] > 1.5
     assert p[0, gai] == pytest.approx(2 / 201)  # more extreme than every permutation

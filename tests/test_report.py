@@ -268,6 +268,29 @@ def test_the_models_are_dices_evaluates_numbers(
     ]
 
 
+def test_agreement_draws_each_value_over_its_null_range_from_the_query(
+    ingested: Path, sections: dict[str, Section]
+) -> None:
+    (figure,) = sections["agreement"].figures
+    options = ("--by", "rater_gender", "--permutations", "20", "--seed", "0")
+    expected = [
+        (f"DICES-{r['dataset']}", r["rater_gender"], metric, *(float(r[c]) for c in columns))
+        for r in _query_csv(ingested, "agreement", *options)
+        for metric, columns in {
+            "IRR (alpha within)": ("irr", "irr_null_low", "irr_null_high", "irr_p"),
+            "XRR (with the rest)": ("xrr", "xrr_null_low", "xrr_null_high", "xrr_p"),
+            "GAI": ("gai", "gai_null_low", "gai_null_high", "gai_p"),
+        }.items()
+    ]
+    shown = ["dataset", "group", "metric", "value", "null_low", "null_high", "p_value"]
+    assert [tuple(r[c] for c in shown) for r in figure.table.records()] == expected
+    bar, point = figure.spec["spec"]["layer"]
+    assert (bar["mark"]["type"], bar["encoding"]["x"]["field"]) == ("rule", "null_low")
+    assert bar["encoding"]["x2"] == {"field": "null_high"}
+    assert (point["mark"]["type"], point["encoding"]["x"]["field"]) == ("point", "value")
+    assert "not intervals" not in " ".join([figure.how_to_read, *sections["agreement"].notes])
+
+
 def test_a_flipped_model_is_warned_about_atop_the_page_and_in_its_section(
     report: Path, sections: dict[str, Section]
 ) -> None:

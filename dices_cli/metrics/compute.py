@@ -175,7 +175,8 @@ def _value(number: float) -> float | None:
 
 
 def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
-    """One row per dataset and group: raters, METRICS, their p-values and BH-adjusted p-values."""
+    """One row per dataset and group: raters, METRICS, their p-values, BH-adjusted p-values
+    and null ranges (low and high of each metric in turn)."""
     by: list[str] = parameters["by"]
     categories = (
         ANSWER if parameters["unsure"] == "category" else tuple(a for a in ANSWER if a != UNSURE)
@@ -183,15 +184,13 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
     group_columns = [name for name in table.column_names if name in by]
     ratings = _read(table, group_columns, parameters["question"], categories)
     _check(parameters, list(ratings))
-    columns = [
-        "dataset",
-        *group_columns,
-        "raters",
-        *METRICS,
+    test_columns = [  # NULL for the whole pool, which is not tested
         *(f"{m}_p" for m in METRICS),
         *(f"{m}_p_bh" for m in METRICS),
+        *(f"{m}_null_{end}" for m in METRICS for end in ("low", "high")),
     ]
-    numeric = [False] * (1 + len(group_columns)) + [True] * (1 + 3 * len(METRICS))
+    columns = ["dataset", *group_columns, "raters", *METRICS, *test_columns]
+    numeric = [False] * (1 + len(group_columns)) + [True] * (1 + len(METRICS) + len(test_columns))
     rows: list[tuple[Any, ...]] = []
     for dataset, per_dataset in ratings.items():
         if per_dataset is None:
@@ -200,17 +199,19 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
         if not by:
             pool = dict(zip(POOL_METRICS, pool_metrics(per_dataset.answers), strict=True))
             values = [_value(pool[m]) if m in pool else None for m in METRICS]
-            rows.append((dataset, *raters, *values, *[None] * 2 * len(METRICS)))
+            rows.append((dataset, *raters, *values, *[None] * len(test_columns)))
             continue
-        observed, p = permutation_test(
+        test = permutation_test(
             per_dataset.answers,
             per_dataset.labels,
             len(per_dataset.keys),
             parameters["permutations"],
             parameters["seed"],
         )
-        adjusted = np.column_stack([benjamini_hochberg(p[:, m]) for m in range(len(METRICS))])
+        adjusted = np.column_stack([benjamini_hochberg(test.p[:, m]) for m in range(len(METRICS))])
+        null_range = np.stack([test.null_low, test.null_high], axis=-1)  # [group, metric, end]
         for group, key in enumerate(per_dataset.keys):
-            cells = [*observed[group], *p[group], *adjusted[group]]
+            cells = [*test.observed[group], *test.p[group], *adjusted[group]]
+            cells += list(null_range[group].ravel())
             rows.append((dataset, *key, raters[group], *(_value(c) for c in cells)))
     return Table(columns, numeric, rows)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from typing import NamedTuple
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -11,6 +14,8 @@ from dices_cli.metrics.groups import group_metrics
 # A permuted value this close to the observed one counts as a tie: the same groups can be
 # summed in another order and differ in the last bits.
 RELATIVE_TIE = 1e-12
+# The central 95% of a metric over the relabellings: its null range.
+NULL_RANGE = (0.025, 0.975)
 
 
 def shuffled_labellings(labels: NDArray[np.intp], permutations: int, seed: int) -> NDArray[np.intp]:
@@ -38,17 +43,44 @@ def two_sided_p_values(observed: Array, null: Array) -> Array:
     return np.where(np.isnan(observed) | (defined == 0), np.nan, p)
 
 
+def null_range(null: Array) -> tuple[Array, Array]:
+    """The 2.5th and 97.5th percentiles of each metric over the permutations (numpy's
+    default linear interpolation between order statistics), each [...] like null[0].
+
+    null: [permutation, ...]. As in the p-values, permutations where the metric is
+    undefined (NaN) are left out; both ends are NaN where no permutation defines it.
+    """
+    if len(null) == 0:  # numpy's quantiles of no values lose the quantiles' axis
+        return np.full(null.shape[1:], np.nan), np.full(null.shape[1:], np.nan)
+    with warnings.catch_warnings():  # a metric no permutation defines: NaN, said by a warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = np.nanquantile(null, NULL_RANGE, axis=0)
+    return low, high
+
+
+class PermutationTest(NamedTuple):
+    """Each group's metrics, their two-sided permutation p-values and the range the middle
+    95% of the relabelled values fall in, all [group, metric]."""
+
+    observed: Array
+    p: Array
+    null_low: Array
+    null_high: Array
+
+
 def permutation_test(
     answers: Array, labels: NDArray[np.intp], groups: int, permutations: int, seed: int
-) -> tuple[Array, Array]:
-    """Each group's metrics and their two-sided permutation p-values, both [group, metric].
+) -> PermutationTest:
+    """Each group's metrics, their p-values and their null ranges.
 
     The null hypothesis: group labels are exchangeable between raters, i.e. a group's
-    metric is no different from that of as many raters drawn at random from the pool.
+    metric is no different from that of as many raters drawn at random from the pool; the
+    null range is where 95% of those raters' values lie.
     """
     labellings = np.vstack([labels, shuffled_labellings(labels, permutations, seed)])
     values = group_metrics(answers, labellings, groups)
-    return values[0], two_sided_p_values(values[0], values[1:])
+    observed, null = values[0], values[1:]
+    return PermutationTest(observed, two_sided_p_values(observed, null), *null_range(null))
 
 
 def benjamini_hochberg(p_values: Array) -> Array:

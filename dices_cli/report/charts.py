@@ -455,40 +455,48 @@ def dots(
     data: list[dict[str, Any]],
     group: Axis,
     value: tuple[str, str],
+    interval: tuple[str, str],
     marker: tuple[str, str],
     markers: dict[str, str],
     row: str | None,
     column: str | None,
 ) -> dict[str, Any]:
     """A point per group at `value` (any number), filled or hollow by `marker` (value ->
-    "filled" or "hollow"); each panel has its own scales."""
-    spec = _spec(
-        title,
-        description,
-        data,
-        mark={"type": "point", "size": 70, "strokeWidth": 2, "color": BLUE},
-        width=WIDTH / 4,
-        encoding={
-            "y": _nominal(*group, axis={"labelLimit": 0}),  # labels come cut (`short`)
-            "x": {
-                "field": value[0],
-                "type": "quantitative",
-                "title": value[1],
-                "scale": {"zero": False},
-                # Fixed decimals: Vega's own format prints "0" for a panel of equal values.
-                "axis": {"format": ".4~f", "tickCount": 3},
-            },
-            "fill": {
-                "field": marker[0],
-                "type": "nominal",
-                "title": marker[1],
-                "scale": {
-                    "domain": list(markers),
-                    "range": [BLUE if kind == "filled" else "white" for kind in markers.values()],
+    "filled" or "hollow"), over a grey bar across its `interval` (low, high fields; none
+    where they are null); each panel has its own scales."""
+    y = _nominal(*group, axis={"labelLimit": 0})  # labels come cut (`short`)
+    x = {
+        "type": "quantitative",
+        "title": value[1],
+        "scale": {"zero": False},
+        # Fixed decimals: Vega's own format prints "0" for a panel of equal values.
+        "axis": {"format": ".4~f", "tickCount": 3},
+    }
+    layer: list[dict[str, Any]] = [
+        {
+            "mark": {"type": "rule", "color": GREY, "strokeWidth": 6, "opacity": 0.6},
+            "encoding": {"y": y, "x": {**x, "field": interval[0]}, "x2": {"field": interval[1]}},
+        },
+        {
+            "mark": {"type": "point", "size": 70, "strokeWidth": 2, "color": BLUE, "opacity": 1},
+            "encoding": {
+                "y": y,
+                "x": {**x, "field": value[0]},
+                "fill": {
+                    "field": marker[0],
+                    "type": "nominal",
+                    "title": marker[1],
+                    "scale": {
+                        "domain": list(markers),
+                        "range": [
+                            BLUE if kind == "filled" else "white" for kind in markers.values()
+                        ],
+                    },
                 },
             },
         },
-    )
+    ]
+    spec = _spec(title, description, data, width=WIDTH / 4, layer=layer)
     faceted = _facet(spec, row=row, column=column)
     faceted["resolve"] = {"scale": {"x": "independent", "y": "independent"}}
     return faceted

@@ -346,6 +346,7 @@ def agreement(ctx: Context) -> Section | None:
             for metric, name in metrics.items():
                 p_bh = r[f"{metric}_p_bh"]
                 significant = "yes" if p_bh is not None and p_bh < SIGNIFICANT else "no"
+                null_range = (r[f"{metric}_null_low"], r[f"{metric}_null_high"])
                 rows.append(
                     (
                         dataset_title(r["dataset"]),
@@ -354,20 +355,23 @@ def agreement(ctx: Context) -> Section | None:
                         r["raters"],
                         name,
                         r[metric],
+                        *null_range,
                         r[f"{metric}_p"],
                         p_bh,
                         significant,
                     )
                 )
-    columns = ["dataset", "column", "group", "raters", "metric", "value", "p_value", "p_bh"]
-    table = table_from_rows([*columns, "significant"], rows)
+    columns = ["dataset", "column", "group", "raters", "metric", "value", "null_low", "null_high"]
+    table = table_from_rows([*columns, "p_value", "p_bh", "significant"], rows)
     spec = charts.dots(
-        "Agreement per group: IRR, XRR and GAI",
+        "Agreement per group: IRR, XRR and GAI, against raters drawn at random",
         "Krippendorff's alpha within each group (IRR), with the rest of the pool (XRR) and "
-        "their ratio (GAI), filled where the permutation test is significant.",
+        "their ratio (GAI), over a grey bar where 95% of as many raters drawn at random "
+        "score, filled where the permutation test is significant.",
         [{**r, "label": charts.short(str(r["group"]), 18)} for r in panels(table)],
         ("label", None),
         ("value", "value"),
+        ("null_low", "null_high"),
         ("significant", f"p (BH) < {SIGNIFICANT}"),
         marker,
         row="panel",
@@ -380,14 +384,17 @@ def agreement(ctx: Context) -> Section | None:
             Figure(
                 spec,
                 table,
-                "GAI above 1: the group agrees with itself more than with the others; a filled "
-                f"point differs from {ctx.permutations:,} random relabellings of the raters "
-                "(Benjamini-Hochberg adjusted).",
+                "A point is a group's value and its grey bar the null range, where 95% of "
+                f"{ctx.permutations:,} random relabellings of the raters fall: a point outside "
+                "its bar is one chance rarely gives; it is filled where the permutation test "
+                "stays significant after Benjamini-Hochberg adjustment. GAI above 1: the group "
+                "agrees with itself more than with the others.",
             )
         ],
         notes=[
-            "The agreement query gives permutation p-values, not intervals: a point is filled "
-            f"when its adjusted p-value is below {SIGNIFICANT}."
+            "The grey bars are null ranges, not confidence intervals: they show what a group "
+            "of as many raters drawn at random would score, not how sure the value is. A "
+            f"point is filled when its adjusted p-value is below {SIGNIFICANT}."
         ],
     )
 
