@@ -17,9 +17,11 @@ several references can be stacked along a last axis (one matrix product for all)
 model's `rank` of its scores can be passed in, sorted once for all its references. The
 speed tricks are each in one place: Resamples.__init__ (float64 once), Resamples.sums
 (stacking), Resamples.scratch and Resamples.work (no fresh (B, n) arrays), rank (one sort
-per model), correlation_side (a model's side of its correlations, once per set of items) and
-correlation_metrics (sums over a group's few distinct shares, not over its items). Every
-value stays the same as without them (tests/test_scoring.py).
+per model), _ranked_metrics (only the thresholds holding an unsafe item), correlation_side (a
+model's side of its correlations, once per set of items, its counts and ranks as integers)
+and correlation_metrics (sums over a group's few distinct shares, not over its items). Every
+value stays the same as without them, up to the last bits of a float sum taken in another
+order (tests/test_scoring.py).
 """
 
 from __future__ import annotations
@@ -485,8 +487,9 @@ def correlation_metrics(
     )
     y_mean = _ratio(y_at @ y_values, n)
     y_deviations = y_values - y_mean[:, None]
-    # sum of count * x's deviation * (y - y's mean), as one product over the items for both
-    # terms (a gather of the deviations by y's values costs several times more).
+    # The covariance, sum(count * x's deviation * (y - y's mean)), is sum(count * x's
+    # deviation * y) - y's mean * sum(count * x's deviation): one product over the items for
+    # both terms (a gather of the deviations by y's values took several times longer).
     with_y, alone = (x_side.weighted_deviations @ np.column_stack([np.where(used, y, 0.0), used])).T
     covariance = with_y - y_mean * alone
     y_spread = np.einsum("bv,bv,bv->b", y_at, y_deviations, y_deviations)
