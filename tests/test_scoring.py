@@ -387,3 +387,16 @@ def test_correlations_leave_out_the_items_without_a_score() -> None:
         xs, ys = np.repeat(score[scored], row), np.repeat(share[scored], row)
         assert metrics["spearman"][b] == pytest.approx(spearmanr(xs, ys).statistic, abs=1e-12)
         assert metrics["pearson"][b] == pytest.approx(pearsonr(xs, ys).statistic, abs=1e-12)
+
+
+def test_correlations_of_a_resample_of_many_copies_equal_scipy() -> None:
+    """A resample that repeats a conversation 50,000 times: a count times twice its mid-rank
+    (2.5e9) passes int32, so the integer sums behind Spearman's switch to int64."""
+    score = np.array([0.1, 0.4, 0.3, 0.9])
+    share = np.array([0.2, 0.5, 0.6, 0.8])
+    weights = np.array([[1, 1, 1, 1], [1, 1, 1, 50_000]])
+    metrics = correlation_metrics(score, share, weights)
+    for b, row in enumerate(weights):
+        xs, ys = np.repeat(score, row), np.repeat(share, row)
+        assert metrics["spearman"][b] == pytest.approx(spearmanr(xs, ys).statistic, abs=1e-12)
+        assert metrics["pearson"][b] == pytest.approx(pearsonr(xs, ys).statistic, abs=1e-12)
