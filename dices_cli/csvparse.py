@@ -10,10 +10,10 @@ it is counted in chunks (line breaks, quotes, NUL bytes) in the pass that hashes
 (`dices_cli.checksum`, or the spool of a gzip file or a pipe) while Polars parses it from
 disk, and columns with few distinct values (answers, demographics, the conversation text
 repeated on every row) are parsed as Categorical, which stores each distinct string once.
-Input that would make Polars build far more than the data (a line of many MiB, more records
-than the bytes could hold, say millions of blank lines) skips it; the strict path streams
-records (`dices_cli.lines`) and keeps only the valid cells, in batches, and the broken
-records' bytes.
+Input that would make Polars build far more than the data (a line or a quoted cell of many
+MiB, more records than the bytes could hold, say millions of blank lines) skips it; the
+strict path streams records (`dices_cli.lines`) and keeps only the valid cells, in batches,
+and where the broken records are (`PackedInts`), to read their bytes back.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from __future__ import annotations
 import csv
 import io
 import mmap
-from array import array
+import re
+import sys
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,9 +42,14 @@ HEADER_PREFIX = 1 << 20  # the header must end within the first MiB
 # records. Polars, which turns every line (a blank one too) into a row of 41 cells, is not
 # asked for more rows than that.
 MIN_RECORD_BYTES = 128
-# Polars holds about three times a line's bytes while it parses it; a longer line (the CSV
-# text of a DICES record is a few KB) goes to the strict path, which streams.
+# Polars holds about three times a line's bytes while it parses it, and a quoted cell it
+# cannot close costs about fourteen times its bytes (its error message holds the cell three
+# times over); a longer line or quoted cell (the CSV text of a DICES record is a few KB) goes
+# to the strict path, which streams.
 POLARS_MAX_LINE = 8 << 20
+# An odd run of quotes, where a quoted cell opens or closes: inside one, quotes come in
+# escaped pairs. Possessive, so that a long run of quotes is looked at once.
+_ODD_QUOTES = re.compile(rb'(?<!")(?:"")*+"(?!")')
 BATCH_ROWS = 8192  # the strict path turns rows into a frame this many at a time
 CELL, CODE = "_cell", "_code"  # a distinct cell and its category code
 
@@ -61,13 +67,53 @@ def prefix(source: Source) -> bytes:
     return source.read(HEADER_PREFIX).removeprefix(BOM)
 
 
+class PackedInts:
+    """Integers appended and read back in order, each kept as its difference from the one
+    before in as few bytes as it needs (zigzag LEB128: one byte within -64..63).
+
+    The broken records of a file may be millions of two-byte lines ("y\\n" after an open
+    quote): their starts rise by a line or a few, their line counts repeat, so each costs
+    two bytes here, not the sixteen of two machine integers.
+    """
+
+    def __init__(self) -> None:
+        self._packed = bytearray()
+        self._count = 0
+        self._last = 0
+
+    def append(self, value: int) -> None:
+        difference, self._last = value - self._last, value
+        rest = 2 * difference if difference >= 0 else -2 * difference - 1
+        while rest >= 0x80:
+            self._packed.append(rest & 0x7F | 0x80)
+            rest >>= 7
+        self._packed.append(rest)
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[int]:
+        value = rest = shift = 0
+        for byte in self._packed:
+            rest |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:  # the last byte of this difference
+                value += rest >> 1 if rest % 2 == 0 else -(rest >> 1) - 1
+                yield value
+                rest = shift = 0
+
+    def __sizeof__(self) -> int:
+        return object.__sizeof__(self) + sys.getsizeof(self._packed)
+
+
 @dataclass
 class ParsedFile:
     frame: pl.DataFrame  # one column per header cell, plus LINE and LINE_COUNT
     # Records whose structure is broken: where each starts and how many lines it spans
     # (compact: a file may hold millions), and their problems, up to MAX_KEPT_PROBLEMS.
-    bad_starts: array[int] = field(default_factory=lambda: array("q"))
-    bad_line_counts: array[int] = field(default_factory=lambda: array("q"))
+    bad_starts: PackedInts = field(default_factory=PackedInts)
+    bad_line_counts: PackedInts = field(default_factory=PackedInts)
     bad_problems: Report = field(default_factory=lambda: Report("", None))
 
     @property
@@ -145,17 +191,28 @@ def _polars_parse(
 
 
 def _polars_can_hold(source: Source) -> bool:
-    """False when some line is longer than POLARS_MAX_LINE: every window of half that size
-    must hold a line break (a line twice as long covers a window whole). The windows are
-    searched with memchr, in place: a few milliseconds for a DICES file."""
+    """False when some line or quoted cell may be longer than POLARS_MAX_LINE: every window of
+    half that size must hold a line break, and an odd run of quotes that is not cut by its
+    edges (a line or a quoted cell twice as long covers a window whole, and holds neither).
+    Each window is searched in place, only up to its first line break and its first quotes:
+    a few milliseconds for a DICES file."""
     size, window = source.size, POLARS_MAX_LINE // 2
     if size <= window:
         return True
     with mmap.mmap(source.fileno, 0, access=mmap.ACCESS_READ) as text:
         return all(
             text.find(b"\n", start, start + window) != -1
+            and _holds_odd_quotes(text, start + 1, start + window)
             for start in range(0, size - window, window)
         )
+
+
+def _holds_odd_quotes(text: mmap.mmap, start: int, end: int) -> bool:
+    """Whether text[start:end] holds a whole odd run of quotes; one that reaches `end` might
+    go on past it, and does not count."""
+    first = text.find(b'"', start, end)  # at memchr speed: the regex engine is far slower
+    found = _ODD_QUOTES.search(text, first, end) if first != -1 else None
+    return found is not None and found.end() < end
 
 
 class HeaderError(Exception):

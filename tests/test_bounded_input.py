@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 from dices_cli import csvparse
 from dices_cli.errors import DicesError
 from dices_cli.main import app
-from dices_cli.source import DEFAULT_MAX_SIZE, Source, parse_size
+from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source, parse_size
 from dices_cli.validate import check_file, validate_file
 
 MiB = 1 << 20
@@ -344,6 +344,46 @@ def test_pathological_bytes_anywhere_end_cleanly_in_bounded_memory(
     assert code in (0, 1), stderr
     assert_clean(code, stderr, code)
     assert peak < 3 * len(valid) + FIXED_MEMORY, f"{peak / MiB:.0f} MiB"
+
+
+def test_an_open_quote_before_megabytes_of_lines_is_parsed_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    """Found by the property above (seed 283165088286204406706185118820623082068): an open
+    quote, then lines for 36 MiB. Polars, which quotes the never-closed cell in its error
+    message three times over, peaked at 340-370 MiB here (or aborted under the cap); with no
+    quote to close it in a window of 4 MiB, the file goes to the csv module, which refuses
+    the record at 24 MiB (its first 8 lines) and reads on (4 records of one field)."""
+    valid = build("350", items=4, raters=5)
+    path = tmp_path / "open-quote.csv"
+    path.write_bytes(valid + b'"' + (b"y" * (3 * MiB - 1) + b"\n") * 12)
+
+    code, stderr, peak = run_capped(["validate", str(path)])
+
+    assert_clean(code, stderr, 1)
+    assert stderr == (
+        f"{path}: 5 errors (DICES-350); 25 rows read, 5 would be rejected "
+        "[1 record-too-long, 4 wrong-field-count]\n"
+    )
+    assert peak < 3 * len(valid) + FIXED_MEMORY, f"{peak / MiB:.0f} MiB"
+
+
+def test_millions_of_broken_records_cost_two_bytes_each(tmp_path: Path) -> None:
+    """The seed above, shrunk: a quote that closes a cell early, then 11.6 million lines of
+    one field, each a broken record whose start and line count are kept (for --rejects). Two
+    machine integers each took 177 MiB; their differences take a byte each."""
+    valid = build("350", items=4, raters=5)
+    path = tmp_path / "broken.csv"
+    path.write_bytes(valid + b"y\n" * 100_000)
+    with open_source(path) as source:
+        header = csvparse.read_header(csvparse.prefix(source))
+        parsed = csvparse.parse(source, header, header.cells, ())
+
+    first = valid.count(b"\n") + 1
+    assert list(parsed.bad_starts) == list(range(first, first + 100_000))
+    assert list(parsed.bad_line_counts) == [1] * 100_000
+    held = sys.getsizeof(parsed.bad_starts) + sys.getsizeof(parsed.bad_line_counts)
+    assert held < 2.5 * 100_000, held
 
 
 def test_validate_file_is_the_one_entry_for_a_report(replica_350: Path, tmp_path: Path) -> None:
