@@ -10,7 +10,6 @@ directory, configuration frozen.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -256,9 +255,6 @@ def _running(
 ) -> Iterator[Stream]:
     import duckdb
 
-    # Arrow's compute functions, which write the result, take 0.3 s to import: meanwhile
-    # the session is made.
-    threading.Thread(target=importlib.import_module, args=["pyarrow.compute"]).start()
     stored_files = StoredFiles()
     session = open_session(store, dataset, selection, scan=stored_files)
     # Closed at the end, the connection lets go of the ParquetStreams its views hold, which
