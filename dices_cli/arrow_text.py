@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -77,10 +78,11 @@ def delimited_lines(
         return b""
     special = f'[{re.escape(delimiter)}"\n]'
     cells = [_csv_cells(column, special, python_cell) for column in batch.columns]
+    empty = _text("")
     if len(cells) == 1:
-        cells[0] = pc.if_else(pc.equal(cells[0], ""), '""', cells[0])
-    cells[-1] = pc.binary_join_element_wise(cells[-1], "\n", "")  # each line's line feed
-    lines = cells[0] if len(cells) == 1 else pc.binary_join_element_wise(*cells, delimiter)
+        cells[0] = pc.if_else(pc.equal(cells[0], empty), _text('""'), cells[0])
+    cells[-1] = pc.binary_join_element_wise(cells[-1], _text("\n"), empty)  # the line feed
+    lines = cells[0] if len(cells) == 1 else pc.binary_join_element_wise(*cells, _text(delimiter))
     lines = lines.cast(pa.large_string())  # 64-bit offsets, read below
     offsets = memoryview(lines.buffers()[1]).cast("q")
     start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
@@ -101,18 +103,19 @@ def _csv_cells(column: pa.Array, special: str, python_cell: Callable[[object], s
     else:
         cells = _arrow_text(column)
         if cells is None:
-            cells = pa.array([python_cell(v) for v in column.to_pylist()], pa.string())
+            cells = _strings([python_cell(v) for v in column.to_pylist()])
         kind = column.type
         if not (
             pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_temporal(kind)
         ):
             special_cells = pc.match_substring_regex(cells, special)
             if pc.any(special_cells).as_py():
+                quote = _text('"')
                 quoted = pc.binary_join_element_wise(
-                    '"', pc.replace_substring(cells, '"', '""'), '"', ""
+                    quote, pc.replace_substring(cells, '"', '""'), quote, _text("")
                 )
                 cells = pc.if_else(special_cells, quoted, cells)
-    return pc.fill_null(cells, "") if cells.null_count else cells
+    return pc.fill_null(cells, _text("")) if cells.null_count else cells
 
 
 def _arrow_text(column: pa.Array) -> pa.Array | None:
@@ -132,8 +135,9 @@ def _arrow_text(column: pa.Array) -> pa.Array | None:
     if pa.types.is_float32(kind) or pa.types.is_float64(kind):
         # Python's shortest round-trip text, value by value: Arrow finds the same digits but
         # writes 1.0 as 1 and 1e-05 as 0.00001. 0.07 s per 115,153 floats (0.17 s through
-        # `text_cell`); Arrow's own cast would take 0.01 s but change the text.
-        return pa.array([None if v is None else repr(v) for v in column.to_pylist()], pa.string())
+        # `text_cell`); Arrow's own cast would take 0.01 s but change the text. A missing
+        # value is an empty cell either way.
+        return _strings(["" if v is None else repr(v) for v in column.to_pylist()])
     if pa.types.is_timestamp(kind) and kind.unit == "us" and kind.tz in (None, *UTC_NAMES):
         return _iso_times(column)
     if (
@@ -160,7 +164,9 @@ def _iso_times(column: pa.Array) -> pa.Array:
     naive = column.cast(pa.timestamp("us")) if column.type.tz is not None else column
     text = pc.utf8_replace_slice(naive.cast(pa.string()), 10, 11, "T")  # "YYYY-MM-DD HH:..."
     text = pc.if_else(pc.ends_with(text, ".000000"), pc.utf8_slice_codeunits(text, 0, -7), text)
-    return text if column.type.tz is None else pc.binary_join_element_wise(text, "+00:00", "")
+    if column.type.tz is None:
+        return text
+    return pc.binary_join_element_wise(text, _text("+00:00"), _text(""))
 
 
 def _json_lists(column: pa.Array, dictionary: pa.Array | None) -> pa.Array | None:
@@ -179,9 +185,33 @@ def _json_lists(column: pa.Array, dictionary: pa.Array | None) -> pa.Array | Non
     strings = values if dictionary is None else dictionary
     if pc.any(pc.match_substring_regex(strings, JSON_ESCAPED)).as_py():
         return None
-    quoted = pc.binary_join_element_wise('"', strings, '"', "")
+    quote, empty = _text('"'), _text("")
+    quoted = pc.binary_join_element_wise(quote, strings, quote, empty)
     if dictionary is not None:
         quoted = quoted.take(values.indices)
-    quoted = pc.fill_null(quoted, "null")
-    lists = pa.ListArray.from_arrays(pc.subtract(offsets, first), quoted, mask=column.is_null())
-    return pc.binary_join_element_wise("[", pc.binary_join(lists, ", "), "]", "")
+    quoted = pc.fill_null(quoted, _text("null"))
+    lists = pa.ListArray.from_arrays(
+        pc.subtract(offsets, offsets[0]), quoted, mask=column.is_null()
+    )
+    joined = pc.binary_join(lists, _text(", "))
+    return pc.binary_join_element_wise(_text("["), joined, _text("]"), empty)
+
+
+def _strings(texts: list[str]) -> pa.Array:
+    """Python strings as an Arrow string array, built from their bytes.
+
+    Arrow's own conversion of Python values (`pa.array`, or a plain `str` handed to a
+    compute function) imports pandas, to check whether a value is a pandas object: 0.3 s
+    before the first line of `dices sql ... | head` on an idle machine.
+    """
+    import pyarrow as pa
+
+    encoded = [text.encode() for text in texts]
+    offsets = array("i", itertools.accumulate(map(len, encoded), initial=0))
+    data = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.string(), len(texts), data)
+
+
+def _text(value: str) -> pa.Scalar:
+    """`value` as an Arrow string scalar, made without Arrow's conversion (see `_strings`)."""
+    return _strings([value])[0]

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from typer.testing import CliRunner
 from dices_cli.main import app
 from dices_cli.output import Format, Stream, table_from_rows, write_result, write_table
 from dices_cli.queries.engine import open_session
+from dices_cli.queries.sandbox import run_sql
 from dices_cli.store import Store
 
 MACHINE_TEXT = [Format.CSV, Format.TSV, Format.JSON, Format.JSONL]
@@ -55,6 +57,81 @@ def test_sql_writes_the_bytes_of_the_table_path(
     expected = table_path_bytes(ingested, MIXED, fmt)
     assert result.stdout_bytes == expected
     assert expected.count(b"Q_overall") == (300 if fmt in (Format.JSON, Format.JSONL) else 1)
+
+
+# `dices ARGS` in a fresh interpreter, which then says whether it imported pandas.
+WITH_PANDAS_SAID = """
+import sys
+from dices_cli.main import app
+try:
+    app(sys.argv[1:], prog_name="dices")
+except SystemExit as done:
+    code = done.code
+sys.stdout.flush()
+sys.stderr.write("pandas was imported\\n" if "pandas" in sys.modules else "")
+sys.exit(code)
+"""
+
+
+def test_sql_writes_csv_without_importing_pandas(ingested: Path) -> None:
+    """Arrow imports pandas when it converts a Python value (0.3-0.6 s of CPU before the
+    first rows): every kind of column is written without such a conversion."""
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    args = ["sql", MIXED, "--data", str(ingested), "-d", "350", "-f", "csv"]
+    done = subprocess.run(
+        [sys.executable, "-c", WITH_PANDAS_SAID, *args],
+        capture_output=True,
+        env=environment,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout == table_path_bytes(ingested, MIXED, Format.CSV)
+
+
+def test_sql_reads_the_stored_files_as_the_query_asks_for_rows(
+    ingested: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first rows of a large result come before the stored files are read whole (they
+    used to be loaded into memory before the query ran); all of them are read by the end."""
+    read: list[int] = []
+    iter_batches = pq.ParquetFile.iter_batches
+
+    def counted(self: pq.ParquetFile, *args: object, **options: object) -> Iterator[pa.RecordBatch]:
+        for batch in iter_batches(self, *args, **options):
+            read.append(batch.num_rows)
+            yield batch
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", counted)
+    ratings = 43_050 + 72_103
+    with run_sql(Store(ingested), "all", "SELECT * FROM ratings_wide") as result:
+        first = next(result.batches)
+        assert 0 < sum(read) < ratings
+        rows = first.num_rows + sum(batch.num_rows for batch in result.batches)
+    assert rows == ratings
+    assert sum(read) > ratings  # the ratings, and the items and raters they are joined to
+
+
+def test_sql_reads_only_the_stored_files_its_statement_names(
+    ingested_copy: Path, runner: CliRunner
+) -> None:
+    """A damaged page of ratings.parquet does not stop a statement over items; one that
+    reads it is refused with the file named, as a damaged file is everywhere."""
+    ratings = (ingested_copy / "350").resolve() / "ratings.parquet"
+    content = bytearray(ratings.read_bytes())
+    middle = len(content) // 2
+    content[middle : middle + 4096] = bytes(4096)  # same size: only decoding finds it
+    ratings.write_bytes(bytes(content))
+    args = ["--data", str(ingested_copy), "-d", "350", "-f", "csv"]
+
+    result = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM items", *args])
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "n\n350\n", "")
+
+    result = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM ratings", *args])
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: DICES-350: {ratings} cannot be read (ZSTD decompression failed: Data corruption"
+        " detected); ingest the dataset again (`dices ingest FILE --force`)\n"
+    )
 
 
 cell_text = st.one_of(st.none(), st.text(alphabet=st.sampled_from('ab,\t"\n\r\\é\x01 ')))

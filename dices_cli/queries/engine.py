@@ -151,7 +151,10 @@ class RaterSelection:
 
 
 class Session:
-    """One DuckDB connection with the views above, for the datasets asked for."""
+    """One DuckDB connection with the views above, for the datasets asked for.
+
+    The stored files are read by DuckDB's Parquet reader, or, with `scan`, through the
+    Arrow object `scan(stored, path)` makes of each (`dices_cli.queries.sandbox`)."""
 
     def __init__(
         self,
@@ -159,6 +162,7 @@ class Session:
         datasets: Iterable[str],
         selection: RaterSelection | None = None,
         materialize: bool = False,
+        scan: Callable[[StoredDataset, Path], object] | None = None,
     ) -> None:
         import duckdb
 
@@ -172,11 +176,16 @@ class Session:
             self.con.execute(f"CREATE TYPE {name} AS ENUM ({_literals(values)})")
         self.con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
         self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({_literals(list(DATASETS))})")
-        self._load(stored, materialize)
+        self._load(stored, materialize, scan)
         self._create_views()
         self.con.execute(prelude())
 
-    def _load(self, stored_datasets: list[StoredDataset], materialize: bool) -> None:
+    def _load(
+        self,
+        stored_datasets: list[StoredDataset],
+        materialize: bool,
+        scan: Callable[[StoredDataset, Path], object] | None,
+    ) -> None:
         import duckdb
 
         removed = [(name, rid) for name, ids in PUBLISHED_REMOVED.items() for rid in sorted(ids)]
@@ -198,7 +207,11 @@ class Session:
                     path = stored.table_path(table)
                     name = f"{table}_{stored.name}"
                     try:
-                        relation = self.con.read_parquet(str(path))
+                        relation = (
+                            self.con.read_parquet(str(path))
+                            if scan is None
+                            else self.con.from_arrow(scan(stored, path))
+                        )
                         if materialize:
                             relation.create(name)
                         else:
@@ -377,9 +390,11 @@ def open_session(
     materialize: bool = False,
     needs: Sequence[str] = ("350", "990"),
     columns: Sequence[str] = (),
+    scan: Callable[[StoredDataset, Path], object] | None = None,
 ) -> Session:
     """A session over the `chosen_datasets`, seeing the raters of a resolved `selection`
     (`dices_cli.selection.resolve` turns a minimum quality into rater ids first)."""
     if selection is not None and selection.min_quality is not None:
         raise ValueError("a minimum quality must be resolved into rater ids first")
-    return Session(store, chosen_datasets(store, dataset, needs, columns), selection, materialize)
+    chosen = chosen_datasets(store, dataset, needs, columns)
+    return Session(store, chosen, selection, materialize, scan)

@@ -1,30 +1,33 @@
 """`dices sql`: ad-hoc, read-only SQL over the views.
 
-Only a single SELECT is accepted. The data is loaded into memory first, with the user's
-own tables (`user_tables`: files read by dices, as a predictions file is); then the
-connection is locked down: no access to files, URLs or extensions, no temporary
+Only a single SELECT is accepted. The stored files are opened first, each as an Arrow
+stream (`ParquetStream`) that Arrow reads while the query runs, and the user's own tables
+(`user_tables`: files read by dices, as a predictions file is) are loaded into memory;
+then the connection is locked down: no access to files, URLs or extensions, no temporary
 directory, configuration frozen.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.errors import DamagedDataError, DicesError, Option, UsageError
 from dices_cli.output import Stream
 from dices_cli.queries.engine import RaterSelection, Session, open_session
 from dices_cli.source import DEFAULT_MAX_SIZE, open_source
-from dices_cli.store import Store
+from dices_cli.store import Store, StoredDataset
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pyarrow as pa
 
 MIN_TIMEOUT = 0.1  # seconds
+SCAN_ROWS = 10_000  # rows of a stored file that Arrow reads at a time
 
 LOCKDOWN = (
     # No temporary directory, so no spilling to disk: DuckDB's default, ./.tmp (wherever
@@ -142,6 +145,63 @@ def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Ta
     return frame.to_arrow()
 
 
+class ParquetStream:
+    """A stored Parquet file as an Arrow stream (the PyCapsule interface), read by Arrow
+    SCAN_ROWS rows at a time, afresh at each scan.
+
+    The file is read by Arrow, not by DuckDB's file system (which the lockdown closes),
+    and only as the query asks for rows: `dices sql "SELECT * FROM ratings_wide" | head`
+    has its first rows without the whole data loaded into memory first. A file that
+    cannot be decoded leaves its `damage`, the error to report instead of DuckDB's.
+    """
+
+    def __init__(self, stored: StoredDataset, path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.stored = stored
+        self.path = path
+        self.damage: DamagedDataError | None = None
+        try:  # a damaged footer is found here, before the query
+            self.schema = pq.read_schema(path)
+        except (pa.ArrowException, OSError) as error:
+            raise stored.unreadable(path, error) from error
+
+    def __arrow_c_schema__(self) -> object:
+        return self.schema.__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        import pyarrow as pa
+
+        reader = pa.RecordBatchReader.from_batches(self.schema, self._batches())
+        return reader.__arrow_c_stream__(requested_schema)
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            yield from pq.ParquetFile(self.path).iter_batches(SCAN_ROWS)
+        except (pa.ArrowException, OSError) as error:
+            self.damage = self.stored.unreadable(self.path, error)
+            raise
+
+
+class StoredFiles:
+    """Makes the `ParquetStream` of each stored file a session reads (its `scan`), and
+    keeps them, to tell a damaged file from a failed query."""
+
+    def __init__(self) -> None:
+        self.streams: list[ParquetStream] = []
+
+    def __call__(self, stored: StoredDataset, path: Path) -> ParquetStream:
+        self.streams.append(ParquetStream(stored, path))
+        return self.streams[-1]
+
+    def damage(self) -> DamagedDataError | None:
+        return next((s.damage for s in self.streams if s.damage is not None), None)
+
+
 def add_tables(session: Session, tables: Mapping[str, pa.Table]) -> None:
     """Copy the user's tables into the session, while it can still be changed."""
     for name, table in tables.items():
@@ -195,30 +255,38 @@ def _running(
 ) -> Iterator[Stream]:
     import duckdb
 
-    # Arrow's compute functions, which write the result, take 0.3 s to import: meanwhile
-    # the data loads (DuckDB lets go of the GIL).
-    threading.Thread(target=importlib.import_module, args=["pyarrow.compute"]).start()
-    session = open_session(store, dataset, selection, materialize=True)
-    add_tables(session, tables)
-    lock_down(session)
-    timed_out = threading.Event()
+    stored_files = StoredFiles()
+    session = open_session(store, dataset, selection, scan=stored_files)
+    # Closed at the end, the connection lets go of the ParquetStreams its views hold, which
+    # an error's traceback through this frame would otherwise keep alive to the end of the
+    # process (where DuckDB's bindings report them as leaked).
+    with session.con:
+        add_tables(session, tables)
+        lock_down(session)
+        timed_out = threading.Event()
 
-    def stop() -> None:
-        timed_out.set()
-        session.con.interrupt()
+        def stop() -> None:
+            timed_out.set()
+            session.con.interrupt()
 
-    # A longer wait (e.g. --timeout inf) overflows the timer's clock: that is "no limit".
-    timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), stop)
-    timer.start()
-    try:
-        yield session.stream(sql)
-    except DicesError as error:
-        # Our timer's interrupt (which Arrow, reading a batch, gives as an OSError), not an
-        # error whose message happens to say "interrupt".
-        if timed_out.is_set() and isinstance(error.__cause__, duckdb.InterruptException | OSError):
-            raise QueryTimeoutError(
-                f"the query ran longer than {timeout:g} s and was stopped"
-            ) from error
-        raise
-    finally:
-        timer.cancel()
+        # A longer wait (e.g. --timeout inf) overflows the timer's clock: that is "no limit".
+        timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), stop)
+        timer.start()
+        try:
+            yield session.stream(sql)
+        except DicesError as error:
+            damage = stored_files.damage()
+            if damage is not None:  # DuckDB's words would hold the Python traceback of the read
+                raise damage from error
+            # Our timer's interrupt (which Arrow, reading a batch, gives as an OSError), not
+            # an error whose message happens to say "interrupt".
+            if timed_out.is_set() and isinstance(
+                error.__cause__, duckdb.InterruptException | OSError
+            ):
+                raise QueryTimeoutError(
+                    f"the query ran longer than {timeout:g} s and was stopped"
+                ) from error
+            raise
+        finally:
+            timer.cancel()
+            timer.join()  # an interrupt under way is done before the connection closes
