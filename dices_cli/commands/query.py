@@ -72,8 +72,8 @@ def sql(
     """Run your own read-only SQL over the ingested data.
 
     Views: items, raters, ratings, ratings_wide (ratings joined to raters and items) and
-    published_removed, each with a `dataset` column. The data is loaded into memory and
-    the connection locked: one SELECT only, no files, no extensions, no settings.
+    published_removed, each with a `dataset` column. The stored files are opened as Arrow streams,
+    then the connection is locked: one SELECT only, no files, no extensions, no settings.
 
     --schema lists every column of the views: view, column, type and, for an ENUM, its
     values joined by '|'.
