@@ -25,6 +25,7 @@ from dices_cli.csvparse import (
 )
 from dices_cli.errors import DicesError
 from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
+from dices_cli.prosocial.read import check_split, is_prosocial
 from dices_cli.schema import DATASETS, Dataset, canonical_names, detect
 from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source
 
@@ -184,4 +185,6 @@ def validate_file(
 ) -> Report:
     """Every problem of one input (a path, or `-` for stdin), without writing anything."""
     with open_source(given, max_size) as source:
+        if choice == "auto" and is_prosocial(source):
+            return check_split(source, progress).report
         return check_file(source, choice, progress).report

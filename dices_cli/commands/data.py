@@ -5,12 +5,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from dices_cli.commands.options import DataDir, Force, OutputFile, OutputFormat
 from dices_cli.render import progress_bar, say, show
+
+if TYPE_CHECKING:
+    from dices_cli.output import Format
+    from dices_cli.store import StoredDataset
 
 DatasetChoice = Annotated[
     Literal["auto", "350", "990"],
@@ -113,6 +117,10 @@ def ingest(
     with progress_bar(enabled=True) as progress, _max_size_named():
         results = run_ingest(files, store, dataset, force, rejects, progress, limit)
     for result in results:
+        if result.notes:  # a family that words its own summary
+            for note in result.notes:
+                say(note)
+            continue
         report = result.report
         counts = result.stored.manifest["counts"]
         say(
@@ -215,7 +223,7 @@ def info(
 
 def export(
     dataset: Annotated[
-        Literal["350", "990"],
+        Literal["350", "990", "prosocial"],
         typer.Option("--dataset", "-d", help="The dataset to write back.", show_default=False),
     ],
     data: DataDir = None,
@@ -257,6 +265,9 @@ def export(
         raise UsageError("export writes data: pick --format csv, tsv, json, jsonl or parquet")
     store = Store(resolve_data_dir(data))
     stored = store.open(dataset)
+    if dataset == "prosocial":
+        _export_prosocial(stored, fmt, output, force, store.root)
+        return
     source = source_path(stored)
     inputs = [store.root, *([source] if source is not None else [])]
     # The original file is CSV: a terminal gets it too, not a table.
@@ -268,6 +279,22 @@ def export(
         raise UsageError("--excel-safe is for CSV, which spreadsheets open; leave it out")
     else:
         out.write(typed_table(stored))
+
+
+def _export_prosocial(
+    stored: StoredDataset, fmt: Format | None, output: Path | None, force: bool, root: Path
+) -> None:
+    """ProsocialDialog goes back as the JSON Lines it came as: its lines, in their order."""
+    from dices_cli.errors import UsageError
+    from dices_cli.output import Format, Output
+    from dices_cli.prosocial.tables import write_jsonl
+
+    inputs = [root, *(Path(s["path"]) for s in stored.manifest["sources"] if s["path"])]
+    out = Output.build(fmt or (None if output else Format.JSONL), output, force, inputs)
+    if out.format is not Format.JSONL:
+        raise UsageError("ProsocialDialog is written back as JSON Lines: pick --format jsonl")
+    with out.open() as handle:
+        write_jsonl(stored, handle)
 
 
 def demo(
