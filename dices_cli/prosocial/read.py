@@ -19,6 +19,7 @@ from dices_cli.families.prosocial import (
     ANNOTATORS_PER_ITEM,
     ENUM_FIELDS,
     FIELDS,
+    PROSOCIAL,
     SPLITS,
     recognises,
 )
@@ -30,6 +31,7 @@ Progress = Callable[[str, float], None]
 RECOGNITION_BYTES = 1 << 20  # the first line must fit: a ProsocialDialog line is a few KB
 # The limits of the stored integer types (dialogue_id BIGINT, response_id INTEGER).
 ID_LIMITS = {"dialogue_id": 2**63, "response_id": 2**31}
+FILE_NAMES = [file.name for file in PROSOCIAL.files]
 _JSON_TYPE_NAMES = {str: "text", list: "a list", int: "a whole number", bool: "true or false"}
 
 
@@ -181,7 +183,7 @@ def check_split(source: Source, progress: Progress) -> CheckedSplit:
                 None,
                 source.display_name,
                 f"{source.display_name} does not name its split: a ProsocialDialog file is "
-                f"named {', '.join(s + '.json' for s in SPLITS)}",
+                f"named {', '.join(FILE_NAMES[:-1])} or {FILE_NAMES[-1]}",
             )
         )
     seen: set[tuple[int, int]] = set()
