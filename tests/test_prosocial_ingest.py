@@ -117,8 +117,11 @@ LETTERS = {"C": "casual", "N": "needs caution", "I": "needs intervention"}
 
 def test_the_label_rule_on_all_27_annotation_triples() -> None:
     assert sorted(EXPECTED_LABELS) == sorted("".join(t) for t in product("CNI", repeat=3))
-    for triple, label in EXPECTED_LABELS.items():
-        assert recomputed_label([LETTERS[letter] for letter in triple]) == label, triple
+    triples = pl.DataFrame(
+        {"annotations": [[LETTERS[letter] for letter in triple] for triple in EXPECTED_LABELS]}
+    )
+    labels = triples.select(recomputed_label(pl.col("annotations"))).to_series()
+    assert dict(zip(EXPECTED_LABELS, labels.to_list(), strict=True)) == EXPECTED_LABELS
 
 
 # --- ingest --------------------------------------------------------------------------------
@@ -415,3 +418,52 @@ def test_the_real_rows_export_back_unchanged(sample_lines: list[str], tmp_path: 
     assert csv_asked.stderr.splitlines()[0] == (
         "Error: ProsocialDialog is written back as JSON Lines: pick --format jsonl"
     )
+
+
+# --- the fast path and the line-by-line path agree -----------------------------------------
+
+
+def test_blank_lines_are_skipped_and_lines_keep_their_numbers(
+    sample_lines: list[str], tmp_path: Path
+) -> None:
+    """A blank line sends the file to the line-by-line reader (the fast one cannot number
+    lines then): the warning names the line as an editor counts it."""
+    lines = [
+        sample_lines[0],
+        "",
+        "  ",
+        sample_lines[1],
+        changed(sample_lines[2], safety_label="__casual__"),
+    ]
+    train = write_lines(tmp_path / "train.json", lines)
+    result = run("validate", train, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    assert [row[:4] for row in csv.reader(io.StringIO(result.stdout))][1:] == [
+        [str(train), "label-mismatch", "warning", "5"]
+    ]
+    assert result.stderr == (
+        f"{train}: valid (ProsocialDialog); 3 rows read, 0 would be rejected [1 label-mismatch]\n"
+    )
+
+
+def test_two_objects_on_one_line_are_broken_json(sample_lines: list[str], tmp_path: Path) -> None:
+    """PyArrow's reader would take them as two rows; the line is refused."""
+    lines = [sample_lines[0], sample_lines[1] + sample_lines[2]]
+    train = write_lines(tmp_path / "train.json", lines)
+    result = run("ingest", train, "--data", tmp_path / "data")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[2].startswith(
+        "  line 2: the line is not valid JSON (Extra data: line 1 column"
+    )
+
+
+def test_a_null_rots_or_etc_is_kept_null(sample_lines: list[str], tmp_path: Path) -> None:
+    lines = [changed(sample_lines[0], rots=None, etc=None), *sample_lines[1:]]
+    train = write_lines(tmp_path / "train.json", lines)
+    data = tmp_path / "data"
+    assert run("ingest", train, "--data", data).exit_code == 0
+    items = pl.read_parquet(data / "prosocial" / "items.parquet")
+    assert items.row(0, named=True)["rots"] is None
+    assert items.row(0, named=True)["etc"] is None
+    exported = run("export", "-d", "prosocial", "--data", data)
+    assert exported.stdout.splitlines() == lines

@@ -45,7 +45,8 @@ FIELDS: dict[str, tuple[type | None, ...]] = {
     "response_id": (int,),
     "episode_done": (bool,),
 }
-LIST_FIELDS = ("rots", "safety_annotations", "safety_annotation_reasons")
+# The limits of the stored integer types (dialogue_id BIGINT, response_id INTEGER).
+ID_LIMITS = {"dialogue_id": 2**63, "response_id": 2**31}
 ENUM_FIELDS: dict[str, tuple[str, ...]] = {
     "safety_label": SAFETY_LABELS,
     "source": SOURCES,

@@ -19,19 +19,24 @@ changed (see `dices_cli.prosocial.read`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import polars as pl
 
-# By the number of casual annotations (0-3) when there is no majority for intervention.
-_BY_CASUAL_COUNT = (
-    "__needs_caution__",
-    "__probably_needs_caution__",
-    "__possibly_needs_caution__",
-    "__casual__",
-)
+from dices_cli.families.prosocial import SAFETY_LABELS
 
 
-def recomputed_label(annotations: Sequence[str]) -> str:
-    """The safety label three annotations imply (see the module's docstring)."""
-    if annotations.count("needs intervention") >= 2:
-        return "__needs_intervention__"
-    return _BY_CASUAL_COUNT[annotations.count("casual")]
+def recomputed_label(annotations: pl.Expr) -> pl.Expr:
+    """The safety label a list column of three annotations implies (see the module's
+    docstring), as an ENUM of SAFETY_LABELS."""
+    casual = annotations.list.count_matches("casual")
+    return (
+        pl.when(annotations.list.count_matches("needs intervention") >= 2)
+        .then(pl.lit("__needs_intervention__"))
+        .when(casual == 3)
+        .then(pl.lit("__casual__"))
+        .when(casual == 2)
+        .then(pl.lit("__possibly_needs_caution__"))
+        .when(casual == 1)
+        .then(pl.lit("__probably_needs_caution__"))
+        .otherwise(pl.lit("__needs_caution__"))
+        .cast(pl.Enum(SAFETY_LABELS))
+    )

@@ -34,64 +34,34 @@ def build_tables(checked: Sequence[CheckedSplit]) -> dict[str, pl.DataFrame]:
     """The items and ratings tables of the valid rows of `checked`, in that order."""
     import polars as pl
 
-    columns: dict[str, list[Any]] = {key: [] for key in FIELDS}
-    splits: list[str] = []
-    for one in checked:
-        assert one.split is not None  # a file without a split is refused before this
-        for key, values in one.columns.items():
-            columns[key] += values
-        splits += [one.split] * len(one.columns["context"])
-    item_ids = [
-        f"{split}-{dialogue}-{response}"
-        for split, dialogue, response in zip(
-            splits, columns["dialogue_id"], columns["response_id"], strict=True
-        )
-    ]
-    label = pl.Enum(SAFETY_LABELS)
-    items = pl.DataFrame(
-        {
-            "item_id": item_ids,
-            "split": splits,
-            "dialogue_id": columns["dialogue_id"],
-            "response_id": columns["response_id"],
-            "context": columns["context"],
-            "response": columns["response"],
-            "rots": columns["rots"],
-            "safety_label": columns["safety_label"],
-            "safety_label_recomputed": [recomputed_label(a) for a in columns["safety_annotations"]],
-            "source": columns["source"],
-            "etc": columns["etc"],
-            "episode_done": columns["episode_done"],
-        },
-        schema={
-            "item_id": pl.String,
-            "split": pl.Enum(SPLITS),
-            "dialogue_id": pl.Int64,
-            "response_id": pl.Int32,
-            "context": pl.String,
-            "response": pl.String,
-            "rots": pl.List(pl.String),
-            "safety_label": label,
-            "safety_label_recomputed": label,
-            "source": pl.Enum(SOURCES),
-            "etc": pl.String,
-            "episode_done": pl.Boolean,
-        },
+    rows = pl.concat(
+        [one.frame.with_columns(split=pl.lit(one.split, pl.Enum(SPLITS))) for one in checked]
     )
-    slots = range(ANNOTATORS_PER_ITEM)
-    ratings = pl.DataFrame(
-        {
-            "item_id": [item for item in item_ids for _ in slots],
-            "annotator_slot": [slot for _ in item_ids for slot in slots],
-            "annotation": [a for row in columns["safety_annotations"] for a in row],
-            "reason": [r for row in columns["safety_annotation_reasons"] for r in row],
-        },
-        schema={
-            "item_id": pl.String,
-            "annotator_slot": pl.UInt8,
-            "annotation": pl.Enum(ANNOTATIONS),
-            "reason": pl.String,
-        },
+    item_id = pl.format("{}-{}-{}", "split", "dialogue_id", "response_id").alias("item_id")
+    label = pl.Enum(SAFETY_LABELS)
+    items = rows.select(
+        item_id,
+        "split",
+        "dialogue_id",
+        pl.col("response_id").cast(pl.Int32),
+        "context",
+        "response",
+        "rots",
+        pl.col("safety_label").cast(label),
+        recomputed_label(pl.col("safety_annotations")).alias("safety_label_recomputed"),
+        pl.col("source").cast(pl.Enum(SOURCES)),
+        "etc",
+        "episode_done",
+    )
+    ratings = (
+        rows.select(
+            item_id,
+            pl.lit(list(range(ANNOTATORS_PER_ITEM)), pl.List(pl.UInt8)).alias("annotator_slot"),
+            pl.col("safety_annotations").alias("annotation"),
+            pl.col("safety_annotation_reasons").alias("reason"),
+        )
+        .explode("annotator_slot", "annotation", "reason")
+        .with_columns(pl.col("annotation").cast(pl.Enum(ANNOTATIONS)))
     )
     return {"items": items, "ratings": ratings}
 
