@@ -91,6 +91,8 @@ def ingest(
     """Validate DICES CSV files and store them as typed Parquet.
 
     Each file becomes DIR/350 or DIR/990 (items, raters, ratings and a manifest).
+    ProsocialDialog's JSON Lines files (train.json, valid.json, test.json; any of them,
+    recognised by their content) become one DIR/prosocial (items, ratings, manifest).
     Invalid input is refused whole unless --rejects is given. Writing is atomic: an
     interrupted ingest leaves the previous data as it was.
 
@@ -245,6 +247,7 @@ def export(
     run as formulas (CSV injection) by prefixing a single quote; the file is then for
     reading in a spreadsheet, no longer an exact copy. Other formats (--format, or -o's
     extension) hold the same rows and columns typed as stored: ENUMs, integers, UTC times.
+    -d prosocial writes ProsocialDialog back as the JSON Lines it was ingested from.
 
     Examples:
 

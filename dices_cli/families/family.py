@@ -35,18 +35,16 @@ class Family:
         """The name a message gives one stored dataset ("DICES-350", "ProsocialDialog")."""
         return self.title if len(self.members) == 1 else f"{self.title}-{member}"
 
-    def lacks(self) -> str:
-        """What the family has not, for a message saying why something cannot apply."""
-        missing = [
-            what
-            for what, present in (
-                ("rater ids", self.has_raters),
-                ("demographics", self.has_demographics),
-                ("expert gold labels", self.has_gold),
-            )
-            if not present
-        ]
+    def lacks(self, *wanted: str) -> str:
+        """What the family has not of `wanted` (rater ids, demographics, expert gold labels;
+        none named: all three), for a message saying why something cannot apply."""
+        present = {
+            "rater ids": self.has_raters,
+            "demographics": self.has_demographics,
+            "expert gold labels": self.has_gold,
+        }
+        missing = [what for what in wanted or present if not present[what]]
         if not missing:
-            return f"{self.title} has rater ids, demographics and expert gold labels"
+            return f"{self.title} has {', '.join(wanted or present)}"
         listed = ", ".join(missing[:-1]) + (" or " if len(missing) > 1 else "") + missing[-1]
         return f"{self.title} has no {listed}"
