@@ -10,12 +10,15 @@ import csv
 import io
 import json
 import os
+import tempfile
 from itertools import product
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from dices_cli.families import FAMILIES, all_members, family_of
@@ -298,6 +301,11 @@ BROKEN: dict[str, tuple[Any, str]] = {
         {"response_id": -1},
         "line 2, column response_id: response_id -1 is outside 0 to 2,147,483,647 [out-of-range]",
     ),
+    "lone-surrogate": (
+        {"context": "half of a pair: \ud800"},
+        "line 2: the line escapes a lone UTF-16 surrogate (\\ud800 to \\udfff), which is no "
+        "character [invalid-utf8]",
+    ),
     "duplicate": (
         {"response_id": 0},
         "line 2, column dialogue_id, response_id: dialogue 0 response 0 appears on an "
@@ -467,3 +475,64 @@ def test_a_null_rots_or_etc_is_kept_null(sample_lines: list[str], tmp_path: Path
     assert items.row(0, named=True)["etc"] is None
     exported = run("export", "-d", "prosocial", "--data", data)
     assert exported.stdout.splitlines() == lines
+
+
+ANNOTATION_VALUES = ("casual", "needs caution", "needs intervention")
+SOURCE_VALUES = ("socialchemistry", "sbic", "ethics_amt", "ethics_reddit")
+
+
+@st.composite
+def prosocial_lines(draw: st.DrawFn) -> list[str]:
+    """Valid ProsocialDialog lines with any text (escapes, non-ASCII, empty strings), null
+    rots and etc, labels that agree with their annotations or not."""
+    count = draw(st.integers(1, 8))
+    ids = draw(
+        st.lists(
+            st.tuples(st.integers(0, 2**63 - 1), st.integers(0, 2**31 - 1)),
+            min_size=count,
+            max_size=count,
+            unique=True,
+        )
+    )
+    labels = FAMILIES["prosocial"].enums["safety_label"]
+    return [
+        json.dumps(
+            {
+                "context": draw(st.text(max_size=20)),
+                "response": draw(st.text(max_size=20)),
+                "rots": draw(st.none() | st.lists(st.text(max_size=5), max_size=3)),
+                "safety_label": draw(st.sampled_from(labels)),
+                "safety_annotations": draw(
+                    st.lists(st.sampled_from(ANNOTATION_VALUES), min_size=3, max_size=3)
+                ),
+                "safety_annotation_reasons": draw(
+                    st.lists(st.text(max_size=10), min_size=3, max_size=3)
+                ),
+                "source": draw(st.sampled_from(SOURCE_VALUES)),
+                "etc": draw(st.none() | st.text(max_size=8)),
+                "dialogue_id": dialogue,
+                "response_id": response,
+                "episode_done": draw(st.booleans()),
+            }
+        )
+        for dialogue, response in ids
+    ]
+
+
+@given(lines=prosocial_lines())
+def test_any_valid_lines_export_back_unchanged(lines: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as temp:
+        folder = Path(temp)
+        train = write_lines(folder / "valid.json", lines)
+        data = folder / "data"
+        result = run("ingest", train, "--data", data)
+        assert result.exit_code == 0, result.output
+        exported = run("export", "-d", "prosocial", "--data", data)
+        assert exported.stdout_bytes == train.read_bytes()
+        items = pl.read_parquet(data / "prosocial" / "items.parquet")
+        letter = {name: letter for letter, name in LETTERS.items()}
+        expected = [
+            EXPECTED_LABELS["".join(letter[a] for a in json.loads(line)["safety_annotations"])]
+            for line in lines
+        ]
+        assert items["safety_label_recomputed"].to_list() == expected

@@ -161,6 +161,19 @@ def _parsed(number: int, line: bytes, seen: set[tuple[int, int]]) -> tuple[Any, 
                 f"the line is not valid JSON ({error})",
             )
         ]
+    try:  # JSON may escape half of a UTF-16 pair, which is no character: "\ud800"
+        json.dumps(row, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return None, [
+            Problem(
+                ProblemType.INVALID_UTF8,
+                number,
+                None,
+                None,
+                "the line escapes a lone UTF-16 surrogate (\\ud800 to \\udfff), "
+                "which is no character",
+            )
+        ]
     problems = list(_row_problems(number, row))
     if not problems:
         key = (row["dialogue_id"], row["response_id"])
