@@ -4,7 +4,8 @@ Layout of DIR:
 
     DIR/350 -> .store/350-<stamp>      a symlink to the current version of a dataset
     DIR/.store/350-<stamp>/            items.parquet, raters.parquet, ratings.parquet,
-                                       manifest.json
+                                       manifest.json (each family stores its own tables:
+                                       ProsocialDialog, DIR/prosocial, has no raters)
     DIR/.store/.tmp-*                  a version being written (removed if left behind)
     DIR/.adopting-350                  see `Store._adopt` (put in place if left behind)
     DIR/.lock                          held while a process writes
@@ -60,7 +61,7 @@ MANIFEST = "manifest.json"
 TABLES = family_of("350").tables  # DICES's: each stored as TABLE.parquet
 
 # What the commands read from a manifest, per family: key -> type, or the shape of a
-# nested object.
+# nested object (see `_shape_problem`).
 MANIFEST_SHAPES: dict[str, dict[str, Any]] = {
     "dices": {
         "dataset": str,
@@ -72,13 +73,12 @@ MANIFEST_SHAPES: dict[str, dict[str, Any]] = {
     },
     "prosocial": {
         "dataset": str,
-        "sources": list,  # one {"split", "name", "path", "size", "sha256"} per file
+        "sources": list,  # one {"split", "name", "path", "size", "sha256", ...} per file
         "rows": {"rejected": int},
         "counts": {"items": int, "dialogues": int, "ratings": int, "label_mismatches": int},
         "created": str,
     },
 }
-MANIFEST_SHAPE = MANIFEST_SHAPES["dices"]
 
 
 def files_shape(family: Family) -> dict[str, Any]:
@@ -405,7 +405,7 @@ _KIND_NAMES = {str: "text", int: "a whole number", list: "a list"}
 
 
 def _shape_problem(value: Any, shape: dict[str, Any], where: str) -> str | None:
-    """How `value` differs from `shape` (see MANIFEST_SHAPE), if it does; `where` names it."""
+    """How `value` differs from `shape` (see MANIFEST_SHAPES), if it does; `where` names it."""
     if not isinstance(value, dict):
         return f"{where or 'it'} is not a JSON object"
     for key, expected in shape.items():

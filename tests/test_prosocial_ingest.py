@@ -7,6 +7,7 @@ everything else is built from them in tmp_path.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -536,3 +537,23 @@ def test_any_valid_lines_export_back_unchanged(lines: list[str]) -> None:
             for line in lines
         ]
         assert items["safety_label_recomputed"].to_list() == expected
+
+
+def test_verify_finds_a_changed_byte_in_a_prosocial_table(
+    sample_lines: list[str], tmp_path: Path
+) -> None:
+    train = write_lines(tmp_path / "train.json", sample_lines)
+    data = tmp_path / "data"
+    assert run("ingest", train, "--data", data).exit_code == 0
+    ratings = (data / "prosocial").resolve() / "ratings.parquet"
+    recorded = hashlib.sha256(ratings.read_bytes()).hexdigest()
+    content = bytearray(ratings.read_bytes())
+    content[len(content) // 2] ^= 0x01
+    ratings.write_bytes(bytes(content))
+    changed_sha = hashlib.sha256(bytes(content)).hexdigest()
+    result = run("verify", "--data", data)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"Error: ProsocialDialog: {ratings} is damaged (sha256 {changed_sha}, "
+        f"expected {recorded}); ingest the dataset again (`dices ingest FILE --force`)"
+    )
