@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +180,21 @@ def test_prosocial_not_ingested_is_an_error(tmp_path: Path, generated: Path) -> 
     assert result.stderr == (
         f"Error: nothing is ingested in {empty}; run `dices ingest FILE --data {empty}` first\n"
     )
+
+
+def test_with_only_prosocial_ingested_a_query_runs_on_it(tmp_path: Path) -> None:
+    shared = Path(os.environ.get("DICES_SHARED", REPO.parent / "shared"))
+    samples = shared / "data" / "prosocial" / "samples.jsonl"
+    if not samples.exists():
+        pytest.skip(f"ProsocialDialog samples not found at {samples} (set DICES_SHARED)")
+    train = tmp_path / "train.json"
+    train.write_bytes(samples.read_bytes())
+    data = tmp_path / "data"
+    assert run("ingest", train, "--data", data).exit_code == 0
+    assert csv_rows(run("query", "overview", "--data", data)) == [
+        [
+            *("dataset", "split", "dialogues", "items", "ratings"),
+            *("share_casual", "share_needs_caution", "share_needs_intervention"),
+        ],
+        ["prosocial", "train", "2", "5", "15", "0.0", "1.0", "0.0"],
+    ]

@@ -420,7 +420,7 @@ def run_query(
     if fmt is Format.CHART and canned.chart is None:  # before the work
         raise _no_chart(canned)
     inputs = read_paths(data, raters)
-    family = _family_asked(canned, dataset)
+    family = _family_asked(canned, dataset, Store(resolve_data_dir(data)))
     if family is not None:
         if exclude_removed or raters is not None or min_quality is not None:
             raise UsageError(
@@ -462,16 +462,28 @@ def run_query(
     emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart)
 
 
-def _family_asked(canned: Query, dataset: str) -> Family | None:
-    """The family other than DICES a run is for: the one -d names, or with -d all the one a
-    query of its own belongs to; None for DICES."""
+def _family_asked(canned: Query, dataset: str, store: Store) -> Family | None:
+    """The family other than DICES a run is for: the one -d names; with -d all, the one a
+    query of its own belongs to, or the one with its own version of a DICES query when no
+    DICES dataset is ingested. None for DICES."""
     from dices_cli.families import FAMILIES, family_of
+    from dices_cli.queries.catalog import family_queries
 
     if dataset in FAMILIES:
         return FAMILIES[dataset]
     owner = family_of(canned.datasets[0])
     if owner.name == "dices":
-        return None
+        if dataset != "all" or store.available():
+            return None
+        ingested = set(store.ingested())
+        return next(
+            (
+                family
+                for family in _other_families()
+                if ingested & set(family.members) and canned.name in family_queries(family.name)
+            ),
+            None,
+        )
     if dataset != "all":
         raise UsageError(f"{canned.name} applies to {owner.title} only: give -d {owner.name}")
     return owner
