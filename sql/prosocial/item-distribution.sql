@@ -18,16 +18,27 @@
 --   when the top two are equal: one of each) and the Shannon entropy of the split in
 --   bits (0 when all three agree, log2(3) = 1.585 when all differ). Sort by
 --   entropy_bits to find the most contested ones.
+WITH counts AS (  -- per utterance first: the join to items is then one row to one
+    SELECT
+        dataset,
+        item_id,
+        count(*) AS ratings,
+        count(*) FILTER (annotation = 'casual') AS n_casual,
+        count(*) FILTER (annotation = 'needs caution') AS n_needs_caution,
+        count(*) FILTER (annotation = 'needs intervention') AS n_needs_intervention
+    FROM ratings
+    GROUP BY dataset, item_id
+)
 SELECT
     dataset,
     item_id,
-    any_value(source) AS source,
-    any_value(safety_label) AS safety_label,
-    count(*) AS ratings,
-    count(*) FILTER (annotation = 'casual') AS n_casual,
-    count(*) FILTER (annotation = 'needs caution') AS n_needs_caution,
-    count(*) FILTER (annotation = 'needs intervention') AS n_needs_intervention,
-    (n_needs_caution + n_needs_intervention) / count(*) AS share_flagged,
+    source,
+    safety_label,
+    ratings,
+    n_casual,
+    n_needs_caution,
+    n_needs_intervention,
+    (n_needs_caution + n_needs_intervention) / ratings AS share_flagged,
     CASE
         WHEN (n_casual = greatest(n_casual, n_needs_caution, n_needs_intervention))::INTEGER
             + (n_needs_caution = greatest(n_casual, n_needs_caution, n_needs_intervention))::INTEGER
@@ -39,7 +50,6 @@ SELECT
         ELSE 'needs intervention'
     END::annotation_plurality AS plurality,
     entropy_bits(n_casual, n_needs_caution, n_needs_intervention) AS entropy_bits
-FROM ratings
-JOIN items USING (dataset, item_id)
-GROUP BY dataset, item_id, split, dialogue_id, response_id
+FROM items
+JOIN counts USING (dataset, item_id)
 ORDER BY dataset, split, dialogue_id, response_id
