@@ -257,9 +257,9 @@ def _write_prosocial(
         )
     store.check_replaceable("prosocial", force)
     if sum(one.report.rows_valid for one in splits) == 0:
+        names = ", ".join(one.source.name for one in splits)
         raise InvalidInputError(
-            "every line was rejected; nothing was written",
-            splits[0].report,
+            f"{names}: every line was rejected; nothing was written", splits[0].report
         )
     rejects_file = (
         contextlib.nullcontext(None)

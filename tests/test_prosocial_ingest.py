@@ -557,3 +557,15 @@ def test_verify_finds_a_changed_byte_in_a_prosocial_table(
         f"Error: ProsocialDialog: {ratings} is damaged (sha256 {changed_sha}, "
         f"expected {recorded}); ingest the dataset again (`dices ingest FILE --force`)"
     )
+
+
+def test_every_line_rejected_writes_nothing(sample_lines: list[str], tmp_path: Path) -> None:
+    train = write_lines(tmp_path / "train.json", [changed(sample_lines[0], context=5)])
+    data, rejects = tmp_path / "data", tmp_path / "rejects.csv"
+    result = run("ingest", train, "--data", data, "--rejects", rejects)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"Error: {train}: every line was rejected; nothing was written"
+    )
+    assert not (data / "prosocial").exists()
+    assert not rejects.exists()
