@@ -33,7 +33,7 @@ from dices_cli.schema import SCHEMA_VERSION
 from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, open_source
 from dices_cli.store import Store, StoredDataset
 from dices_cli.tables import new_values, split
-from dices_cli.validate import CheckedFile, Progress, check_file, no_progress
+from dices_cli.validate import CheckedFile, Progress, check_file, first_bytes, no_progress
 
 REJECT_FIELDS = ("file", "line", "problems", "record")
 # The option naming the file rejected records go to, for messages about that file.
@@ -157,7 +157,8 @@ def ingest(
     checksum.prefetch(files)
     with contextlib.ExitStack() as opened:
         sources = [opened.enter_context(open_source(path, max_size)) for path in paths]
-        prosocial = [choice == "auto" and is_prosocial(source) for source in sources]
+        firsts = [first_bytes(source) for source in sources]
+        prosocial = [choice == "auto" and is_prosocial(first) for first in firsts]
         if any(prosocial):
             if not all(prosocial):
                 raise UsageError(
@@ -166,7 +167,10 @@ def ingest(
                 )
             splits = [check_split(source, progress) for source in sources]
             return [_write_prosocial(splits, store, force, rejects, progress)]
-        checked_files = [check_file(source, choice, progress) for source in sources]
+        checked_files = [
+            check_file(source, choice, progress, first)
+            for source, first in zip(sources, firsts, strict=True)
+        ]
         return _write(checked_files, store, force, rejects, progress)
 
 

@@ -23,7 +23,6 @@ from dices_cli.prosocial.labels import recomputed_label
 from dices_cli.source import Source
 
 Progress = Callable[[str, float], None]
-RECOGNITION_BYTES = 1 << 20  # the first line must fit: a ProsocialDialog line is a few KB
 FILE_NAMES = [file.name for file in PROSOCIAL.files]
 # The valid rows, typed as the line-by-line reader builds them (the fast path's match).
 ROW_SCHEMA = pl.Schema(
@@ -43,12 +42,12 @@ ROW_SCHEMA = pl.Schema(
 )
 
 
-def is_prosocial(source: Source) -> bool:
-    """True when the source's first line is a JSON object with ProsocialDialog's keys."""
-    first = source.read(RECOGNITION_BYTES).split(b"\n", 1)[0]
+def is_prosocial(first: bytes) -> bool:
+    """True when `first`, a file's first bytes (those a CSV header is read from), begin
+    with a line that is a JSON object with ProsocialDialog's keys."""
     try:
-        return recognises(json.loads(first))
-    except ValueError:  # CSV, or not UTF-8, or a first line longer than we read
+        return recognises(json.loads(first.split(b"\n", 1)[0]))
+    except ValueError:  # CSV, or not UTF-8, or a first line longer than `first`
         return False
 
 
