@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner, Result
 
+from dices_cli.families import FAMILIES
 from dices_cli.main import app
-from dices_cli.queries.catalog import family_queries
+from dices_cli.queries.catalog import family_queries, packaged_sql_directory, parse_query
 
 REPO = Path(__file__).resolve().parents[1]
 ANNOTATIONS = {"casual": 0, "needs caution": 1, "needs intervention": 2}
@@ -198,3 +199,17 @@ def test_with_only_prosocial_ingested_a_query_runs_on_it(tmp_path: Path) -> None
         ],
         ["prosocial", "train", "2", "5", "15", "0.0", "1.0", "0.0"],
     ]
+
+
+def test_each_family_declares_the_queries_its_sql_has() -> None:
+    declared = {name: set(family.queries) for name, family in FAMILIES.items()}
+    top = packaged_sql_directory()
+    dices = {
+        parse_query(path, path.read_text(encoding="utf-8")).name
+        for path in top.glob("*.sql")
+        if not path.name.startswith("_")
+    }
+    assert declared == {
+        "dices": dices,
+        "prosocial": {path.stem for path in (top / "prosocial").glob("*.sql")},
+    }
