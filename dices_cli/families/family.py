@@ -17,6 +17,9 @@ class SourceFile:
 
 @dataclass(frozen=True)
 class Family:
+    """One family's facts (see `dices_cli.families`). Published checksums are not declared
+    here yet: `dices download` (issue 14) brings the files' own."""
+
     name: str
     title: str
     members: tuple[str, ...]  # the stored datasets, as named in DIR and by --dataset

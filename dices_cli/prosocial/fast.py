@@ -3,8 +3,9 @@ column by column. It answers "valid" or "look closer", never which line is wrong
 doubt sends the file to the line-by-line reader (`dices_cli.prosocial.rows`), which names
 every problem with its line.
 
-Measured on a generated train.json (120,236 lines, 94 MB; bench/prosocial.py): the
-line-by-line path takes about 8 s of Python; this one well under a second.
+Measured on a generated train.json (120,236 lines, 94 MB; scripts/make_prosocial.py), on
+a shared 2-core machine: `dices ingest` took 24.6 s reading line by line, 5.3 s with this
+path (2.9 s of CPU; pandas.read_json of the file, reading only: 5.2 s of CPU).
 """
 
 from __future__ import annotations
