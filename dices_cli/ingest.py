@@ -27,25 +27,32 @@ from dices_cli.problems import (
     Problem,
     Report,
 )
+from dices_cli.prosocial import tables as prosocial_tables
+from dices_cli.prosocial.read import CheckedSplit, check_split, is_prosocial, rejected_records
 from dices_cli.schema import SCHEMA_VERSION
 from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, open_source
 from dices_cli.store import Store, StoredDataset
 from dices_cli.tables import new_values, split
-from dices_cli.validate import CheckedFile, Progress, check_file, no_progress
+from dices_cli.validate import CheckedFile, Progress, check_file, first_bytes, no_progress
 
 REJECT_FIELDS = ("file", "line", "problems", "record")
 # The option naming the file rejected records go to, for messages about that file.
 REJECTS = Option("rejects")
 
 
-def write_rejects(checked_files: Sequence[CheckedFile], handle: BinaryIO) -> int:
+def write_rejects(checked_files: Sequence[CheckedFile | CheckedSplit], handle: BinaryIO) -> int:
     """Every rejected record, verbatim, with its problems, as CSV. Returns how many."""
     written = 0
     text = io.TextIOWrapper(handle, newline="", encoding="utf-8", errors="surrogateescape")
     writer = csv.writer(text)
     writer.writerow(REJECT_FIELDS)
     for checked in checked_files:
-        for line, record, problems in _rejected_records(checked):
+        records = (
+            rejected_records(checked)
+            if isinstance(checked, CheckedSplit)
+            else _rejected_records(checked)
+        )
+        for line, record, problems in records:
             described = (
                 "; ".join(
                     f"{p.type} in {p.column}: {p.message}" if p.column else f"{p.type}: {p.message}"
@@ -87,6 +94,8 @@ def _rejected_records(checked: CheckedFile) -> Iterator[tuple[int, bytes, list[P
 class IngestResult:
     report: Report
     stored: StoredDataset
+    # What to tell the user, for a family whose summary is not DICES's (DICES: none).
+    notes: tuple[str, ...] = ()
 
 
 def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
@@ -148,7 +157,20 @@ def ingest(
     checksum.prefetch(files)
     with contextlib.ExitStack() as opened:
         sources = [opened.enter_context(open_source(path, max_size)) for path in paths]
-        checked_files = [check_file(source, choice, progress) for source in sources]
+        firsts = [first_bytes(source) for source in sources]
+        prosocial = [choice == "auto" and is_prosocial(first) for first in firsts]
+        if any(prosocial):
+            if not all(prosocial):
+                raise UsageError(
+                    "ProsocialDialog and DICES files are ingested separately; "
+                    "give the files of one family at a time"
+                )
+            splits = [check_split(source, progress) for source in sources]
+            return [_write_prosocial(splits, store, force, rejects, progress)]
+        checked_files = [
+            check_file(source, choice, progress, first)
+            for source, first in zip(sources, firsts, strict=True)
+        ]
         return _write(checked_files, store, force, rejects, progress)
 
 
@@ -196,7 +218,7 @@ def _write(
     return results
 
 
-def _given_files(checked_files: Sequence[CheckedFile]) -> list[Path]:
+def _given_files(checked_files: Sequence[CheckedFile | CheckedSplit]) -> list[Path]:
     return [checked.source.path for checked in checked_files if checked.source.path is not None]
 
 
@@ -211,3 +233,84 @@ def _refuse_same_dataset_twice(checked_files: Sequence[CheckedFile]) -> None:
                 f"{seen[name]} and {given} are both DICES-{name}; ingest one at a time"
             )
         seen[name] = given
+
+
+def _write_prosocial(
+    splits: list[CheckedSplit],
+    store: Store,
+    force: bool,
+    rejects: Path | None,
+    progress: Progress,
+) -> IngestResult:
+    """Store the ProsocialDialog files of one call as one dataset, DIR/prosocial: all of
+    them or (when any is invalid and there is no rejects file) none."""
+    seen: dict[str, str] = {}
+    for one in splits:
+        if one.split in seen:
+            raise UsageError(
+                f"{seen[one.split]} and {one.source.name} are both the {one.split} split; "
+                "give each split once"
+            )
+        if one.split is not None:
+            seen[one.split] = one.source.name
+    invalid = [one for one in splits if not one.report.ok]
+    if invalid and (rejects is None or not all(one.writable for one in invalid)):
+        first = invalid[0].report
+        raise InvalidInputError(
+            f"{first.path} is not valid ProsocialDialog data; nothing was written", first
+        )
+    store.check_replaceable("prosocial", force)
+    if sum(one.report.rows_valid for one in splits) == 0:
+        names = ", ".join(one.source.name for one in splits)
+        raise InvalidInputError(
+            f"{names}: every line was rejected; nothing was written", splits[0].report
+        )
+    rejects_file = (
+        contextlib.nullcontext(None)
+        if rejects is None
+        else Output.build(
+            Format.CSV, rejects, force, [*_given_files(splits), store.root], REJECTS
+        ).open()
+    )
+    with store.locked(), rejects_file as rejected:
+        if rejected is not None:
+            write_rejects(splits, rejected)
+        store.check_replaceable("prosocial", force)
+        progress("writing ProsocialDialog", 0.8)
+        tables = prosocial_tables.build_tables(splits)
+        stored = store.publish("prosocial", tables, prosocial_tables.manifest(splits, tables))
+    progress("done", 1.0)
+    report = Report(
+        ", ".join(one.report.path for one in splits),
+        "prosocial",
+        [p for one in splits for p in one.report.warnings],
+        rows_read=sum(one.report.rows_read for one in splits),
+        rows_rejected=sum(one.report.rows_rejected for one in splits),
+    )
+    notes = _prosocial_notes(stored, store.link(stored.name), report, rejects)
+    return IngestResult(report, stored, notes)
+
+
+def _prosocial_notes(
+    stored: StoredDataset, link: Path, report: Report, rejects: Path | None
+) -> tuple[str, ...]:
+    counts = stored.manifest["counts"]
+    notes = [
+        f"ProsocialDialog: {_counted(report.rows_read, 'line')} read = "
+        f"{counts['items']:,} written + {report.rows_rejected:,} rejected; "
+        f"{_counted(counts['items'], 'utterance')} in {_counted(counts['dialogues'], 'dialogue')}, "
+        f"{_counted(counts['ratings'], 'annotation')} -> {link}"
+    ]
+    if report.rows_rejected:
+        notes.append(f"  rejected lines and their problems: {rejects}")
+    if mismatches := counts["label_mismatches"]:
+        notes.append(
+            f"  warning: {mismatches:,} of {_counted(counts['items'], 'utterance')} "
+            "carry a published safety_label other than the one their three annotations "
+            "imply; kept as published"
+        )
+    return tuple(notes)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")

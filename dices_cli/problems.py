@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from dices_cli.families import family_of
+
 # Problems kept as records per file; past this, problems are only counted (by type and
 # severity), so that memory is bounded by the data and not by how broken it is: a 2 MB file
 # of a million one-character lines would otherwise hold a million records (700 MB).
@@ -57,9 +59,27 @@ class PredictionProblemType(StrEnum):
     BAD_DISTRIBUTION = "bad-distribution"
 
 
+class JsonProblemType(StrEnum):
+    """What a JSON Lines dataset file (ProsocialDialog, `dices_cli.prosocial`) can hold
+    beyond the problems a CSV has too, which keep their ProblemType."""
+
+    INVALID_JSON = "invalid-json"
+    MISSING_FIELD = "missing-field"
+    UNEXPECTED_FIELD = "unexpected-field"
+    WRONG_TYPE = "wrong-type"
+    WRONG_COUNT = "wrong-count"
+    UNKNOWN_SPLIT = "unknown-split"
+    LABEL_MISMATCH = "label-mismatch"
+
+
 # The types that are always warnings: the rows are kept as they are.
 WARNING_TYPES = frozenset(
-    {ProblemType.INCONSISTENT_OVERALL, ProblemType.NEW_VALUE, ProblemType.INCOMPLETE_DATASET}
+    {
+        ProblemType.INCONSISTENT_OVERALL,
+        ProblemType.NEW_VALUE,
+        ProblemType.INCOMPLETE_DATASET,
+        JsonProblemType.LABEL_MISMATCH,
+    }
 )
 
 
@@ -67,7 +87,7 @@ WARNING_TYPES = frozenset(
 class Problem:
     """One problem in one place. `line` is the file line where the row starts (1 = header)."""
 
-    type: ProblemType | PredictionProblemType
+    type: ProblemType | PredictionProblemType | JsonProblemType
     line: int | None
     column: str | None
     value: str | None
@@ -111,7 +131,10 @@ class Report:
                 self.not_kept[(str(problem.type), str(problem.severity))] += 1
 
     def count_not_kept(
-        self, problem_type: ProblemType | PredictionProblemType, severity: Severity, count: int
+        self,
+        problem_type: ProblemType | PredictionProblemType | JsonProblemType,
+        severity: Severity,
+        count: int,
     ) -> None:
         if count:
             self.not_kept[(str(problem_type), str(severity))] += count
@@ -150,6 +173,6 @@ class Report:
         verdict = "valid" if self.ok else f"{errors} error" + ("s" if errors != 1 else "")
         text = f"{self.path}: {verdict}"
         if self.dataset:
-            text += f" (DICES-{self.dataset})"
+            text += f" ({family_of(self.dataset).title_of(self.dataset)})"
         text += f"; {self.rows_read} rows read, {self.rows_rejected} would be rejected"
         return text + (f" [{counts}]" if counts else "")

@@ -4,7 +4,8 @@ Layout of DIR:
 
     DIR/350 -> .store/350-<stamp>      a symlink to the current version of a dataset
     DIR/.store/350-<stamp>/            items.parquet, raters.parquet, ratings.parquet,
-                                       manifest.json
+                                       manifest.json (each family stores its own tables:
+                                       ProsocialDialog, DIR/prosocial, has no raters)
     DIR/.store/.tmp-*                  a version being written (removed if left behind)
     DIR/.adopting-350                  see `Store._adopt` (put in place if left behind)
     DIR/.lock                          held while a process writes
@@ -45,6 +46,7 @@ from dices_cli.errors import (
     Option,
     system_reason,
 )
+from dices_cli.families import Family, all_members, family_of
 from dices_cli.schema import DATASETS, canonical_names
 
 if TYPE_CHECKING:
@@ -56,19 +58,32 @@ STORE = ".store"
 TEMP_PREFIX = ".tmp-"
 ADOPTING_PREFIX = ".adopting-"
 MANIFEST = "manifest.json"
-TABLES = ("items", "raters", "ratings")  # each stored as TABLE.parquet
+TABLES = family_of("350").tables  # DICES's: each stored as TABLE.parquet
 
-# What the commands read from a manifest: key -> type, or the shape of a nested object.
-MANIFEST_SHAPE: dict[str, Any] = {
-    "dataset": str,
-    "source": {"name": str, "sha256": str},
-    "rows": {"rejected": int},
-    "counts": {"conversations": int, "raters": int, "ratings": int},
-    "header": list,
-    "created": str,
+# What the commands read from a manifest, per family: key -> type, or the shape of a
+# nested object (see `_shape_problem`).
+MANIFEST_SHAPES: dict[str, dict[str, Any]] = {
+    "dices": {
+        "dataset": str,
+        "source": {"name": str, "sha256": str},
+        "rows": {"rejected": int},
+        "counts": {"conversations": int, "raters": int, "ratings": int},
+        "header": list,
+        "created": str,
+    },
+    "prosocial": {
+        "dataset": str,
+        "sources": list,  # one {"split", "name", "path", "size", "sha256", ...} per file
+        "rows": {"rejected": int},
+        "counts": {"items": int, "dialogues": int, "ratings": int, "label_mismatches": int},
+        "created": str,
+    },
 }
-# The "files" record; manifests written before it was added cannot be verified.
-FILES_SHAPE = {f"{table}.parquet": {"size": int, "sha256": str} for table in TABLES}
+
+
+def files_shape(family: Family) -> dict[str, Any]:
+    """The "files" record; manifests written before it was added cannot be verified."""
+    return {f"{table}.parquet": {"size": int, "sha256": str} for table in family.tables}
 
 
 def resolve_data_dir(explicit: Path | None) -> Path:
@@ -84,6 +99,19 @@ class StoredDataset:
 
     name: str
     path: Path
+
+    @property
+    def family(self) -> Family:
+        return family_of(self.name)
+
+    @property
+    def title(self) -> str:
+        """The dataset's name in messages: DICES-350, ProsocialDialog."""
+        return self.family.title_of(self.name)
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return self.family.tables
 
     @functools.cached_property  # a published version never changes
     def manifest(self) -> dict[str, Any]:
@@ -104,15 +132,27 @@ class StoredDataset:
 
     def _manifest_problem(self, manifest: Any) -> str | None:
         """What makes `manifest` unusable for this dataset, if anything."""
-        dataset = DATASETS[self.name]
-        if problem := _shape_problem(manifest, MANIFEST_SHAPE, ""):
+        family = self.family
+        if problem := _shape_problem(manifest, MANIFEST_SHAPES[family.name], ""):
             return problem
         if manifest["dataset"] != self.name:
-            return f"it describes DICES-{manifest['dataset']}"
+            return f"it describes {family.title_of(str(manifest['dataset']))}"
         if "files" in manifest and (
-            problem := _shape_problem(manifest["files"], FILES_SHAPE, "files")
+            problem := _shape_problem(manifest["files"], files_shape(family), "files")
         ):
             return problem
+        if family.name != "dices":  # the rest is about DICES's CSV header
+            return next(
+                filter(
+                    None,
+                    (
+                        _shape_problem(source, {"name": str, "sha256": str}, f"sources[{i}]")
+                        for i, source in enumerate(manifest["sources"])
+                    ),
+                ),
+                None,
+            )
+        dataset = DATASETS[self.name]
         if not isinstance(manifest.get("filter"), dict | None):
             return "filter is neither a JSON object nor null"
         header = manifest["header"]
@@ -131,7 +171,7 @@ class StoredDataset:
         return None
 
     def _damaged(self, path: Path, what: str) -> DamagedDataError:
-        return DamagedDataError(f"DICES-{self.name}: {path} {what}")
+        return DamagedDataError(f"{self.title}: {path} {what}")
 
     def unreadable(self, path: Path, error: Exception) -> DamagedDataError:
         """The error for a stored file that a reader could not decode."""
@@ -144,7 +184,7 @@ class StoredDataset:
         """Refuse a version whose Parquet files are not all there, each with the size the
         manifest records. A stat per file: this catches a missing or truncated file, not a
         changed byte (`verify` reads the files for that)."""
-        for table in TABLES:
+        for table in self.tables:
             self._check_size(self.table_path(table))
 
     def _check_size(self, path: Path) -> None:
@@ -211,11 +251,18 @@ class Store:
         return self.link(name).exists()
 
     def available(self) -> list[str]:
+        """The DICES datasets ingested here (what the DICES queries and reports read)."""
         return [name for name in DATASETS if self.exists(name)]
+
+    def ingested(self) -> list[str]:
+        """Every dataset of every family ingested here."""
+        return [name for name in all_members() if self.exists(name)]
 
     def open(self, name: str) -> StoredDataset:
         if not self.exists(name):
-            raise NotIngestedError(f"DICES-{name} is not ingested in {self.root}", root=self.root)
+            raise NotIngestedError(
+                f"{family_of(name).title_of(name)} is not ingested in {self.root}", root=self.root
+            )
         return StoredDataset(name, self.link(name).resolve())
 
     @contextlib.contextmanager
@@ -267,7 +314,7 @@ class Store:
     def check_replaceable(self, name: str, force: bool) -> None:
         if self.exists(name) and not force:
             raise DatasetExistsError(
-                f"DICES-{name} is already ingested in {self.root}; use ",
+                f"{family_of(name).title_of(name)} is already ingested in {self.root}; use ",
                 Option("force"),
                 " to replace it",
             )
@@ -306,7 +353,8 @@ class Store:
             with contextlib.suppress(OSError):
                 new_link.unlink(missing_ok=True)
             raise DicesError(
-                f"could not write DICES-{name} to {self.root}: {system_reason(error)}; "
+                f"could not write {family_of(name).title_of(name)} to {self.root}: "
+                f"{system_reason(error)}; "
                 "the previous data (if any) is unchanged"
             ) from error
         self._prune(name, keep={final.resolve(), previous})
@@ -357,7 +405,7 @@ _KIND_NAMES = {str: "text", int: "a whole number", list: "a list"}
 
 
 def _shape_problem(value: Any, shape: dict[str, Any], where: str) -> str | None:
-    """How `value` differs from `shape` (see MANIFEST_SHAPE), if it does; `where` names it."""
+    """How `value` differs from `shape` (see MANIFEST_SHAPES), if it does; `where` names it."""
     if not isinstance(value, dict):
         return f"{where or 'it'} is not a JSON object"
     for key, expected in shape.items():
@@ -382,16 +430,22 @@ def _fsync_tree(directory: Path) -> None:
 def inventory(store: Store) -> list[dict[str, Any]]:
     """One record per ingested dataset: what it holds and where it came from."""
     records = []
-    for name in store.available():
+    for name in store.ingested():
         stored = store.open(name)
         manifest = stored.manifest
+        counts = manifest["counts"]
+        # A family without DICES's source or counts says what it has in the same columns:
+        # ProsocialDialog's dialogues are its conversations, and it has no raters.
+        sources = manifest.get("sources") or [manifest["source"]]
         records.append(
             {
                 "dataset": name,
-                **manifest["counts"],
+                "conversations": counts.get("conversations", counts.get("dialogues")),
+                "raters": counts.get("raters"),
+                "ratings": counts["ratings"],
                 "rows_rejected": manifest["rows"]["rejected"],
-                "source": manifest["source"]["name"],
-                "sha256": manifest["source"]["sha256"],
+                "source": ", ".join(source["name"] for source in sources),
+                "sha256": ", ".join(source["sha256"] for source in sources),
                 "ingested": manifest["created"],
                 "filter": (manifest.get("filter") or {}).get("description"),
                 "path": str(stored.path),
@@ -403,7 +457,7 @@ def inventory(store: Store) -> list[dict[str, Any]]:
 def verify(store: Store) -> list[tuple[StoredDataset, list[DamagedDataError]]]:
     """Each ingested dataset with its damaged files, one error each (see
     `StoredDataset.verify`); reads every stored file in full."""
-    names = store.available()
+    names = store.ingested()
     if not names:
         raise NotIngestedError(
             f"nothing is ingested in {store.root}; run `dices ingest FILE` first"

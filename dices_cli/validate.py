@@ -25,6 +25,7 @@ from dices_cli.csvparse import (
 )
 from dices_cli.errors import DicesError
 from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
+from dices_cli.prosocial.read import check_split, is_prosocial
 from dices_cli.schema import DATASETS, Dataset, canonical_names, detect
 from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source
 
@@ -108,17 +109,28 @@ def _choose_dataset(choice: str, header: list[str]) -> Dataset | None:
     return DATASETS[choice] if choice in DATASETS else detect(header)
 
 
+def first_bytes(source: Source) -> bytes:
+    """The first MiB of the text (the room of a CSV header), which also tells a file of
+    another family: read once for both."""
+    try:
+        return prefix(source)
+    except OSError as error:
+        raise DicesError(f"cannot read {source.name}: {error.strerror}") from error
+
+
 def check_file(
-    source: Source, choice: str = "auto", progress: Progress = no_progress
+    source: Source,
+    choice: str = "auto",
+    progress: Progress = no_progress,
+    first: bytes | None = None,
 ) -> CheckedFile:
-    """Read and validate one file. Problems go into the report; nothing raises for bad data."""
+    """Read and validate one file (`first`: its `first_bytes`, if already read). Problems
+    go into the report; nothing raises for bad data."""
     progress(f"reading {source.name}", 0.0)
     checked = CheckedFile(source, Report(source.name, None))
     report = checked.report
     try:
-        header = read_header(prefix(source))
-    except OSError as error:
-        raise DicesError(f"cannot read {source.name}: {error.strerror}") from error
+        header = read_header(first_bytes(source) if first is None else first)
     except EmptyFileError:
         report.problems.append(
             Problem(
@@ -184,4 +196,7 @@ def validate_file(
 ) -> Report:
     """Every problem of one input (a path, or `-` for stdin), without writing anything."""
     with open_source(given, max_size) as source:
-        return check_file(source, choice, progress).report
+        first = first_bytes(source)
+        if choice == "auto" and is_prosocial(first):
+            return check_split(source, progress).report
+        return check_file(source, choice, progress, first).report

@@ -40,6 +40,7 @@ SCRIPTS = {
     "agreement": ["--runs", "1", "--permutations", "10", "--by", "rater_gender"],
     "evaluate": ["--runs", "1", "--bootstrap", "10", "--data", "{tiny}/data"],
     "report": ["--runs", "1", "--permutations", "10", "--data", "{tiny}/data"],
+    "prosocial": ["--runs", "1", "--rows", "200"],
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from typer._click import core as click_core
@@ -24,7 +24,6 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 from dices_cli.commands.options import (
     ColumnsOption,
     DataDir,
-    DatasetOption,
     ExcludeRemoved,
     Force,
     LimitOption,
@@ -42,8 +41,10 @@ from dices_cli.errors import UsageError
 from dices_cli.render import emit, say
 
 if TYPE_CHECKING:
-    from dices_cli.output import Format
+    from dices_cli.families import Family
+    from dices_cli.output import Format, Result
     from dices_cli.queries.catalog import Parameter, ParameterError, Query
+    from dices_cli.store import Store
 
 QUERY_HELP = """Run a canned query: the field's standard questions, as documented SQL.
 
@@ -65,13 +66,21 @@ Examples:
     dices filter-raters --min-quality 0.6 --ids-only | dices query overview --raters -
 """
 
+QueryDataset = Annotated[
+    Literal["all", "350", "990", "prosocial"],
+    typer.Option(
+        "--dataset",
+        "-d",
+        help="Which ingested dataset(s) to query; prosocial for ProsocialDialog's own queries.",
+    ),
+]
 ShowSql = Annotated[
     bool, typer.Option("--show-sql", help="Print the SQL and its parameters to stderr.")
 ]
 
 
 def _options_every_query_takes(
-    dataset: DatasetOption = "all",
+    dataset: QueryDataset = "all",
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
     min_quality: MinQuality = None,
@@ -144,7 +153,7 @@ def _help(query: Query) -> str:
     """The command's help: what `--explain` prints."""
     from rich.markup import escape  # help is drawn with Rich markup; ours is plain text
 
-    datasets = ", ".join(f"DICES-{d}" for d in query.datasets)
+    datasets = _datasets_said(query)
     computed = f"; then computed by {query.compute}" if query.compute else ""
     columns = "\n".join(
         f"  {c.name if c.group_parameter is None else f'({option_name(c.group_parameter)})'}: "
@@ -159,6 +168,26 @@ def _help(query: Query) -> str:
         _chart_help(query),
     ]
     return "\n\n".join(escape(p) for p in paragraphs if p)
+
+
+def _datasets_said(query: Query) -> str:
+    """The datasets a query applies to, and the families whose own version it has."""
+    from dices_cli.families import family_of
+    from dices_cli.queries.catalog import family_queries
+
+    said = ", ".join(family_of(d).title_of(d) for d in query.datasets)
+    for family in _other_families():
+        own = family_queries(family.name).get(query.name)
+        if own is not None and own is not query:
+            sql = f"{own.path.parent.name}/{own.path.name}"
+            said += f"; {family.title} with -d {family.name} ({sql}: its own columns)"
+    return said
+
+
+def _other_families() -> list[Family]:
+    from dices_cli.families import FAMILIES
+
+    return [family for name, family in FAMILIES.items() if name != "dices"]
 
 
 def _chart_help(query: Query) -> str:
@@ -261,20 +290,20 @@ class QueryGroup(TyperGroup):
     """`dices query`: its commands are the catalogue's queries, read when first wanted."""
 
     def list_commands(self, ctx: Any) -> list[str]:
-        from dices_cli.queries.catalog import catalog
+        from dices_cli.queries.catalog import command_queries
 
-        return list(catalog())
+        return list(command_queries())
 
     def get_command(self, ctx: Any, cmd_name: str) -> click_core.Command | None:
-        from dices_cli.queries.catalog import catalog
+        from dices_cli.queries.catalog import command_queries
 
-        query = catalog().get(cmd_name)
+        query = command_queries().get(cmd_name)
         return None if query is None else query_command(query)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        from dices_cli.queries.catalog import UnknownQueryError, get_query
+        from dices_cli.queries.catalog import UnknownQueryError, command_queries, get_query
 
-        if not args[0].startswith("-"):
+        if not args[0].startswith("-") and args[0] not in command_queries():
             try:
                 get_query(args[0])
             except UnknownQueryError as error:
@@ -307,16 +336,23 @@ def query_group(
 
 def _list_queries(fmt: Format | None, output: Path | None, force: bool) -> None:
     from dices_cli.output import Table
-    from dices_cli.queries.catalog import catalog
+    from dices_cli.queries.catalog import command_queries, family_queries
 
     rows = [
         (
             q.name,
-            " ".join(q.datasets),
+            " ".join(
+                dict.fromkeys(
+                    [
+                        *q.datasets,
+                        *(f.name for f in _other_families() if q.name in family_queries(f.name)),
+                    ]
+                )
+            ),
             " ".join(option_name(p.name) for p in q.parameters),
             q.summary,
         )
-        for q in catalog().values()
+        for q in command_queries().values()
     ]
     columns = ["name", "datasets", "parameters", "summary"]
     emit(Table(columns, [False] * 4, rows), fmt, output, title="Canned queries", force=force)
@@ -327,7 +363,7 @@ def _explain(query: Query) -> None:
     from dices_cli.output import Output
 
     lines = [f"{query.name}: {query.summary}", "", query.explanation, ""]
-    lines.append(f"Datasets: {', '.join('DICES-' + d for d in query.datasets)}")
+    lines.append(f"Datasets: {_datasets_said(query)}")
     for parameter in query.parameters:
         default = "required" if parameter.required else f"default {parameter.default or 'none'}"
         kind = parameter.type
@@ -384,6 +420,17 @@ def run_query(
     if fmt is Format.CHART and canned.chart is None:  # before the work
         raise _no_chart(canned)
     inputs = read_paths(data, raters)
+    family = _family_asked(canned, dataset, Store(resolve_data_dir(data)))
+    if family is not None:
+        if exclude_removed or raters is not None or min_quality is not None:
+            raise UsageError(
+                f"{family.lacks('rater ids')}; --exclude-removed, --raters and "
+                "--min-quality choose raters"
+            )
+        Output.build(fmt, output, force, inputs)
+        result = run_family_query(canned, given, family, show_sql, Store(resolve_data_dir(data)))
+        emit_shaped(result, shape, fmt, output, canned.name, force, inputs)
+        return
     Output.build(fmt, output, force, inputs, chart=True)
     try:  # a repeated option's values come as a tuple, () when not given
         parameters = canned.bind(
@@ -413,6 +460,55 @@ def run_query(
     result = session.run(canned, parameters)
     chart = canned.chart.resolved(parameters) if canned.chart is not None else None
     emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart)
+
+
+def _family_asked(canned: Query, dataset: str, store: Store) -> Family | None:
+    """The family other than DICES a run is for: the one -d names; with -d all, the one a
+    query of its own belongs to, or the one with its own version of a DICES query when no
+    DICES dataset is ingested. None for DICES."""
+    from dices_cli.families import FAMILIES, family_of
+    from dices_cli.queries.catalog import family_queries
+
+    if dataset in FAMILIES:
+        return FAMILIES[dataset]
+    owner = family_of(canned.datasets[0])
+    if owner.name == "dices":
+        if dataset != "all" or store.available():
+            return None
+        ingested = set(store.ingested())
+        return next(
+            (
+                family
+                for family in _other_families()
+                if ingested & set(family.members) and canned.name in family_queries(family.name)
+            ),
+            None,
+        )
+    if dataset != "all":
+        raise UsageError(f"{canned.name} applies to {owner.title} only: give -d {owner.name}")
+    return owner
+
+
+def run_family_query(
+    canned: Query, given: dict[str, Any], family: Family, show_sql: bool, store: Store
+) -> Result:
+    """Run the family's own version of `canned`; an option it does not take, or a query it
+    does not have, is a usage error that says what the family lacks."""
+    from dices_cli.queries.catalog import family_queries, render_sql
+    from dices_cli.queries.family import FamilySession
+
+    own = family_queries(family.name).get(canned.name)
+    if own is None:
+        raise UsageError(f"{family.lacks()}; {canned.name} needs them")
+    taken = {p.name for p in own.parameters}
+    for name, value in given.items():
+        if name not in taken and value not in (None, (), []):
+            lacks = family.lacks("rater ids", "demographics")
+            raise UsageError(f"{lacks}; `{canned.name} {option_name(name)}` needs them")
+    parameters = own.bind({k: v for k, v in given.items() if k in taken})
+    if show_sql:
+        say(f"-- parameters: {parameters}\n{render_sql(own)}")
+    return FamilySession(store, family.members[0]).run(own, parameters)
 
 
 def _no_chart(canned: Query) -> UsageError:

@@ -26,6 +26,7 @@ from dices_cli.render import progress_bar, say, show
 
 if TYPE_CHECKING:
     from dices_cli.output import Format
+    from dices_cli.store import StoredDataset
 
 DatasetChoice = Annotated[
     Literal["auto", "350", "990"],
@@ -102,6 +103,8 @@ def ingest(
     """Validate DICES CSV files and store them as typed Parquet.
 
     Each file becomes DIR/350 or DIR/990 (items, raters, ratings and a manifest).
+    ProsocialDialog's JSON Lines files (train.json, valid.json, test.json; any of them,
+    recognised by their content) become one DIR/prosocial (items, ratings, manifest).
     Invalid input is refused whole unless --rejects is given. Writing is atomic: an
     interrupted ingest leaves the previous data as it was.
 
@@ -128,6 +131,10 @@ def ingest(
     with progress_bar(enabled=True) as progress, _max_size_named():
         results = run_ingest(files, store, dataset, force, rejects, progress, limit)
     for result in results:
+        if result.notes:  # a family that words its own summary
+            for note in result.notes:
+                say(note)
+            continue
         report = result.report
         counts = result.stored.manifest["counts"]
         say(
@@ -230,11 +237,12 @@ def info(
 
 def export(
     dataset: Annotated[
-        Literal["350", "990", "all"],
+        Literal["350", "990", "all", "prosocial"],
         typer.Option(
             "--dataset",
             "-d",
-            help="The dataset to write; all (both) for the long and soft-labels layouts.",
+            help="The dataset to write; all (DICES-350 and 990) for the long and soft-labels "
+            "layouts; prosocial (wide only) writes ProsocialDialog's JSON Lines back.",
             show_default=False,
         ),
     ],
@@ -301,6 +309,8 @@ def export(
     The rater selection options (--exclude-removed, --raters, --min-quality) apply to the
     long, soft-labels and judge-bench layouts.
 
+    -d prosocial writes ProsocialDialog back as the JSON Lines it was ingested from.
+
     Examples:
 
         dices export --dataset 350 -o dices_350_roundtrip.csv
@@ -341,6 +351,9 @@ def export(
         return
     store = Store(resolve_data_dir(data))
     stored = store.open(dataset)
+    if dataset == "prosocial":
+        _export_prosocial(stored, fmt, output, force, store.root)
+        return
     source = source_path(stored)
     inputs = [store.root, *([source] if source is not None else [])]
     # The original file is CSV: a terminal gets it too, not a table.
@@ -366,6 +379,12 @@ def _check_layout_options(
     """The export options that the chosen layout does not take, as usage errors."""
     from dices_cli.errors import UsageError
 
+    if dataset == "prosocial" and layout is not Layout.WIDE:
+        raise UsageError(
+            f"ProsocialDialog has no rater ids or demographics; --layout {layout} needs them"
+        )
+    if dataset == "prosocial" and excel_safe:
+        raise UsageError("--excel-safe is for the DICES CSV; ProsocialDialog is JSON Lines")
     if by and layout is not Layout.SOFT_LABELS:
         raise UsageError(f"--by applies to --layout soft-labels, not {layout}")
     if excel_safe and layout is not Layout.WIDE:
@@ -441,6 +460,22 @@ def _export_layout(
         out.write(long_ratings(session))
     else:
         out.write(soft_labels(session, by))
+
+
+def _export_prosocial(
+    stored: StoredDataset, fmt: Format | None, output: Path | None, force: bool, root: Path
+) -> None:
+    """ProsocialDialog goes back as the JSON Lines it came as: its lines, in their order."""
+    from dices_cli.errors import UsageError
+    from dices_cli.output import Format, Output
+    from dices_cli.prosocial.tables import write_jsonl
+
+    inputs = [root, *(Path(s["path"]) for s in stored.manifest["sources"] if s["path"])]
+    out = Output.build(fmt or (None if output else Format.JSONL), output, force, inputs)
+    if out.format is not Format.JSONL:
+        raise UsageError("ProsocialDialog is written back as JSON Lines: pick --format jsonl")
+    with out.open() as handle:
+        write_jsonl(stored, handle)
 
 
 def demo(

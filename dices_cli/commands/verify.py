@@ -43,7 +43,7 @@ def report_damage(store: Store) -> bool:
             say(f"Error: {worded(problem)}")
         if not problems:
             files = len(stored.manifest["files"])
-            say(f"DICES-{stored.name}: ok, {files} files match their SHA-256 in {stored.path}")
+            say(f"{stored.title}: ok, {files} files match their SHA-256 in {stored.path}")
         intact = intact and not problems
     return intact
 

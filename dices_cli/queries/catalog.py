@@ -491,6 +491,25 @@ def _read_catalog(directory: Path) -> dict[str, Query]:
     return queries
 
 
+def family_queries(family: str) -> dict[str, Query]:
+    """The canned queries written for a family other than DICES (`sql/FAMILY/NAME.sql`),
+    by name: the same name as a DICES query where they mean the same."""
+    return _read_catalog(sql_directory() / family)
+
+
+def command_queries() -> dict[str, Query]:
+    """Every query that is a `dices query` command: the DICES catalogue, then the queries
+    that only another family has (by the name of the first family that has it)."""
+    from dices_cli.families import FAMILIES
+
+    commands = dict(catalog())
+    for family in FAMILIES:
+        if family != "dices":
+            for name, query in family_queries(family).items():
+                commands.setdefault(name, query)
+    return commands
+
+
 def get_query(name: str) -> Query:
     queries = catalog()
     if name not in queries:

@@ -1,0 +1,66 @@
+"""The DICES family: DICES-350 and DICES-990, two wide CSV files of one shape.
+
+The columns, enums and published counts live in `dices_cli.schema`, which the DICES path
+reads; this declaration points at them rather than repeating them.
+"""
+
+from __future__ import annotations
+
+from dices_cli.families.family import Family, SourceFile
+from dices_cli.schema import DATASETS, Kind
+
+DICES = Family(
+    name="dices",
+    title="DICES",
+    members=tuple(DATASETS),
+    files=(
+        SourceFile(
+            "diverse_safety_adversarial_dialog_350.csv",
+            "350",
+            DATASETS["350"].published.ratings,
+            "DICES-350: one row per rating, with the rater's demographics and the experts' gold",
+        ),
+        SourceFile(
+            "diverse_safety_adversarial_dialog_990.csv",
+            "990",
+            DATASETS["990"].published.ratings,
+            "DICES-990: one row per rating, with the rater's demographics and locale",
+        ),
+    ),
+    recognised_by="a CSV header that matches one release's columns (dices_cli.schema.detect)",
+    tables=("items", "raters", "ratings"),
+    entities={
+        "items": "one conversation",
+        "raters": "one rater and their demographics",
+        "ratings": "one rater's answers for one conversation",
+    },
+    enums={
+        column.name: column.values
+        for dataset in DATASETS.values()
+        for column in dataset.columns
+        if column.kind is Kind.ENUM
+    },
+    published={
+        name: {
+            "conversations": dataset.published.conversations,
+            "raters": dataset.published.raters,
+            "ratings": dataset.published.ratings,
+        }
+        for name, dataset in DATASETS.items()
+    },
+    queries=(
+        "agreement",
+        "degree-of-harm",
+        "gold-vs-crowd",
+        "gold-vs-crowd-summary",
+        "group-disagreement",
+        "harm-types",
+        "item-distribution",
+        "overview",
+        "qoverall-by-demographic",
+        "rater-quality",
+    ),
+    has_raters=True,
+    has_demographics=True,
+    has_gold=True,  # DICES-350 only; DICES-990 has none (schema.Dataset.has_gold)
+)

@@ -1,0 +1,93 @@
+"""The ProsocialDialog family (Kim et al., EMNLP 2022; CC BY 4.0): three JSON Lines files.
+
+Each line is one utterance of a dialogue: the potentially unsafe `context`, the prosocial
+`response`, its rules-of-thumb, the published `safety_label` and the three crowd workers'
+`safety_annotations` with their reasons. There are no rater ids and no demographics: the
+three annotations are three slots, not three identified people.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dices_cli.families.family import Family, SourceFile
+
+# The stored dataset's name, in DIR and for --dataset.
+MEMBER = "prosocial"
+
+SPLITS = ("train", "valid", "test")  # a file's split is its name's stem
+
+# The published label, from the least to the most severe (the dataset card's order).
+SAFETY_LABELS = (
+    "__casual__",
+    "__possibly_needs_caution__",
+    "__probably_needs_caution__",
+    "__needs_caution__",
+    "__needs_intervention__",
+)
+# One worker's annotation, from the least to the most severe.
+ANNOTATIONS = ("casual", "needs caution", "needs intervention")
+SOURCES = ("socialchemistry", "sbic", "ethics_amt", "ethics_reddit")
+ANNOTATORS_PER_ITEM = 3
+
+# Every key of a line, in the files' order, with the JSON type its value must have: a tuple
+# lists the allowed types (None: JSON null).
+FIELDS: dict[str, tuple[type | None, ...]] = {
+    "context": (str,),
+    "response": (str,),
+    "rots": (list, None),  # of str; may be null or hold empty strings
+    "safety_label": (str,),
+    "safety_annotations": (list,),  # three of ANNOTATIONS
+    "safety_annotation_reasons": (list,),  # three str, in the annotations' order
+    "source": (str,),
+    "etc": (str, None),
+    "dialogue_id": (int,),
+    "response_id": (int,),
+    "episode_done": (bool,),
+}
+# The limits of the stored integer types (dialogue_id BIGINT, response_id INTEGER).
+ID_LIMITS = {"dialogue_id": 2**63, "response_id": 2**31}
+ENUM_FIELDS: dict[str, tuple[str, ...]] = {
+    "safety_label": SAFETY_LABELS,
+    "source": SOURCES,
+}
+
+
+def recognises(first: Any) -> bool:
+    """True when `first`, the first object of a JSON Lines file, has this family's keys."""
+    return isinstance(first, dict) and {"safety_annotations", "dialogue_id", "context"} <= set(
+        first
+    )
+
+
+PROSOCIAL = Family(
+    name=MEMBER,
+    title="ProsocialDialog",
+    members=(MEMBER,),
+    files=(
+        SourceFile("train.json", MEMBER, 120_236, "the training split"),
+        SourceFile("valid.json", MEMBER, 20_416, "the validation split"),
+        SourceFile("test.json", MEMBER, 25_029, "the test split"),
+    ),
+    recognised_by=(
+        "JSON Lines whose first object has the keys context, dialogue_id and "
+        "safety_annotations; the split is the file name's stem (train, valid, test)"
+    ),
+    tables=("items", "ratings"),
+    entities={
+        "items": "one utterance (context and response) of a dialogue, in its split",
+        "ratings": "one of the three crowd annotations of an utterance, with its reason",
+    },
+    enums={
+        "split": SPLITS,
+        "safety_label": SAFETY_LABELS,
+        "safety_label_recomputed": SAFETY_LABELS,
+        "source": SOURCES,
+        "annotation": ANNOTATIONS,
+    },
+    published={MEMBER: {"items": 120_236 + 20_416 + 25_029}},
+    queries=("overview", "item-distribution", "agreement", "source-breakdown", "label-check"),
+    has_raters=False,
+    has_demographics=False,
+    has_gold=False,
+)

@@ -1,0 +1,27 @@
+-- name: label-check
+-- summary: The published safety label against the one the three annotations imply: counts and confusion.
+-- datasets: prosocial
+-- column dataset: The dataset: prosocial.
+-- column safety_label: The published label.
+-- column safety_label_recomputed: The label the three annotations imply (the paper's rule).
+-- column agrees: Whether the two are the same.
+-- column items: Utterances with this pair of labels.
+-- column share: Their share of all utterances.
+-- explanation:
+--   Is each published safety_label the one its three annotations imply? Kim et al. 2022
+--   (section 3, collecting dialogue safety labels) derive the label from the three
+--   workers' annotations: needs intervention when two or more say so, otherwise by the
+--   number saying casual (three: casual, two: possibly needs caution, one: probably
+--   needs caution, none: needs caution). dices stores that recomputed label beside the
+--   published one at ingest and never changes either; this is their confusion table, one
+--   row per pair that occurs, the disagreements flagged.
+SELECT
+    dataset,
+    safety_label,
+    safety_label_recomputed,
+    safety_label = safety_label_recomputed AS agrees,
+    count(*) AS items,
+    count(*) / sum(count(*)) OVER (PARTITION BY dataset) AS share
+FROM items
+GROUP BY dataset, safety_label, safety_label_recomputed
+ORDER BY dataset, safety_label, safety_label_recomputed
