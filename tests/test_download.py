@@ -26,9 +26,13 @@ NAME_350 = "diverse_safety_adversarial_dialog_350.csv"
 NAME_990 = "diverse_safety_adversarial_dialog_990.csv"
 BODY_350 = build("350", items=3, raters=4)
 BODY_990 = build("990", items=3, raters=4)
+# The five real ProsocialDialog rows, shared out over the three splits.
+_REAL_ROWS = Path(__file__).resolve().parents[2] / "shared" / "data" / "prosocial" / "samples.jsonl"
+_LINES = _REAL_ROWS.read_bytes().splitlines(keepends=True) if _REAL_ROWS.exists() else []
 PROSOCIAL = {
-    name: b'{"context": "%s", "response_id": 0}\n' % name.encode()
-    for name in ("train.json", "valid.json", "test.json")
+    "train.json": b"".join(_LINES[:3]),
+    "valid.json": b"".join(_LINES[3:4]),
+    "test.json": b"".join(_LINES[4:]),
 }
 
 
@@ -414,6 +418,29 @@ def test_proxy_from_the_environment(
     assert result.exit_code == 0, result.output
     assert server.requests == [(url, None)]  # the proxy was asked for the whole URL
     assert (tmp_path / NAME_350).read_bytes() == BODY_350
+
+
+@pytest.mark.skipif(not _LINES, reason="needs ../shared/data/prosocial/samples.jsonl")
+def test_all_ingest_fetches_and_ingests_every_family(
+    runner: CliRunner, mirror: Server, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    args = ["download", "all", "--dir", str(tmp_path / "files"), "--ingest", "--data", str(data)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in data.iterdir() if not p.name.startswith(".")) == [
+        "350",
+        "990",
+        "prosocial",
+    ]
+    info = runner.invoke(app, ["query", "overview", "-d", "prosocial", "--data", str(data)])
+    assert info.exit_code == 0, info.output
+    rows = [line.split(",")[:5] for line in info.stdout.splitlines()[1:]]
+    assert rows == [
+        ["prosocial", "train", "1", "3", "9"],
+        ["prosocial", "valid", "1", "1", "3"],
+        ["prosocial", "test", "1", "1", "3"],
+    ]
 
 
 def test_ingest_what_was_fetched(runner: CliRunner, server: Server, tmp_path: Path) -> None:
