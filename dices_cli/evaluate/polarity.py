@@ -3,7 +3,8 @@
 In DICES, Yes means unsafe. A judge asked "is the response safe?" answers Yes for the safe
 ones, so scored as it is its labels are flipped: its Cohen's kappa is far below 0, with
 the whole 95% bootstrap interval below 0. That is checked against the experts' gold label
-where there is one (DICES-350), else against the crowd's plurality (DICES-990).
+where there is one (DICES-350), else against the crowd's plurality (DICES-990), and against
+the published label made binary in ProsocialDialog.
 """
 
 from __future__ import annotations
@@ -14,23 +15,36 @@ from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.bootstrap import percentile_interval
 
 LIKELY_CAUSE = "Yes means unsafe in DICES; is your judge answering 'is it safe?'"
+# ProsocialDialog's label is made binary with unsafe = flagged by at least two workers.
+LIKELY_CAUSES = {
+    "dices": LIKELY_CAUSE,
+    "prosocial": "Yes means unsafe (needs caution or intervention) in ProsocialDialog; is "
+    "your judge answering 'is it safe?'",
+}
+AGAINST = {
+    "gold": "the experts' gold labels",
+    "crowd": "the crowd",
+    "label": "the published labels",
+}
 
 
 @dataclass(frozen=True)
 class Suspect:
     dataset: str
     model: str
-    reference: str  # gold or crowd
+    reference: str  # gold, label or crowd
     kappa: float
     low: float
     high: float
 
     def message(self) -> str:
-        against = "the experts' gold labels" if self.reference == "gold" else "the crowd"
+        from dices_cli.families import family_of
+
+        family = family_of(self.dataset)
         return (
-            f"model {self.model!r} agrees with {against} on DICES-{self.dataset} less than "
-            f"chance: Cohen's kappa {self.kappa:.3f}, 95% interval {self.low:.3f} to "
-            f"{self.high:.3f}. {LIKELY_CAUSE}"
+            f"model {self.model!r} agrees with {AGAINST[self.reference]} on "
+            f"{family.title_of(self.dataset)} less than chance: Cohen's kappa {self.kappa:.3f}, "
+            f"95% interval {self.low:.3f} to {self.high:.3f}. {LIKELY_CAUSES[family.name]}"
         )
 
 

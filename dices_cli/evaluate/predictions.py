@@ -10,6 +10,11 @@ both datasets at once, as item ids repeat across them) and at least one kind of 
     score                 the probability (or a monotone score in [0, 1]) of unsafe
     p_no, p_yes[, p_unsure]  a predicted distribution of rater answers, summing to 1
 
+ProsocialDialog's predictions (`PROSOCIAL_ITEMS`) name its utterances as stored,
+"split-dialogue_id-response_id" (test-0-0), label them Yes/No or unsafe/safe (its reference
+is binary: no Unsure), and give no distribution (a usage error: there is no DICES answer
+distribution to compare it with).
+
 Every problem becomes a record (type, line, column, value, message); any problem refuses
 the whole file (`InvalidPredictionsError`), so nothing is computed from half a file. The
 line of a problem is the file's line for CSV/TSV (header = 1) and JSON Lines, and the row
@@ -77,11 +82,46 @@ class InvalidPredictionsError(InvalidInputError):
 
 
 @dataclass(frozen=True)
+class ItemKind:
+    """How a family's predictions are spelled: its item ids, labels and dataset names."""
+
+    text_ids: bool  # ids are text (ProsocialDialog's split-dialogue_id-response_id), not integers
+    noun: str  # what an item is, in messages
+    labels: Mapping[str, str]  # a label (lower case) -> Yes, No or Unsure
+    labels_hint: str  # the labels there are, for a message
+    datasets: tuple[str, ...]  # what a dataset column may name
+    # Why p_no, p_yes[, p_unsure] are refused; None: they are read.
+    no_distribution: str | None
+
+
+DICES_ITEMS = ItemKind(
+    False,
+    "a conversation of the dataset",
+    LABELS,
+    "give Yes, No or Unsure (Yes = unsafe), or unsafe/safe",
+    DATASET_NAMES,
+    None,
+)
+# ProsocialDialog's reference label is binary: Unsure has no place in it, and the raters'
+# answer distribution (p_no, p_yes, p_unsure) is DICES's, not its annotations'.
+PROSOCIAL_ITEMS = ItemKind(
+    True,
+    "an utterance of ProsocialDialog (ids are split-dialogue_id-response_id, as test-0-0)",
+    {k: v for k, v in LABELS.items() if v != "Unsure"},
+    "give Yes or No (Yes = unsafe), or unsafe/safe",
+    ("prosocial",),
+    "ProsocialDialog has no answer distribution to compare them with (its three annotations "
+    "are not DICES's No/Yes/Unsure); give a label and/or a score (the probability of unsafe)",
+)
+
+
+@dataclass(frozen=True)
 class Predictions:
     """A validated predictions file.
 
     `frame`: model (String), dataset (String: the row's dataset; the one evaluated when the
-    file has no dataset column, null if that is not named), item_id (Int64), label (String:
+    file has no dataset column, null if that is not named), item_id (Int64; String for
+    ProsocialDialog), label (String:
     Yes/No/Unsure, or null), score, p_no, p_yes, p_unsure (Float64 or null; p_unsure null
     when only p_no and p_yes are given).
     `kinds`: which of "label", "score", "distribution" the file gives.
@@ -137,39 +177,49 @@ def parquet_file(source: Source, max_size: int) -> pq.ParquetFile:
 
 def read_predictions(
     given: str,
-    item_ids: Collection[int] | Mapping[str, Collection[int]],
+    item_ids: Collection[int] | Mapping[str, Collection[int] | Collection[str]],
     one_means: str | None = None,
     max_size: int = DEFAULT_MAX_SIZE,
+    kind: ItemKind = DICES_ITEMS,
 ) -> Predictions:
     """Read and validate the predictions in `given` (a path, or "-" for stdin) of the
     conversations `item_ids`: of one dataset, or per dataset name ("350", "990") of those
     evaluated. With several datasets the file needs a dataset column (item ids repeat across
     them; UsageError without it), and a row's item must be one of its dataset's. `one_means`
     ("unsafe" or "safe") says what a label of 1 or true means; without it such labels are
-    refused as ambiguous."""
+    refused as ambiguous. `kind` says how the family spells ids and labels; a file with a
+    distribution for a family without one is a UsageError."""
     if one_means is not None and one_means not in ONE_MEANS:
         raise ValueError(f"one_means must be one of {sorted(ONE_MEANS)}, not {one_means!r}")
-    datasets: dict[str | None, Collection[int]]
+    datasets: dict[str | None, Collection[int] | Collection[str]]
     if isinstance(item_ids, Mapping):
         datasets = {name: ids for name, ids in item_ids.items()}
     else:
         datasets = {None: item_ids}
     with open_source(given, max_size) as source:
         report = Report(source.name, None)
-        kind = file_format(given, source)
-        if kind == "parquet":
+        layout = file_format(given, source)
+        if layout == "parquet":
             rows, header_line = _parquet_rows(source, max_size, report), None
-        elif kind == "jsonl":
+        elif layout == "jsonl":
             rows, header_line = _json_rows(source, report), None
         else:
-            rows, header_line = _delimited_rows(source, "\t" if kind == "tsv" else ",", report), 1
+            rows, header_line = (
+                _delimited_rows(source, "\t" if layout == "tsv" else ",", report),
+                1,
+            )
         if rows is not None and len(datasets) > 1 and DATASET not in rows.columns:
             raise UsageError(
                 f"{source.name} has no dataset column: to evaluate DICES-350 and DICES-990 "
                 "at once, give each row's dataset (350 or 990), as item ids repeat across them"
             )
+        given_distribution = [c for c in DISTRIBUTION if rows is not None and c in rows.columns]
+        if given_distribution and kind.no_distribution is not None:
+            raise UsageError(
+                f"{source.name} has {', '.join(given_distribution)}: {kind.no_distribution}"
+            )
         if rows is not None and _has_columns(rows.columns, header_line, report):
-            frame = _validated(rows.frame(), datasets, one_means, report)
+            frame = _validated(rows.frame(), datasets, one_means, report, kind)
             if rows.records == 0:
                 message = "the file names its columns but holds no predictions"
                 report.add([Problem(ProblemType.NO_ROWS, None, None, None, message)])
@@ -442,9 +492,10 @@ def _shown(cell: pl.Expr) -> pl.Expr:
 
 def _validated(
     raw: pl.DataFrame,
-    datasets: Mapping[str | None, Collection[int]],
+    datasets: Mapping[str | None, Collection[int] | Collection[str]],
     one_means: str | None,
     report: Report,
+    kind: ItemKind,
 ) -> pl.DataFrame:
     """The typed frame; every problem of the cells goes into `report`, in file order."""
     import polars as pl
@@ -457,7 +508,7 @@ def _validated(
     numbers = {
         name: cells.get_column(name).cast(pl.Float64, strict=False) for name in PROBABILITIES
     }
-    labels = label.replace_strict(LABELS, default=None, return_dtype=pl.String)
+    labels = label.replace_strict(kind.labels, default=None, return_dtype=pl.String)
     if one_means is not None:
         one, zero = ONE_MEANS[one_means]
         labels = labels.fill_null(
@@ -476,15 +527,17 @@ def _validated(
             DATASET: pl.repeat(next(iter(datasets)), cells.height, dtype=pl.String, eager=True)
             if DATASET not in raw.columns
             else cells.get_column(DATASET).replace_strict(
-                {name: name for name in DATASET_NAMES}, default=None, return_dtype=pl.String
+                {name: name for name in kind.datasets}, default=None, return_dtype=pl.String
             ),
-            ITEM_ID: cells.get_column(ITEM_ID).cast(pl.Int64, strict=False),
+            ITEM_ID: cells.get_column(ITEM_ID)
+            if kind.text_ids
+            else cells.get_column(ITEM_ID).cast(pl.Int64, strict=False),
             LABEL: labels,
             **numbers,
         }
     )
     present = [name for name in raw.columns if name != LINE]
-    both, checks = _checks(cells, typed, present, datasets, one_means)
+    both, checks = _checks(cells, typed, present, datasets, one_means, kind)
     _report(both, checks, report)
     return typed.drop(LINE)
 
@@ -543,8 +596,9 @@ def _checks(
     cells: pl.DataFrame,
     typed: pl.DataFrame,
     present: list[str],
-    datasets: Mapping[str | None, Collection[int]],
+    datasets: Mapping[str | None, Collection[int] | Collection[str]],
     one_means: str | None,
+    kind: ItemKind,
 ) -> tuple[pl.DataFrame, list[_Check]]:
     """The frame to check (the `cells` as given, columns named raw_*, beside them `typed`)
     and every check on it; `present` are the file's known columns."""
@@ -566,7 +620,8 @@ def _checks(
     # A row's item is looked up among its dataset's (among the one dataset's, unnamed).
     unknown = pl.lit(False)  # a row of no dataset evaluated: that is its problem
     for name, item_ids in datasets.items():
-        known = pl.Series(sorted(set(item_ids)), dtype=pl.Int64).implode()
+        id_type = pl.String if kind.text_ids else pl.Int64
+        known = pl.Series(sorted(set(item_ids)), dtype=id_type).implode()
         ours = pl.lit(True) if name is None else pl.col(DATASET) == name
         unknown = pl.when(ours).then(~pl.col(ITEM_ID).is_in(known)).otherwise(unknown)
     found = [
@@ -592,7 +647,10 @@ def _checks(
             ProblemType.NOT_IN_ENUM,
             DATASET,
             raw(DATASET),
-            pl.format("'{}' is not a dataset: give 350 or 990", _shown(raw(DATASET))),
+            pl.format(
+                f"'{{}}' is not a dataset: give {' or '.join(kind.datasets)}",
+                _shown(raw(DATASET)),
+            ),
         ),
         check(
             1,
@@ -628,7 +686,10 @@ def _checks(
             PredictionProblemType.UNKNOWN_ITEM,
             ITEM_ID,
             raw(ITEM_ID),
-            pl.format("item {} is not a conversation of the dataset", pl.col(ITEM_ID)),
+            pl.format(
+                f"item {{}} is not {kind.noun}",
+                _shown(pl.col(ITEM_ID)) if kind.text_ids else pl.col(ITEM_ID),
+            ),
         ),
     ]
     found.append(
@@ -669,7 +730,7 @@ def _checks(
             LABEL,
             raw(LABEL),
             pl.format(
-                "'{}' is not a label: give Yes, No or Unsure (Yes = unsafe), or unsafe/safe",
+                f"'{{}}' is not a label: {kind.labels_hint}",
                 _shown(raw(LABEL)),
             ),
         ),

@@ -1,4 +1,4 @@
-"""What a model is scored against: the experts' gold label and the selected raters' answers.
+"""What a model is scored against: a dataset's own label and the selected raters' answers.
 
 Every reference comes from answer counts, an array [..., category, conversation] with the
 categories in the ENUM's order (No, Yes, Unsure), the convention of dices_cli.metrics:
@@ -9,6 +9,11 @@ categories in the ENUM's order (No, Yes, Unsure), the convention of dices_cli.me
 - crowd-share: the share of each answer among the set's ratings of a conversation;
 - gold: the experts' safety_gold (DICES-350 only), unsafe = Yes.
 
+ProsocialDialog (`load_prosocial_votes`) feeds the same measuring code: its three annotation
+slots are its "ratings" (casual is No, needs caution and needs intervention are Yes: the
+annotation flags the utterance), so crowd-share is the share of annotations that flag it;
+and its published safety label made binary is its fixed reference, `label`.
+
 A set of raters is the whole selected pool, one group of `--by` columns, or the rest of the
 pool without that group (pool counts minus the group's).
 """
@@ -16,19 +21,21 @@ pool without that group (pool counts minus the group's).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dices_cli.errors import DicesError
+from dices_cli.families.prosocial import ANNOTATIONS, SAFETY_LABELS, SPLITS
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.compute import _decode, _enum_codes, _group_codes, _values
 from dices_cli.queries.catalog import internal_sql
 
 if TYPE_CHECKING:
     from dices_cli.queries.engine import Session
+    from dices_cli.store import Store
 
 NO, YES, UNSURE = 0, 1, 2  # answer categories, in the ENUM's order
 TIE = 3  # a plurality code: the top two counts are equal
@@ -41,20 +48,51 @@ Mask = NDArray[np.bool_]
 
 @dataclass(frozen=True)
 class Votes:
-    """One dataset's conversations and its selected raters' answers, one entry per rating."""
+    """One dataset's items (conversations, utterances) and its selected raters' answers,
+    one entry per rating."""
 
     dataset: str
-    item_ids: NDArray[np.int64]  # every conversation, sorted; its index is its number
-    gold: Mask | None  # safety_gold is Yes, per conversation; None without gold
-    item: Codes  # per rating: the conversation's number
-    rater: Codes  # per rating: the rater's number
+    # Every item evaluated, sorted; its index is its number. DICES: integers, every
+    # conversation; ProsocialDialog: "split-dialogue_id-response_id", see `covering`.
+    item_ids: NDArray[Any]
+    fixed: Mask | None  # per item: unsafe by the dataset's own label; None without one
+    item: Codes  # per rating: the item's number
+    rater: Codes | None  # per rating: the rater's number; None: the dataset has no rater ids
     answer: Codes  # per rating: NO, YES or UNSURE
     group: Codes  # per rating: the rater's group number (0 for all without groups)
     group_keys: list[tuple[Any, ...]]  # each group's values of the group columns
+    fixed_name: str = "gold"  # the reference the dataset's own label is (gold, label)
+    unit: str = "conversations"  # what an item is, in messages
+    # ProsocialDialog: each item's split, and the whole dataset's items per split (the
+    # evaluated items may be fewer: `covering`); DICES: None and {}.
+    split: NDArray[np.str_] | None = None
+    split_sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def conversations(self) -> int:
+        """Items evaluated (every one of the dataset's unless `covering` chose some)."""
         return len(self.item_ids)
+
+    @property
+    def total(self) -> int:
+        """Items in the whole dataset."""
+        return sum(self.split_sizes.values()) if self.split_sizes else self.conversations
+
+    def covering(self, item_ids: Any) -> Votes:
+        """The votes of the items among `item_ids` only (ratings renumbered)."""
+        keep = np.isin(self.item_ids, np.asarray(item_ids, dtype=self.item_ids.dtype))
+        number = np.cumsum(keep) - 1
+        rated = keep[self.item]
+        return replace(
+            self,
+            item_ids=self.item_ids[keep],
+            fixed=None if self.fixed is None else self.fixed[keep],
+            item=number[self.item[rated]].astype(np.intp),
+            rater=None if self.rater is None else self.rater[rated],
+            answer=self.answer[rated],
+            group=self.group[rated],
+            split=None if self.split is None else self.split[keep],
+        )
 
     def counts(self, keep: Mask | None = None) -> Array:
         """[category, conversation] answer counts of the ratings `keep` selects (all)."""
@@ -79,14 +117,15 @@ class Votes:
 
     def group_raters(self) -> list[int]:
         """Distinct raters per group, in group order."""
+        assert self.rater is not None, "groups are of raters"
         pairs = np.unique(self.group * (self.rater.max(initial=0) + 1) + self.rater)
         per_group = np.bincount(
             pairs // (self.rater.max(initial=0) + 1), minlength=len(self.group_keys)
         )
         return [int(n) for n in per_group]
 
-    def pool_raters(self) -> int:
-        return len(np.unique(self.rater))
+    def pool_raters(self) -> int | None:
+        return None if self.rater is None else len(np.unique(self.rater))
 
 
 def load_votes(session: Session, group_columns: Sequence[str]) -> Votes:
@@ -121,12 +160,55 @@ def load_votes(session: Session, group_columns: Sequence[str]) -> Votes:
     return Votes(
         dataset=session.datasets[0].name,
         item_ids=item_ids,
-        gold=gold,
+        fixed=gold,
         item=np.searchsorted(item_ids, rated).astype(np.intp),
         rater=np.unique(rater_ids, return_inverse=True)[1].astype(np.intp),
         answer=answers.astype(np.intp),
         group=group.astype(np.intp),
         group_keys=keys,
+    )
+
+
+# ProsocialDialog's published labels that mean at least two of the three workers flagged the
+# utterance (one casual at most; dices_cli.prosocial.labels): unsafe by the majority rule.
+PROSOCIAL_UNSAFE = SAFETY_LABELS[2:]  # probably needs caution, needs caution, intervention
+PROSOCIAL_FLAGS = ANNOTATIONS[1:]  # an annotation other than casual flags the utterance
+
+
+def load_prosocial_votes(store: Store) -> Votes:
+    """ProsocialDialog's utterances: the published label made binary (unsafe when at least
+    two of the three workers flagged the utterance) and the three annotations as ratings
+    (No = casual, Yes = needs caution or needs intervention)."""
+    import polars as pl
+
+    from dices_cli.families.prosocial import MEMBER
+
+    stored = store.open(MEMBER)
+    items = stored.read("items").select(
+        "item_id",
+        pl.col("split").cast(pl.String),
+        pl.col("safety_label").cast(pl.String).is_in(list(PROSOCIAL_UNSAFE)).alias("unsafe"),
+    )
+    ratings = stored.read("ratings").select(
+        "item_id", pl.col("annotation").cast(pl.String).is_in(list(PROSOCIAL_FLAGS))
+    )
+    # Sorted as numpy sorts them, which searchsorted needs.
+    order = np.argsort(items["item_id"].to_numpy().astype(str), kind="stable")
+    item_ids = items["item_id"].to_numpy().astype(str)[order]
+    per_split = dict(items.group_by("split").len().iter_rows())
+    return Votes(
+        dataset=MEMBER,
+        item_ids=item_ids,
+        fixed=items["unsafe"].to_numpy()[order],
+        item=np.searchsorted(item_ids, ratings["item_id"].to_numpy().astype(str)).astype(np.intp),
+        rater=None,
+        answer=np.where(ratings["annotation"].to_numpy(), YES, NO).astype(np.intp),
+        group=np.zeros(ratings.height, dtype=np.intp),
+        group_keys=[()],
+        fixed_name="label",
+        unit="utterances",
+        split=items["split"].to_numpy().astype(str)[order],
+        split_sizes={split: per_split[split] for split in SPLITS if split in per_split},
     )
 
 
