@@ -377,3 +377,24 @@ def test_dices_against_crowd_share_alone(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["dataset"], r["reference"], r["n"]) for r in rows] == [("350", "crowd-share", 40)]
+
+
+def test_a_bootstrap_too_large_for_memory_is_refused_before_it_allocates(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dices_cli.evaluate import evaluation
+
+    frame = truth(data)
+    path = tmp_path / "p.csv"
+    labelled(frame, "published", pl.col("unsafe")).write_csv(path)
+    # 72 utterances x 1,001 rows = 72,072 cells: past a bound of 50,000, within 72,072.
+    monkeypatch.setattr(evaluation, "MAX_RESAMPLED_CELLS", 50_000)
+    code, stderr = fails(str(path), "-d", "prosocial", "--data", str(data))
+    assert (code, stderr) == (
+        2,
+        "Error: 72 items resampled 1,000 times would take about 5 MB of memory; give "
+        "--bootstrap 693 or less, or predict fewer items\nTry 'dices evaluate -h' for help.\n",
+    )
+    monkeypatch.setattr(evaluation, "MAX_RESAMPLED_CELLS", 72_072)
+    rows, _ = evaluate(data, path, "--bootstrap", "1000")
+    assert rows[0]["accuracy"] == 1.0
