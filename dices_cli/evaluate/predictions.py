@@ -31,12 +31,12 @@ import csv
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from dices_cli.csvparse import _structure_problems
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
-from dices_cli.lines import BOM, MAX_RECORD_BYTES, Lines, RecordTooLongError
+from dices_cli.file_formats import file_format, parquet_file
+from dices_cli.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
 from dices_cli.problems import (
     MAX_KEPT_PROBLEMS,
     SHOWN_CHARS,
@@ -47,11 +47,10 @@ from dices_cli.problems import (
     Report,
     Severity,
 )
-from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, format_size, open_source
+from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source
 
 if TYPE_CHECKING:
     import polars as pl
-    import pyarrow.parquet as pq
 
 MODEL, DATASET, ITEM_ID, LABEL, SCORE = "model", "dataset", "item_id", "label", "score"
 DISTRIBUTION = ("p_no", "p_yes", "p_unsure")
@@ -63,16 +62,6 @@ SUM_TOLERANCE = 1e-6
 LABELS = {"yes": "Yes", "no": "No", "unsure": "Unsure", "unsafe": "Yes", "safe": "No"}
 ONE_OR_TRUE, ZERO_OR_FALSE = ("1", "true"), ("0", "false")
 ONE_MEANS = {"unsafe": ("Yes", "No"), "safe": ("No", "Yes")}  # what 1/true, 0/false become
-FORMATS = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-}
-SNIFF_BYTES = 1 << 16
-PARQUET_MAGIC = b"PAR1"
 BATCH_ROWS = 8192
 LINE = "_line"  # the line of a row, beside the file's own columns
 
@@ -137,42 +126,6 @@ class Predictions:
 
         chosen = pl.col(DATASET).is_null() | (pl.col(DATASET) == dataset)
         return Predictions(self.frame.filter(chosen), self.kinds, self.source)
-
-
-def file_format(given: str, source: Source) -> str:
-    """csv, tsv, jsonl or parquet: by the name's extension (a .gz one's inner extension),
-    else (stdin, an unknown extension) by the first bytes."""
-    name = PurePath(given).name.lower().removesuffix(".gz")
-    for extension, kind in FORMATS.items():
-        if given != STDIN and name.endswith(extension):
-            return kind
-    start = source.read(SNIFF_BYTES)
-    if start.startswith(PARQUET_MAGIC):
-        return "parquet"
-    text = start.removeprefix(BOM).lstrip()
-    if text.startswith(b"{"):
-        return "jsonl"
-    return "tsv" if b"\t" in text.split(b"\n", 1)[0] else "csv"
-
-
-def parquet_file(source: Source, max_size: int) -> pq.ParquetFile:
-    """The source opened as Parquet (a pyarrow ParquetFile), refused when it is not one or
-    when its data would take more than `max_size` bytes once decompressed."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        parquet = pq.ParquetFile(source.text_path)
-    except (pa.ArrowException, OSError) as error:
-        raise DicesError(f"{source.name} cannot be read as Parquet: {error}") from error
-    metadata = parquet.metadata
-    inflated = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
-    if inflated > max_size:
-        raise DicesError(
-            f"{source.name} holds more than {format_size(max_size)} of data once "
-            "decompressed; nothing was read"
-        )
-    return parquet
 
 
 def read_predictions(

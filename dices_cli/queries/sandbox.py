@@ -119,7 +119,7 @@ def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Ta
     its format told as a predictions file's is, its column types inferred."""
     import polars as pl
 
-    from dices_cli.evaluate.predictions import file_format, parquet_file
+    from dices_cli.file_formats import file_format, parquet_file
 
     with open_source(given, max_size) as source:
         kind = file_format(given, source)
