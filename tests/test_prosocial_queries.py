@@ -213,3 +213,34 @@ def test_each_family_declares_the_queries_its_sql_has() -> None:
         "dices": dices,
         "prosocial": {path.stem for path in (top / "prosocial").glob("*.sql")},
     }
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["sql", "select 1", "-d", "prosocial"],
+            "dices sql reads the DICES views only; for ProsocialDialog use its canned queries "
+            "(dices query NAME -d prosocial)",
+        ),
+        (
+            ["filter-raters", "-d", "prosocial"],
+            "ProsocialDialog has no rater ids; dices filter-raters needs them",
+        ),
+        (
+            ["report", "-d", "prosocial", "-o", "never.html"],
+            "ProsocialDialog has no rater ids; dices report needs them",
+        ),
+    ],
+)
+def test_commands_that_need_dices_say_so_in_one_line(
+    arguments: list[str], message: str, generated: Path
+) -> None:
+    result = run(*arguments, "--data", generated / "data")
+    command = arguments[0]
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        f"Error: {message}",
+        f"Try 'dices {command} -h' for help.",
+    ]
+    assert not Path("never.html").exists()

@@ -49,11 +49,28 @@ Force = Annotated[
     typer.Option("--force", help="Overwrite -o FILE if it exists (never an input of the command)."),
 ]
 
-# What a query reads: every canned query and `dices sql`.
+# What a query reads: every canned query and `dices sql`. prosocial is a choice so that a
+# command that cannot take it says why in one line (`dices_only`), not "not one of".
+DICES_DATASETS = ("all", "350", "990")
 DatasetOption = Annotated[
-    Literal["all", "350", "990"],
-    typer.Option("--dataset", "-d", help="Which ingested dataset(s) to query."),
+    Literal["all", "350", "990", "prosocial"],
+    typer.Option(
+        "--dataset", "-d", help="Which ingested dataset(s) to read (DICES: all, 350 or 990)."
+    ),
 ]
+
+
+def dices_only(dataset: str, command: str, reason: str | None = None) -> None:
+    """A usage error (exit 2) saying in one line why `command` cannot take the family of
+    `dataset`: what the family lacks, or `reason`."""
+    if dataset in DICES_DATASETS:
+        return
+    from dices_cli.errors import UsageError
+    from dices_cli.families import family_of
+
+    raise UsageError(reason or f"{family_of(dataset).lacks('rater ids')}; {command} needs them")
+
+
 ExcludeRemoved = Annotated[
     bool,
     typer.Option(

@@ -21,6 +21,7 @@ from dices_cli.commands.options import (
     OutputFormat,
     RatersFile,
     SortOption,
+    dices_only,
     emit_shaped,
     rater_selection,
     read_paths,
@@ -99,6 +100,12 @@ def sql(
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
 
+    dices_only(
+        dataset,
+        "dices sql",
+        "dices sql reads the DICES views only; for ProsocialDialog use its canned queries "
+        "(dices query NAME -d prosocial)",
+    )
     if (statement is None) == (not schema):
         raise UsageError("give either one SELECT statement or --schema")
     shape = Shape.parse(keep_columns, sort, limit)

@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 
 def filter_raters(
     dataset: Annotated[
-        Literal["all", "350", "990"],
-        typer.Option("--dataset", "-d", help="Which ingested dataset(s) to score."),
+        Literal["all", "350", "990", "prosocial"],
+        typer.Option(
+            "--dataset", "-d", help="Which ingested dataset(s) to score (DICES: all, 350 or 990)."
+        ),
     ] = "all",
     min_quality: Annotated[
         float | None,
@@ -96,6 +98,9 @@ def filter_raters(
 
         dices filter-raters -d 350 --audit --format json
     """
+    from dices_cli.commands.options import dices_only
+
+    dices_only(dataset, "dices filter-raters")
     from dices_cli.audit import audit, audit_table
     from dices_cli.quality import (
         RaterFilter,

@@ -15,6 +15,7 @@ from dices_cli.commands.options import (
     Force,
     MinQuality,
     RatersFile,
+    dices_only,
     rater_selection,
     read_paths,
 )
@@ -155,6 +156,7 @@ def report(
     from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
+    dices_only(dataset, "dices report")
     given = {
         "--predictions-dataset": predictions_dataset,
         "--bootstrap": bootstrap,
