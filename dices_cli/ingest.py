@@ -69,6 +69,8 @@ class IngestRequest:
 
 @dataclass(frozen=True)
 class IngestResult:
+    """One stored dataset: the report of its files, where it is, and its summary."""
+
     report: Report
     stored: StoredDataset
     notes: tuple[str, ...]  # what to tell the user of it, one line each
