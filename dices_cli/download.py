@@ -18,6 +18,7 @@ import re
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from http.client import HTTPException, HTTPResponse
@@ -28,18 +29,10 @@ from urllib.parse import urlsplit
 from dices_cli import __version__
 from dices_cli.checksum import Digest, sha256_file
 from dices_cli.errors import DicesError, LockedError, Option, UsageError, system_reason
+from dices_cli.families import FAMILIES
 
 Progress = Callable[[str, float], None]  # (the file being fetched, fraction of it done)
 
-# The DICES repository at the commit that two independent citations of DICES-350 name with
-# the published SHA-256 (google-research-datasets/dices-dataset).
-DICES_COMMIT = "b5596d9edd585361967991a591abc7b11fb1f7a3"
-DICES_BASE = (
-    f"https://raw.githubusercontent.com/google-research-datasets/dices-dataset/{DICES_COMMIT}/"
-)
-# No full commit id of the HuggingFace dataset repository could be confirmed, so its main
-# branch; its files have no published checksums either (each gets a warning with its own).
-PROSOCIAL_BASE = "https://huggingface.co/datasets/allenai/prosocial-dialog/resolve/main/"
 BASE_VARIABLE = "DICES_DOWNLOAD_BASE"  # a mirror of every file, under the same paths
 
 CHUNK = 1 << 16
@@ -51,8 +44,9 @@ RETRIED_STATUSES = (429, 500, 502, 503, 504)
 
 @dataclass(frozen=True)
 class Source:
-    """One published file: where it lives (`base` + `path`), where it goes under the download
-    directory (`file_name`), and what it must be (`size`, `sha256`; None when unpublished)."""
+    """One file to fetch: where it lives (`base` + `path`), where it goes under the download
+    directory (`file_name`), and what it must be (`size`, `sha256`; None when unpublished).
+    Made from a family's declaration (`published_sources`), then perhaps pointed at a mirror."""
 
     dataset: str
     title: str
@@ -67,32 +61,21 @@ class Source:
         return self.base + self.path
 
 
-SOURCES: tuple[Source, ...] = (
-    Source(
-        "350",
-        "DICES-350",
-        "diverse_safety_adversarial_dialog_350.csv",
-        DICES_BASE,
-        "350/diverse_safety_adversarial_dialog_350.csv",
-        31_143_485,
-        "63cb8620eb04e64957f9e45b1f7cb3d079c4eed8e8b28909f46e0b7038ce4301",
-    ),
-    Source(
-        "990",
-        "DICES-990",
-        "diverse_safety_adversarial_dialog_990.csv",
-        DICES_BASE,
-        "990/diverse_safety_adversarial_dialog_990.csv",
-        50_399_432,
-        "14332b6391cdee80383b765c734de3bebf6d8553141ee7d2f47ef0910a12fcf7",
-    ),
-    *(
+def published_sources() -> tuple[Source, ...]:
+    """Every published file of every family, as the families declare them, in their order."""
+    return tuple(
         Source(
-            "prosocial", "ProsocialDialog", f"prosocial/{name}", PROSOCIAL_BASE, name, None, None
+            file.member,
+            family.title_of(file.member),
+            file.saved_as,
+            file.base,
+            file.path,
+            file.size,
+            file.sha256,
         )
-        for name in ("train.json", "valid.json", "test.json")
-    ),
-)
+        for family in FAMILIES.values()
+        for file in family.files
+    )
 
 
 @dataclass(frozen=True)
@@ -108,17 +91,22 @@ def plan(choice: str, url: str | None = None, sha256: str | None = None) -> list
     a single-file dataset from there (a mirror: the published size and checksum still
     apply); a `sha256` replaces the published checksum (a newer release: any size)."""
     base = os.environ.get(BASE_VARIABLE)
+    published = published_sources()
     sources = [
         replace(s, base=base.rstrip("/") + "/") if base else s
-        for s in SOURCES
+        for s in published
         if choice in ("all", s.dataset)
     ]
     if url is None and sha256 is None:
         return sources
     given = Option("url") if url is not None else Option("sha256")
     if len(sources) != 1:
+        files_of = Counter(s.dataset for s in published)
+        single = [dataset for dataset, files in files_of.items() if files == 1]
         raise UsageError(
-            given, f" is for one file, and {choice} has {len(sources)}: name 350 or 990"
+            given,
+            f" is for one file, and {choice} has {len(sources)}: "
+            f"name {', '.join(single[:-1])} or {single[-1]}",
         )
     (source,) = sources
     if url is not None:

@@ -24,8 +24,9 @@ from dices_cli.csvparse import (
     read_header,
 )
 from dices_cli.errors import DicesError
+from dices_cli.families.prosocial import recognises as is_prosocial
 from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
-from dices_cli.prosocial.read import check_split, is_prosocial
+from dices_cli.prosocial.read import check_split
 from dices_cli.schema import DATASETS, Dataset, canonical_names, detect
 from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source
 

@@ -195,9 +195,9 @@ def mirror(server: Server, monkeypatch: pytest.MonkeyPatch) -> Server:
         replace(s, size=len(bodies[s.dataset]), sha256=sha256(bodies[s.dataset]))
         if s.dataset in bodies
         else s
-        for s in download_module.SOURCES
+        for s in download_module.published_sources()
     )
-    monkeypatch.setattr(download_module, "SOURCES", sources)
+    monkeypatch.setattr(download_module, "published_sources", lambda: sources)
     monkeypatch.setenv(download_module.BASE_VARIABLE, server.url + "/mirror")
     server.files = {
         f"/mirror/350/{NAME_350}": BODY_350,
@@ -346,7 +346,7 @@ def test_a_file_of_the_wrong_size_is_refused_as_it_grows(
 ) -> None:
     (source,) = download_module.plan("350")
     small = replace(source, size=100, sha256=sha256(BODY_350[:100]))
-    monkeypatch.setattr(download_module, "SOURCES", (small,))
+    monkeypatch.setattr(download_module, "published_sources", lambda: (small,))
     monkeypatch.setenv(download_module.BASE_VARIABLE, server.url)
     server.files[f"/350/{NAME_350}"] = BODY_350
     result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path)])

@@ -122,31 +122,15 @@ def ingest(
 
     files, limit = _inputs(files, max_size)
     checksum.prefetch(files)  # hashes and counts on a spare core while Polars is imported
-    from dices_cli.checks import warning_lines
     from dices_cli.ingest import ingest as run_ingest
-    from dices_cli.schema import DATASETS
     from dices_cli.store import Store, resolve_data_dir
 
     store = Store(resolve_data_dir(data))
     with progress_bar(enabled=True) as progress, _max_size_named():
         results = run_ingest(files, store, dataset, force, rejects, progress, limit)
     for result in results:
-        if result.notes:  # a family that words its own summary
-            for note in result.notes:
-                say(note)
-            continue
-        report = result.report
-        counts = result.stored.manifest["counts"]
-        say(
-            f"DICES-{result.stored.name}: {report.rows_read:,} rows read = "
-            f"{counts['ratings']:,} written + {report.rows_rejected:,} rejected; "
-            f"{counts['conversations']:,} conversations, {counts['raters']:,} raters "
-            f"-> {store.link(result.stored.name)}"
-        )
-        if report.rows_rejected:
-            say(f"  rejected rows and their problems: {rejects}")
-        for line in warning_lines(DATASETS[result.stored.name], report):
-            say(f"  warning: {line}")
+        for note in result.notes:
+            say(note)
 
 
 def validate(

@@ -9,6 +9,11 @@ from __future__ import annotations
 from dices_cli.families.family import Family, SourceFile
 from dices_cli.schema import DATASETS, Kind
 
+# The DICES repository at the commit that two independent citations of DICES-350 name with
+# the published SHA-256 (google-research-datasets/dices-dataset).
+COMMIT = "b5596d9edd585361967991a591abc7b11fb1f7a3"
+BASE = f"https://raw.githubusercontent.com/google-research-datasets/dices-dataset/{COMMIT}/"
+
 DICES = Family(
     name="dices",
     title="DICES",
@@ -19,15 +24,25 @@ DICES = Family(
             "350",
             DATASETS["350"].published.ratings,
             "DICES-350: one row per rating, with the rater's demographics and the experts' gold",
+            BASE,
+            "350/diverse_safety_adversarial_dialog_350.csv",
+            size=31_143_485,
+            sha256="63cb8620eb04e64957f9e45b1f7cb3d079c4eed8e8b28909f46e0b7038ce4301",
         ),
         SourceFile(
             "diverse_safety_adversarial_dialog_990.csv",
             "990",
             DATASETS["990"].published.ratings,
             "DICES-990: one row per rating, with the rater's demographics and locale",
+            BASE,
+            "990/diverse_safety_adversarial_dialog_990.csv",
+            size=50_399_432,
+            sha256="14332b6391cdee80383b765c734de3bebf6d8553141ee7d2f47ef0910a12fcf7",
         ),
     ),
     recognised_by="a CSV header that matches one release's columns (dices_cli.schema.detect)",
+    recognises=None,  # every file no other family recognises: its checks say what is amiss
+    ingests="dices_cli.ingest:ingest_dices",
     tables=("items", "raters", "ratings"),
     entities={
         "items": "one conversation",

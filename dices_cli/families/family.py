@@ -2,29 +2,55 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One published file of a family: its usual name, what it holds, and its row count."""
+    """One published file of a family: its usual name, what it holds, its row count, and
+    where it is published (`base` + `path`), with its size and SHA-256 when those are
+    published (None: `dices download` shows the file's own SHA-256 to check instead)."""
 
     name: str
     member: str  # the stored dataset it becomes
     rows: int
     description: str
+    base: str  # the address `path` is under, ending in "/"; a mirror keeps the paths
+    path: str
+    size: int | None = None
+    sha256: str | None = None
+    # The folder, under the download directory, that `dices download` puts it in, for a
+    # name that could be another family's (train.json); "": the download directory itself.
+    folder: str = ""
+
+    @property
+    def url(self) -> str:
+        return self.base + self.path
+
+    @property
+    def saved_as(self) -> str:
+        """Where `dices download` puts it, relative to the download directory."""
+        return f"{self.folder}/{self.name}" if self.folder else self.name
 
 
 @dataclass(frozen=True)
 class Family:
-    """One family's facts (see `dices_cli.families`). Published checksums are not declared
-    here yet: `dices download` (issue 14) brings the files' own."""
+    """One family's facts (see `dices_cli.families`)."""
 
     name: str
     title: str
     members: tuple[str, ...]  # the stored datasets, as named in DIR and by --dataset
     files: tuple[SourceFile, ...]
     recognised_by: str  # how a file is recognised as this family's, in words
+    # The same in code: given a file's first bytes (up to 1 MiB), whether it is this
+    # family's. Light (no Polars): it runs before the file is read. None: the family takes
+    # every file that no other family recognises (DICES, whose checks say what is amiss).
+    recognises: Callable[[bytes], bool] | None
+    # "module:function" of what checks and stores the family's files in one `dices ingest`
+    # call (a `dices_cli.ingest.FamilyIngest`); named, not imported, so that declaring a
+    # family imports nothing heavy.
+    ingests: str
     tables: tuple[str, ...]  # each stored as TABLE.parquet
     entities: dict[str, str]  # table -> what one row of it is
     enums: dict[str, tuple[str, ...]]  # column -> values, in their order

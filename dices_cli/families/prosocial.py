@@ -8,12 +8,16 @@ three annotations are three slots, not three identified people.
 
 from __future__ import annotations
 
-from typing import Any
+import json
 
 from dices_cli.families.family import Family, SourceFile
 
 # The stored dataset's name, in DIR and for --dataset.
 MEMBER = "prosocial"
+
+# No full commit id of the HuggingFace dataset repository could be confirmed, so its main
+# branch; its files have no published checksums either (each gets a warning with its own).
+BASE = "https://huggingface.co/datasets/allenai/prosocial-dialog/resolve/main/"
 
 SPLITS = ("train", "valid", "test")  # a file's split is its name's stem
 
@@ -53,11 +57,18 @@ ENUM_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def recognises(first: Any) -> bool:
-    """True when `first`, the first object of a JSON Lines file, has this family's keys."""
-    return isinstance(first, dict) and {"safety_annotations", "dialogue_id", "context"} <= set(
-        first
-    )
+def recognises(first: bytes) -> bool:
+    """True when `first`, a file's first bytes (those a CSV header is read from), begin
+    with a line that is a JSON object with ProsocialDialog's keys."""
+    try:
+        line = json.loads(first.split(b"\n", 1)[0])
+    except ValueError:  # CSV, or not UTF-8, or a first line longer than `first`
+        return False
+    return isinstance(line, dict) and {"safety_annotations", "dialogue_id", "context"} <= set(line)
+
+
+def _split_file(name: str, rows: int, description: str) -> SourceFile:
+    return SourceFile(name, MEMBER, rows, description, BASE, name, folder=MEMBER)
 
 
 PROSOCIAL = Family(
@@ -65,14 +76,16 @@ PROSOCIAL = Family(
     title="ProsocialDialog",
     members=(MEMBER,),
     files=(
-        SourceFile("train.json", MEMBER, 120_236, "the training split"),
-        SourceFile("valid.json", MEMBER, 20_416, "the validation split"),
-        SourceFile("test.json", MEMBER, 25_029, "the test split"),
+        _split_file("train.json", 120_236, "the training split"),
+        _split_file("valid.json", 20_416, "the validation split"),
+        _split_file("test.json", 25_029, "the test split"),
     ),
     recognised_by=(
         "JSON Lines whose first object has the keys context, dialogue_id and "
         "safety_annotations; the split is the file name's stem (train, valid, test)"
     ),
+    recognises=recognises,
+    ingests="dices_cli.prosocial.ingest:ingest_prosocial",
     tables=("items", "ratings"),
     entities={
         "items": "one utterance (context and response) of a dialogue, in its split",

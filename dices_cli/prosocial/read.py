@@ -9,14 +9,13 @@ its number only, and read again for a rejects file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
 import polars as pl
 
-from dices_cli.families.prosocial import PROSOCIAL, SPLITS, recognises
+from dices_cli.families.prosocial import PROSOCIAL, SPLITS
 from dices_cli.problems import JsonProblemType, Problem, ProblemType, Report, Severity
 from dices_cli.prosocial import fast, rows
 from dices_cli.prosocial.labels import recomputed_label
@@ -40,15 +39,6 @@ ROW_SCHEMA = pl.Schema(
         "episode_done": pl.Boolean(),
     }
 )
-
-
-def is_prosocial(first: bytes) -> bool:
-    """True when `first`, a file's first bytes (those a CSV header is read from), begin
-    with a line that is a JSON object with ProsocialDialog's keys."""
-    try:
-        return recognises(json.loads(first.split(b"\n", 1)[0]))
-    except ValueError:  # CSV, or not UTF-8, or a first line longer than `first`
-        return False
 
 
 def split_of(name: str) -> str | None:

@@ -1,0 +1,85 @@
+"""ProsocialDialog's ingester (`dices_cli.ingest.FamilyIngest`): the files of one call
+(train.json, valid.json, test.json; any of them) become one stored dataset, DIR/prosocial."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dices_cli.errors import InvalidInputError, UsageError
+from dices_cli.families.prosocial import MEMBER, PROSOCIAL
+from dices_cli.ingest import IngestRequest, IngestResult, rejects_file, write_rejects
+from dices_cli.problems import Report
+from dices_cli.prosocial import tables
+from dices_cli.prosocial.read import check_split, rejected_records
+from dices_cli.store import StoredDataset
+
+
+def ingest_prosocial(request: IngestRequest) -> list[IngestResult]:
+    """Store the files as DIR/prosocial: all of them or (when any is invalid and there is
+    no rejects file) none."""
+    splits = [check_split(source, request.progress) for source in request.sources]
+    seen: dict[str, str] = {}
+    for one in splits:
+        if one.split in seen:
+            raise UsageError(
+                f"{seen[one.split]} and {one.source.name} are both the {one.split} split; "
+                "give each split once"
+            )
+        if one.split is not None:
+            seen[one.split] = one.source.name
+    invalid = [one for one in splits if not one.report.ok]
+    if invalid and (request.rejects is None or not all(one.writable for one in invalid)):
+        first = invalid[0].report
+        raise InvalidInputError(
+            f"{first.path} is not valid {PROSOCIAL.title} data; nothing was written", first
+        )
+    store = request.store
+    store.check_replaceable(MEMBER, request.force)
+    if sum(one.report.rows_valid for one in splits) == 0:
+        names = ", ".join(one.source.name for one in splits)
+        raise InvalidInputError(
+            f"{names}: every line was rejected; nothing was written", splits[0].report
+        )
+    with store.locked(), rejects_file(request) as rejected:
+        if rejected is not None:
+            write_rejects(((one.source, rejected_records(one)) for one in splits), rejected)
+        store.check_replaceable(MEMBER, request.force)
+        request.progress(f"writing {PROSOCIAL.title}", 0.8)
+        built = tables.build_tables(splits)
+        stored = store.publish(MEMBER, built, tables.manifest(splits, built))
+    request.progress("done", 1.0)
+    report = Report(
+        ", ".join(one.report.path for one in splits),
+        MEMBER,
+        [p for one in splits for p in one.report.warnings],
+        rows_read=sum(one.report.rows_read for one in splits),
+        rows_rejected=sum(one.report.rows_rejected for one in splits),
+    )
+    return [
+        IngestResult(report, stored, _notes(stored, store.link(MEMBER), report, request.rejects))
+    ]
+
+
+def _notes(
+    stored: StoredDataset, link: Path, report: Report, rejects: Path | None
+) -> tuple[str, ...]:
+    counts = stored.manifest["counts"]
+    notes = [
+        f"{PROSOCIAL.title}: {_counted(report.rows_read, 'line')} read = "
+        f"{counts['items']:,} written + {report.rows_rejected:,} rejected; "
+        f"{_counted(counts['items'], 'utterance')} in {_counted(counts['dialogues'], 'dialogue')}, "
+        f"{_counted(counts['ratings'], 'annotation')} -> {link}"
+    ]
+    if report.rows_rejected:
+        notes.append(f"  rejected lines and their problems: {rejects}")
+    if mismatches := counts["label_mismatches"]:
+        notes.append(
+            f"  warning: {mismatches:,} of {_counted(counts['items'], 'utterance')} "
+            "carry a published safety_label other than the one their three annotations "
+            "imply; kept as published"
+        )
+    return tuple(notes)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
