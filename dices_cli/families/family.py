@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -47,9 +47,11 @@ class Family:
     # family's. Light (no Polars): it runs before the file is read. None: the family takes
     # every file that no other family recognises (DICES, whose checks say what is amiss).
     recognises: Callable[[bytes], bool] | None
-    # "module:function" of what checks and stores the family's files in one `dices ingest`
-    # call (a `dices_cli.ingest.FamilyIngest`); named, not imported, so that declaring a
-    # family imports nothing heavy.
+    # "module:function" of what checks one file of the family for `dices validate` (a
+    # `dices_cli.validate.FamilyValidate`), and of what checks and stores the family's
+    # files in one `dices ingest` call (a `dices_cli.ingest.FamilyIngest`); named, not
+    # imported, so that declaring a family imports nothing heavy.
+    validates: str
     ingests: str
     tables: tuple[str, ...]  # each stored as TABLE.parquet
     entities: dict[str, str]  # table -> what one row of it is
@@ -75,5 +77,13 @@ class Family:
         missing = [what for what in wanted or present if not present[what]]
         if not missing:
             return f"{self.title} has {', '.join(wanted or present)}"
-        listed = ", ".join(missing[:-1]) + (" or " if len(missing) > 1 else "") + missing[-1]
-        return f"{self.title} has no {listed}"
+        return f"{self.title} has no {listed(missing, 'or')}"
+
+    def files_of(self, member: str) -> tuple[SourceFile, ...]:
+        """The published files that become the stored dataset `member`."""
+        return tuple(file for file in self.files if file.member == member)
+
+
+def listed(words: Sequence[str], last: str) -> str:
+    """`words` as a sentence lists them: "a, b or c" (`last` "or"), "a and b" ("and")."""
+    return ", ".join(words[:-1]) + (f" {last} " if len(words) > 1 else "") + words[-1]

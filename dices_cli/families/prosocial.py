@@ -85,6 +85,7 @@ PROSOCIAL = Family(
         "safety_annotations; the split is the file name's stem (train, valid, test)"
     ),
     recognises=recognises,
+    validates="dices_cli.prosocial.read:validate_split",
     ingests="dices_cli.prosocial.ingest:ingest_prosocial",
     tables=("items", "ratings"),
     entities={
