@@ -32,6 +32,7 @@ from dices_cli.validate import ValidateRequest
 # The toy format: JSON Lines of {"item": ..., "rating": ...}, one rating a line.
 TOY_LINES = b'{"item": "a", "rating": 1}\n{"item": "a", "rating": 0}\n{"item": "b", "rating": 1}\n'
 TOY_SHA256 = hashlib.sha256(TOY_LINES).hexdigest()
+TOY_CREATED = "2026-01-02T03:04:05+00:00"  # when the toy ingester says it stored a version
 # The first line of a ProsocialDialog file, as far as recognising it goes.
 PROSOCIAL_LINE = b'{"context": "c", "dialogue_id": 0, "safety_annotations": []}\n'
 
@@ -73,11 +74,13 @@ def ingest_toy(request: IngestRequest) -> list[IngestResult]:
     manifest = {
         "dataset": "toy",
         "title": "Toy",
-        "source": [
+        "sources": [
             {"name": source.display_name, "sha256": source.digest().sha256}
             for source in request.sources
         ],
+        "rows": {"read": len(rows), "rejected": 0},
         "counts": {"items": items.height, "ratings": ratings.height},
+        "created": TOY_CREATED,
     }
     store = request.store
     store.check_replaceable("toy", request.force)
@@ -114,6 +117,7 @@ def toy_family(base: str) -> Family:
         entities={"items": "one item", "ratings": "one rating of one item"},
         enums={},
         published={"toy": {"ratings": 3}},
+        manifest={"sources": list, "counts": {"items": int}},
         queries=(),
         has_raters=False,
         has_demographics=False,
@@ -138,13 +142,61 @@ def test_a_family_declared_in_a_test_is_ingested(
     stored = data / "toy"
     manifest = json.loads((stored / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["dataset"] == "toy"
-    assert manifest["source"] == [{"name": "toy.jsonl", "sha256": TOY_SHA256}]
+    assert manifest["sources"] == [{"name": "toy.jsonl", "sha256": TOY_SHA256}]
     assert manifest["counts"] == {"items": 2, "ratings": 3}
     assert sorted(manifest["files"]) == ["items.parquet", "ratings.parquet"]
     for name, record in manifest["files"].items():
         assert record["sha256"] == hashlib.sha256((stored / name).read_bytes()).hexdigest()
     assert pl.read_parquet(stored / "ratings.parquet").rows() == [("a", 1), ("a", 0), ("b", 1)]
     assert pl.read_parquet(stored / "items.parquet").rows() == [("a", 2), ("b", 1)]
+
+
+def test_info_and_verify_read_the_family_from_its_declaration(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its tables (what verify checks) and its manifest's shape (what info reads) are the
+    declaration's: no line of store.py names the toy."""
+    register_toy(monkeypatch)
+    toy, data = tmp_path / "toy.jsonl", tmp_path / "data"
+    toy.write_bytes(TOY_LINES)
+    assert runner.invoke(app, ["ingest", str(toy), "--data", str(data)]).exit_code == 0
+    stored = (data / "toy").resolve()
+    result = runner.invoke(app, ["info", "--data", str(data), "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "dataset,conversations,raters,ratings,rows_rejected,source,sha256,ingested,filter,path\n"
+        f"toy,,,3,0,toy.jsonl,{TOY_SHA256},{TOY_CREATED},,{stored}\n"
+    )
+    result = runner.invoke(app, ["verify", "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"Toy: ok, 2 files match their SHA-256 in {stored}\n"
+    size = json.loads((stored / "manifest.json").read_text())["files"]["ratings.parquet"]["size"]
+    (stored / "ratings.parquet").write_bytes(b"not parquet")
+    result = runner.invoke(app, ["verify", "--data", str(data)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: Toy: {stored / 'ratings.parquet'} is damaged (11 bytes, expected {size}); "
+        "ingest the dataset again (`dices ingest FILE --force`)\n"
+    )
+
+
+def test_a_manifest_without_what_the_declaration_names_is_damaged(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_toy(monkeypatch)
+    toy, data = tmp_path / "toy.jsonl", tmp_path / "data"
+    toy.write_bytes(TOY_LINES)
+    assert runner.invoke(app, ["ingest", str(toy), "--data", str(data)]).exit_code == 0
+    manifest_path = (data / "toy").resolve() / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["counts"]["items"]  # the declaration's, not every family's
+    manifest_path.write_text(json.dumps(manifest))
+    result = runner.invoke(app, ["info", "--data", str(data)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"Error: Toy: {manifest_path} is damaged (it has no counts.items); "
+        "ingest the dataset again (`dices ingest FILE --force`)"
+    )
 
 
 def test_without_its_declaration_the_toy_file_is_not_data(

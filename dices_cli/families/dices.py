@@ -64,6 +64,11 @@ DICES = Family(
         }
         for name, dataset in DATASETS.items()
     },
+    manifest={
+        "source": {"name": str, "sha256": str},
+        "counts": {"conversations": int, "raters": int},
+        "header": list,
+    },
     queries=(
         "agreement",
         "degree-of-harm",
