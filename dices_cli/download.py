@@ -18,7 +18,6 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from http.client import HTTPException, HTTPResponse
@@ -29,7 +28,7 @@ from urllib.parse import urlsplit
 from dices_cli import __version__
 from dices_cli.checksum import Digest, sha256_file
 from dices_cli.errors import DicesError, LockedError, Option, UsageError, system_reason
-from dices_cli.families import FAMILIES
+from dices_cli.families import FAMILIES, listed, single_file_members
 
 Progress = Callable[[str, float], None]  # (the file being fetched, fraction of it done)
 
@@ -101,12 +100,10 @@ def plan(choice: str, url: str | None = None, sha256: str | None = None) -> list
         return sources
     given = Option("url") if url is not None else Option("sha256")
     if len(sources) != 1:
-        files_of = Counter(s.dataset for s in published)
-        single = [dataset for dataset, files in files_of.items() if files == 1]
         raise UsageError(
             given,
             f" is for one file, and {choice} has {len(sources)}: "
-            f"name {', '.join(single[:-1])} or {single[-1]}",
+            f"name {listed(single_file_members(), 'or')}",
         )
     (source,) = sources
     if url is not None:

@@ -1,48 +1,31 @@
 """Ingest dataset files into the data directory as typed Parquet: only what validated.
 
-`ingest` opens the files of one call, tells the family they belong to (`dices_cli.families`:
-the first family whose recogniser knows a file, else the family that takes the rest) and
-hands them to the ingester that family's declaration names. Adding a family adds a
-declaration and its ingester, not a branch here. DICES's ingester is here, beside the
-helpers every ingester shares (the rejects file, the result); ProsocialDialog's is
-`dices_cli.prosocial.ingest`.
+`ingest` opens the files of one call, tells the family they belong to
+(`dices_cli.families.families_of_files`, as `dices validate` does) and hands them to the
+ingester that family's declaration names: DICES's is `dices_cli.dices_ingest`,
+ProsocialDialog's `dices_cli.prosocial.ingest`. Adding a family adds a declaration and its
+ingester, not a branch here. What every ingester shares is here too: the request and the
+result, and the rejects file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-import importlib
 import io
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import BinaryIO, Protocol
 
-import polars as pl
-
-from dices_cli import __version__, checksum
-from dices_cli.checks import warning_lines
-from dices_cli.csvparse import (
-    LINE,
-    LINE_COUNT,
-)
-from dices_cli.errors import InvalidInputError, Option, UsageError
-from dices_cli.families import FAMILIES, Family, family_of
-from dices_cli.lines import verbatim_records
+from dices_cli import checksum
+from dices_cli.errors import Option, UsageError
+from dices_cli.families import families_of_files, listed, named
 from dices_cli.output import Format, Output, check_output
-from dices_cli.problems import (
-    MAX_KEPT_PROBLEMS,
-    WARNING_TYPES,
-    Problem,
-    Report,
-)
-from dices_cli.schema import SCHEMA_VERSION
+from dices_cli.problems import MAX_KEPT_PROBLEMS, Problem, Report
 from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
 from dices_cli.store import Store, StoredDataset
-from dices_cli.tables import new_values, split
-from dices_cli.validate import CheckedFile, Progress, check_file, first_bytes, no_progress
+from dices_cli.validate import Progress, first_bytes, no_progress
 
 REJECT_FIELDS = ("file", "line", "problems", "record")
 # The option naming the file rejected records go to, for messages about that file.
@@ -108,29 +91,14 @@ def ingest(
     with contextlib.ExitStack() as opened:
         sources = [opened.enter_context(open_source(path, max_size)) for path in paths]
         firsts = [first_bytes(source) for source in sources]
-        family = family_of(choice) if choice != "auto" else _family_of_files(firsts)
-        module, _, name = family.ingests.partition(":")
-        ingests: FamilyIngest = getattr(importlib.import_module(module), name)
+        families = families_of_files(firsts, choice)
+        if len(families) > 1:
+            raise UsageError(
+                f"{listed([f.title for f in families], 'and')} files are ingested separately; "
+                "give the files of one family at a time"
+            )
+        ingests: FamilyIngest = named(families[0].ingests)
         return ingests(IngestRequest(sources, firsts, choice, store, force, rejects, progress))
-
-
-def _family_of_files(firsts: Sequence[bytes]) -> Family:
-    """The one family of files whose first bytes are `firsts`: a file is the first family's
-    that recognises it, else the family that takes the rest."""
-    trying = [f for f in FAMILIES.values() if f.recognises is not None]
-    trying += [f for f in FAMILIES.values() if f.recognises is None]
-    found = {
-        next(f.name for f in trying if f.recognises is None or f.recognises(first))
-        for first in firsts
-    }
-    families = [f for f in trying if f.name in found]
-    if len(families) > 1:
-        titles = [f.title for f in families]
-        raise UsageError(
-            f"{', '.join(titles[:-1])} and {titles[-1]} files are ingested separately; "
-            "give the files of one family at a time"
-        )
-    return families[0]
 
 
 def write_rejects(files: Iterable[tuple[Source, Iterable[Rejected]]], handle: BinaryIO) -> int:
@@ -167,123 +135,3 @@ def rejects_file(request: IngestRequest) -> contextlib.AbstractContextManager[Bi
         Format.CSV, request.rejects, request.force, [*given, request.store.root], REJECTS
     )
     return output.open()
-
-
-# DICES: each file is one stored dataset (350 or 990), checked by `dices_cli.validate`.
-
-
-def ingest_dices(request: IngestRequest) -> list[IngestResult]:
-    """DICES's `FamilyIngest`: each file becomes DIR/350 or DIR/990."""
-    checked_files = [
-        check_file(source, request.choice, request.progress, first)
-        for source, first in zip(request.sources, request.firsts, strict=True)
-    ]
-    _refuse_same_dataset_twice(checked_files)
-    invalid = [c for c in checked_files if not c.report.ok]
-    if invalid and (request.rejects is None or not all(c.writable for c in invalid)):
-        first = invalid[0].report
-        raise InvalidInputError(f"{first.path} is not valid DICES data; nothing was written", first)
-    store = request.store
-    for checked in checked_files:
-        assert checked.dataset is not None
-        store.check_replaceable(checked.dataset.name, request.force)
-        if checked.report.rows_valid == 0:
-            raise InvalidInputError(
-                f"{checked.source.name}: every row was rejected; nothing was written",
-                checked.report,
-            )
-    results = []
-    with store.locked(), rejects_file(request) as rejected:
-        if rejected is not None:
-            write_rejects(((c.source, _rejected_records(c)) for c in checked_files), rejected)
-        for checked in checked_files:
-            assert checked.dataset is not None
-            store.check_replaceable(checked.dataset.name, request.force)
-            request.progress(f"writing DICES-{checked.dataset.name}", 0.8)
-            tables = split(checked.dataset, checked.valid_cells())
-            stored = store.publish(checked.dataset.name, tables, _manifest(checked, tables))
-            notes = _dices_notes(checked, stored, store.link(stored.name), request.rejects)
-            results.append(IngestResult(checked.report, stored, notes))
-    request.progress("done", 1.0)
-    return results
-
-
-def _refuse_same_dataset_twice(checked_files: Sequence[CheckedFile]) -> None:
-    seen: dict[str, str] = {}
-    for checked in checked_files:
-        if checked.dataset is None:
-            continue
-        name, given = checked.dataset.name, checked.source.name
-        if name in seen:
-            raise UsageError(
-                f"{seen[name]} and {given} are both DICES-{name}; ingest one at a time"
-            )
-        seen[name] = given
-
-
-def _rejected_records(checked: CheckedFile) -> Iterator[Rejected]:
-    """(line, bytes, problems) of every rejected record, in file order, streamed."""
-    parsed = checked.parsed
-    if parsed is None or checked.rejected is None:
-        return
-    by_line: dict[int, list[Problem]] = {}
-    for problem in checked.report.errors:
-        by_line.setdefault(problem.line or 0, []).append(problem)
-    spans = list(zip(parsed.bad_starts, parsed.bad_line_counts, strict=True))
-    spans += parsed.frame.filter(checked.rejected).select(LINE, LINE_COUNT).iter_rows()
-    with checked.source.open_text() as text:
-        for line, record in verbatim_records(text, spans):
-            yield line, record, by_line.get(line, [])
-
-
-def _dices_notes(
-    checked: CheckedFile, stored: StoredDataset, link: Path, rejects: Path | None
-) -> tuple[str, ...]:
-    assert checked.dataset is not None
-    report = checked.report
-    counts = stored.manifest["counts"]
-    notes = [
-        f"DICES-{stored.name}: {report.rows_read:,} rows read = "
-        f"{counts['ratings']:,} written + {report.rows_rejected:,} rejected; "
-        f"{counts['conversations']:,} conversations, {counts['raters']:,} raters -> {link}"
-    ]
-    if report.rows_rejected:
-        notes.append(f"  rejected rows and their problems: {rejects}")
-    notes += [f"  warning: {line}" for line in warning_lines(checked.dataset, report)]
-    return tuple(notes)
-
-
-def _manifest(checked: CheckedFile, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
-    assert checked.dataset is not None and checked.parsed is not None
-    report = checked.report
-    digest = checked.source.digest()
-    checked.source.check_unchanged()  # the digest describes the bytes that were parsed
-    path = checked.source.path
-    return {
-        "dataset": checked.dataset.name,
-        "title": checked.dataset.title,
-        "source": {
-            "name": checked.source.display_name,
-            "path": None if path is None else str(path.resolve()),
-            "size": digest.size,
-            "sha256": digest.sha256,
-        },
-        "rows": {
-            "read": report.rows_read,
-            "written": tables["ratings"].height,
-            "rejected": report.rows_rejected,
-        },
-        "counts": {
-            "conversations": tables["items"].height,
-            "raters": tables["raters"].height,
-            "ratings": tables["ratings"].height,
-        },
-        "warnings": dict(sorted((t, n) for t, n in report.counts().items() if t in WARNING_TYPES)),
-        # Rater demographics beyond the schema's values: the queries' ENUM types need them.
-        "new_values": new_values(checked.dataset, tables),
-        "header": checked.header,
-        "filter": None,
-        "schema_version": SCHEMA_VERSION,
-        "tool_version": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    }

@@ -60,25 +60,16 @@ ADOPTING_PREFIX = ".adopting-"
 MANIFEST = "manifest.json"
 TABLES = family_of("350").tables  # DICES's: each stored as TABLE.parquet
 
-# What the commands read from a manifest, per family: key -> type, or the shape of a
-# nested object (see `_shape_problem`).
-MANIFEST_SHAPES: dict[str, dict[str, Any]] = {
-    "dices": {
-        "dataset": str,
-        "source": {"name": str, "sha256": str},
-        "rows": {"rejected": int},
-        "counts": {"conversations": int, "raters": int, "ratings": int},
-        "header": list,
-        "created": str,
-    },
-    "prosocial": {
-        "dataset": str,
-        "sources": list,  # one {"split", "name", "path", "size", "sha256", ...} per file
-        "rows": {"rejected": int},
-        "counts": {"items": int, "dialogues": int, "ratings": int, "label_mismatches": int},
-        "created": str,
-    },
+# What the commands read from every family's manifest (`info`, `verify`): key -> type, or the
+# shape of a nested object (see `_shape_problem`); each family declares the rest
+# (`Family.manifest`).
+MANIFEST_SHAPE: dict[str, Any] = {
+    "dataset": str,
+    "rows": {"rejected": int},
+    "counts": {"ratings": int},
+    "created": str,
 }
+SOURCE_SHAPE = {"name": str, "sha256": str}  # one file a version was made from
 
 
 def files_shape(family: Family) -> dict[str, Any]:
@@ -133,7 +124,9 @@ class StoredDataset:
     def _manifest_problem(self, manifest: Any) -> str | None:
         """What makes `manifest` unusable for this dataset, if anything."""
         family = self.family
-        if problem := _shape_problem(manifest, MANIFEST_SHAPES[family.name], ""):
+        if problem := _shape_problem(manifest, MANIFEST_SHAPE, "") or _shape_problem(
+            manifest, family.manifest, ""
+        ):
             return problem
         if manifest["dataset"] != self.name:
             return f"it describes {family.title_of(str(manifest['dataset']))}"
@@ -141,34 +134,17 @@ class StoredDataset:
             problem := _shape_problem(manifest["files"], files_shape(family), "files")
         ):
             return problem
-        if family.name != "dices":  # the rest is about DICES's CSV header
-            return next(
-                filter(
-                    None,
-                    (
-                        _shape_problem(source, {"name": str, "sha256": str}, f"sources[{i}]")
-                        for i, source in enumerate(manifest["sources"])
-                    ),
-                ),
-                None,
-            )
-        dataset = DATASETS[self.name]
         if not isinstance(manifest.get("filter"), dict | None):
             return "filter is neither a JSON object nor null"
-        header = manifest["header"]
-        if not all(isinstance(cell, str) for cell in header):
-            return "header holds a value that is not text"
-        names = canonical_names(dataset, header)
-        for name in dataset.names:
-            if name not in names:
-                return f"its header lacks the column {name}"
-            if names.count(name) > 1:
-                return f"its header names the column {name} twice"
-        if unknown := [
-            cell for cell, name in zip(header, names, strict=True) if name not in dataset.names
-        ]:
-            return f"its header names {unknown[0]!r}, which is not a {dataset.title} column"
-        return None
+        if "sources" not in manifest and "source" not in manifest:
+            return "it has no sources"
+        sources = sources_of(manifest)
+        if not isinstance(sources, list):
+            return "sources is not a list"
+        for i, source in enumerate(sources):
+            if problem := _shape_problem(source, SOURCE_SHAPE, f"sources[{i}]"):
+                return problem
+        return _header_problem(self.name, manifest)
 
     def _damaged(self, path: Path, what: str) -> DamagedDataError:
         return DamagedDataError(f"{self.title}: {path} {what}")
@@ -401,11 +377,39 @@ def _file_records(directory: Path, tables: dict[str, Any]) -> dict[str, dict[str
     return records
 
 
+def sources_of(manifest: dict[str, Any]) -> Any:
+    """The files a version was made from, as its manifest records them: "sources", or
+    DICES's one "source" as a list of one."""
+    return manifest["sources"] if "sources" in manifest else [manifest["source"]]
+
+
+def _header_problem(name: str, manifest: dict[str, Any]) -> str | None:
+    """What is amiss with a DICES manifest's header (the CSV header the export writes back),
+    if anything; None for another family's, which has none."""
+    if name not in DATASETS:
+        return None
+    dataset = DATASETS[name]
+    header = manifest["header"]
+    if not all(isinstance(cell, str) for cell in header):
+        return "header holds a value that is not text"
+    names = canonical_names(dataset, header)
+    for column in dataset.names:
+        if column not in names:
+            return f"its header lacks the column {column}"
+        if names.count(column) > 1:
+            return f"its header names the column {column} twice"
+    if unknown := [
+        cell for cell, column in zip(header, names, strict=True) if column not in dataset.names
+    ]:
+        return f"its header names {unknown[0]!r}, which is not a {dataset.title} column"
+    return None
+
+
 _KIND_NAMES = {str: "text", int: "a whole number", list: "a list"}
 
 
 def _shape_problem(value: Any, shape: dict[str, Any], where: str) -> str | None:
-    """How `value` differs from `shape` (see MANIFEST_SHAPES), if it does; `where` names it."""
+    """How `value` differs from `shape` (see MANIFEST_SHAPE), if it does; `where` names it."""
     if not isinstance(value, dict):
         return f"{where or 'it'} is not a JSON object"
     for key, expected in shape.items():
@@ -434,9 +438,9 @@ def inventory(store: Store) -> list[dict[str, Any]]:
         stored = store.open(name)
         manifest = stored.manifest
         counts = manifest["counts"]
-        # A family without DICES's source or counts says what it has in the same columns:
+        # A family without DICES's counts says what it has in the same columns:
         # ProsocialDialog's dialogues are its conversations, and it has no raters.
-        sources = manifest.get("sources") or [manifest["source"]]
+        sources = sources_of(manifest)
         records.append(
             {
                 "dataset": name,

@@ -1,8 +1,10 @@
 """Validation has one owner: a file in, a `Report` of every problem out.
 
-`check_file` reads one input (structure, header, cells, consistency: the row checks are in
-`dices_cli.checks`) and keeps what a writer needs; `validate_file` is the same for callers
-that want the report alone. Nothing here writes.
+`validate_file` opens one input, tells its family (`dices_cli.families.families_of_files`, as
+ingest does) and calls the validator that family's declaration names. DICES's is here:
+`check_file` reads one DICES file (structure, header, cells, consistency: the row checks
+are in `dices_cli.checks`) and keeps what a writer needs; `validate_dices` is its report
+alone. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import polars as pl
 
@@ -24,9 +27,8 @@ from dices_cli.csvparse import (
     read_header,
 )
 from dices_cli.errors import DicesError
-from dices_cli.families.prosocial import recognises as is_prosocial
+from dices_cli.families import families_of_files, named
 from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
-from dices_cli.prosocial.read import check_split
 from dices_cli.schema import DATASETS, Dataset, canonical_names, detect
 from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source
 
@@ -189,6 +191,28 @@ def check_file(
     return checked
 
 
+@dataclass(frozen=True)
+class ValidateRequest:
+    """One file for `dices validate`, opened: what a family's validator is given."""
+
+    source: Source
+    first: bytes  # its first bytes (`first_bytes`), read once
+    choice: str  # "auto", or the stored dataset the file was said to be
+    progress: Progress
+
+
+class FamilyValidate(Protocol):
+    """What a family's declaration names in `validates`: every problem of the file of
+    `request`, in a report; bad data never raises."""
+
+    def __call__(self, request: ValidateRequest) -> Report: ...
+
+
+def validate_dices(request: ValidateRequest) -> Report:
+    """DICES's `FamilyValidate`."""
+    return check_file(request.source, request.choice, request.progress, request.first).report
+
+
 def validate_file(
     given: str | Path,
     choice: str = "auto",
@@ -198,6 +222,6 @@ def validate_file(
     """Every problem of one input (a path, or `-` for stdin), without writing anything."""
     with open_source(given, max_size) as source:
         first = first_bytes(source)
-        if choice == "auto" and is_prosocial(first):
-            return check_split(source, progress).report
-        return check_file(source, choice, progress, first).report
+        (family,) = families_of_files([first], choice)
+        validates: FamilyValidate = named(family.validates)
+        return validates(ValidateRequest(source, first, choice, progress))

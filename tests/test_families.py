@@ -1,7 +1,8 @@
 """A dataset family is one declaration (issue 14). A toy third family, declared in this
 module and nowhere else (its files and where they are published, its recogniser, its
-ingester), is registered by patching the registry, then ingested by `dices ingest` and
-fetched by `dices download` with no line of ingest.py or download.py written for it."""
+validator, its ingester), is registered by patching the registry, then validated by
+`dices validate`, ingested by `dices ingest`, fetched and listed in the help by
+`dices download`, with no line of validate.py, ingest.py or download.py written for it."""
 
 from __future__ import annotations
 
@@ -25,10 +26,13 @@ from dices_cli import download as download_module
 from dices_cli.families import FAMILIES, Family, SourceFile
 from dices_cli.ingest import IngestRequest, IngestResult
 from dices_cli.main import app
+from dices_cli.problems import Problem, ProblemType, Report
+from dices_cli.validate import ValidateRequest
 
 # The toy format: JSON Lines of {"item": ..., "rating": ...}, one rating a line.
 TOY_LINES = b'{"item": "a", "rating": 1}\n{"item": "a", "rating": 0}\n{"item": "b", "rating": 1}\n'
 TOY_SHA256 = hashlib.sha256(TOY_LINES).hexdigest()
+TOY_CREATED = "2026-01-02T03:04:05+00:00"  # when the toy ingester says it stored a version
 # The first line of a ProsocialDialog file, as far as recognising it goes.
 PROSOCIAL_LINE = b'{"context": "c", "dialogue_id": 0, "safety_annotations": []}\n'
 
@@ -39,6 +43,22 @@ def recognises_toy(first: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(line, dict) and set(line) == {"item", "rating"}
+
+
+def validate_toy(request: ValidateRequest) -> Report:
+    """The toy family's validator: every line's rating is 0 or 1."""
+    report = Report(request.source.name, "toy")
+    with request.source.open_text() as text:
+        for number, line in enumerate(text, start=1):
+            report.rows_read += 1
+            rating = json.loads(line)["rating"]
+            if rating not in (0, 1):
+                report.rows_rejected += 1
+                message = f"a toy rating is 0 or 1, not {rating}"
+                report.problems.append(
+                    Problem(ProblemType.OUT_OF_RANGE, number, "rating", str(rating), message)
+                )
+    return report
 
 
 def ingest_toy(request: IngestRequest) -> list[IngestResult]:
@@ -54,11 +74,13 @@ def ingest_toy(request: IngestRequest) -> list[IngestResult]:
     manifest = {
         "dataset": "toy",
         "title": "Toy",
-        "source": [
+        "sources": [
             {"name": source.display_name, "sha256": source.digest().sha256}
             for source in request.sources
         ],
+        "rows": {"read": len(rows), "rejected": 0},
         "counts": {"items": items.height, "ratings": ratings.height},
+        "created": TOY_CREATED,
     }
     store = request.store
     store.check_replaceable("toy", request.force)
@@ -89,11 +111,13 @@ def toy_family(base: str) -> Family:
         ),
         recognised_by="JSON Lines whose first object has the keys item and rating, no more",
         recognises=recognises_toy,
+        validates=f"{__name__}:validate_toy",
         ingests=f"{__name__}:ingest_toy",
         tables=("items", "ratings"),
         entities={"items": "one item", "ratings": "one rating of one item"},
         enums={},
         published={"toy": {"ratings": 3}},
+        manifest={"sources": list, "counts": {"items": int}},
         queries=(),
         has_raters=False,
         has_demographics=False,
@@ -118,13 +142,61 @@ def test_a_family_declared_in_a_test_is_ingested(
     stored = data / "toy"
     manifest = json.loads((stored / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["dataset"] == "toy"
-    assert manifest["source"] == [{"name": "toy.jsonl", "sha256": TOY_SHA256}]
+    assert manifest["sources"] == [{"name": "toy.jsonl", "sha256": TOY_SHA256}]
     assert manifest["counts"] == {"items": 2, "ratings": 3}
     assert sorted(manifest["files"]) == ["items.parquet", "ratings.parquet"]
     for name, record in manifest["files"].items():
         assert record["sha256"] == hashlib.sha256((stored / name).read_bytes()).hexdigest()
     assert pl.read_parquet(stored / "ratings.parquet").rows() == [("a", 1), ("a", 0), ("b", 1)]
     assert pl.read_parquet(stored / "items.parquet").rows() == [("a", 2), ("b", 1)]
+
+
+def test_info_and_verify_read_the_family_from_its_declaration(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its tables (what verify checks) and its manifest's shape (what info reads) are the
+    declaration's: no line of store.py names the toy."""
+    register_toy(monkeypatch)
+    toy, data = tmp_path / "toy.jsonl", tmp_path / "data"
+    toy.write_bytes(TOY_LINES)
+    assert runner.invoke(app, ["ingest", str(toy), "--data", str(data)]).exit_code == 0
+    stored = (data / "toy").resolve()
+    result = runner.invoke(app, ["info", "--data", str(data), "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "dataset,conversations,raters,ratings,rows_rejected,source,sha256,ingested,filter,path\n"
+        f"toy,,,3,0,toy.jsonl,{TOY_SHA256},{TOY_CREATED},,{stored}\n"
+    )
+    result = runner.invoke(app, ["verify", "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"Toy: ok, 2 files match their SHA-256 in {stored}\n"
+    size = json.loads((stored / "manifest.json").read_text())["files"]["ratings.parquet"]["size"]
+    (stored / "ratings.parquet").write_bytes(b"not parquet")
+    result = runner.invoke(app, ["verify", "--data", str(data)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: Toy: {stored / 'ratings.parquet'} is damaged (11 bytes, expected {size}); "
+        "ingest the dataset again (`dices ingest FILE --force`)\n"
+    )
+
+
+def test_a_manifest_without_what_the_declaration_names_is_damaged(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_toy(monkeypatch)
+    toy, data = tmp_path / "toy.jsonl", tmp_path / "data"
+    toy.write_bytes(TOY_LINES)
+    assert runner.invoke(app, ["ingest", str(toy), "--data", str(data)]).exit_code == 0
+    manifest_path = (data / "toy").resolve() / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["counts"]["items"]  # the declaration's, not every family's
+    manifest_path.write_text(json.dumps(manifest))
+    result = runner.invoke(app, ["info", "--data", str(data)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"Error: Toy: {manifest_path} is damaged (it has no counts.items); "
+        "ingest the dataset again (`dices ingest FILE --force`)"
+    )
 
 
 def test_without_its_declaration_the_toy_file_is_not_data(
@@ -236,7 +308,7 @@ def test_download_names_the_declared_datasets(
     assert result.exit_code == 2
     words = " ".join(result.stderr.replace("│", " ").replace("╭", " ").replace("╰", " ").split())
     assert (
-        "Invalid value for '350|990|prosocial|all': 'nothing' is not one of '350', '990', "
+        "Invalid value for '350|990|prosocial|toy|all': 'nothing' is not one of '350', '990', "
         "'prosocial', 'toy', 'all'." in words
     ), words
     result = runner.invoke(app, ["download", "all", "--url", "http://127.0.0.1/x"])
@@ -247,9 +319,61 @@ def test_download_names_the_declared_datasets(
     )
 
 
-def test_declarations_import_nothing_heavy_and_name_ingesters_that_exist() -> None:
-    """families/ is on the start-up path: facts and light recognisers only; the ingester a
-    declaration names is imported when a file of the family is ingested."""
+def test_a_family_declared_in_a_test_is_validated(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_toy(monkeypatch)
+    toy = tmp_path / "toy.jsonl"
+    toy.write_bytes(TOY_LINES)
+    result = runner.invoke(app, ["validate", str(toy)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "file,type,severity,line,column,value,message\n"
+    assert result.stderr == f"{toy}: valid (Toy); 3 rows read, 0 would be rejected\n"
+
+
+def test_a_broken_file_of_the_family_gets_its_validators_message(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its own validator's, not DICES's: validate dispatches as ingest does."""
+    register_toy(monkeypatch)
+    toy = tmp_path / "toy.jsonl"
+    toy.write_bytes(TOY_LINES + b'{"item": "c", "rating": 7}\n')
+    result = runner.invoke(app, ["validate", str(toy)])
+    assert result.exit_code == 1
+    assert result.stdout == (
+        "file,type,severity,line,column,value,message\n"
+        f'{toy},out-of-range,error,4,rating,7,"a toy rating is 0 or 1, not 7"\n'
+    )
+    assert result.stderr == (
+        f"{toy}: 1 error (Toy); 4 rows read, 1 would be rejected [1 out-of-range]\n"
+    )
+
+
+def test_download_help_lists_the_declared_datasets(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer import rich_utils
+
+    register_toy(monkeypatch)
+    monkeypatch.setattr(rich_utils, "MAX_WIDTH", 240)  # each help on one line
+    result = runner.invoke(app, ["download", "--help"])
+    assert result.exit_code == 0
+    assert "Usage: dices download [OPTIONS] {350|990|prosocial|toy|all}" in result.stdout
+    lines = [" ".join(line.strip(" │").split()) for line in result.stdout.splitlines()]
+    assert (
+        "* 350|990|prosocial|toy|all <350|990|prosocial|toy|all> "
+        "What to fetch: 350, 990, prosocial (three files), toy or all. [required]"
+    ) in lines, result.stdout
+    assert (
+        "--url <str> Fetch the one file of 350, 990 or toy from URL (a mirror): "
+        "it must still be the published file, unless --sha256 is given."
+    ) in lines, result.stdout
+
+
+def test_declarations_import_nothing_heavy_and_name_code_that_exists() -> None:
+    """families/ is on the start-up path: facts and light recognisers only; the validator
+    and the ingester a declaration names are imported when a file of the family is
+    validated or ingested."""
     code = (
         "import sys, dices_cli.families\n"
         "print(sorted(m for m in ('polars', 'duckdb', 'pyarrow', 'numpy', 'rich') "
@@ -258,8 +382,9 @@ def test_declarations_import_nothing_heavy_and_name_ingesters_that_exist() -> No
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert shown.stdout == "[]\n"
     for family in FAMILIES.values():
-        module, _, name = family.ingests.partition(":")
-        assert callable(getattr(importlib.import_module(module), name)), family.name
+        for dotted in (family.validates, family.ingests):
+            module, _, name = dotted.partition(":")
+            assert callable(getattr(importlib.import_module(module), name)), dotted
     catch_all = [f.name for f in FAMILIES.values() if f.recognises is None]
     assert catch_all == ["dices"]
 

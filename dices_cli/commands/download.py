@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer._click import core as click_core
 from typer._click import types as click_types
+from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from dices_cli.commands.options import DataDir
 from dices_cli.render import progress_bar, say
@@ -20,31 +21,68 @@ DEFAULT_TIMEOUT = 30.0  # dices_cli.download.DEFAULT_TIMEOUT, spelled for --help
 DEFAULT_RETRIES = 4  # dices_cli.download.DEFAULT_RETRIES
 
 
+def _choices() -> tuple[str, ...]:
+    from dices_cli.families import all_members
+
+    return (*all_members(), "all")
+
+
 class _Declared(click_types.ParamType):
     """A dataset some family declares files of, or "all": a choice read from the
     declarations when the command runs, so that a new family needs no edit here."""
 
-    name = "350|990|prosocial|all"  # as the help shows it: the families of this release
+    name = "dataset"
+
+    def get_metavar(
+        self, param: click_core.Parameter, ctx: click_core.Context | None = None
+    ) -> str:
+        return f"<{'|'.join(_choices())}>"
 
     def convert(
         self, value: str, param: click_core.Parameter | None, ctx: click_core.Context | None
     ) -> str:
-        from dices_cli.families import all_members
-
-        choices = (*all_members(), "all")
+        choices = _choices()
         if value not in choices:
             self.fail(f"{value!r} is not one of {', '.join(map(repr, choices))}.", param, ctx)
         return value
 
 
+# How many files a dataset is published as, in the help's words (digits from 10).
+_COUNTS = ("", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+class _DownloadCommand(TyperCommand):
+    """`dices download`, whose DATASET argument and --url help are drawn from the families'
+    declarations each time the command is built (every run), so that a new family shows in
+    --help with no edit here: Typer takes help text as fixed strings."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from dices_cli.families import FAMILIES, listed, single_file_members
+
+        super().__init__(*args, **kwargs)
+        fetched = [
+            f"{member} ({_COUNTS[files] if files < len(_COUNTS) else files} files)"
+            if files > 1
+            else member
+            for family in FAMILIES.values()
+            for member in family.members
+            if (files := len(family.files_of(member)))
+        ]
+        for param in self.params:
+            if isinstance(param, TyperArgument) and param.name == "dataset":
+                param.metavar = "|".join(_choices())
+                param.help = f"What to fetch: {listed([*fetched, 'all'], 'or')}."
+            elif isinstance(param, TyperOption) and param.name == "url":
+                param.help = (
+                    f"Fetch the one file of {listed(single_file_members(), 'or')} from URL "
+                    "(a mirror): it must still be the published file, unless --sha256 is given."
+                )
+
+
 def download(
     dataset: Annotated[
         str,
-        typer.Argument(
-            metavar="350|990|prosocial|all",
-            help="What to fetch: 350, 990, prosocial (three files) or all.",
-            click_type=_Declared(),
-        ),
+        typer.Argument(click_type=_Declared()),  # its metavar and help: _DownloadCommand
     ],
     directory: Annotated[
         Path,
@@ -59,12 +97,7 @@ def download(
     data: DataDir = None,
     url: Annotated[
         str | None,
-        typer.Option(
-            "--url",
-            help="Fetch the one file of 350 or 990 from URL (a mirror): it must still be the "
-            "published file, unless --sha256 is given.",
-            show_default=False,
-        ),
+        typer.Option("--url", show_default=False),  # its help: _DownloadCommand
     ] = None,
     sha256: Annotated[
         str | None,
@@ -157,4 +190,4 @@ def _report(fetched: list[Fetched]) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command(no_args_is_help=True)(download)
+    app.command(cls=_DownloadCommand, no_args_is_help=True)(download)

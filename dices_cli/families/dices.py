@@ -42,7 +42,8 @@ DICES = Family(
     ),
     recognised_by="a CSV header that matches one release's columns (dices_cli.schema.detect)",
     recognises=None,  # every file no other family recognises: its checks say what is amiss
-    ingests="dices_cli.ingest:ingest_dices",
+    validates="dices_cli.validate:validate_dices",
+    ingests="dices_cli.dices_ingest:ingest_dices",
     tables=("items", "raters", "ratings"),
     entities={
         "items": "one conversation",
@@ -62,6 +63,11 @@ DICES = Family(
             "ratings": dataset.published.ratings,
         }
         for name, dataset in DATASETS.items()
+    },
+    manifest={
+        "source": {"name": str, "sha256": str},
+        "counts": {"conversations": int, "raters": int},
+        "header": list,
     },
     queries=(
         "agreement",

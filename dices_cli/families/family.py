@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -47,14 +48,20 @@ class Family:
     # family's. Light (no Polars): it runs before the file is read. None: the family takes
     # every file that no other family recognises (DICES, whose checks say what is amiss).
     recognises: Callable[[bytes], bool] | None
-    # "module:function" of what checks and stores the family's files in one `dices ingest`
-    # call (a `dices_cli.ingest.FamilyIngest`); named, not imported, so that declaring a
-    # family imports nothing heavy.
+    # "module:function" of what checks one file of the family for `dices validate` (a
+    # `dices_cli.validate.FamilyValidate`), and of what checks and stores the family's
+    # files in one `dices ingest` call (a `dices_cli.ingest.FamilyIngest`); named, not
+    # imported, so that declaring a family imports nothing heavy.
+    validates: str
     ingests: str
     tables: tuple[str, ...]  # each stored as TABLE.parquet
     entities: dict[str, str]  # table -> what one row of it is
     enums: dict[str, tuple[str, ...]]  # column -> values, in their order
     published: dict[str, dict[str, int]]  # member -> count name -> published count
+    # What the commands read from a stored version's manifest beyond what every family's
+    # holds (`dices_cli.store.MANIFEST_SHAPE`): key -> type, or the shape of a nested object.
+    # The files it was made from are "sources", a list, or DICES's one "source".
+    manifest: dict[str, Any]
     queries: tuple[str, ...]  # the canned queries that apply
     has_raters: bool
     has_demographics: bool
@@ -75,5 +82,13 @@ class Family:
         missing = [what for what in wanted or present if not present[what]]
         if not missing:
             return f"{self.title} has {', '.join(wanted or present)}"
-        listed = ", ".join(missing[:-1]) + (" or " if len(missing) > 1 else "") + missing[-1]
-        return f"{self.title} has no {listed}"
+        return f"{self.title} has no {listed(missing, 'or')}"
+
+    def files_of(self, member: str) -> tuple[SourceFile, ...]:
+        """The published files that become the stored dataset `member`."""
+        return tuple(file for file in self.files if file.member == member)
+
+
+def listed(words: Sequence[str], last: str) -> str:
+    """`words` as a sentence lists them: "a, b or c" (`last` "or"), "a and b" ("and")."""
+    return ", ".join(words[:-1]) + (f" {last} " if len(words) > 1 else "") + words[-1]

@@ -85,6 +85,7 @@ PROSOCIAL = Family(
         "safety_annotations; the split is the file name's stem (train, valid, test)"
     ),
     recognises=recognises,
+    validates="dices_cli.prosocial.read:validate_split",
     ingests="dices_cli.prosocial.ingest:ingest_prosocial",
     tables=("items", "ratings"),
     entities={
@@ -99,6 +100,10 @@ PROSOCIAL = Family(
         "annotation": ANNOTATIONS,
     },
     published={MEMBER: {"items": 120_236 + 20_416 + 25_029}},
+    manifest={
+        "sources": list,  # one {"split", "name", "path", "size", "sha256", ...} per file
+        "counts": {"items": int, "dialogues": int, "label_mismatches": int},
+    },
     queries=("overview", "item-distribution", "agreement", "source-breakdown", "label-check"),
     has_raters=False,
     has_demographics=False,

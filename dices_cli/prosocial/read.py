@@ -9,7 +9,7 @@ its number only, and read again for a rejects file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -20,8 +20,8 @@ from dices_cli.problems import JsonProblemType, Problem, ProblemType, Report, Se
 from dices_cli.prosocial import fast, rows
 from dices_cli.prosocial.labels import recomputed_label
 from dices_cli.source import Source
+from dices_cli.validate import Progress, ValidateRequest
 
-Progress = Callable[[str, float], None]
 FILE_NAMES = [file.name for file in PROSOCIAL.files]
 # The valid rows, typed as the line-by-line reader builds them (the fast path's match).
 ROW_SCHEMA = pl.Schema(
@@ -98,6 +98,12 @@ def check_split(source: Source, progress: Progress) -> CheckedSplit:
             Problem(ProblemType.NO_ROWS, None, None, None, "the file holds no lines")
         )
     return checked
+
+
+def validate_split(request: ValidateRequest) -> Report:
+    """ProsocialDialog's `dices_cli.validate.FamilyValidate`: one file, whichever split its
+    name says."""
+    return check_split(request.source, request.progress).report
 
 
 def _check_labels(checked: CheckedSplit) -> None:

@@ -96,7 +96,7 @@ def write_jsonl(stored: StoredDataset, handle: BinaryIO, split: str | None = Non
 
 
 def manifest(checked: Sequence[CheckedSplit], tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
-    """The manifest of a ProsocialDialog version (see `dices_cli.store.MANIFEST_SHAPES`)."""
+    """The manifest of a ProsocialDialog version (its shape: `PROSOCIAL.manifest`)."""
     from datetime import UTC, datetime
 
     from dices_cli import __version__
