@@ -8,32 +8,116 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib
 import os
 import sys
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from dices_cli import __version__
-from dices_cli.commands import data, download, evaluate, query, raters, report, verify
 from dices_cli.commands.options import quiet_option
 from dices_cli.commands.wording import worded
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 
 STDOUT_FAILURES = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
+RICH_MARKUP_MODE: Literal["rich"] = "rich"
+
+# Every command, in the order `dices --help` lists them: its name, the module of
+# dices_cli.commands whose `register(app)` makes it, and the one-line help `dices --help`
+# shows (the first paragraph of the command's own help; a test keeps them equal).
+# A command's module is imported, and Typer builds its options, only when the command runs
+# or shows its own help (`DicesGroup.get_command`), never to list it: `dices sql` no longer
+# imports the other six modules nor builds their commands (importing dices_cli.main took
+# 130 ms of the 0.75 s before the first bytes of `dices sql ... | head -c 100`).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ingest": ("data", "Validate DICES CSV files and store them as typed Parquet."),
+    "validate": (
+        "data",
+        "Check DICES CSV files without ingesting them; list every problem found.",
+    ),
+    "info": (
+        "data",
+        "Show what is ingested: per dataset, conversations, raters, ratings, source and checksum.",
+    ),
+    "export": (
+        "data",
+        "Write an ingested dataset back as the original wide CSV, or in a layout other tools read.",
+    ),
+    "demo": (
+        "data",
+        "Ingest the small sample that ships with dices and show a short tour. Works offline.",
+    ),
+    "download": (
+        "download",
+        "Fetch the official files, verify their size and SHA-256, print their paths.",
+    ),
+    "verify": (
+        "verify",
+        "Check that every stored file is intact: its size and SHA-256 as recorded at ingest.",
+    ),
+    "sql": ("query", "Run your own read-only SQL over the ingested data."),
+    "filter-raters": (
+        "raters",
+        "Score every rater's quality, keep the good ones, and audit what the filter changes.",
+    ),
+    "evaluate": (
+        "evaluate",
+        "Score a model's predictions against the experts and the raters of DICES, or against "
+        "ProsocialDialog's published labels and annotations.",
+    ),
+    "report": (
+        "report",
+        "Write one HTML report: charts of the canned queries, with the numbers behind each.",
+    ),
+    "query": ("query", "Run a canned query: the field's standard questions, as documented SQL."),
+}
+
+
+class ListedCommand(TyperCommand):
+    """A command not loaded yet, as the list of commands shows it: its name and one-line help."""
 
 
 class DicesGroup(TyperGroup):
     """Turns core exceptions into `Error: ...` and an exit code, and a closed pipe into exit 0.
 
-    Every command, and dices itself, takes -q/--quiet.
+    Every command, and dices itself, takes -q/--quiet. The commands are listed from
+    `COMMANDS` and loaded one module at a time, when one of them is wanted.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for command in [self, *self.commands.values()]:
+        self.params.append(quiet_option())
+        self.listing = False  # drawing the list of commands: no module needs loading
+        for name, (_module, one_line) in COMMANDS.items():
+            self.commands.setdefault(name, ListedCommand(name, help=one_line))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = self.commands.get(cmd_name)
+        if isinstance(command, ListedCommand) and not self.listing:
+            self._load(COMMANDS[cmd_name][0])
+            command = self.commands[cmd_name]
+        return command
+
+    def _load(self, module_name: str) -> None:
+        """Make the commands of dices_cli.commands.`module_name` as Typer makes them for an app
+        they are registered with, each with -q/--quiet."""
+        import typer.main
+
+        module = importlib.import_module(f"dices_cli.commands.{module_name}")
+        registry = typer.Typer(rich_markup_mode=RICH_MARKUP_MODE)
+        module.register(registry)
+        for name, command in typer.main.get_group(registry).commands.items():
             command.params.append(quiet_option())
+            self.commands[name] = command
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from dices_cli.render import set_quiet
@@ -104,7 +188,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=RICH_MARKUP_MODE,
 )
 
 
@@ -124,15 +208,6 @@ def main(
     ] = False,
 ) -> None:
     """Validated Parquet and canned queries for the DICES crowd safety ratings."""
-
-
-data.register(app)
-download.register(app)
-verify.register(app)
-query.register(app)
-raters.register(app)
-evaluate.register(app)
-report.register(app)
 
 
 def run() -> None:

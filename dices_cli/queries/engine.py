@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -58,6 +58,15 @@ _Result = TypeVar("_Result")
 
 # The schema of the tables behind the views: a query sees them only by naming it.
 INTERNAL = "internal"
+# The views, in the order they are made, each with the views it reads. items, raters and
+# ratings read the stored tables of their own name (internal.items_350, ...).
+VIEWS: dict[str, tuple[str, ...]] = {
+    "items": (),
+    "raters": (),
+    "ratings": (),
+    "ratings_wide": ("ratings", "raters", "items"),
+}
+STORED_TABLES = ("items", "raters", "ratings")
 
 
 def _enum_type(column: Column) -> str:
@@ -154,7 +163,12 @@ class Session:
     """One DuckDB connection with the views above, for the datasets asked for.
 
     The stored files are read by DuckDB's Parquet reader, or, with `scan`, through the
-    Arrow object `scan(stored, path)` makes of each (`dices_cli.queries.sandbox`)."""
+    Arrow object `scan(stored, path)` makes of each (`dices_cli.queries.sandbox`).
+
+    `named`, the tables one statement names (`statement_tables`), limits the session to
+    the views it names and the views and stored tables they read (`views_and_tables`): the
+    stored files of the others are not opened. `connection` is the DuckDB connection to
+    build on, a new one by default."""
 
     def __init__(
         self,
@@ -163,6 +177,8 @@ class Session:
         selection: RaterSelection | None = None,
         materialize: bool = False,
         scan: Callable[[StoredDataset, Path], object] | None = None,
+        named: Collection[str] | None = None,
+        connection: duckdb.DuckDBPyConnection | None = None,
     ) -> None:
         import duckdb
 
@@ -170,14 +186,15 @@ class Session:
         if not self.datasets:
             raise DicesError("no dataset selected")
         self.selection = selection or RaterSelection()
-        self.con: duckdb.DuckDBPyConnection = duckdb.connect(":memory:")
+        self.con: duckdb.DuckDBPyConnection = connection or duckdb.connect(":memory:")
         stored = [store.open(dataset.name) for dataset in self.datasets]
         for name, values in enum_types(_new_values(stored)).items():
             self.con.execute(f"CREATE TYPE {name} AS ENUM ({_literals(values)})")
         self.con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
         self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({_literals(list(DATASETS))})")
-        self._load(stored, materialize, scan)
-        self._create_views()
+        views, tables = views_and_tables(named)
+        self._load(stored, materialize, scan, tables)
+        self._create_views(views)
         self.con.execute(prelude())
 
     def _load(
@@ -185,6 +202,7 @@ class Session:
         stored_datasets: list[StoredDataset],
         materialize: bool,
         scan: Callable[[StoredDataset, Path], object] | None,
+        tables: Collection[str],
     ) -> None:
         import duckdb
 
@@ -203,9 +221,11 @@ class Session:
         try:
             for stored in stored_datasets:
                 stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
-                for table in ("items", "raters", "ratings"):
+                for table in STORED_TABLES:
                     path = stored.table_path(table)
                     name = f"{table}_{stored.name}"
+                    if table not in tables and name not in tables:
+                        continue
                     try:
                         relation = (
                             self.con.read_parquet(str(path))
@@ -232,12 +252,14 @@ class Session:
             conditions.append(f"rater_id IN (SELECT rater_id FROM {INTERNAL}.keep)")
         return " WHERE " + " AND ".join(conditions) if conditions else ""
 
-    def _create_views(self) -> None:
+    def _create_views(self, views: Collection[str]) -> None:
         for entity, view in (
             (Entity.ITEM, "items"),
             (Entity.RATER, "raters"),
             (Entity.RATING, "ratings"),
         ):
+            if view not in views:
+                continue
             # Every column of both datasets, whichever are selected: the same view for any -d.
             columns = _view_columns(entity, list(DATASETS.values()))
             selects = []
@@ -255,10 +277,11 @@ class Session:
                     f"FROM {INTERNAL}.{view}_{dataset.name}{where}"
                 )
             self.con.execute(f"CREATE VIEW {view} AS " + "\nUNION ALL\n".join(selects))
-        self.con.execute(
-            "CREATE VIEW ratings_wide AS SELECT * FROM ratings "
-            "JOIN raters USING (dataset, rater_id) JOIN items USING (dataset, item_id)"
-        )
+        if "ratings_wide" in views:
+            self.con.execute(
+                "CREATE VIEW ratings_wide AS SELECT * FROM ratings "
+                "JOIN raters USING (dataset, rater_id) JOIN items USING (dataset, item_id)"
+            )
 
     def schema(self) -> Table:
         """One row per column of the views (and published_removed): its type, and an
@@ -326,6 +349,22 @@ class Session:
         return compute(self._fetch(sql, named, _arrow), parameters)
 
 
+def views_and_tables(named: Collection[str] | None) -> tuple[set[str], set[str]]:
+    """The views a statement naming the tables `named` (lower case) needs, with the views
+    they read, and the stored tables behind them: the view's name (`items`, one per dataset)
+    or the stored table's own (`items_350`, named as `internal.items_350`). Every view and
+    stored table for None, or for a statement that names none of them (`SELECT 1`)."""
+    every = set(VIEWS), set(STORED_TABLES)
+    if named is None:
+        return every
+    views = {name for name in named if name in VIEWS}
+    views |= {read for view in views for read in VIEWS[view]}
+    stored = {f"{table}_{name}" for table in STORED_TABLES for name in DATASETS} & set(named)
+    if not views and not stored:
+        return every
+    return views, (views & set(STORED_TABLES)) | stored
+
+
 def _new_values(stored_datasets: Iterable[StoredDataset]) -> dict[str, list[str]]:
     """The values the datasets' files brought beyond the schema's, per column, in dataset
     order (the union, when both datasets are selected)."""
@@ -391,10 +430,13 @@ def open_session(
     needs: Sequence[str] = ("350", "990"),
     columns: Sequence[str] = (),
     scan: Callable[[StoredDataset, Path], object] | None = None,
+    named: Collection[str] | None = None,
+    connection: duckdb.DuckDBPyConnection | None = None,
 ) -> Session:
     """A session over the `chosen_datasets`, seeing the raters of a resolved `selection`
-    (`dices_cli.selection.resolve` turns a minimum quality into rater ids first)."""
+    (`dices_cli.selection.resolve` turns a minimum quality into rater ids first); `named`
+    and `connection` as for `Session`."""
     if selection is not None and selection.min_quality is not None:
         raise ValueError("a minimum quality must be resolved into rater ids first")
     chosen = chosen_datasets(store, dataset, needs, columns)
-    return Session(store, chosen, selection, materialize, scan)
+    return Session(store, chosen, selection, materialize, scan, named, connection)

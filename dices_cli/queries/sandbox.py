@@ -1,7 +1,8 @@
 """`dices sql`: ad-hoc, read-only SQL over the views.
 
-Only a single SELECT is accepted. The stored files are opened first, each as an Arrow
-stream (`ParquetStream`) that Arrow reads while the query runs, and the user's own tables
+Only a single SELECT is accepted. The stored files it reads are opened first (those of
+the views it names, `statement_tables`), each as an Arrow stream (`ParquetStream`) that
+Arrow reads while the query runs, and the user's own tables
 (`user_tables`: files read by dices, as a predictions file is) are loaded into memory;
 then the connection is locked down: no access to files, URLs or extensions, no temporary
 directory, configuration frozen.
@@ -24,6 +25,7 @@ from dices_cli.store import Store, StoredDataset
 if TYPE_CHECKING:
     from pathlib import Path
 
+    import duckdb
     import pyarrow as pa
 
 MIN_TIMEOUT = 0.1  # seconds
@@ -51,6 +53,14 @@ LOCKDOWN = (
 ESCAPE_HATCHES = ("allowed_directories", "allowed_paths", "allowed_configs")
 
 
+# Words of a statement that may see tables it does not name in a FROM clause: the
+# catalogue (SHOW TABLES, DESCRIBE, duckdb_views(), information_schema, pragma_table_info)
+# or a table named by a value (query_table). Such a statement gets every view.
+SEES_THE_CATALOGUE = re.compile(
+    r"duckdb_|information_schema|pg_|sqlite_|pragma|query_table|show|describe|summarize",
+    re.IGNORECASE,
+)
+
 # The names a query already knows: the views, and the schema of the tables behind them.
 TAKEN_NAMES = ("items", "raters", "ratings", "ratings_wide", "published_removed", "internal")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -64,15 +74,15 @@ class QueryTimeoutError(DicesError):
     """The statement ran longer than the time allowed."""
 
 
-def check_single_select(sql: str) -> None:
-    """Refuse anything but one SELECT, before any data is loaded."""
+def check_single_select(sql: str, parser: duckdb.DuckDBPyConnection) -> None:
+    """Refuse anything but one SELECT, before any data is loaded (`parser`: a connection
+    that has none)."""
     import duckdb
 
-    with duckdb.connect(":memory:") as parser:
-        try:
-            statements = parser.extract_statements(sql)
-        except duckdb.Error as error:
-            raise DicesError(f"the SQL does not parse: {error}") from error
+    try:
+        statements = parser.extract_statements(sql)
+    except duckdb.Error as error:
+        raise DicesError(f"the SQL does not parse: {error}") from error
     if len(statements) != 1:
         raise QueryRefusedError(f"give exactly one statement (got {len(statements)})")
     try:
@@ -81,6 +91,31 @@ def check_single_select(sql: str) -> None:
         kind = statements[0].query.split()[0].upper()
     if kind != duckdb.StatementType.SELECT.name:
         raise QueryRefusedError(f"only SELECT is allowed here, not {kind}; dices sql is read-only")
+
+
+def statement_tables(sql: str, parser: duckdb.DuckDBPyConnection) -> set[str] | None:
+    """The tables a checked statement names in its FROM clauses and subqueries (lower case,
+    without their schema), as DuckDB's parser sees them; None when it may see others
+    (`SEES_THE_CATALOGUE`) or the parser cannot say."""
+    import json
+
+    if SEES_THE_CATALOGUE.search(sql):
+        return None
+    serialized = parser.execute("SELECT json_serialize_sql($sql)", {"sql": sql}).fetchone()
+    tree = json.loads(serialized[0]) if serialized else {"error": True}
+    if tree.get("error", True):
+        return None
+    named: set[str] = set()
+    pending: list[object] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                named.add(str(node.get("table_name", "")).lower())
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return named
 
 
 def user_tables(specs: Sequence[str]) -> dict[str, str]:
@@ -239,9 +274,19 @@ def run_sql(
         raise UsageError(
             Option("timeout"), f" must be at least {MIN_TIMEOUT:g} s (got {timeout:g})"
         )
-    check_single_select(sql)
-    loaded = {name: read_table(name, given) for name, given in (tables or {}).items()}
-    return _running(store, dataset, sql, selection, timeout, loaded)
+    import duckdb
+
+    # One connection parses the statement, then holds the session: a second one took
+    # 30-40 ms more before the first bytes of `dices sql ... | head -c 100`.
+    connection = duckdb.connect(":memory:")
+    try:
+        check_single_select(sql, connection)
+        named = statement_tables(sql, connection)
+        loaded = {name: read_table(name, given) for name, given in (tables or {}).items()}
+    except BaseException:
+        connection.close()
+        raise
+    return _running(store, dataset, sql, selection, timeout, loaded, named, connection)
 
 
 @contextlib.contextmanager
@@ -252,11 +297,19 @@ def _running(
     selection: RaterSelection | None,
     timeout: float,
     tables: Mapping[str, pa.Table],
+    named: set[str] | None,
+    connection: duckdb.DuckDBPyConnection,
 ) -> Iterator[Stream]:
     import duckdb
 
     stored_files = StoredFiles()
-    session = open_session(store, dataset, selection, scan=stored_files)
+    try:
+        session = open_session(
+            store, dataset, selection, scan=stored_files, named=named, connection=connection
+        )
+    except BaseException:
+        connection.close()
+        raise
     # Closed at the end, the connection lets go of the ParquetStreams its views hold, which
     # an error's traceback through this frame would otherwise keep alive to the end of the
     # process (where DuckDB's bindings report them as leaked).

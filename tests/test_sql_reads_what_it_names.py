@@ -1,0 +1,130 @@
+"""`dices sql` opens only the stored files of the views a statement names (and of the views
+those read); a statement that may look at the catalogue still sees every view."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from dices_cli.demo import sample_paths
+from dices_cli.main import app
+from dices_cli.queries import sandbox
+from dices_cli.queries.engine import STORED_TABLES, VIEWS, views_and_tables
+from dices_cli.queries.sandbox import statement_tables
+from dices_cli.store import StoredDataset
+
+EVERY = (set(VIEWS), set(STORED_TABLES))
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The packaged sample, ingested. Read-only."""
+    data = tmp_path_factory.mktemp("sample") / "data"
+    result = CliRunner().invoke(app, ["ingest", *map(str, sample_paths()), "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    return data
+
+
+@pytest.fixture
+def parser() -> Iterator[duckdb.DuckDBPyConnection]:
+    with duckdb.connect(":memory:") as connection:
+        yield connection
+
+
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        ("SELECT * FROM ratings_wide", {"ratings_wide"}),
+        ("SELECT * FROM ratings JOIN raters USING (dataset, rater_id)", {"ratings", "raters"}),
+        (
+            "WITH x AS (SELECT * FROM Items) SELECT * FROM x "
+            "WHERE item_id IN (SELECT item_id FROM internal.ratings_350)",
+            {"items", "x", "ratings_350"},
+        ),
+        ("SELECT (SELECT count(*) FROM raters) AS n", {"raters"}),
+        ("SELECT 1", set()),
+    ],
+)
+def test_the_tables_a_statement_names(
+    statement: str, named: set[str], parser: duckdb.DuckDBPyConnection
+) -> None:
+    assert statement_tables(statement, parser) == named
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SHOW TABLES",
+        "DESCRIBE items",
+        "SUMMARIZE ratings",
+        "SELECT * FROM duckdb_views()",
+        "SELECT * FROM information_schema.columns",
+        "SELECT * FROM pragma_table_info('items')",
+        "SELECT * FROM query_table('ite' || 'ms')",
+    ],
+)
+def test_a_statement_that_may_see_the_catalogue_names_no_tables(
+    statement: str, parser: duckdb.DuckDBPyConnection
+) -> None:
+    assert statement_tables(statement, parser) is None
+
+
+@pytest.mark.parametrize(
+    ("named", "needed"),
+    [
+        (None, EVERY),
+        (set(), EVERY),
+        ({"p"}, EVERY),  # a user's table only
+        ({"items"}, ({"items"}, {"items"})),
+        ({"ratings_wide", "p"}, (set(VIEWS), set(STORED_TABLES))),
+        ({"raters", "ratings_990"}, ({"raters"}, {"raters", "ratings_990"})),
+        ({"ratings_350"}, (set(), {"ratings_350"})),
+    ],
+)
+def test_the_views_and_stored_tables_a_statement_needs(
+    named: set[str] | None, needed: tuple[set[str], set[str]]
+) -> None:
+    assert views_and_tables(named) == needed
+
+
+def opened_files(
+    sample: Path, statement: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, list[str]]:
+    """The output of `dices sql STATEMENT`, and the stored files it opened."""
+    opened: list[str] = []
+    open_stream = sandbox.StoredFiles.__call__
+
+    def record(self: sandbox.StoredFiles, stored: StoredDataset, path: Path) -> object:
+        opened.append(f"{stored.name}/{path.name}")
+        return open_stream(self, stored, path)
+
+    monkeypatch.setattr(sandbox.StoredFiles, "__call__", record)
+    result = CliRunner().invoke(app, ["sql", statement, "--data", str(sample), "-f", "csv"])
+    assert result.exit_code == 0, result.output
+    return result.stdout, sorted(opened)
+
+
+def test_a_statement_opens_only_the_files_it_reads(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert opened_files(sample, "SELECT count(*) AS n FROM items", monkeypatch) == (
+        "n\n120\n",
+        ["350/items.parquet", "990/items.parquet"],
+    )
+    assert opened_files(sample, "SELECT count(*) AS n FROM internal.raters_990", monkeypatch) == (
+        "n\n173\n",
+        ["990/raters.parquet"],
+    )
+    everything = sorted(f"{d}/{t}.parquet" for d in ("350", "990") for t in STORED_TABLES)
+    assert opened_files(sample, "SELECT count(*) AS n FROM ratings_wide", monkeypatch) == (
+        "n\n10775\n",
+        everything,
+    )
+    assert opened_files(sample, "SHOW TABLES", monkeypatch) == (
+        "name\nitems\npublished_removed\nraters\nratings\nratings_wide\n",
+        everything,
+    )
