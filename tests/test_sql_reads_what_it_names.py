@@ -3,6 +3,8 @@ those read); a statement that may look at the catalogue still sees every view.""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,3 +130,20 @@ def test_a_statement_opens_only_the_files_it_reads(
         "name\nitems\npublished_removed\nraters\nratings\nratings_wide\n",
         everything,
     )
+
+
+def test_arrow_compute_is_registered_before_a_stored_file_is_streamed(sample: Path) -> None:
+    # A fresh interpreter: the test process has imported pyarrow.compute long ago.
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from dices_cli.queries.sandbox import ParquetStream\n"
+        "from dices_cli.store import Store\n"
+        "stored = Store(Path(sys.argv[1])).open('350')\n"
+        "ParquetStream(stored, stored.table_path('items'))\n"
+        "print('pyarrow._compute' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(sample)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "True\n"

@@ -192,7 +192,13 @@ class ParquetStream:
 
     def __init__(self, stored: StoredDataset, path: Path) -> None:
         import pyarrow as pa
+        import pyarrow._compute
         import pyarrow.parquet as pq
+
+        # Importing pyarrow._compute registers Arrow's compute kernels (~8 ms). Left to the
+        # CSV writer's later `import pyarrow.compute`, the registration ran while DuckDB's
+        # threads were reading these streams, and a read once failed with "No function
+        # registered with name: cast" (reported as a damaged file). Now it is done first.
 
         self.stored = stored
         self.path = path
