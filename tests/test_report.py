@@ -455,3 +455,73 @@ def test_only_dices_report_imports_the_charting_library() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert done.stdout.splitlines()[-1] == "False False"
+
+
+def _heatmap(title: str) -> dict[str, Any]:
+    """A chart whose colour legend is a gradient, which vl-convert numbers per process."""
+    from dices_cli.report.charts import heatmap
+
+    rows = [{"x": "a", "y": "b", "share": 0.25}, {"x": "c", "y": "b", "share": 0.75}]
+    return heatmap(title, "-", rows, ("x", "x"), ("y", "y"), ("share", "share"), ".0%", None)
+
+
+def test_charts_are_drawn_by_one_process_in_the_order_given() -> None:
+    # Their gradients are numbered from 0 as they come: the first chart vl-convert draws
+    # (its start) defines none, and no chart went to another process.
+    from dices_cli.report.charts import Drawer, drawn
+
+    with Drawer() as drawer:
+        charts = [drawer.draw(_heatmap(title)) for title in ("first", "second")]
+        svgs = [drawn(chart) for chart in charts]
+    assert [re.findall(r'<linearGradient id="([^"]+)"', svg) for svg in svgs] == [
+        ["gradient_0"],
+        ["gradient_1"],
+    ]
+    assert ["first" in svgs[0], "second" in svgs[1]] == [True, True]
+
+
+def test_a_chart_the_drawing_process_cannot_draw_is_a_plain_error() -> None:
+    from dices_cli.errors import DicesError
+    from dices_cli.report.charts import Drawer, drawn
+
+    broken = {"title": "broken", "data": {"values": []}, "mark": "no-such-mark"}
+    with Drawer() as drawer, pytest.raises(DicesError) as raised:
+        drawn(drawer.draw(broken))
+    # vl-convert's own words follow, from the drawing process.
+    assert str(raised.value).startswith(
+        "cannot draw the chart 'broken': Vega-Lite to SVG conversion failed:"
+    )
+
+
+def test_a_drawing_process_that_stopped_is_a_plain_error() -> None:
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from dices_cli.errors import DicesError
+    from dices_cli.report.charts import drawn
+
+    chart: Future[str] = Future()
+    chart.set_exception(BrokenProcessPool("a child process terminated abruptly"))
+    with pytest.raises(DicesError) as raised:
+        drawn(chart)
+    assert str(raised.value) == (
+        "the process drawing the charts stopped: a child process terminated abruptly"
+    )
+
+
+def test_without_shared_semaphores_a_thread_draws_the_charts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import concurrent.futures
+
+    from dices_cli.report.charts import Drawer, drawn, to_svg
+
+    def unavailable(*arguments: Any, **options: Any) -> None:
+        raise NotImplementedError("named semaphores being unavailable on this platform")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", unavailable)
+    spec = _heatmap("in a thread")
+    spec["layer"] = spec["layer"][1:]  # its text alone: no gradient, so the same SVG anywhere
+    with Drawer() as drawer:
+        svg = drawn(drawer.draw(spec))
+    assert svg == to_svg(spec)
