@@ -67,7 +67,7 @@ def build_report(
     """
     from datetime import UTC, datetime
 
-    from dices_cli.report.charts import Drawer, drawn
+    from dices_cli.report.charts import Drawer
     from dices_cli.report.context import Context
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
@@ -86,7 +86,7 @@ def build_report(
             if section is not None:
                 sections.append(section)
                 charts.append([drawer.draw(figure.spec) for figure in section.figures])
-        svgs = [[drawn(chart) for chart in section_charts] for section_charts in charts]
+        svgs = [[chart.result() for chart in section_charts] for section_charts in charts]
     made = Provenance(
         command=command,
         version=__version__,
