@@ -455,3 +455,89 @@ def test_only_dices_report_imports_the_charting_library() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert done.stdout.splitlines()[-1] == "False False"
+
+
+def _heatmap(title: str) -> dict[str, Any]:
+    """A chart whose colour legend is a gradient, which vl-convert numbers per process."""
+    from dices_cli.report.charts import heatmap
+
+    rows = [{"x": "a", "y": "b", "share": 0.25}, {"x": "c", "y": "b", "share": 0.75}]
+    return heatmap(title, "-", rows, ("x", "x"), ("y", "y"), ("share", "share"), ".0%", None)
+
+
+def test_charts_are_drawn_by_one_process_in_the_order_given() -> None:
+    # Their gradients are numbered from 0 as they come: the first chart vl-convert draws
+    # (its start) defines none, and no chart went to another process.
+    from dices_cli.report.charts import Drawer
+
+    with Drawer() as drawer:
+        charts = [drawer.draw(_heatmap(title)) for title in ("first", "second")]
+        svgs = [chart.result() for chart in charts]
+    assert [re.findall(r'<linearGradient id="([^"]+)"', svg) for svg in svgs] == [
+        ["gradient_0"],
+        ["gradient_1"],
+    ]
+    assert ["first" in svgs[0], "second" in svgs[1]] == [True, True]
+
+
+def test_a_chart_the_drawing_process_cannot_draw_is_a_plain_error() -> None:
+    from dices_cli.errors import DicesError
+    from dices_cli.report.charts import Drawer
+
+    broken = {"title": "broken", "data": {"values": []}, "mark": "no-such-mark"}
+    with Drawer() as drawer, pytest.raises(DicesError) as raised:
+        drawer.draw(broken).result()
+    # vl-convert's own words follow, from the drawing process.
+    assert str(raised.value).startswith(
+        "cannot draw the chart 'broken': Vega-Lite to SVG conversion failed:"
+    )
+
+
+def test_a_drawing_process_that_stopped_is_a_plain_error() -> None:
+    from dices_cli.errors import DicesError
+    from dices_cli.report.charts import Drawer
+
+    with Drawer() as drawer:
+        assert drawer._process is not None
+        drawer._process.kill()  # as the kernel's out-of-memory killer would
+        with pytest.raises(DicesError) as raised:
+            drawer.draw(_heatmap("never")).result()
+    assert str(raised.value) == "the process drawing the charts stopped (exit code -9)"
+
+
+def test_without_a_process_to_be_had_a_thread_draws_the_charts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dices_cli.report.charts import Drawer, to_svg
+
+    def refused(*arguments: Any, **options: Any) -> None:
+        raise BlockingIOError(11, "Resource temporarily unavailable")  # fork's EAGAIN
+
+    monkeypatch.setattr(subprocess, "Popen", refused)
+    spec = _heatmap("in a thread")
+    spec["layer"] = spec["layer"][1:]  # its text alone: no gradient, so the same SVG anywhere
+    with Drawer() as drawer:
+        svg = drawer.draw(spec).result()
+    assert svg == to_svg(spec)
+
+
+def test_a_script_that_calls_the_app_without_a_main_guard_gets_its_report(
+    ingested: Path, tmp_path: Path
+) -> None:
+    # A child started by multiprocessing (spawn) would run this script again, and fail; and
+    # the drawing process imports the script's dices_cli, not one in the working directory.
+    target = tmp_path / "r.html"
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from dices_cli.main import app\n"
+        f"app(['report', '-d', '350', '--data', {str(ingested)!r}, '-o', {str(target)!r}])\n",
+        encoding="utf-8",
+    )
+    decoy = tmp_path / "elsewhere" / "dices_cli"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('not this one')\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=decoy.parent
+    )
+    assert (done.returncode, done.stderr) == (0, f"wrote {target}\n")
+    assert target.read_text(encoding="utf-8").count("<svg") > 0

@@ -67,19 +67,26 @@ def build_report(
     """
     from datetime import UTC, datetime
 
-    from dices_cli.report.charts import to_svg
+    from dices_cli.report.charts import Drawer
     from dices_cli.report.context import Context
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
 
     check_charts_available()
-    context = Context(store, dataset, selection, list(by), permutations, seed)
-    if models is not None:
-        from dices_cli.report.models import score_models
+    with Drawer() as drawer:  # draws each section's charts while the next runs its queries
+        context = Context(store, dataset, selection, list(by), permutations, seed)
+        if models is not None:
+            from dices_cli.report.models import score_models
 
-        context.models = score_models(store, selection, models, context.datasets, context.by)
-    sections = [s for s in (build(context) for build in SECTIONS) if s is not None]
-    drawn = [[to_svg(figure.spec) for figure in section.figures] for section in sections]
+            context.models = score_models(store, selection, models, context.datasets, context.by)
+        sections = []
+        charts = []
+        for build in SECTIONS:
+            section = build(context)
+            if section is not None:
+                sections.append(section)
+                charts.append([drawer.draw(figure.spec) for figure in section.figures])
+        svgs = [[chart.result() for chart in section_charts] for section_charts in charts]
     made = Provenance(
         command=command,
         version=__version__,
@@ -87,7 +94,7 @@ def build_report(
         selection="; ".join(selection.description) or "all raters",
         datasets=[store.open(name).manifest for name in context.datasets],
     )
-    return page(sections, drawn, made)
+    return page(sections, svgs, made)
 
 
 def agreement_options(permutations: int | None, seed: int | None) -> tuple[int, int]:
