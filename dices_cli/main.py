@@ -21,6 +21,9 @@ from dices_cli.commands.options import quiet_option
 from dices_cli.commands.wording import worded
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 
+# DuckDB (2.0) reports Ctrl-C during a statement as RuntimeError("Query interrupted"), not as
+# KeyboardInterrupt (`dices sql` said "unexpected RuntimeError ... a bug in dices", exit 1).
+DUCKDB_INTERRUPTED = "Query interrupted"
 STDOUT_FAILURES = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
 RICH_MARKUP_MODE: Literal["rich"] = "rich"
 
@@ -168,6 +171,8 @@ class DicesGroup(TyperGroup):
             say("Error: not enough memory to finish; nothing was written")
             raise typer.Exit(1) from None
         except Exception as error:
+            if isinstance(error, RuntimeError) and str(error) == DUCKDB_INTERRUPTED:
+                raise typer.Exit(130) from None  # Ctrl-C, as Typer answers KeyboardInterrupt
             if os.environ.get("DICES_DEBUG"):
                 raise
             from dices_cli.render import say, set_quiet

@@ -371,3 +371,16 @@ def test_filter_raters_write_prints_no_table_unless_asked(
     )
     assert asked.exit_code == 0, asked.output
     assert asked.stdout.startswith("dataset,rater_id,score,")
+
+
+def test_ctrl_c_during_a_duckdb_statement_exits_130_quietly(
+    runner: CliRunner, small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What DuckDB raises when SIGINT arrives while it runs a statement (a real SIGINT would
+    # need a timed signal: a flaky test).
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Query interrupted")
+
+    monkeypatch.setattr("dices_cli.queries.engine.relation_stream", interrupted)
+    result = runner.invoke(app, ["sql", "--data", str(small), "SELECT * FROM items"])
+    assert (result.exit_code, result.stdout, result.stderr) == (130, "", "")
