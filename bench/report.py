@@ -77,7 +77,7 @@ def in_process(
     thread of the process; on a busy machine it is the steadier figure."""
     from dices_cli.evaluate.evaluation import Settings
     from dices_cli.queries.engine import RaterSelection
-    from dices_cli.report import BASELINES, BOOTSTRAP, agreement_options
+    from dices_cli.report import BASELINES, BOOTSTRAP, agreement_options, build_report
     from dices_cli.report.charts import to_svg
     from dices_cli.report.context import Context
     from dices_cli.report.models import ModelsRequest, score_models
@@ -97,9 +97,11 @@ def in_process(
 
     wall, cpu = time.perf_counter(), time.process_time()
     context = Context(store, "all", RaterSelection(), BY[1::2], chosen, seed)
+    models_request = None
     if predictions is not None:
         settings = Settings(bootstrap=BOOTSTRAP, seed=seed, baselines=BASELINES)
         request = ModelsRequest(str(predictions), None, settings)
+        models_request = request
         context.models = timed(
             "predictions (evaluate core)",
             lambda: score_models(store, RaterSelection(), request, context.datasets, context.by),
@@ -120,6 +122,25 @@ def in_process(
     manifests = [store.open(d).manifest for d in context.datasets]
     timed("page", lambda: page(sections, drawn, Provenance("-", "-", "-", "-", manifests)))
     stages["total in-process"] = (time.perf_counter() - wall, time.process_time() - cpu)
+    # The same report as `dices report` builds it: the charts drawn by a second process
+    # beside the queries. What it takes beyond the steps above that it waits for (scoring,
+    # queries, page) is the time it waits for the charts after the last query.
+    together = timed(
+        "build_report (charts beside the queries)",
+        lambda: build_report(
+            store, "all", RaterSelection(), BY[1::2], "-", chosen, seed, models_request
+        ),
+    )
+    assert "<svg" in together
+    waited = [
+        stages[name][0]
+        for name in stages
+        if name.startswith(("predictions", "queries:")) or name == "page"
+    ]
+    stages["  of which waiting for the charts after the last query"] = (
+        stages["build_report (charts beside the queries)"][0] - sum(waited),
+        math.nan,
+    )
     return stages
 
 
