@@ -27,6 +27,7 @@ from test_hostile_sql import (  # noqa: F401 (fixtures, used by name)
 from test_sandbox_tempdir import DISABLED, assert_no_canary
 from typer.testing import CliRunner, Result
 
+from dices_cli.demo import sample_paths
 from dices_cli.main import app
 from dices_cli.queries import sandbox
 from dices_cli.store import StoredDataset
@@ -230,10 +231,10 @@ def test_a_statement_opens_only_the_stored_files_it_reads(
 
 
 def cases_of(test: Callable[..., None]) -> list[Any]:
-    """The values another test is parametrized over (its first @pytest.mark.parametrize),
-    so that a case added there is run here too."""
-    marks = [mark for mark in getattr(test, "pytestmark", []) if mark.name == "parametrize"]
-    return list(marks[-1].args[1])
+    """The values another test is parametrized over (its one @pytest.mark.parametrize), so
+    that a case added there is run here too."""
+    (mark,) = [mark for mark in getattr(test, "pytestmark", []) if mark.name == "parametrize"]
+    return list(mark.args[1])
 
 
 def _refused_kind(statement: str, kind: str) -> tuple[str, int, str]:
@@ -381,5 +382,17 @@ def test_all_is_dices_only(prosocial: Path) -> None:
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == (
         f"Error: no DICES dataset is ingested in {data} (only ProsocialDialog); "
+        f"run `dices ingest FILE --data {data}` first\n"
+    )
+
+
+def test_prosocial_not_ingested_next_to_dices(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    dices_350 = sample_paths()[0]
+    assert CliRunner().invoke(app, ["ingest", str(dices_350), "--data", str(data)]).exit_code == 0
+    result = sql(data, "SELECT count(*) FROM items")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: ProsocialDialog is not ingested in {data}; "
         f"run `dices ingest FILE --data {data}` first\n"
     )
