@@ -219,11 +219,6 @@ def test_each_family_declares_the_queries_its_sql_has() -> None:
     ("arguments", "message"),
     [
         (
-            ["sql", "select 1", "-d", "prosocial"],
-            "dices sql reads the DICES views only; for ProsocialDialog use its canned queries "
-            "(dices query NAME -d prosocial)",
-        ),
-        (
             ["filter-raters", "-d", "prosocial"],
             "ProsocialDialog has no rater ids; dices filter-raters needs them",
         ),

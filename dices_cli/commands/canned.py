@@ -33,6 +33,7 @@ from dices_cli.commands.options import (
     RatersFile,
     SortOption,
     emit_shaped,
+    no_rater_selection,
     quiet_option,
     rater_selection,
     read_paths,
@@ -422,11 +423,7 @@ def run_query(
     inputs = read_paths(data, raters)
     family = _family_asked(canned, dataset, Store(resolve_data_dir(data)))
     if family is not None:
-        if exclude_removed or raters is not None or min_quality is not None:
-            raise UsageError(
-                f"{family.lacks('rater ids')}; --exclude-removed, --raters and "
-                "--min-quality choose raters"
-            )
+        no_rater_selection(family, exclude_removed, raters, min_quality)
         Output.build(fmt, output, force, inputs)
         result = run_family_query(canned, given, family, show_sql, Store(resolve_data_dir(data)))
         emit_shaped(result, shape, fmt, output, canned.name, force, inputs)

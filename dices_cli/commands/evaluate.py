@@ -19,6 +19,7 @@ from dices_cli.commands.options import (
     OutputFile,
     OutputFormat,
     RatersFile,
+    no_rater_selection,
     rater_selection,
     read_paths,
 )
@@ -281,11 +282,7 @@ def refuse_for_prosocial(
         raise UsageError(f"{lacks}; `evaluate --by` needs them")
     if baseline:
         raise UsageError(f"{family.lacks('rater ids')}; `evaluate --baseline` needs them")
-    if exclude_removed or raters is not None or min_quality is not None:
-        raise UsageError(
-            f"{family.lacks('rater ids')}; --exclude-removed, --raters and --min-quality "
-            "choose raters"
-        )
+    no_rater_selection(family, exclude_removed, raters, min_quality)
     if ties != "exclude":
         raise UsageError(
             "--ties decides a tied crowd plurality; ProsocialDialog's label has no ties "

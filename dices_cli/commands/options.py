@@ -13,6 +13,7 @@ from dices_cli.output import Format
 from dices_cli.render import emit
 
 if TYPE_CHECKING:
+    from dices_cli.families import Family
     from dices_cli.output import Result
     from dices_cli.queries.catalog import Chart
     from dices_cli.queries.engine import RaterSelection
@@ -69,6 +70,20 @@ def dices_only(dataset: str, command: str, reason: str | None = None) -> None:
     from dices_cli.families import family_of
 
     raise UsageError(reason or f"{family_of(dataset).lacks('rater ids')}; {command} needs them")
+
+
+def no_rater_selection(
+    family: Family, exclude_removed: bool, raters: str | None, min_quality: float | None
+) -> None:
+    """A usage error (exit 2) when a rater selection option is given for `family`, a family
+    whose raters cannot be chosen."""
+    if exclude_removed or raters is not None or min_quality is not None:
+        from dices_cli.errors import UsageError
+
+        raise UsageError(
+            f"{family.lacks('rater ids')}; --exclude-removed, --raters and --min-quality "
+            "choose raters"
+        )
 
 
 ExcludeRemoved = Annotated[

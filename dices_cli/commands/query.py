@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -12,7 +12,6 @@ from dices_cli.commands import canned
 from dices_cli.commands.options import (
     ColumnsOption,
     DataDir,
-    DatasetOption,
     ExcludeRemoved,
     Force,
     LimitOption,
@@ -21,18 +20,31 @@ from dices_cli.commands.options import (
     OutputFormat,
     RatersFile,
     SortOption,
-    dices_only,
     emit_shaped,
+    no_rater_selection,
     rater_selection,
     read_paths,
 )
+
+# The families are never mixed: all is DICES's two datasets.
+SqlDataset = Annotated[
+    Literal["all", "350", "990", "prosocial"],
+    typer.Option(
+        "--dataset",
+        "-d",
+        help="Which ingested dataset(s) to read: all (DICES-350 and DICES-990), 350, 990, or "
+        "prosocial (ProsocialDialog, whose views are its own: never mixed with DICES).",
+    ),
+]
 
 
 def sql(
     statement: Annotated[
         str | None,
         typer.Argument(
-            help="One SELECT over items, raters, ratings, ratings_wide.", show_default=False
+            help="One SELECT over the views: items, raters, ratings, ratings_wide "
+            "(-d prosocial: items, ratings).",
+            show_default=False,
         ),
     ] = None,
     schema: Annotated[
@@ -41,7 +53,7 @@ def sql(
             "--schema", help="List the views' columns, types and ENUM values instead of a query."
         ),
     ] = False,
-    dataset: DatasetOption = "all",
+    dataset: SqlDataset = "all",
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
     min_quality: MinQuality = None,
@@ -76,6 +88,10 @@ def sql(
     published_removed, each with a `dataset` column. The stored files are opened as Arrow streams,
     then the connection is locked: one SELECT only, no files, no extensions, no settings.
 
+    With -d prosocial, ProsocialDialog's views instead, in the same sandbox: items (one row per
+    utterance) and ratings (one row per annotation: item_id, annotator_slot, annotation,
+    reason). It has no raters, so no rater selection.
+
     --schema lists every column of the views: view, column, type and, for an ENUM, its
     values joined by '|'.
 
@@ -91,21 +107,20 @@ def sql(
 
         dices sql --table p=predictions.csv \\
             "SELECT label, safety_gold, count(*) FROM p JOIN items USING (item_id) GROUP BY ALL"
+
+        dices sql -d prosocial "SELECT source, count(*) FROM items GROUP BY 1 ORDER BY 1"
     """
     from dices_cli.errors import UsageError
+    from dices_cli.families import FAMILIES
     from dices_cli.output import check_output
-    from dices_cli.queries.engine import open_session
+    from dices_cli.queries.family import session_for
     from dices_cli.queries.sandbox import add_tables, read_table, run_sql, user_tables
     from dices_cli.selection import resolve
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
 
-    dices_only(
-        dataset,
-        "dices sql",
-        "dices sql reads the DICES views only; for ProsocialDialog use its canned queries "
-        "(dices query NAME -d prosocial)",
-    )
+    if dataset in FAMILIES:
+        no_rater_selection(FAMILIES[dataset], exclude_removed, raters, min_quality)
     if (statement is None) == (not schema):
         raise UsageError("give either one SELECT statement or --schema")
     shape = Shape.parse(keep_columns, sort, limit)
@@ -114,10 +129,14 @@ def sql(
     if output is not None:  # before the work
         check_output(output, force, inputs)
     store = Store(resolve_data_dir(data))
-    selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
+    selection = (
+        None
+        if dataset in FAMILIES
+        else resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
+    )
     if statement is None:
         loaded = {name: read_table(name, given) for name, given in tables.items()}
-        session = open_session(store, dataset, selection)
+        session = session_for(store, dataset, selection)
         add_tables(session, loaded)
         emit_shaped(session.schema(), shape, fmt, output, "sql", force, inputs)
         return

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dices_cli.errors import DicesError, NotIngestedError, UsageError
+from dices_cli.families import family_of, listed
 from dices_cli.output import Result, Stream, Table, relation_stream, table_from_rows
 from dices_cli.queries.catalog import (
     Query,
@@ -142,10 +143,16 @@ def _derived_columns(entity: Entity, dataset: Dataset) -> list[str]:
 
 
 class NothingIngestedError(NotIngestedError):
-    """No dataset is ingested in `root` (the command line adds how to ingest one there)."""
+    """No dataset is ingested in `root` (the command line adds how to ingest one there), or,
+    with `others` (the titles of the other families' datasets that are), no DICES dataset."""
 
-    def __init__(self, root: Path) -> None:
-        super().__init__(f"nothing is ingested in {root}")
+    def __init__(self, root: Path, others: Sequence[str] = ()) -> None:
+        if others:
+            super().__init__(
+                f"no DICES dataset is ingested in {root} (only {listed(others, 'and')})"
+            )
+        else:
+            super().__init__(f"nothing is ingested in {root}")
         self.root = root
 
 
@@ -204,8 +211,6 @@ class Session:
         scan: Callable[[StoredDataset, Path], object] | None,
         tables: Collection[str],
     ) -> None:
-        import duckdb
-
         removed = [(name, rid) for name, ids in PUBLISHED_REMOVED.items() for rid in sorted(ids)]
         self.con.execute("CREATE TABLE published_removed (dataset VARCHAR, rater_id BIGINT)")
         self.con.executemany("INSERT INTO published_removed VALUES (?, ?)", removed)
@@ -226,18 +231,7 @@ class Session:
                     name = f"{table}_{stored.name}"
                     if table not in tables and name not in tables:
                         continue
-                    try:
-                        relation = (
-                            self.con.read_parquet(str(path))
-                            if scan is None
-                            else self.con.from_arrow(scan(stored, path))
-                        )
-                        if materialize:
-                            relation.create(name)
-                        else:
-                            relation.create_view(name)
-                    except duckdb.Error as error:  # a damaged footer or page
-                        raise stored.unreadable(path, error) from error
+                    register_stored(self.con, stored, path, name, scan, materialize)
         finally:
             self.con.execute("USE main")
 
@@ -349,20 +343,53 @@ class Session:
         return compute(self._fetch(sql, named, _arrow), parameters)
 
 
-def views_and_tables(named: Collection[str] | None) -> tuple[set[str], set[str]]:
+def views_and_tables(
+    named: Collection[str] | None,
+    views: Mapping[str, tuple[str, ...]] = VIEWS,
+    stored_tables: Sequence[str] = STORED_TABLES,
+    datasets: Iterable[str] = DATASETS,
+) -> tuple[set[str], set[str]]:
     """The views a statement naming the tables `named` (lower case) needs, with the views
     they read, and the stored tables behind them: the view's name (`items`, one per dataset)
     or the stored table's own (`items_350`, named as `internal.items_350`). Every view and
-    stored table for None, or for a statement that names none of them (`SELECT 1`)."""
-    every = set(VIEWS), set(STORED_TABLES)
+    stored table for None, or for a statement that names none of them (`SELECT 1`).
+
+    `views` (view -> the views it reads), `stored_tables` and `datasets` are DICES's by
+    default; a family's session gives its own."""
+    every = set(views), set(stored_tables)
     if named is None:
         return every
-    views = {name for name in named if name in VIEWS}
-    views |= {read for view in views for read in VIEWS[view]}
-    stored = {f"{table}_{name}" for table in STORED_TABLES for name in DATASETS} & set(named)
-    if not views and not stored:
+    needed = {name for name in named if name in views}
+    needed |= {read for view in needed for read in views[view]}
+    stored = {f"{table}_{name}" for table in stored_tables for name in datasets} & set(named)
+    if not needed and not stored:
         return every
-    return views, (views & set(STORED_TABLES)) | stored
+    return needed, (needed & set(stored_tables)) | stored
+
+
+def register_stored(
+    con: duckdb.DuckDBPyConnection,
+    stored: StoredDataset,
+    path: Path,
+    name: str,
+    scan: Callable[[StoredDataset, Path], object] | None = None,
+    materialize: bool = False,
+) -> None:
+    """Make the stored file `path` the view `name` (a table, to `materialize` it) of the
+    connection's current schema: read by DuckDB's Parquet reader, or through the Arrow
+    object `scan(stored, path)` makes of it (see `Session`)."""
+    import duckdb
+
+    try:
+        relation = (
+            con.read_parquet(str(path)) if scan is None else con.from_arrow(scan(stored, path))
+        )
+        if materialize:
+            relation.create(name)
+        else:
+            relation.create_view(name)
+    except duckdb.Error as error:  # a damaged footer or page
+        raise stored.unreadable(path, error) from error
 
 
 def _new_values(stored_datasets: Iterable[StoredDataset]) -> dict[str, list[str]]:
@@ -410,7 +437,8 @@ def chosen_datasets(
     """
     available = store.available()
     if not available:
-        raise NothingIngestedError(store.root)
+        others = [family_of(name).title_of(name) for name in store.ingested()]
+        raise NothingIngestedError(store.root, others)
     wanted = available if dataset == "all" else [dataset]
     chosen = [name for name in wanted if name in needs]
     if not chosen:

@@ -1,5 +1,6 @@
 """A DuckDB session over a family other than DICES: typed views of its stored tables, and
-the canned queries written for it (`sql/FAMILY/NAME.sql`).
+the canned queries written for it (`sql/FAMILY/NAME.sql`); `dices sql -d prosocial` runs
+in one (`session_for`).
 
 Views (ProsocialDialog), each with a `dataset` column ('prosocial'):
 
@@ -7,14 +8,16 @@ Views (ProsocialDialog), each with a `dataset` column ('prosocial'):
              safety_label_recomputed, source)
     ratings  one row per annotation: item_id, annotator_slot, annotation (ENUM), reason
 
-The tables behind them live in the schema `internal`, out of SHOW TABLES, as for DICES.
+The tables behind them live in the schema `internal` (internal.items_prosocial, ...), out
+of SHOW TABLES, as for DICES.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from dices_cli.families import family_of
+from dices_cli.families import FAMILIES, family_of
 from dices_cli.queries.catalog import Query, prelude, render_sql
 from dices_cli.queries.engine import (
     INTERNAL,
@@ -22,10 +25,17 @@ from dices_cli.queries.engine import (
     RaterSelection,
     Session,
     _literals,
+    open_session,
+    register_stored,
+    views_and_tables,
 )
-from dices_cli.store import Store
+from dices_cli.store import Store, StoredDataset
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    import duckdb
+
     from dices_cli.output import Result
 
 # Each ENUM column of a family's views, by view: column -> the family's enum it takes.
@@ -42,9 +52,19 @@ _ENUM_COLUMNS = {
 
 class FamilySession(Session):
     """A session over one stored dataset of a family without raters (ProsocialDialog): the
-    DICES session's way of running queries, over views of its own."""
+    DICES session's way of running queries, over views of its own.
 
-    def __init__(self, store: Store, name: str) -> None:  # a setup of its own: no super()
+    `scan`, `named` and `connection` as for `Session`: `dices sql` reads the stored files
+    as Arrow streams, only those of the views a statement names."""
+
+    def __init__(  # a setup of its own: no super()
+        self,
+        store: Store,
+        name: str,
+        scan: Callable[[StoredDataset, Path], object] | None = None,
+        named: Collection[str] | None = None,
+        connection: duckdb.DuckDBPyConnection | None = None,
+    ) -> None:
         import duckdb
 
         if not store.ingested():
@@ -53,7 +73,7 @@ class FamilySession(Session):
         family = family_of(name)
         self.datasets = []
         self.selection = RaterSelection()
-        self.con = duckdb.connect(":memory:")
+        self.con = connection or duckdb.connect(":memory:")
         for enum, values in family.enums.items():
             self.con.execute(f"CREATE TYPE {enum}_t AS ENUM ({_literals(values)})")
         annotations = family.enums["annotation"]
@@ -64,19 +84,22 @@ class FamilySession(Session):
         self.con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
         self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({_literals([name])})")
         stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
+        views, tables = views_and_tables(
+            named, {table: () for table in family.tables}, family.tables, [name]
+        )
         self.con.execute(f"CREATE SCHEMA {INTERNAL}")
         self.con.execute(f"USE {INTERNAL}")  # a relation is created in the current schema
         try:
             for table in family.tables:
-                path = stored.table_path(table)
-                try:
-                    self.con.read_parquet(str(path)).create_view(f"{table}_stored")
-                except duckdb.Error as error:  # a damaged footer or page
-                    raise stored.unreadable(path, error) from error
+                if table in tables or f"{table}_{name}" in tables:
+                    register_stored(
+                        self.con, stored, stored.table_path(table), f"{table}_{name}", scan
+                    )
         finally:
             self.con.execute("USE main")
         for table in family.tables:
-            self._create_view(name, table)
+            if table in views:
+                self._create_view(name, table)
         self.con.execute(prelude())
 
     def run(self, query: Query, parameters: dict[str, Any]) -> Result:
@@ -93,7 +116,7 @@ class FamilySession(Session):
 
     def _create_view(self, name: str, table: str) -> None:
         columns = self.con.execute(
-            f"SELECT column_name FROM (DESCRIBE {INTERNAL}.{table}_stored)"
+            f"SELECT column_name FROM (DESCRIBE {INTERNAL}.{table}_{name})"
         ).fetchall()
         enums = _ENUM_COLUMNS.get(table, {})
         cells = [
@@ -101,5 +124,26 @@ class FamilySession(Session):
         ]
         self.con.execute(
             f"CREATE VIEW {table} AS SELECT '{name}'::dataset_name AS dataset, "
-            f"{', '.join(cells)} FROM {INTERNAL}.{table}_stored"
+            f"{', '.join(cells)} FROM {INTERNAL}.{table}_{name}"
         )
+
+
+def session_for(
+    store: Store,
+    dataset: str,
+    selection: RaterSelection | None = None,
+    scan: Callable[[StoredDataset, Path], object] | None = None,
+    named: Collection[str] | None = None,
+    connection: duckdb.DuckDBPyConnection | None = None,
+) -> Session:
+    """A session over `dataset`: DICES's views ('all', '350', '990': `open_session`), or,
+    for another family named, its own (`FamilySession`); never both. A family without
+    raters takes no rater selection."""
+    family = FAMILIES.get(dataset)
+    if family is None:
+        return open_session(
+            store, dataset, selection, scan=scan, named=named, connection=connection
+        )
+    if selection is not None and selection != RaterSelection():
+        raise ValueError(f"{family.title} has no raters to select")
+    return FamilySession(store, family.members[0], scan, named, connection)

@@ -1,4 +1,5 @@
-"""`dices sql`: ad-hoc, read-only SQL over the views.
+"""`dices sql`: ad-hoc, read-only SQL over the views of DICES or of another family
+(`dices_cli.queries.family.session_for`: never both).
 
 Only a single SELECT is accepted. The stored files it reads are opened first (those of
 the views it names, `statement_tables`), each as an Arrow stream (`ParquetStream`) that
@@ -18,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from dices_cli.errors import DamagedDataError, DicesError, Option, UsageError
 from dices_cli.output import Stream
-from dices_cli.queries.engine import RaterSelection, Session, open_session
+from dices_cli.queries.engine import RaterSelection, Session
+from dices_cli.queries.family import session_for
 from dices_cli.source import DEFAULT_MAX_SIZE, open_source
 from dices_cli.store import Store, StoredDataset
 
@@ -310,7 +312,7 @@ def _running(
 
     stored_files = StoredFiles()
     try:
-        session = open_session(
+        session = session_for(
             store, dataset, selection, scan=stored_files, named=named, connection=connection
         )
     except BaseException:
