@@ -2,8 +2,9 @@
 against DuckDB's own COPY of the same relation, in the same run.
 
 Goals: CSV and Parquet within 1.5x of DuckDB's COPY (median wall time of fresh processes);
-the first bytes of the result reach a pipe less than 0.5 s after DuckDB's COPY's do (both
-processes pay the same start-up and loading first).
+the first bytes of the result reach a pipe less than 0.5 s after the command is launched
+(median of fresh processes, start-up included). DuckDB's COPY into the same pipe is timed
+beside it for reference.
 
     python bench/output.py              # build both replicas, ingest, 5 runs each
     python bench/output.py --runs 9 --json
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
 
 GOAL_RATIO = 1.5  # dices / DuckDB COPY, CSV and Parquet
-GOAL_FIRST_BYTES_S = 0.5  # from the first batch to the first bytes in a pipe
+GOAL_FIRST_BYTES_S = 0.5  # from launch to the first bytes in a pipe
 STATEMENT = "SELECT * FROM ratings_wide"
 PIPE_BYTES = 100
 
@@ -116,6 +117,7 @@ def ratios(results: dict[str, list[float]]) -> dict[str, float]:
     return {
         "csv": median["dices sql -f csv > FILE"] / median["DuckDB COPY TO csv"],
         "parquet": median["dices sql -o FILE.parquet"] / median["DuckDB COPY TO parquet"],
+        "first bytes": median["dices sql -f csv | head -c 100: first bytes"],
         "first bytes after DuckDB's": median["dices sql -f csv | head -c 100: first bytes"]
         - median["DuckDB COPY TO /dev/stdout | head -c 100: first bytes"],
     }
@@ -133,11 +135,11 @@ def report(results: dict[str, list[float]], runs: int) -> str:
         lines.append(
             f"{fmt}: dices / DuckDB COPY = {found[fmt]:.2f} (goal <= {GOAL_RATIO}: {verdict})"
         )
-    first = found["first bytes after DuckDB's"]
+    first, after_copy = found["first bytes"], found["first bytes after DuckDB's"]
     verdict = "met" if first < GOAL_FIRST_BYTES_S else "NOT met"
     lines.append(
-        f"first bytes in a pipe, after DuckDB's (the same start-up and loading): {first:.3f} s "
-        f"(goal < {GOAL_FIRST_BYTES_S} s: {verdict})"
+        f"first bytes in a pipe, from launch: {first:.3f} s (goal < {GOAL_FIRST_BYTES_S} s: "
+        f"{verdict}); {after_copy:+.3f} s against DuckDB's COPY into the same pipe"
     )
     return "\n".join(lines)
 

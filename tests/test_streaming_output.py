@@ -92,7 +92,9 @@ def test_sql_reads_the_stored_files_as_the_query_asks_for_rows(
     ingested: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first rows of a large result come before the stored files are read whole (they
-    used to be loaded into memory before the query ran); all of them are read by the end."""
+    used to be loaded into memory before the query ran); all of them are read by the end.
+    It takes the joins run as written (`sandbox.JOINS_AS_WRITTEN`): left to DuckDB, which
+    sees no row count in an Arrow stream, the join built its hash table from every rating."""
     read: list[int] = []
     iter_batches = pq.ParquetFile.iter_batches
 
