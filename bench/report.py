@@ -123,25 +123,50 @@ def in_process(
     timed("page", lambda: page(sections, drawn, Provenance("-", "-", "-", "-", manifests)))
     stages["total in-process"] = (time.perf_counter() - wall, time.process_time() - cpu)
     # The same report as `dices report` builds it: the charts drawn by a second process
-    # beside the queries. What it takes beyond the steps above that it waits for (scoring,
-    # queries, page) is the time it waits for the charts after the last query.
-    together = timed(
-        "build_report (charts beside the queries)",
+    # beside the queries, and how long it waits for them after its last query (from the
+    # end of the last section's queries to the last chart drawn). Both share the cores, so
+    # the steps take longer here than one after the other above.
+    together, waited = build_beside(
         lambda: build_report(
             store, "all", RaterSelection(), BY[1::2], "-", chosen, seed, models_request
-        ),
+        )
     )
-    assert "<svg" in together
-    waited = [
-        stages[name][0]
-        for name in stages
-        if name.startswith(("predictions", "queries:")) or name == "page"
-    ]
-    stages["  of which waiting for the charts after the last query"] = (
-        stages["build_report (charts beside the queries)"][0] - sum(waited),
-        math.nan,
-    )
+    stages["build_report (charts beside the queries)"] = together
+    stages["  of which waiting for the charts after the last query"] = (waited, math.nan)
     return stages
+
+
+def build_beside(build: Callable[[], str]) -> tuple[tuple[float, float], float]:
+    """(wall, CPU) seconds of `build`, a `build_report` call, and the seconds from the end of
+    its last section's queries to the last of its charts drawn."""
+    import dices_cli.report.sections as sections
+    from dices_cli.report.charts import Drawer
+
+    ends: dict[str, float] = {"queries": 0.0, "charts": 0.0}
+    original_sections, original_draw = sections.SECTIONS, Drawer.draw
+
+    def queried(section: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def run(context: Any) -> Any:
+            built = section(context)
+            ends["queries"] = time.perf_counter()
+            return built
+
+        return run
+
+    def draw(drawer: Drawer, spec: dict[str, Any]) -> Any:
+        future = original_draw(drawer, spec)
+        future.add_done_callback(lambda _: ends.__setitem__("charts", time.perf_counter()))
+        return future
+
+    sections.SECTIONS = [queried(section) for section in original_sections]
+    Drawer.draw = draw
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        assert "<svg" in build()
+        spent = (time.perf_counter() - wall, time.process_time() - cpu)
+    finally:
+        sections.SECTIONS, Drawer.draw = original_sections, original_draw
+    return spent, max(0.0, ends["charts"] - ends["queries"])
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +35,11 @@ WIDTH = 520
 # A field and its title (None: no title, where the panel's header names it already).
 Axis = tuple[str, str | None]
 
-# Text large enough at 100% zoom and in print; the page's font, not Vega's default.
+# Text large enough at 100% zoom and in print. vl-convert measures every label with the
+# Liberation Sans it carries (`to_svg`); a browser draws it in the first of these it has,
+# all three of the same letter widths, so what it shows is what was measured.
 CONFIG: dict[str, Any] = {
-    "font": "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif",
+    "font": "'Liberation Sans', Arial, Helvetica, sans-serif",
     "title": {"fontSize": 15, "anchor": "start", "offset": 10},
     "axis": {"labelFontSize": 12, "titleFontSize": 13, "labelLimit": 260},
     "legend": {"labelFontSize": 12, "titleFontSize": 13, "labelLimit": 320},
@@ -511,14 +513,12 @@ class Drawer:
     while the caller goes on: open one before the queries and give it each section's
     charts as soon as the section is built; `Future.result` waits for each.
 
-    Why a process: vl-convert lays out every label with the font file mapped anew for each
-    letter (about 0.2 ms a letter, most of it in the kernel), so the report's twelve charts
-    cost more CPU than its queries, and it holds the GIL while it draws, so a thread would
-    stall the queries. The queries keep one core busy; the charts, and vl-convert's start
-    (~0.7 s), go on the other. Measured on the two replica datasets (`dices report --by
-    rater_race --by rater_gender --predictions`, fresh processes, 8 runs each on a shared
-    2-core machine): median wall 7.56 -> 6.39 s (min 7.12 -> 5.53), for 0.1-1.2 s more CPU
-    (a second interpreter); with no core to spare, about that much slower.
+    Why a process: vl-convert holds the GIL while it draws, so a thread would stall the
+    queries. The queries keep one core busy; the charts (0.9 s of CPU for the report's
+    twelve) and vl-convert's start (~0.45 s) go on the other. Measured on the two replica
+    datasets (`dices report --by rater_race --by rater_gender --predictions`, fresh
+    processes, 6 runs each, alternating): median wall 3.38 s when a thread draws, 2.68 s
+    with this process.
 
     A plain `python -c` child, not multiprocessing: its spawn would run the caller's main
     script again, and a script calling the app without a main guard would fail. One
@@ -612,7 +612,32 @@ def to_svg(spec: dict[str, Any]) -> str:
     import vl_convert
 
     try:
-        svg: str = vl_convert.vegalite_to_svg(spec, config=CONFIG, allowed_base_urls=[])
+        with _own_fonts_only():
+            svg: str = vl_convert.vegalite_to_svg(spec, config=CONFIG, allowed_base_urls=[])
     except ValueError as error:  # vl-convert reports a bad specification as ValueError
         raise DicesError(f"cannot draw the chart {spec.get('title')!r}: {error}") from error
     return svg
+
+
+@contextlib.contextmanager
+def _own_fonts_only() -> Iterator[None]:
+    """vl-convert, while it draws, sees no system font: only the Liberation Sans it carries in
+    memory. It reads its font configuration once in a process, at its first chart, from
+    FONTCONFIG_FILE: ours names a folder that holds no font (`fontconfig/fonts.conf`).
+
+    A system font is a file that vl-convert opens and maps anew for every glyph it measures
+    (37,649 times for the report's 12 charts, strace): 1.77 s for them (2.05 s of CPU), 0.64 s
+    (0.94 s) with its own font (`python bench/report.py`). The charts no longer depend on the
+    fonts of the machine that draws them, either."""
+    import os
+    from pathlib import Path
+
+    given = os.environ.get("FONTCONFIG_FILE")
+    os.environ["FONTCONFIG_FILE"] = str(Path(__file__).with_name("fontconfig") / "fonts.conf")
+    try:
+        yield
+    finally:
+        if given is None:
+            del os.environ["FONTCONFIG_FILE"]
+        else:
+            os.environ["FONTCONFIG_FILE"] = given
