@@ -189,6 +189,21 @@ def test_every_chart_draws_the_rows_of_its_table(sections: dict[str, Section]) -
                 assert tuple(values[c] for c in shared) in rows, values
 
 
+def test_counts_show_as_whole_numbers_as_the_query_gives_them(
+    sections: dict[str, Section], ingested: Path
+) -> None:
+    # DuckDB sums integers into a HUGEINT, which reaches Python as a Decimal with no
+    # fraction: the page showed the gold-vs-crowd summary's 350 conversations as 350.000.
+    from dices_cli.report.page import table_html
+
+    [(_, summary)] = sections["gold"].tables
+    [query] = _query_csv(ingested, "gold-vs-crowd-summary", "-d", "350")
+    shown = re.findall(r"<td[^>]*>([^<]*)</td>", table_html(summary))
+    cells = dict(zip(summary.columns, shown, strict=True))
+    assert (cells["conversations"], cells["ties"]) == (query["conversations"], query["ties"])
+    assert cells["kappa"] == f"{float(query['kappa']):.3f}"
+
+
 def test_the_shares_and_the_gaps_are_the_queries_numbers(
     ingested: Path, sections: dict[str, Section]
 ) -> None:

@@ -78,6 +78,10 @@ def _cell(value: Any) -> tuple[str, bool]:
         return "", False
     if isinstance(value, bool):
         return ("yes" if value else "no"), False
+    if isinstance(value, Decimal) and isinstance(exponent := value.as_tuple().exponent, int):
+        # DuckDB sums integers into a HUGEINT, which comes as a Decimal with no fraction: a
+        # count (the gold-vs-crowd summary's conversations showed as 350.000).
+        value = int(value) if exponent >= 0 else value
     if isinstance(value, int):
         return f"{value:,}", True
     if isinstance(value, float | Decimal):
