@@ -125,10 +125,10 @@ def collect(result: Result) -> Table:
 
 def as_result(value: Result | pa.Table | pa.RecordBatchReader | duckdb.DuckDBPyRelation) -> Result:
     """What a command hands its `Output`, as a `Table` or a `Stream`."""
+    if isinstance(value, Table | Stream):
+        return value  # a Table needs no Arrow: it is not imported for one
     import pyarrow as pa
 
-    if isinstance(value, Table | Stream):
-        return value
     if isinstance(value, pa.Table):
         return Stream(value.schema, iter(value.to_batches(BATCH_ROWS)))
     if isinstance(value, pa.RecordBatchReader):

@@ -102,16 +102,19 @@ class FamilySession(Session):
                 self._create_view(name, table)
         self.con.execute(prelude())
 
-    def run(self, query: Query, parameters: dict[str, Any]) -> Result:
+    def run(self, query: Query, parameters: dict[str, Any], typed: bool = True) -> Result:
         """The query's result as a stream of Arrow batches (its own queries have no compute
         step). A result with a row per utterance (an item_id column: item-distribution has
         120,236 rows for train.json) is unbounded, written by Arrow: its CSV took 5.4 s as
         a DICES query's few rows are written, through Python, and 2.2 s so. The others
         have a few rows, and are bounded: Arrow's writer would import pandas first
-        (overview: 1.8 s unbounded, 1.1 s bounded; bench/prosocial.py)."""
+        (overview: 1.8 s unbounded, 1.1 s bounded; bench/prosocial.py); without `typed`,
+        they come as a `Table` of Python values, as `Session.run` gives them."""
         sql = render_sql(query)
         named = {k: v for k, v in parameters.items() if f"${k}" in sql}
         per_item = any(column.name == "item_id" for column in query.columns)
+        if not typed and not per_item:
+            return self.execute(sql, named)
         return self.stream(sql, named, bounded=not per_item)
 
     def _create_view(self, name: str, table: str) -> None:
