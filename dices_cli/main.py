@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from dices_cli import __version__
-from dices_cli.commands.options import quiet_option
+from dices_cli.commands.quiet import quiet_option
 from dices_cli.commands.wording import worded
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 

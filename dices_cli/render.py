@@ -8,23 +8,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dices_cli.output import (
-    Format,
-    Output,
-    Result,
-    Stream,
-    Table,
-    as_result,
-    collect,
-    open_stdout,
-)
-
+# dices_cli.output is imported where a result is written (`emit`, `show`): `dices --help`
+# says and sets quiet without it (10 ms of its start).
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
     from rich.console import Console
     from rich.text import Text
 
+    from dices_cli.output import Format, Output, Result, Table
     from dices_cli.problems import Problem, Report
     from dices_cli.queries.catalog import Chart
     from dices_cli.tabular import Layout
@@ -158,6 +150,8 @@ def emit(
     -o never names one of `inputs` (files, or data directories), nor an existing file
     unless `force`; it appears whole or not at all. A failed write is a plain error.
     """
+    from dices_cli.output import Output
+
     show(result, Output.build(fmt, output, force, inputs, chart=chart is not None), title, chart)
 
 
@@ -170,6 +164,8 @@ def show(
     """`result` written to `output`, or drawn as a table or as `chart`'s bars when that is
     its format: a stream that is not `bounded` shows its first TABLE_ROWS rows in a table
     (the rest is not read), and all of them in a chart."""
+    from dices_cli.output import Format, Stream, as_result, collect, open_stdout
+
     if output.format not in (Format.TABLE, Format.CHART):
         output.write(result)
         return

@@ -34,10 +34,10 @@ from dices_cli.commands.options import (
     SortOption,
     emit_shaped,
     no_rater_selection,
-    quiet_option,
     rater_selection,
     read_paths,
 )
+from dices_cli.commands.quiet import quiet_option
 from dices_cli.errors import UsageError
 from dices_cli.render import emit, say
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from typer.core import TyperOption
 
 from dices_cli.output import Format
 from dices_cli.render import emit
@@ -134,25 +133,6 @@ LimitOption = Annotated[
     int | None,
     typer.Option("--limit", metavar="N", min=0, help="Keep only the first N rows (after --sort)."),
 ]
-
-
-def quiet_option() -> TyperOption:
-    """-q/--quiet, which every command takes: it silences dices_cli.render.say."""
-
-    def set_quiet(_ctx: Any, _param: Any, value: bool) -> None:
-        if value:
-            from dices_cli.render import set_quiet
-
-            set_quiet(True)
-
-    return TyperOption(
-        param_decls=["--quiet", "-q"],
-        is_flag=True,
-        expose_value=False,
-        is_eager=True,
-        callback=set_quiet,
-        help="No progress and no notes on stderr; errors are still shown.",
-    )
 
 
 def rater_selection(
