@@ -14,9 +14,10 @@ import sys
 from typing import Annotated, Any, Literal
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand
 
 from dices_cli import __version__
+from dices_cli.commands.listing import ListingGroup
 from dices_cli.commands.quiet import quiet_option
 from dices_cli.commands.wording import worded
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
@@ -82,7 +83,7 @@ class ListedCommand(TyperCommand):
     """A command not loaded yet, as the list of commands shows it: its name and one-line help."""
 
 
-class DicesGroup(TyperGroup):
+class DicesGroup(ListingGroup):
     """Turns core exceptions into `Error: ...` and an exit code, and a closed pipe into exit 0.
 
     Every command, and dices itself, takes -q/--quiet. The commands are listed from
@@ -92,7 +93,6 @@ class DicesGroup(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.params.append(quiet_option())
-        self.listing = False  # drawing the list of commands: no module needs loading
         for name, (_module, one_line) in COMMANDS.items():
             self.commands.setdefault(name, ListedCommand(name, help=one_line))
 
@@ -114,13 +114,6 @@ class DicesGroup(TyperGroup):
         for name, command in typer.main.get_group(registry).commands.items():
             command.params.append(quiet_option())
             self.commands[name] = command
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        self.listing = True
-        try:
-            super().format_help(ctx, formatter)
-        finally:
-            self.listing = False
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from dices_cli.render import set_quiet

@@ -19,8 +19,9 @@ from typer._click import exceptions as click_exceptions
 from typer._click import types as click_types
 from typer._click.globals import get_current_context
 from typer._types import TyperChoice
-from typer.core import TyperCommand, TyperGroup, TyperOption
+from typer.core import TyperCommand, TyperOption
 
+from dices_cli.commands.listing import ListingGroup
 from dices_cli.commands.options import (
     ColumnsOption,
     DataDir,
@@ -308,17 +309,8 @@ def query_command(query: Query) -> QueryCommand:
     )
 
 
-class QueryGroup(TyperGroup):
+class QueryGroup(ListingGroup):
     """`dices query`: its commands are the catalogue's queries, read when first wanted."""
-
-    listing = False  # drawing the list of queries: their help is drawn too
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        self.listing = True
-        try:
-            super().format_help(ctx, formatter)
-        finally:
-            self.listing = False
 
     def list_commands(self, ctx: Any) -> list[str]:
         from dices_cli.queries.catalog import command_queries
