@@ -19,7 +19,13 @@ from dices_cli.metrics.agreement import Array
 # imports it from here, with the other helpers it needs for bootstrap p-values.
 from dices_cli.metrics.permutation import benjamini_hochberg
 
-__all__ = ["benjamini_hochberg", "bootstrap_p_value", "bootstrap_weights", "percentile_interval"]
+__all__ = [
+    "benjamini_hochberg",
+    "bootstrap_p_value",
+    "bootstrap_weights",
+    "percentile_interval",
+    "rater_weights",
+]
 
 
 def bootstrap_weights(n: int, draws: int, seed: int) -> NDArray[np.int32]:
@@ -34,6 +40,35 @@ def bootstrap_weights(n: int, draws: int, seed: int) -> NDArray[np.int32]:
         # Count the draws of each resample at once: resample r's item i is cell r * n + i.
         cells = (drawn + n * np.arange(draws)[:, None]).ravel()
         weights[1:] = np.bincount(cells, minlength=draws * n).reshape(draws, n)
+    return weights
+
+
+def rater_weights(group_of_rater: NDArray[np.intp], draws: int, seed: int) -> NDArray[np.int32]:
+    """(draws + 1, raters) resample counts of raters: row 0 all ones, then `draws` resamples
+    that each draw, within every group, as many raters as it has, with replacement.
+
+    group_of_rater: per rater, its group number (all 0: the whole pool is one group). Drawing
+    within groups keeps every group's size, so a group's figure in a resample is that of a
+    group of the same size, and groups stay disjoint (their differences stay paired with the
+    same conversations). The rater half of the two-way (rater x conversation) bootstrap;
+    combine it with `bootstrap_weights` of the conversations, drawn from another seed: a
+    rating's weight is its rater's times its conversation's. Reproducible from `seed`.
+    """
+    raters = len(group_of_rater)
+    weights = np.ones((draws + 1, raters), dtype=np.int32)
+    if raters == 0 or draws == 0:
+        return weights
+    weights[1:] = 0
+    rng = np.random.default_rng(seed)
+    rows = np.arange(draws)[:, None] * raters
+    for group in np.unique(group_of_rater):
+        members = np.flatnonzero(group_of_rater == group)
+        drawn = members[rng.integers(0, len(members), size=(draws, len(members)))]
+        weights[1:] += (
+            np.bincount((drawn + rows).ravel(), minlength=draws * raters)
+            .reshape(draws, raters)
+            .astype(np.int32)
+        )
     return weights
 
 
