@@ -1,9 +1,11 @@
 """`dices evaluate`: every model against every reference (and rater group), with intervals.
 
 One dataset at a time (item ids repeat across DICES-350 and DICES-990): the rows of
-predictions for it. Every metric of
-every row is computed for the same bootstrap resamples of the dataset's conversations, so
-a group's metric and the rest of the pool's are paired. Formulas and rules:
+predictions for it. Every metric of every row is computed for the same bootstrap resamples
+of the dataset's conversations, so a group's metric and the rest of the pool's are paired.
+With rater groups (`by`), the group rows' intervals resample the raters within their groups
+too (interval "clustered", the default), and a group's difference from the rest is tested
+by permuting the raters' group labels (dices_cli.evaluate.groups). Formulas and rules:
 docs/evaluate.md.
 """
 
@@ -16,9 +18,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dices_cli.errors import Option, UsageError
 from dices_cli.evaluate.baseline import DRAWS, draws
+from dices_cli.evaluate.groups import (
+    Members,
+    crossed_counts,
+    members_of,
+    permuted_differences,
+)
 from dices_cli.evaluate.measure import (
     METRICS,
     Measured,
@@ -39,13 +48,15 @@ from dices_cli.evaluate.references import (
     crowd_binary,
     gold_binary,
 )
+from dices_cli.metrics import defaults
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.bootstrap import (
     benjamini_hochberg,
-    bootstrap_p_value,
     bootstrap_weights,
     percentile_interval,
+    rater_weights,
 )
+from dices_cli.metrics.permutation import shuffled_labellings, two_sided_p_values
 from dices_cli.metrics.scoring import Resamples
 from dices_cli.output import Table
 
@@ -68,10 +79,12 @@ class Settings:
     against: tuple[str, ...] | None = None  # None: every reference the dataset has
     ties: str = "exclude"
     threshold: float = 0.5
-    bootstrap: int = 1000
-    seed: int = 0
+    bootstrap: int = defaults.BOOTSTRAP
+    seed: int = defaults.SEED
     by: tuple[str, ...] = ()
     baselines: tuple[int, ...] = ()  # K of each raters:K baseline
+    permutations: int = defaults.PERMUTATIONS  # relabellings behind the group rows' p-values
+    interval: str = defaults.INTERVAL  # the group rows': clustered or conversations
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,7 @@ def columns(by: Sequence[str]) -> list[str]:
         "difference",
         "difference_low",
         "difference_high",
+        "difference_null",
         "p_value",
         "p_adjusted",
         "polarity_suspect",
@@ -146,13 +160,19 @@ COLUMN_HELP = {
     "more rater, with the reference's raters (crowd rows); cross_entropy, jsd "
     "(Jensen-Shannon, bits), tvd (total variation), pearson, spearman of the predicted "
     "against the raters' shares (crowd-share rows). Empty where undefined.",
-    "METRIC_low/_high": "The 95% percentile bootstrap interval (conversations resampled; "
-    "ProsocialDialog: the utterances predicted).",
+    "METRIC_low/_high": "The 95% percentile bootstrap interval: conversations resampled "
+    "(ProsocialDialog: the utterances predicted); on group rows, with the default "
+    "--interval clustered, the raters within their groups too.",
     "compared_on": "Group rows: the metric compared with the rest of the pool (kappa, "
     "or jsd for crowd-share).",
     "rest": "That metric against the rest of the pool (the raters not in the group).",
     "difference": "Group minus rest, with its paired bootstrap interval (difference_low/_high).",
-    "p_value": "Two-sided bootstrap p-value of a zero difference.",
+    "difference_null": "The difference expected when group labels carry no information: "
+    "its mean over the --permutations relabellings of the raters (a small group's own "
+    "plurality is noisier, so a model agrees less with it whatever the group).",
+    "p_value": "Two-sided permutation p-value of the difference (group labels shuffled "
+    "across raters, group sizes kept; never 0: (k + 1) / (N + 1)); empty for the raters:K "
+    "baseline.",
     "p_adjusted": "p_value adjusted over the groups (Benjamini-Hochberg), per model and reference.",
     "polarity_suspect": "true when the model agrees with the gold label (DICES-350), the "
     "crowd (DICES-990) or the published label (ProsocialDialog) less than chance: kappa's "
@@ -199,28 +219,39 @@ def _aligned(predictions: Predictions, votes: Votes) -> list[Prediction]:
 _Key = tuple[str, int, bool]  # reference, group (POOL for the whole pool), against the rest
 
 
+_Set = tuple[int, bool, Array]  # group (POOL for the whole pool), the rest, answer counts
+
+
+def _sets(votes: Votes, settings: Settings, kept: Mask | None = None) -> list[_Set]:
+    """The sets of raters of the rows: the pool, and each group and its rest; `kept` the
+    ratings of the reference (all)."""
+    pool = votes.counts(kept)
+    sets: list[_Set] = [(POOL, False, pool)]
+    if settings.by:
+        for group, counts in enumerate(votes.group_counts(kept)):
+            sets += [(group, False, counts), (group, True, pool - counts)]
+    return sets
+
+
 def _measure(
     prediction: Prediction,
     votes: Votes,
     settings: Settings,
     references: Sequence[str],
     resamples: Resamples,
-    kept: Mask | None = None,
+    sets: Sequence[_Set],
+    fixed: bool = True,
 ) -> dict[_Key, Measured]:
-    """Every row's figures for one prediction; `kept` the ratings of the reference (all)."""
+    """Every row's figures for one prediction against the `sets` of raters (and, if
+    `fixed`, the dataset's own label)."""
     resampled = Resampled(prediction, resamples)
-    pool = votes.counts(kept)
-    sets: list[tuple[int, bool, Array]] = [(POOL, False, pool)]
-    if settings.by:
-        for group, counts in enumerate(votes.group_counts(kept)):
-            sets += [(group, False, counts), (group, True, pool - counts)]
     # Per reference all rows at once (stacked); against the rest of the pool, only the
     # metric the group is compared on (HEADLINE).
     keys: list[_Key] = []
     binaries: list[Binary] = []
     counted: list[Array | None] = []
     labels_only: list[bool] = []
-    if votes.fixed_name in references and votes.fixed is not None:
+    if fixed and votes.fixed_name in references and votes.fixed is not None:
         keys.append((votes.fixed_name, POOL, False))
         binaries.append(gold_binary(votes.fixed))
         counted.append(None)
@@ -242,6 +273,104 @@ def _measure(
         for (group, rest, _), figures in zip(sets, shared, strict=False):
             measured["crowd-share", group, rest] = figures
     return measured
+
+
+@dataclass(frozen=True)
+class _Crossed:
+    """The two-way resamples of the group rows: rater draws (within groups) crossed with
+    conversation resamples."""
+
+    resamples: Resamples  # row 0 all ones, then the conversation resamples
+    counts: Array  # [rater draw, group, category, conversation]
+
+
+def _crossed(members: Members, weights: NDArray[np.int32], settings: Settings) -> _Crossed | None:
+    """ceil(sqrt(B)) rater draws crossed with as many conversation resamples (B =
+    --bootstrap): every pair is a two-way resample, and each draw's groups are scored on all
+    the conversation resamples at once, by the same stacked metrics as the other rows
+    (independent pairs would need every metric anew per resample)."""
+    if settings.interval != "clustered" or settings.bootstrap == 0:
+        return None
+    side = math.ceil(math.sqrt(settings.bootstrap))
+    seed = int(np.random.SeedSequence([settings.seed, 1]).generate_state(1)[0])
+    draws = rater_weights(members.group, side, seed)[1:]
+    return _Crossed(Resamples(weights[: side + 1]), crossed_counts(members, draws))
+
+
+def _clustered(
+    figures: dict[_Key, Measured],
+    prediction: Prediction,
+    votes: Votes,
+    settings: Settings,
+    references: Sequence[str],
+    crossed: _Crossed,
+) -> dict[_Key, Measured]:
+    """`figures` with the group rows' (and their rests') resampled values replaced by those
+    of the two-way resamples; point estimates, n and ties stay."""
+    draws, groups = crossed.counts.shape[:2]
+    pools = crossed.counts.sum(axis=1)
+    sets = [
+        (draw * groups + group, rest, pools[draw] - counts if rest else counts)
+        for draw in range(draws)
+        for group, counts in enumerate(crossed.counts[draw])
+        for rest in (False, True)
+    ]
+    drawn = _measure(prediction, votes, settings, references, crossed.resamples, sets, False)
+    result = dict(figures)
+    for key, measured in figures.items():
+        reference, group, rest = key
+        if group == POOL or reference == votes.fixed_name:
+            continue
+        values = {
+            metric: np.concatenate(
+                [
+                    point[:1],
+                    *(
+                        drawn[reference, draw * groups + group, rest].values[metric][1:]
+                        for draw in range(draws)
+                    ),
+                ]
+            )
+            for metric, point in measured.values.items()
+        }
+        result[key] = Measured(measured.n, measured.ties, values)
+    return result
+
+
+_Test = tuple[float, float]  # p-value, the difference expected under the null
+
+
+def _group_tests(
+    members: Members,
+    predictions: Sequence[Prediction],
+    settings: Settings,
+    references: Sequence[str],
+) -> dict[tuple[str, str, int], _Test]:
+    """Per model, reference and group: the permutation test of its difference from the rest."""
+    if settings.permutations == 0:
+        return {}
+    labellings = np.vstack(
+        [members.group, shuffled_labellings(members.group, settings.permutations, settings.seed)]
+    )
+    tests = {}
+    for reference in ("crowd", "crowd-share"):
+        if reference not in references:
+            continue
+        differences = permuted_differences(
+            members, labellings, predictions, reference, settings.ties, settings.threshold
+        )
+        observed, null = differences[0], differences[1:]
+        p_values = two_sided_p_values(observed, null)
+        with warnings.catch_warnings():  # a difference no relabelling defines: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = np.nanmean(null, axis=0)
+        for m, prediction in enumerate(predictions):
+            for group in range(members.groups):
+                tests[prediction.model, reference, group] = (
+                    float(p_values[m, group]),
+                    float(expected[m, group]),
+                )
+    return tests
 
 
 def _averaged(runs: list[dict[_Key, Measured]]) -> dict[_Key, Measured]:
@@ -312,12 +441,19 @@ def check_memory(items: int, bootstrap: int) -> None:
 def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Evaluation:
     references = chosen_references(settings, votes.dataset)
     check_memory(votes.conversations, settings.bootstrap)
-    resamples = Resamples(bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed))
+    weights = bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed)
+    resamples = Resamples(weights)
+    members = members_of(votes) if settings.by else None
+    crossed = None if members is None else _crossed(members, weights, settings)
     notes: list[str] = []
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
-    for prediction in _aligned(predictions.of(votes.dataset), votes):
-        figures = _measure(prediction, votes, settings, references, resamples)
+    aligned = _aligned(predictions.of(votes.dataset), votes)
+    sets = _sets(votes, settings)
+    for prediction in aligned:
+        figures = _measure(prediction, votes, settings, references, resamples, sets)
+        if crossed is not None:
+            figures = _clustered(figures, prediction, votes, settings, references, crossed)
         covered = int(prediction.covered.sum())
         if covered < votes.total:
             notes.append(_coverage_note(prediction, votes))
@@ -328,16 +464,16 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     for k in settings.baselines:
         runs = []
         for draw in draws(votes, k, DRAWS, settings.seed):
-            runs.append(
-                _measure(draw.prediction, votes, settings, references, resamples, draw.kept)
-            )
+            kept = _sets(votes, settings, draw.kept)
+            runs.append(_measure(draw.prediction, votes, settings, references, resamples, kept))
             covered = int(draw.prediction.covered.sum())  # the same in every draw
         measured.append((draw.prediction.model, covered, _averaged(runs)))
+    tests = {} if members is None else _group_tests(members, aligned, settings, references)
     suspected = {s.model for s in suspects}
     rows = [
         row
         for model, covered, figures in measured
-        for row in _rows(model, covered, figures, votes, settings, model in suspected)
+        for row in _rows(model, covered, figures, votes, settings, model in suspected, tests)
     ]
     table = Table(columns(settings.by), _numeric(settings.by), rows)
     return Evaluation(table, notes, suspects, _summary(table, votes.dataset))
@@ -399,6 +535,7 @@ def _rows(
     votes: Votes,
     settings: Settings,
     suspect: bool,
+    tests: dict[tuple[str, str, int], _Test],
 ) -> list[tuple[Any, ...]]:
     raters = [votes.pool_raters(), *votes.group_raters()] if settings.by else [votes.pool_raters()]
     no_group = (None,) * len(settings.by)
@@ -415,7 +552,7 @@ def _rows(
             figures[reference, group, False].values[metric]
             - figures[reference, group, True].values[metric]
         )
-        p = bootstrap_p_value(difference)
+        p, expected = tests.get((model, reference, group), (math.nan, math.nan))
         p_values.setdefault(reference, []).append(p)
         rest = _number(figures[reference, group, True].values[metric][0])
         differences[reference, group, False] = (
@@ -423,6 +560,7 @@ def _rows(
             rest,
             _number(difference[0]),
             *_interval(difference),
+            _number(expected),
             _number(p),
         )
     adjusted = {r: iter(benjamini_hochberg(np.array(p))) for r, p in p_values.items()}
@@ -444,7 +582,7 @@ def _rows(
         if key in differences:
             cells += [*differences[key], _number(next(adjusted[reference]))]
         else:
-            cells += [None] * 7
+            cells += [None] * 8
         cells.append(suspect)
         rows.append(tuple(cells))
     return rows

@@ -195,6 +195,12 @@ def label_metrics(
         axis=1,
     )
     tp, fp, fn, tn = np.moveaxis(resamples_of(weights).sums(cells, used), 1, 0)
+    return confusion_metrics(tp, fp, fn, tn)
+
+
+def confusion_metrics(tp: Array, fp: Array, fn: Array, tn: Array) -> Metrics:
+    """label_metrics' figures from the (weighted) counts of true and false positives and
+    negatives, any shape: the one formula of each, for every caller that has the counts."""
     n = tp + fp + fn + tn
     predicted_yes, predicted_no = tp + fp, fn + tn
     actual_yes, actual_no = tp + fn, fp + tn
@@ -355,7 +361,7 @@ def distribution_metrics(
     columns = np.zeros((len(predicted), 4, stacked.shape[2]))
     for r in range(stacked.shape[2]):
         chosen = used[:, r]
-        columns[chosen, :, r] = _item_divergences(predicted[chosen], stacked[chosen, :, r])
+        columns[chosen, :, r] = item_divergences(predicted[chosen], stacked[chosen, :, r])
     sums = resamples_of(weights).sums(columns, None)
     means = _ratio(sums[:, 1:], sums[:, :1])
     if observed.ndim == 2:
@@ -363,7 +369,7 @@ def distribution_metrics(
     return dict(zip(["cross_entropy", "jsd", "tvd"], np.moveaxis(means, 1, 0), strict=True))
 
 
-def _item_divergences(predicted: Array, observed: Array) -> Array:
+def item_divergences(predicted: Array, observed: Array) -> Array:
     """Per item (rows): 1, the cross-entropy, the JSD and the TVD, (n, 4)."""
     cross_entropy = -(observed * np.log(np.clip(predicted, PROBABILITY_FLOOR, 1))).sum(axis=1)
     p = predicted / predicted.sum(axis=1, keepdims=True)
