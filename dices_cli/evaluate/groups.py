@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from dices_cli.evaluate.measure import Prediction
 from dices_cli.evaluate.references import CATEGORIES, UNRATED, YES, Mask, Votes, crowd_binary
 from dices_cli.metrics.agreement import Array
-from dices_cli.metrics.scoring import confusion_metrics, item_divergences
+from dices_cli.metrics.scoring import confusion_metrics
 
 # Group count cells (rows x groups x categories x conversations) per batch of relabellings:
 # each temporary is a few MB whatever the number of permutations.
@@ -106,31 +106,135 @@ def _kappas(side: Array, predictions: Sequence[Prediction], ties: str, threshold
     return kappa.reshape(*shape[:-1], len(predictions))
 
 
+def _entropy_bits(distribution: Array) -> Array:
+    """Shannon entropy (bits) over the category axis (-2, as in answer counts), 0 log 0 = 0.
+    (Summing over a short last axis instead is several times slower.)"""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(distribution > 0, -distribution * np.log2(distribution), 0.0)
+    return terms.sum(axis=-2)
+
+
+def _divergences(predicted: Array, observed: Array) -> Array:
+    """Jensen-Shannon divergence (bits) of predicted [..., category, item] from observed
+    [..., category, item] (broadcast): H((p + q) / 2) - (H(p) + H(q)) / 2, which equals the
+    relative-entropy form of metrics.scoring.item_divergences to the last bits."""
+    predicted = predicted / predicted.sum(axis=-2, keepdims=True)
+    middle = _entropy_bits((predicted + observed) / 2)
+    return middle - (_entropy_bits(predicted) + _entropy_bits(observed)) / 2
+
+
+def _binary_entropy_bits(share: Array) -> Array:
+    """Entropy (bits) of [1 - share, share], 0 log 0 = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        yes = np.where(share > 0, share * np.log2(share), 0.0)
+        no = np.where(share < 1, (1 - share) * np.log2(1 - share), 0.0)
+    return -(yes + no)
+
+
+class _Cells:
+    """Every count a set of the pool's raters can give a conversation, y Yes of m ratings
+    (m up to the pool's ratings of it), numbered conversation by conversation.
+
+    A relabelling's sets only ever hold such counts, so a model's divergence from the shares
+    is computed once per cell and looked up: per model, one pass over the cells and a gather
+    per relabelled set instead of some twenty passes over [relabelling, group, conversation]
+    arrays (DICES-990, 10 models, --by rater_race, 1000 permutations: 9.7 s -> 1.6 s CPU)."""
+
+    def __init__(self, most: NDArray[np.intp]) -> None:
+        sizes = (most + 1) * (most + 2) // 2  # per conversation: (m, y) with 0 <= y <= m <= most
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+        top = int(most.max(initial=0))
+        ratings = np.repeat(np.arange(top + 1), np.arange(top + 1) + 1)
+        yes = np.arange(len(ratings)) - ratings * (ratings + 1) // 2
+        self.conversation = np.repeat(np.arange(len(most)), sizes)
+        local = np.arange(int(sizes.sum())) - self.offsets[self.conversation]
+        self.rated = ratings[local] > 0
+        self.share = yes[local] / np.maximum(ratings[local], 1)
+        self.entropy = _binary_entropy_bits(self.share)  # H(q), the same for every model
+
+    def of(self, side: Array) -> NDArray[np.int32]:
+        """[..., conversation] the cell of each set's counts [..., category, conversation]."""
+        ratings = side.sum(axis=-2).astype(np.intp)
+        local = ratings * (ratings + 1) // 2 + side[..., YES, :].astype(np.intp)
+        return (self.offsets + local).astype(np.int32)
+
+    def divergences(self, probability: Array) -> Array:
+        """Per cell, the Jensen-Shannon divergence (bits) of [1 - p, p] from its shares,
+        H((p + q) / 2) - (H(p) + H(q)) / 2 (equal to the relative-entropy form of
+        metrics.scoring.item_divergences to the last bits); NaN where the model gives no p
+        or the cell has no rating."""
+        p = probability[self.conversation]
+        table = (
+            _binary_entropy_bits((p + self.share) / 2)
+            - (_binary_entropy_bits(p) + self.entropy) / 2
+        )
+        return np.where(self.rated, table, np.nan)
+
+    @staticmethod
+    def mean(table: Array, sets: NDArray[np.int32]) -> Array:
+        """[...] the mean over conversations of table's value of each set's cell, sets
+        [..., conversation]; the NaN cells left out."""
+        values = table[sets]
+        use = ~np.isnan(values)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(use, values, 0.0).sum(axis=-1) / use.sum(axis=-1)
+
+
 def _jsds(side: Array, predictions: Sequence[Prediction]) -> Array:
     """[row, group, model] mean Jensen-Shannon divergence (bits) of each model's predicted
-    distribution from each set's shares of answers, as evaluate's crowd-share rows measure
-    it (NaN for a model with labels only)."""
+    distribution of three answers from each set's shares."""
     total = side.sum(axis=-2)
     rated = total > 0
-    observed = np.moveaxis(side / np.where(rated, total, 1.0)[..., None, :], -2, -1)
-    result = np.full((*rated.shape[:-1], len(predictions)), np.nan)
+    three = side / np.where(rated, total, 1.0)[..., None, :]  # [..., category, conversation]
+    result = np.empty((*rated.shape[:-1], len(predictions)))
     for m, prediction in enumerate(predictions):
-        probability = prediction.probability()
-        if probability is None:
-            continue
-        predicted = prediction.distribution
-        shares = observed
-        if predicted is None or predicted.shape[1] == 2:
-            if predicted is None:
-                predicted = np.column_stack([1 - probability, probability])
-            share_yes = observed[..., YES]
-            shares = np.stack([1 - share_yes, share_yes], axis=-1)
-        use = rated & ~np.isnan(probability)
-        divergence = np.zeros(use.shape)
-        items = np.broadcast_to(np.arange(len(probability)), use.shape)[use]
-        divergence[use] = item_divergences(predicted[items], shares[use])[:, 2]
+        assert prediction.distribution is not None
+        predicted = prediction.distribution.T  # [category, conversation]
+        use = rated & ~np.isnan(predicted[0])
+        divergence = _divergences(predicted, three)
         with np.errstate(invalid="ignore", divide="ignore"):
-            result[..., m] = divergence.sum(axis=-1) / use.sum(axis=-1)
+            result[..., m] = np.where(use, divergence, 0.0).sum(axis=-1) / use.sum(axis=-1)
+    return result
+
+
+def _yes_only(prediction: Prediction) -> Array | None:
+    """The model's predicted probability of Yes when that is all it predicts (a score, or a
+    distribution of No and Yes), normalised as the divergences normalise it; else None."""
+    distribution = prediction.distribution
+    if prediction.score is not None:
+        return prediction.score
+    if distribution is not None and distribution.shape[1] == 2:
+        return distribution[:, 1] / distribution.sum(axis=1)
+    return None
+
+
+def _share_differences(
+    members: Members, labellings: NDArray[np.intp], predictions: Sequence[Prediction]
+) -> Array:
+    """[labelling, model, group] the Jensen-Shannon divergence of each model from each
+    group's shares minus from the rest's (NaN for a model with labels only)."""
+    result = np.full((len(labellings), len(predictions), members.groups), np.nan)
+    pool = members.answers.sum(axis=0)
+    cells = _Cells(pool.sum(axis=0).astype(np.intp))
+    shape = (len(labellings), members.groups, pool.shape[-1])
+    inside_cells, outside_cells = np.empty(shape, np.int32), np.empty(shape, np.int32)
+    binary = [_yes_only(prediction) for prediction in predictions]
+    three = [
+        m
+        for m, prediction in enumerate(predictions)
+        if binary[m] is None and prediction.distribution is not None
+    ]
+    for rows, inside in _batches(members, labellings):
+        outside = pool - inside
+        inside_cells[rows], outside_cells[rows] = cells.of(inside), cells.of(outside)
+        if three:
+            chosen = [predictions[m] for m in three]
+            difference = _jsds(inside, chosen) - _jsds(outside, chosen)
+            result[rows, three] = np.moveaxis(difference, -1, 0)
+    for m, probability in enumerate(binary):
+        if probability is not None:
+            table = cells.divergences(probability)
+            result[:, m] = cells.mean(table, inside_cells) - cells.mean(table, outside_cells)
     return result
 
 
@@ -146,14 +250,12 @@ def permuted_differences(
     against the rest of the pool, under each labelling of the members: kappa against the
     crowd label (reference "crowd"), Jensen-Shannon divergence from the shares
     ("crowd-share")."""
+    if reference == "crowd-share":
+        return _share_differences(members, labellings, predictions)
     result = np.empty((len(labellings), len(predictions), members.groups))
     pool = members.answers.sum(axis=0)
     for rows, inside in _batches(members, labellings):
-        outside = pool - inside
-        if reference == "crowd":
-            group = _kappas(inside, predictions, ties, threshold)
-            rest = _kappas(outside, predictions, ties, threshold)
-        else:
-            group, rest = _jsds(inside, predictions), _jsds(outside, predictions)
+        group = _kappas(inside, predictions, ties, threshold)
+        rest = _kappas(pool - inside, predictions, ties, threshold)
         result[rows] = np.moveaxis(group - rest, -1, 1)
     return result
