@@ -23,6 +23,7 @@ from dices_cli.commands.options import (
     rater_selection,
     read_paths,
 )
+from dices_cli.metrics import defaults
 from dices_cli.render import emit, say
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ EVALUATE_HELP = """Score a model's predictions against the experts and the rater
 
 PREDICTIONS is a CSV, TSV, JSON Lines or Parquet file (or - for stdin) with an item_id column, an optional model column (several models side by side), an optional dataset column (350 or 990; needed with --dataset all, as item ids repeat across the datasets), and a label (Yes = unsafe, No, Unsure; or unsafe/safe), a score (probability of unsafe) and/or p_no, p_yes[, p_unsure] (a predicted distribution of the raters' answers).
 
-One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95% bootstrap interval. `dices evaluate --explain` says what every column means.
+One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95% bootstrap interval. With --by, a group's headline metric is compared with the rest of the pool's: the difference, its interval (raters resampled within their groups and conversations; --interval), the difference expected by chance for a group of that size, and a permutation p-value (group labels shuffled across raters; --permutations). `dices evaluate --explain` says what every column means.
 
 With --dataset prosocial the item ids are ProsocialDialog's (split-dialogue_id-response_id, as test-0-0), a label is Yes/No or unsafe/safe (or 1/0 with --one-means) and/or a score the probability of unsafe. The references are label, the published safety_label made binary by the majority rule (unsafe when at least two of the three workers flagged the utterance: __probably_needs_caution__, __needs_caution__, __needs_intervention__; safe: __casual__, __possibly_needs_caution__), and crowd-share, the share of the three annotations that are not casual. The metrics use the utterances the file predicts; the coverage warning says how much of each split that is. ProsocialDialog has no rater ids or demographics: --by, --baseline and the rater selection do not apply.
 
@@ -120,8 +121,28 @@ def evaluate(
         typer.Option(
             "--bootstrap", min=0, max=100_000, help="Bootstrap resamples for the intervals."
         ),
-    ] = 1000,
-    seed: Annotated[int, typer.Option("--seed", min=0, max=4_294_967_295, help="Random seed.")] = 0,
+    ] = defaults.BOOTSTRAP,
+    permutations: Annotated[
+        int,
+        typer.Option(
+            "--permutations",
+            min=0,
+            max=100_000,
+            help="Random relabellings of the raters behind the group rows' p-values (0: none).",
+        ),
+    ] = defaults.PERMUTATIONS,
+    interval: Annotated[
+        Literal["clustered", "conversations"],
+        typer.Option(
+            "--interval",
+            help="How group rows' intervals resample: clustered (raters within their groups "
+            "and conversations: raters and conversations like these) or conversations (this "
+            "rater pool). Whole-pool rows resample conversations.",
+        ),
+    ] = "clustered",
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, max=4_294_967_295, help="Random seed.")
+    ] = defaults.SEED,
     by: Annotated[
         list[str] | None,
         typer.Option("--by", "-b", help="Also against each group of this rater column (repeat)."),
@@ -185,6 +206,8 @@ def evaluate(
         ties=ties,
         threshold=threshold,
         bootstrap=bootstrap,
+        permutations=permutations,
+        interval=interval,
         seed=seed,
         by=tuple(dict.fromkeys(by or [])),
         baselines=tuple(parse_baseline(spec) for spec in baseline or []),

@@ -359,9 +359,12 @@ def distribution_metrics(
     used = _everything(used, stacked.shape[:1] + stacked.shape[2:])
     used = used if used.ndim == 2 else used[:, None]
     columns = np.zeros((len(predicted), 4, stacked.shape[2]))
-    for r in range(stacked.shape[2]):
-        chosen = used[:, r]
-        columns[chosen, :, r] = item_divergences(predicted[chosen], stacked[chosen, :, r])
+    # Every (item, reference) pair used, in one call: a call per reference cost 0.3 ms each
+    # in the ~300 calls per model of evaluate's clustered group rows.
+    items, references = np.nonzero(used)
+    columns[items, :, references] = item_divergences(
+        predicted[items], stacked[items, :, references]
+    )
     sums = resamples_of(weights).sums(columns, None)
     means = _ratio(sums[:, 1:], sums[:, :1])
     if observed.ndim == 2:

@@ -1,0 +1,198 @@
+"""`dices evaluate --by`: the group rows' permutation test and clustered intervals.
+
+The test of a group against the rest must hold its level when demographics carry no
+information: the calibration here shuffles the raters' groups (group sizes kept) and counts
+how often p < 0.05. The bootstrap p-value it replaces rejected in 18-92% of such rows.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import binom
+from sklearn.metrics import cohen_kappa_score
+from typer.testing import CliRunner
+
+from dices_cli.commands.evaluate import dices_votes
+from dices_cli.demo import sample_paths
+from dices_cli.evaluate.evaluation import Settings, _aligned, evaluate
+from dices_cli.evaluate.groups import members_of, permuted_differences
+from dices_cli.evaluate.predictions import Predictions
+from dices_cli.evaluate.references import Votes
+from dices_cli.main import app
+from dices_cli.queries.engine import RaterSelection
+from dices_cli.store import Store
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding the packaged sample (40 + 80 conversations)."""
+    data = tmp_path_factory.mktemp("sample")
+    paths = [str(path) for path in sample_paths()]
+    result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data), "-q"])
+    assert result.exit_code == 0, result.output
+    return data
+
+
+def models(data: Path, dataset: str, seed: int = 1) -> dict[str, pl.DataFrame]:
+    """Noisy judges of every kind of prediction: a label with a score, a score alone, a
+    distribution of No and Yes, and one of all three answers."""
+    ratings = pl.read_parquet(data / dataset / "ratings.parquet")
+    shares = (
+        ratings.group_by("item_id")
+        .agg(
+            (pl.col("Q_overall") == "No").mean().alias("no"),
+            (pl.col("Q_overall") == "Yes").mean().alias("yes"),
+        )
+        .sort("item_id")
+    )
+    rng = np.random.default_rng(seed)
+    noisy = np.clip(shares["yes"].to_numpy() + rng.normal(0, 0.2, shares.height), 0.01, 0.99)
+    unsure = np.clip(1 - shares["no"].to_numpy() - shares["yes"].to_numpy(), 0.01, 1)
+    three = np.column_stack([1 - noisy, noisy, unsure])
+    three /= three.sum(axis=1, keepdims=True)
+    ids = shares["item_id"]
+    return {
+        "label+score": pl.DataFrame(
+            {"item_id": ids, "label": np.where(noisy >= 0.4, "Yes", "No"), "score": noisy}
+        ),
+        "score": pl.DataFrame({"item_id": ids, "score": noisy}),
+        "two": pl.DataFrame({"item_id": ids, "p_no": 1 - noisy, "p_yes": noisy}),
+        "three": pl.DataFrame(
+            {"item_id": ids, "p_no": three[:, 0], "p_yes": three[:, 1], "p_unsure": three[:, 2]}
+        ),
+    }
+
+
+def loaded(
+    data: Path, dataset: str, frame: pl.DataFrame, tmp_path: Path, by: tuple[str, ...]
+) -> tuple[Votes, Predictions]:
+    path = tmp_path / "predictions.csv"
+    frame.write_csv(path)
+    votes, read = dices_votes(Store(data), [dataset], RaterSelection(), by, str(path), None)
+    return votes[0], read
+
+
+@pytest.mark.parametrize("kind", ["label+score", "score", "two", "three"])
+def test_the_tests_observed_difference_is_the_rows_difference(
+    sample: Path, tmp_path: Path, kind: str
+) -> None:
+    by = ("rater_race",)
+    votes, read = loaded(sample, "350", models(sample, "350")[kind], tmp_path, by)
+    table = evaluate(votes, read, Settings(by=by, bootstrap=0, permutations=0)).table
+    members = members_of(votes)
+    (prediction,) = _aligned(read.of("350"), votes)
+    for reference in ("crowd", "crowd-share"):
+        rows = [r for r in table.records() if r["reference"] == reference and r["rater_race"]]
+        if kind != "label+score" and reference == "crowd":
+            assert all(r["difference"] is not None for r in rows)
+        observed = permuted_differences(
+            members, members.group[None, :], [prediction], reference, "exclude", 0.5
+        )[0, 0]
+        assert len(rows) == len(observed) == 5
+        for row, value in zip(rows, observed, strict=True):
+            assert math.isclose(row["difference"], value, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_p_values_count_the_observed_labelling_and_are_never_zero(
+    sample: Path, tmp_path: Path
+) -> None:
+    by = ("rater_race",)
+    votes, read = loaded(sample, "350", models(sample, "350")["label+score"], tmp_path, by)
+    table = evaluate(votes, read, Settings(by=by, bootstrap=0, permutations=19)).table
+    p_values = [r["p_value"] for r in table.records() if r["rater_race"]]
+    assert len(p_values) == 10
+    # Two-sided: 2 * min(k + 1, l + 1) / (N + 1), so a multiple of 0.1 from 0.1 up.
+    assert all(0.1 <= p <= 1 and math.isclose(p * 10, round(p * 10)) for p in p_values)
+    nulls = [r["difference_null"] for r in table.records() if r["rater_race"]]
+    assert all(value is not None for value in nulls)
+
+
+def shuffled_groups(votes: Votes, rng: np.random.Generator) -> Votes:
+    """The votes with each rater's group given to another rater (group sizes kept)."""
+    from dataclasses import replace
+
+    assert votes.rater is not None
+    group_of_rater = np.zeros(int(votes.rater.max()) + 1, dtype=np.intp)
+    group_of_rater[votes.rater] = votes.group
+    return replace(votes, group=rng.permutation(group_of_rater)[votes.rater])
+
+
+@pytest.mark.parametrize("dataset", ["350", "990"])
+def test_group_tests_hold_their_level_under_shuffled_demographics(
+    sample: Path, tmp_path: Path, dataset: str
+) -> None:
+    """Under the null, p < 0.05 in at most about 5% of group rows: the share over 40
+    shuffles of the raters' groups stays within the 99.9% binomial bound of 5%."""
+    by = ("rater_race",)
+    votes, read = loaded(sample, dataset, models(sample, dataset)["label+score"], tmp_path, by)
+    rng = np.random.default_rng(7)
+    p_values = []
+    for shuffle in range(40):
+        null_votes = shuffled_groups(votes, rng)
+        settings = Settings(by=by, bootstrap=0, permutations=199, seed=shuffle)
+        table = evaluate(null_votes, read, settings).table
+        p_values += [r["p_value"] for r in table.records() if r["rater_race"] and r["p_value"]]
+    tests = len(p_values)
+    rejected = sum(p < 0.05 for p in p_values)
+    assert tests >= 300
+    assert rejected <= binom.ppf(0.999, tests, 0.05), (rejected, tests)
+    assert min(p_values) > 0
+
+
+def test_clustered_intervals_match_a_two_way_bootstrap_written_by_hand(
+    sample: Path, tmp_path: Path
+) -> None:
+    """The crossed rater x conversation resamples give a group's kappa an interval as wide
+    as independent two-way resamples drawn with a loop (within 25%), and wider than
+    conversations alone."""
+    by = ("rater_race",)
+    frame = models(sample, "350")["label+score"]
+    votes, read = loaded(sample, "350", frame, tmp_path, by)
+    clustered = evaluate(votes, read, Settings(by=by, bootstrap=400, permutations=0)).table
+    conversations = evaluate(
+        votes, read, Settings(by=by, bootstrap=400, permutations=0, interval="conversations")
+    ).table
+
+    def width(table: object, group: str) -> float:
+        (row,) = [
+            r
+            for r in table.records()  # type: ignore[attr-defined]
+            if r["reference"] == "crowd" and r["rater_race"] == group
+        ]
+        return float(row["kappa_high"] - row["kappa_low"])
+
+    # By hand: raters drawn within the group, conversations drawn, the group's plurality of
+    # the drawn raters' answers (ties left out), kappa with scikit-learn.
+    assert votes.rater is not None
+    group = 0
+    name = votes.group_keys[group][0]
+    label = np.where(frame["label"].to_numpy() == "Yes", 1, 0)
+    ids = frame["item_id"].to_numpy()
+    position = np.searchsorted(votes.item_ids, ids)
+    mine = votes.group == group
+    raters = np.unique(votes.rater[mine])
+    rng = np.random.default_rng(3)
+    kappas = []
+    for _ in range(400):
+        drawn_raters = rng.choice(raters, size=len(raters))
+        weight = np.bincount(drawn_raters, minlength=int(votes.rater.max()) + 1)
+        counts = np.zeros((3, votes.conversations))
+        np.add.at(counts, (votes.answer[mine], votes.item[mine]), weight[votes.rater[mine]])
+        top = counts.max(axis=0)
+        tie = (counts == top).sum(axis=0) > 1
+        unsafe = (counts.argmax(axis=0) == 1) & ~tie
+        defined = ~(tie & (counts[1] == top)) & (top > 0)
+        drawn = rng.integers(0, len(ids), size=len(ids))
+        keep = defined[position[drawn]]
+        kappas.append(
+            cohen_kappa_score(label[drawn][keep], unsafe[position[drawn]][keep].astype(int))
+        )
+    low, high = np.nanpercentile(kappas, [2.5, 97.5])
+    by_hand = high - low
+    assert abs(width(clustered, name) / by_hand - 1) < 0.25, (width(clustered, name), by_hand)
+    assert width(conversations, name) < width(clustered, name)
