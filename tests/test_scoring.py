@@ -31,11 +31,10 @@ from sklearn.metrics import (
 )
 
 from dices_cli.metrics.bootstrap import (
-    benjamini_hochberg,
-    bootstrap_p_value,
     bootstrap_weights,
     percentile_interval,
 )
+from dices_cli.metrics.permutation import benjamini_hochberg
 from dices_cli.metrics.scoring import (
     Resamples,
     correlation_metrics,
@@ -301,26 +300,6 @@ def test_percentile_interval_is_the_middle_95_percent_of_the_defined_resamples(
 def test_percentile_interval_at_another_level() -> None:
     values = np.array([100.0, *range(101)])  # row 0 is the point estimate, left out
     assert percentile_interval(values, level=0.5) == (25.0, 75.0)
-
-
-@given(st.lists(st.one_of(st.integers(-3, 3).map(float), st.just(NAN)), min_size=1, max_size=30))
-def test_bootstrap_p_value_is_twice_the_smaller_tail_counting_zeros_in_both(
-    differences: list[float],
-) -> None:
-    defined = [d for d in differences[1:] if not math.isnan(d)]
-    p = bootstrap_p_value(np.array(differences))
-    if not defined:
-        assert math.isnan(p)
-        return
-    at_most = sum(d <= 0 for d in defined) / len(defined)
-    at_least = sum(d >= 0 for d in defined) / len(defined)
-    assert p == pytest.approx(min(1.0, 2 * min(at_most, at_least)))
-
-
-def test_bootstrap_p_value_of_a_clear_difference_and_of_none() -> None:
-    assert bootstrap_p_value(np.array([-9.0, 1.0, 2.0, 3.0, -1.0])) == 0.5
-    assert bootstrap_p_value(np.array([0.0, 1.0, 2.0, 3.0])) == 0.0
-    assert bootstrap_p_value(np.array([0.0, 0.0, 0.0])) == 1.0
 
 
 @given(st.lists(st.one_of(st.floats(0, 1), st.just(NAN)), min_size=1, max_size=20))

@@ -50,13 +50,12 @@ from dices_cli.evaluate.references import (
 )
 from dices_cli.metrics import defaults
 from dices_cli.metrics.agreement import Array
-from dices_cli.metrics.bootstrap import (
+from dices_cli.metrics.bootstrap import bootstrap_weights, percentile_interval, rater_weights
+from dices_cli.metrics.permutation import (
     benjamini_hochberg,
-    bootstrap_weights,
-    percentile_interval,
-    rater_weights,
+    shuffled_labellings,
+    two_sided_p_values,
 )
-from dices_cli.metrics.permutation import shuffled_labellings, two_sided_p_values
 from dices_cli.metrics.scoring import Resamples
 from dices_cli.output import Table
 

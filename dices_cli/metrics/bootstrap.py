@@ -1,4 +1,4 @@
-"""Bootstrap resampling of conversations: resample weights, intervals and p-values.
+"""Bootstrap resampling of conversations and raters: resample weights and intervals.
 
 A resample is a row of weights: how often each conversation is drawn. The metric functions
 of dices_cli.metrics.scoring take all rows at once and return one value per row; row 0 is
@@ -15,17 +15,7 @@ from numpy.typing import NDArray
 
 from dices_cli.metrics.agreement import Array
 
-# The adjustment is the one `dices query` applies to its permutation p-values; evaluation
-# imports it from here, with the other helpers it needs for bootstrap p-values.
-from dices_cli.metrics.permutation import benjamini_hochberg
-
-__all__ = [
-    "benjamini_hochberg",
-    "bootstrap_p_value",
-    "bootstrap_weights",
-    "percentile_interval",
-    "rater_weights",
-]
+__all__ = ["bootstrap_weights", "percentile_interval", "rater_weights"]
 
 
 def bootstrap_weights(n: int, draws: int, seed: int) -> NDArray[np.int32]:
@@ -90,16 +80,3 @@ def percentile_interval(values: Array, level: float = 0.95) -> tuple[float, floa
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(defined, [tail, 100 - tail])
     return float(low), float(high)
-
-
-def bootstrap_p_value(differences: Array) -> float:
-    """Two-sided p-value of "the difference is 0" from its bootstrap values differences[1:].
-
-    p = 2 * min(share <= 0, share >= 0), capped at 1, over the resamples where the difference
-    is defined (NaN if none is). Differences exactly 0 count in both shares.
-    """
-    defined = _bootstrap_values(differences)
-    if defined.size == 0:
-        return math.nan
-    share = min(float(np.mean(defined <= 0)), float(np.mean(defined >= 0)))
-    return min(1.0, 2 * share)
