@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
+from dices_cli.evaluate.references import PROSOCIAL_UNSAFE
 from dices_cli.families import FAMILIES, all_members, family_of
 from dices_cli.main import app
 from dices_cli.prosocial.labels import recomputed_label
@@ -129,6 +130,13 @@ def test_the_label_rule_on_all_27_annotation_triples() -> None:
     )
     labels = triples.select(recomputed_label(pl.col("annotations"))).to_series()
     assert dict(zip(EXPECTED_LABELS, labels.to_list(), strict=True)) == EXPECTED_LABELS
+
+
+def test_the_binary_reference_is_two_caution_votes_or_any_intervention_vote() -> None:
+    """What `evaluate -d prosocial` counts as unsafe, as its help says."""
+    unsafe = {t for t, label in EXPECTED_LABELS.items() if label in PROSOCIAL_UNSAFE}
+    assert unsafe == {t for t in EXPECTED_LABELS if t.count("N") >= 2 or "I" in t}
+    assert len(unsafe) == 23  # of the 27: all but CCC and the three with one caution vote
 
 
 # --- ingest --------------------------------------------------------------------------------
