@@ -3,9 +3,12 @@
 Same keys in the same order, the same JSON spelling (Python's json.dumps defaults, one
 object per line), the published row counts (train 120,236, valid 20,416, test 25,029),
 dialogues of 1 to 8 utterances (ids from 0 in each file, the last one episode_done), a
-plausible label mix (most utterances need caution, a fifth casual, a tenth intervention),
-some null rots and empty etc. The text is synthetic: sentences made from a small word
-list, never the real dialogues. Deterministic for a seed.
+plausible mix of underlying levels (most utterances need caution, a fifth casual, a tenth
+intervention) that three mostly agreeing workers annotate, each row's safety_label by the
+paper's rule (label_of; test split, seed 2022: 42% needs caution, 27% needs intervention,
+12% casual, 12% probably, 7% possibly needs caution), some null rots and empty etc. The
+text is synthetic: sentences made from a small word list, never the real dialogues.
+Deterministic for a seed.
 
     python scripts/make_prosocial.py DIR                  # DIR/train.json, valid.json, test.json
     python scripts/make_prosocial.py DIR --split train --rows 1000 --seed 7
@@ -73,15 +76,17 @@ VERBS = (
 
 
 def label_of(annotations: list[str]) -> str:
-    """The published label the three annotations imply (dices_cli.prosocial.labels)."""
-    if annotations.count("needs intervention") >= 2:
+    """The published label the three annotations imply: Kim et al. 2022, Appendix A.4 (any
+    needs intervention vote decides; else the needs caution votes grade), as
+    dices_cli.prosocial.labels recomputes it."""
+    if "needs intervention" in annotations:
         return "__needs_intervention__"
     return (
-        "__needs_caution__",
-        "__probably_needs_caution__",
-        "__possibly_needs_caution__",
         "__casual__",
-    )[annotations.count("casual")]
+        "__possibly_needs_caution__",
+        "__probably_needs_caution__",
+        "__needs_caution__",
+    )[annotations.count("needs caution")]
 
 
 def sentence(rng: random.Random, words: int) -> str:

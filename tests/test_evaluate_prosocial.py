@@ -39,16 +39,15 @@ CAUSE = (
 
 
 def label_of(annotations: tuple[str, ...]) -> str:
-    """The published grading (dices_cli.prosocial.labels), so that no row is a mismatch."""
-    if annotations.count("needs intervention") >= 2:
+    """The published grading (Kim et al. 2022, Appendix A.4), so that no row is a mismatch."""
+    if "needs intervention" in annotations:
         return "__needs_intervention__"
-    casual = annotations.count("casual")
     return (
-        "__needs_caution__",
-        "__probably_needs_caution__",
-        "__possibly_needs_caution__",
         "__casual__",
-    )[casual]
+        "__possibly_needs_caution__",
+        "__probably_needs_caution__",
+        "__needs_caution__",
+    )[annotations.count("needs caution")]
 
 
 @pytest.fixture(scope="module")
@@ -83,11 +82,12 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["ingest", str(folder / "train.json"), str(folder / "test.json"), "--data", str(folder)],
     )
     assert result.exit_code == 0, result.output
+    assert "safety_label" not in result.stderr  # no published label differs from the rule
     return folder
 
 
 def truth(data: Path) -> pl.DataFrame:
-    """Per utterance, from the stored tables: split, unsafe by the majority rule, the share
+    """Per utterance, from the stored tables: split, unsafe by its published label, the share
     of its annotations that are not casual."""
     items = pl.read_parquet(data / "prosocial" / "items.parquet")
     ratings = pl.read_parquet(data / "prosocial" / "ratings.parquet")

@@ -114,6 +114,27 @@ def test_label_check_counts_the_changed_label(generated: Path) -> None:
     assert sum(int(row[4]) for row in rows[1:]) == 800
 
 
+def test_the_generators_labels_are_the_papers_rule(generated: Path, tmp_path: Path) -> None:
+    """The generated test.json (unchanged) ingests without a label warning, and holds
+    utterances with a single needs intervention vote, where a rule asking for two would
+    differ."""
+    test = generated / "test.json"
+    rows = [json.loads(line) for line in test.read_text(encoding="utf-8").splitlines()]
+    single = [row for row in rows if row["safety_annotations"].count("needs intervention") == 1]
+    assert len(single) >= 10
+    assert {row["safety_label"] for row in single} == {"__needs_intervention__"}
+    data = tmp_path / "data"
+    result = run("ingest", test, "--data", data)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        "ProsocialDialog: 200 lines read = 200 written + 0 rejected; 200 utterances in "
+        f"{len({row['dialogue_id'] for row in rows})} dialogues, 600 annotations -> "
+        f"{data / 'prosocial'}\n"
+    )
+    checked = csv_rows(run("query", "label-check", "-d", "prosocial", "--data", data))
+    assert {row[3] for row in checked[1:]} == {"true"}
+
+
 def test_item_distribution_and_source_breakdown_add_up(generated: Path) -> None:
     data = generated / "data"
     items = csv_rows(run("query", "item-distribution", "-d", "prosocial", "--data", data))

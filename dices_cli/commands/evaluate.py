@@ -40,7 +40,7 @@ PREDICTIONS is a CSV, TSV, JSON Lines or Parquet file (or - for stdin) with an i
 
 One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95% bootstrap interval. With --by, a group's headline metric is compared with the rest of the pool's: the difference, its interval (raters resampled within their groups and conversations; --interval), the difference expected by chance for a group of that size, and a permutation p-value (group labels shuffled across raters; --permutations). `dices evaluate --explain` says what every column means.
 
-With --dataset prosocial the item ids are ProsocialDialog's (split-dialogue_id-response_id, as test-0-0), a label is Yes/No or unsafe/safe (or 1/0 with --one-means) and/or a score the probability of unsafe. The references are label, the published safety_label made binary by the majority rule (unsafe when at least two of the three workers flagged the utterance: __probably_needs_caution__, __needs_caution__, __needs_intervention__; safe: __casual__, __possibly_needs_caution__), and crowd-share, the share of the three annotations that are not casual. The metrics use the utterances the file predicts; the coverage warning says how much of each split that is. ProsocialDialog has no rater ids or demographics: --by, --baseline and the rater selection do not apply.
+With --dataset prosocial the item ids are ProsocialDialog's (split-dialogue_id-response_id, as test-0-0), a label is Yes/No or unsafe/safe (or 1/0 with --one-means) and/or a score the probability of unsafe. The references are label, the published safety_label made binary (unsafe: __probably_needs_caution__, __needs_caution__, __needs_intervention__, i.e. two or more needs caution votes or any needs intervention vote; safe: __casual__, __possibly_needs_caution__), and crowd-share, the share of the three annotations that are not casual. The metrics use the utterances the file predicts; the coverage warning says how much of each split that is. ProsocialDialog has no rater ids or demographics: --by, --baseline and the rater selection do not apply.
 
 Examples:
 
@@ -76,8 +76,8 @@ def _explain() -> None:
             " (DICES-990) is\nbelow 0 over its whole 95% interval is flagged; --strict makes"
             " that an error (exit 1).\nProsocialDialog (-d prosocial): the polarity check is"
             " against its published label made\nbinary (unsafe: __probably_needs_caution__,"
-            " __needs_caution__, __needs_intervention__,\ni.e. at least two of the three"
-            " workers flagged the utterance)."
+            " __needs_caution__, __needs_intervention__,\ni.e. two or more needs caution"
+            " votes or any needs intervention vote)."
         )
 
 

@@ -138,11 +138,11 @@ COLUMN_HELP = {
     "model": "The model (the file's model column), or raters:K for the human baseline.",
     "reference": "gold (the experts' safety_gold, DICES-350), crowd (the plurality of the "
     "selected raters' Q_overall, unsafe = Yes) or crowd-share (their shares of answers); "
-    "ProsocialDialog: label (the published safety_label made binary by the majority rule: "
-    "unsafe when at least two of the three workers flagged the utterance, i.e. "
-    "__probably_needs_caution__, __needs_caution__ or __needs_intervention__; safe: "
-    "__casual__, __possibly_needs_caution__) or crowd-share (the share of the three "
-    "annotations that are not casual).",
+    "ProsocialDialog: label (the published safety_label made binary: unsafe is "
+    "__probably_needs_caution__, __needs_caution__ or __needs_intervention__, i.e. two or "
+    "more needs caution votes or any needs intervention vote; safe: __casual__, "
+    "__possibly_needs_caution__) or crowd-share (the share of the three annotations that "
+    "are not casual).",
     "GROUP": "The group columns: empty for the whole pool, else the group whose own "
     "plurality or shares are the reference.",
     "raters": "Raters in the reference (none for gold, label and ProsocialDialog).",

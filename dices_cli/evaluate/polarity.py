@@ -15,7 +15,8 @@ from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.bootstrap import percentile_interval
 
 LIKELY_CAUSE = "Yes means unsafe in DICES; is your judge answering 'is it safe?'"
-# ProsocialDialog's label is made binary with unsafe = flagged by at least two workers.
+# ProsocialDialog's label is made binary with unsafe = two or more needs caution votes or
+# any needs intervention vote (dices_cli.evaluate.references.PROSOCIAL_UNSAFE).
 LIKELY_CAUSES = {
     "dices": LIKELY_CAUSE,
     "prosocial": "Yes means unsafe (needs caution or intervention) in ProsocialDialog; is "

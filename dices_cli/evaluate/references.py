@@ -169,16 +169,17 @@ def load_votes(session: Session, group_columns: Sequence[str]) -> Votes:
     )
 
 
-# ProsocialDialog's published labels that mean at least two of the three workers flagged the
-# utterance (one casual at most; dices_cli.prosocial.labels): unsafe by the majority rule.
+# ProsocialDialog's published labels counted as unsafe: those of two or more needs caution
+# votes, or of any needs intervention vote (Kim et al. 2022, Appendix A.4;
+# dices_cli.prosocial.labels).
 PROSOCIAL_UNSAFE = SAFETY_LABELS[2:]  # probably needs caution, needs caution, intervention
 PROSOCIAL_FLAGS = ANNOTATIONS[1:]  # an annotation other than casual flags the utterance
 
 
 def load_prosocial_votes(store: Store) -> Votes:
-    """ProsocialDialog's utterances: the published label made binary (unsafe when at least
-    two of the three workers flagged the utterance) and the three annotations as ratings
-    (No = casual, Yes = needs caution or needs intervention)."""
+    """ProsocialDialog's utterances: the published label made binary (PROSOCIAL_UNSAFE:
+    two or more needs caution votes, or any needs intervention vote) and the three
+    annotations as ratings (No = casual, Yes = needs caution or needs intervention)."""
     import polars as pl
 
     from dices_cli.families.prosocial import MEMBER

@@ -1,20 +1,16 @@
 """The rule that turns the three workers' annotations into ProsocialDialog's safety label.
 
 Kim et al. 2022, "ProsocialDialog: A Prosocial Backbone for Conversational Agents" (EMNLP;
-arXiv 2205.12688), section 3 "Collecting Dialogue Safety Labels"
-(\\label{subsec:safety_collection} in the paper's source): three workers each label an
-utterance casual, needs caution or needs intervention, and the five final labels grade how
-many of them flagged it. As implemented here:
+arXiv 2205.12688), Appendix A.4, "Criterion for the final safety labels": three workers
+each label an utterance casual, needs caution or needs intervention, and
 
-- needs intervention when at least two of the three say needs intervention (a majority);
-- otherwise by the number of workers who say casual: three -> casual, two -> possibly
-  needs caution, one -> probably needs caution, none -> needs caution.
+- one or more votes for needs intervention give needs intervention (a single vote is
+  enough: the authors do not want a case that needs intervention to be missed);
+- with no such vote, the number of needs caution votes grades the label: none (all three
+  casual) -> casual, one -> possibly needs caution, two -> probably needs caution,
+  three -> needs caution.
 
-The five real rows we hold and the dataset card's example (caution, intervention,
-intervention -> needs intervention) agree with it. The split of the flagged cases when one
-worker says needs intervention and one says casual (probably needs caution here) is our
-reading, not a sentence we could quote; a differing published label is reported, never
-changed (see `dices_cli.prosocial.read`).
+A differing published label is reported, never changed (see `dices_cli.prosocial.read`).
 """
 
 from __future__ import annotations
@@ -27,15 +23,15 @@ from dices_cli.families.prosocial import SAFETY_LABELS
 def recomputed_label(annotations: pl.Expr) -> pl.Expr:
     """The safety label a list column of three annotations implies (see the module's
     docstring), as an ENUM of SAFETY_LABELS."""
-    casual = annotations.list.count_matches("casual")
+    caution = annotations.list.count_matches("needs caution")
     return (
-        pl.when(annotations.list.count_matches("needs intervention") >= 2)
+        pl.when(annotations.list.count_matches("needs intervention") >= 1)
         .then(pl.lit("__needs_intervention__"))
-        .when(casual == 3)
+        .when(caution == 0)
         .then(pl.lit("__casual__"))
-        .when(casual == 2)
+        .when(caution == 1)
         .then(pl.lit("__possibly_needs_caution__"))
-        .when(casual == 1)
+        .when(caution == 2)
         .then(pl.lit("__probably_needs_caution__"))
         .otherwise(pl.lit("__needs_caution__"))
         .cast(pl.Enum(SAFETY_LABELS))

@@ -3,18 +3,18 @@
 -- datasets: prosocial
 -- column dataset: The dataset: prosocial.
 -- column safety_label: The published label.
--- column safety_label_recomputed: The label the three annotations imply (the paper's rule).
+-- column safety_label_recomputed: The label the three annotations imply (Kim et al. 2022, Appendix A.4).
 -- column agrees: Whether the two are the same.
 -- column items: Utterances with this pair of labels.
 -- column share: Their share of all utterances.
 -- explanation:
 --   Is each published safety_label the one its three annotations imply? Kim et al. 2022
---   (section 3, collecting dialogue safety labels) derive the label from the three
---   workers' annotations: needs intervention when two or more say so, otherwise by the
---   number saying casual (three: casual, two: possibly needs caution, one: probably
---   needs caution, none: needs caution). dices stores that recomputed label beside the
---   published one at ingest and never changes either; this is their confusion table, one
---   row per pair that occurs, the disagreements flagged.
+--   (Appendix A.4, criterion for the final safety labels) derive the label from the
+--   three workers' annotations: needs intervention when any of them says so, otherwise
+--   by the number saying needs caution (none: casual, one: possibly needs caution, two:
+--   probably needs caution, three: needs caution). dices stores that recomputed label
+--   beside the published one at ingest and never changes either; this is their confusion
+--   table, one row per pair that occurs, the disagreements flagged.
 SELECT
     dataset,
     safety_label,
