@@ -48,7 +48,7 @@ def report(
         typer.Option(
             "--permutations",
             help="With --by: relabellings of the raters behind the agreement p-values "
-            f"(default {PERMUTATIONS}; dices query agreement's is 1000).",
+            f"(default {PERMUTATIONS}, as dices query agreement).",
         ),
     ] = None,
     seed: Annotated[
@@ -83,7 +83,7 @@ def report(
             max=100_000,
             metavar="N",
             help="With --predictions: bootstrap resamples behind the intervals "
-            f"(default {BOOTSTRAP}; dices evaluate's is 1000).",
+            f"(default {BOOTSTRAP}, as dices evaluate).",
         ),
     ] = None,
     baseline: Annotated[

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from dices_cli import __version__
 from dices_cli.errors import DicesError
+from dices_cli.metrics import defaults
 
 if TYPE_CHECKING:
     from dices_cli.queries.engine import RaterSelection
@@ -24,16 +25,13 @@ if TYPE_CHECKING:
     from dices_cli.store import Store
 
 INSTALL_HINT = "charts need vl-convert-python: pip install 'dices-cli[report]'"
-# Relabellings behind the agreement section's p-values. The agreement query's own default,
-# 1000, costs 5.8 s of CPU for race and gender on the two replica datasets, more than the
-# rest of the report together; 200 cost 1.1 s and still resolve p = 0.01.
-PERMUTATIONS = 200
-# Bootstrap resamples behind the models' intervals. Scoring the demo predictions with the
-# raters:1 baseline on the replica DICES-350, by race and by gender, cost 3.1 s of CPU with
-# `dices evaluate`'s default, 1000, 1.5 s with 200 and 0.7-0.8 s with 100. With 100 the
-# interval's ends are coarser (interpolated between the 3rd and 4th, and the 97th and 98th,
-# sorted resamples): the report states the number beside the chart.
-BOOTSTRAP = 100
+# The resampling behind the p-values and intervals: the same defaults as `dices query
+# agreement` and `dices evaluate` (dices_cli.metrics.defaults), so a figure in the report is
+# the figure the CLI gives. 1000 relabellings cost the agreement section 5.8 s of CPU for race
+# and gender on the two replica datasets (200 cost 1.1 s); a reader who wants a quicker draft
+# gives --permutations and --bootstrap, and the report states the numbers used.
+PERMUTATIONS = defaults.PERMUTATIONS
+BOOTSTRAP = defaults.BOOTSTRAP
 # The human ceiling drawn beside the models when no baseline is asked for: one rater,
 # drawn at random per conversation, scored against the rest of the crowd.
 BASELINES = (1,)

@@ -512,8 +512,8 @@ def _models_per_group(groups: dict[str, Evaluation]) -> Figure:
     spec = charts.estimates(
         "Each model's agreement with each group's crowd label",
         "Cohen's kappa of each model against the plurality label of each group's raters, "
-        "with 95% bootstrap intervals; the dashed line is the model's kappa against the "
-        "whole crowd.",
+        "with 95% intervals (raters resampled within the group, and conversations); the "
+        "dashed line is the model's kappa against the whole crowd.",
         data,
         ("label", None),
         ("kappa", "Cohen's kappa against the group"),
@@ -525,9 +525,12 @@ def _models_per_group(groups: dict[str, Evaluation]) -> Figure:
     return Figure(
         spec,
         table,
-        "A model that agrees with one group more than with the rest of the pool (orange: the "
-        "paired bootstrap difference, Benjamini-Hochberg adjusted) has learnt that group's "
-        "view of safety; the dashed line is its agreement with everyone.",
+        "A model that agrees with one group more than with the rest of the pool (orange: "
+        "the permutation test of the difference, raters' group labels shuffled, "
+        "Benjamini-Hochberg adjusted) has learnt that group's view of safety; the dashed "
+        "line is its agreement with everyone. A small group's own plurality is noisier, so "
+        "every model agrees less with it: the test compares each group with random groups "
+        "of its size.",
     )
 
 
