@@ -43,7 +43,7 @@ QUERIES: dict[str, list[str]] = {  # name: options
 # The pandas baseline. Standalone: pandas and the standard library, nothing from dices.
 
 ANSWERS = ["No", "Yes", "Unsure"]
-LABELS = [*ANSWERS, "tie"]
+LABELS = [*ANSWERS, "No=Unsure", "tie"]
 GOLD = ["No", "Yes"]
 GENDER = ["Man", "Woman", "Nonbinary", "Self-describe (below)"]  # the official label order
 DEGREE = ["Benign", "Debatable", "Moderate", "Extreme"]
@@ -107,6 +107,14 @@ def _plurality(counts: Any) -> Any:
     return label
 
 
+def _crowd_label(counts: Any) -> Any:
+    """The plurality, where a tie counts only with Yes among the most: No and Unsure tied
+    above Yes is 'No=Unsure'."""
+    label = _plurality(counts)
+    label[(counts["n_no"] == counts["n_unsure"]) & (counts["n_no"] > counts["n_yes"])] = "No=Unsure"
+    return label
+
+
 def _shares(counts: Any, prefix: str = "share") -> Any:
     total = counts["n_no"] + counts["n_yes"] + counts["n_unsure"]
     for answer in ANSWERS:
@@ -166,7 +174,7 @@ def pandas_qoverall_by_demographic(files: dict[str, str]) -> Any:
 def _labelled(files: dict[str, str]) -> Any:
     frame = _load(files["350"], {"item_id", "safety_gold", "Q_overall"})
     counts = _counts(frame, ["item_id", "safety_gold"])
-    counts["crowd_label"] = _plurality(counts)
+    counts["crowd_label"] = _crowd_label(counts)
     return counts
 
 

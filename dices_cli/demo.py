@@ -113,7 +113,8 @@ def tour(workdir: Path) -> list[Section]:
         ),
         Section(
             "Does the crowd agree with the experts? (DICES-350 has gold labels)",
-            "Crowd label = plurality of Q_overall; 'tie' when the top two are equal.",
+            "Crowd label = plurality of Q_overall; 'tie' when Yes is tied for the most, "
+            "'No=Unsure' when No and Unsure are (not unsafe).",
             f"dices query gold-vs-crowd {data}",
             _query(store, "gold-vs-crowd"),
         ),

@@ -14,6 +14,17 @@ CREATE MACRO plurality(n_no, n_yes, n_unsure) AS (
     END
 )::crowd_label;
 
+-- The crowd's label for the binary question "is the plurality Yes?": the plurality, where a
+-- tie counts only when Yes is among the answers tied for the most ('tie'); No and Unsure
+-- tied above Yes is 'No=Unsure', which is not Yes (not unsafe). NULL when there are no
+-- answers. `plurality` stays the descriptive answer ('tie' for any tie).
+CREATE MACRO crowd_label_of(n_no, n_yes, n_unsure) AS (
+    CASE
+        WHEN n_no = n_unsure AND n_no > n_yes THEN 'No=Unsure'::crowd_label
+        ELSE plurality(n_no, n_yes, n_unsure)
+    END
+);
+
 -- 95% Wilson score interval for a proportion successes / trials (z = 1.959963984540054).
 CREATE MACRO wilson_low(successes, trials) AS (
     CASE WHEN trials > 0 THEN

@@ -9,7 +9,7 @@
 -- column dataset: The dataset: 350 or 990.
 -- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
 -- column conversations: Conversations compared.
--- column ties: Conversations whose crowd label is a tie.
+-- column ties: Conversations whose crowd label is a tie with Yes among the answers tied for the most (counted as not Yes).
 -- column accuracy: Share of conversations where the crowd's Yes/not-Yes matches the experts'.
 -- column precision: Precision of the crowd's Yes against the experts' Yes.
 -- column recall: Recall of the experts' Yes by the crowd's Yes.
@@ -18,7 +18,8 @@
 -- explanation:
 --   The gold-vs-crowd confusion reduced to one row per dataset (and group). "Positive"
 --   is Yes (unsafe): the crowd predicts Yes when its label is Yes, and not-Yes for No,
---   Unsure and ties; `ties` says how many conversations were ties. Precision, recall and
+--   Unsure, No=Unsure and ties; `ties` says how many conversations were ties of Yes with
+--   another answer (a No = Unsure tie answers the question: not Yes). Precision, recall and
 --   F1 are for Yes; kappa is Cohen's kappa of the two binary labels. A NULL metric had a
 --   zero denominator.
 WITH confusion AS (

@@ -8,13 +8,14 @@
 -- column dataset: The dataset: 350 or 990.
 -- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
 -- column safety_gold: The experts' label.
--- column crowd_label: The crowd's label: No, Yes, Unsure or tie.
+-- column crowd_label: The crowd's label: No, Yes, Unsure, No=Unsure (No and Unsure tied above Yes: not unsafe) or tie (Yes tied for the most).
 -- column conversations: Conversations with this pair of labels.
 -- explanation:
 --   How often does the crowd agree with the experts? Each conversation gets a crowd
---   label: the plurality of its Q_overall answers ('tie' when the top two are equal),
---   or with --rule threshold, Yes when Yes / (Yes + No) is at least --threshold and No
---   otherwise. One row per cell of gold x crowd label, empty cells included, so the
+--   label: the plurality of its Q_overall answers, or with --rule threshold, Yes when
+--   Yes / (Yes + No) is at least --threshold and No otherwise. A tie counts only when Yes
+--   is among the answers tied for the most ('tie': the crowd cannot say whether it is
+--   unsafe); No and Unsure tied above Yes is 'No=Unsure', a crowd that says not unsafe. One row per cell of gold x crowd label, empty cells included, so the
 --   conversations of each dataset (and group) add up to 350. Only DICES-350 has gold.
 WITH votes AS (
     SELECT
@@ -35,7 +36,7 @@ labelled AS (
                     WHEN n_yes + n_no > 0 AND n_yes / (n_yes + n_no) >= $threshold THEN 'Yes'
                     ELSE 'No'
                 END::crowd_label
-            ELSE plurality(n_no, n_yes, n_unsure)
+            ELSE crowd_label_of(n_no, n_yes, n_unsure)
         END AS crowd_label
     FROM votes
 ),

@@ -12,14 +12,14 @@ from dices_cli.evaluate.baseline import parse_baseline
 from dices_cli.evaluate.measure import model_xrr
 from dices_cli.evaluate.references import TIE, UNRATED, crowd_binary, plurality
 from dices_cli.metrics.agreement import cross_replication_reliability
-from dices_cli.queries.catalog import prelude
+from dices_cli.queries.catalog import CROWD_LABEL_TYPE, prelude
 
 SQL_CODES = {"No": 0, "Yes": 1, "Unsure": 2, "tie": TIE, None: UNRATED}
 
 
 def _macros() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
+    con.execute(CROWD_LABEL_TYPE)
     con.execute(prelude())
     return con
 
@@ -39,16 +39,45 @@ def test_plurality_is_the_sql_macro(counts: np.ndarray) -> None:
 
 
 def test_the_tie_rules() -> None:
-    counts = np.array([[2, 1, 0, 1], [2, 2, 0, 0], [0, 0, 0, 1]], dtype=float)
-    # tie of No and Yes, Yes, unrated, tie of No and Unsure
+    """A tie counts only when Yes is among the answers tied for the most; No tied with
+    Unsure above Yes is not unsafe under every rule."""
+    counts = np.array(
+        [[2, 1, 0, 1, 2, 0, 1], [2, 2, 0, 0, 1, 1, 1], [0, 0, 0, 1, 2, 1, 1]], dtype=float
+    )
+    # ties of No and Yes; Yes; unrated; ties of No and Unsure (above Yes, with no Yes);
+    # a tie of Yes and Unsure; of all three
+    yes_tied = [True, False, False, False, False, True, True]
     excluded = crowd_binary(counts, "exclude")
-    assert excluded.defined.tolist() == [False, True, False, False]
+    assert excluded.defined.tolist() == [False, True, False, True, True, False, False]
+    assert excluded.unsafe[excluded.defined].tolist() == [True, False, False]
     unsafe = crowd_binary(counts, "unsafe")
-    assert unsafe.defined.tolist() == [True, True, False, True]
-    assert unsafe.unsafe.tolist() == [True, True, False, True]
+    assert unsafe.defined.tolist() == [True, True, False, True, True, True, True]
+    assert unsafe.unsafe.tolist() == [True, True, False, False, False, True, True]
     safe = crowd_binary(counts, "safe")
-    assert safe.unsafe.tolist() == [False, True, False, False]
-    assert excluded.ties.tolist() == [True, False, False, True]
+    assert safe.defined.tolist() == unsafe.defined.tolist()
+    assert safe.unsafe.tolist() == [False, True, False, False, False, False, False]
+    for rule in (excluded, unsafe, safe):
+        assert rule.ties.tolist() == yes_tied
+
+
+@given(arrays(np.int64, (3, 12), elements=st.integers(0, 4)))
+def test_the_binary_crowd_is_the_sql_crowd_label(counts: np.ndarray) -> None:
+    """crowd_binary and sql/_macros.sql crowd_label_of (gold-vs-crowd's label) decide each
+    conversation alike: Yes is unsafe, 'tie' (Yes tied for the most) is a tie, No, Unsure
+    and No=Unsure are not unsafe, NULL is undefined."""
+    labels = [
+        MACROS.execute(
+            "SELECT crowd_label_of(?, ?, ?)::VARCHAR", [int(c) for c in column]
+        ).fetchone()[0]
+        for column in counts.T
+    ]
+    for rule in ("exclude", "unsafe", "safe"):
+        binary = crowd_binary(counts.astype(float), rule)
+        assert binary.ties.tolist() == [label == "tie" for label in labels]
+        decided = [label is not None and (label != "tie" or rule != "exclude") for label in labels]
+        assert binary.defined.tolist() == decided
+        unsafe = [label == "Yes" or (label == "tie" and rule == "unsafe") for label in labels]
+        assert (binary.unsafe & binary.defined).tolist() == unsafe
 
 
 @given(

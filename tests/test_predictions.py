@@ -360,3 +360,51 @@ def test_scores_must_be_probabilities(
                 f"{score!r} is outside [0, 1]; score is a probability",
             )
         ]
+
+
+def test_each_model_gives_p_unsure_or_not(tmp_path: Path) -> None:
+    """Whether a distribution has a third share is each model's choice, not the file's: a
+    model of two shares beside one of three is read; a row of a three-share model without
+    p_unsure is a problem, and a two-share row sums p_no + p_yes."""
+    header = "model,item_id,p_no,p_yes,p_unsure\n"
+    valid = "two,1,0.5,0.5,\nthree,1,0.2,0.7,0.1\nthree,2,0.3,0.7,0\n"
+    read = read_predictions(str(write(tmp_path, "p.csv", header + valid)), ITEMS)
+    assert [(name, set(kinds)) for name, _, kinds in read.models()] == [
+        ("two", {"distribution"}),
+        ("three", {"distribution", "p_unsure"}),
+    ]
+    assert read.kinds == {"distribution", "p_unsure"}
+    path = write(tmp_path, "q.csv", header + valid + "two,2,0.4,0.5,\nthree,3,0.3,0.7,\n")
+    assert problems(path) == [
+        ("bad-distribution", 5, None, "0.9", "p_no + p_yes sum to 0.9, not 1"),
+        (
+            "missing-value",
+            6,
+            "p_unsure",
+            None,
+            "the row gives a distribution without p_unsure, which other rows of its model give",
+        ),
+    ]
+
+
+def test_a_column_a_model_leaves_empty_is_no_kind_of_its_predictions(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "p.csv",
+        "model,item_id,label,score,p_no,p_yes\n"
+        "labels,1,Yes,,,\nlabels,2,No,,,\n"
+        "scores,1,,0.5,,\n"
+        "both,1,Unsure,,,\nboth,2,,0.25,,\n"
+        "shares,3,,,0.25,0.75\n",
+    )
+    read = read_predictions(str(path), ITEMS)
+    assert [(name, set(kinds)) for name, _, kinds in read.models()] == [
+        ("labels", {"label"}),
+        ("scores", {"score"}),
+        ("both", {"label", "score"}),
+        ("shares", {"distribution"}),
+    ]
+    assert read.kinds == {"label", "score", "distribution"}
+    assert set(read.of("350").kinds) == set(read.kinds)  # rows of no named dataset are kept
+    only = write(tmp_path, "q.csv", "item_id,label,score\n1,Yes,\n2,No,\n")
+    assert read_predictions(str(only), ITEMS).kinds == {"label"}

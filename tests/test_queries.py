@@ -37,6 +37,7 @@ from dices_cli.schema import (
     ANSWER,
     DEGREE_OF_HARM,
     DICES_350,
+    EDUCATION,
     GENDER,
     GOLD,
     LOCALE,
@@ -148,7 +149,7 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
     ),
 }
 GOLD_ONLY = {"gold-vs-crowd", "gold-vs-crowd-summary"}
-CROWD_LABELS = (*ANSWER, "tie")
+CROWD_LABELS = (*ANSWER, "No=Unsure", "tie")
 Z = NormalDist().inv_cdf(0.975)
 TOLERANCE = 1e-12
 REPLICA = {"350": (350, 123, 43_050), "990": (990, 173, 72_103)}  # conversations, raters, ratings
@@ -206,6 +207,13 @@ def plurality(n_no: int, n_yes: int, n_unsure: int) -> str | None:
     return winners[0] if len(winners) == 1 else "tie"
 
 
+def crowd_label(n_no: int, n_yes: int, n_unsure: int) -> str | None:
+    """The plurality, where a tie counts only when Yes is among the answers tied for the
+    most: No and Unsure tied above Yes answer "is it unsafe?" (not Yes)."""
+    label = plurality(n_no, n_yes, n_unsure)
+    return "No=Unsure" if label == "tie" and n_yes < n_no else label
+
+
 def entropy_bits(*counts: int) -> float:
     total = sum(counts)
     return sum(-(n / total) * math.log2(n / total) for n in counts if n > 0)
@@ -227,6 +235,7 @@ ENUM_ORDER: dict[str, Sequence[str]] = {
     "rater_gender": GENDER,
     "rater_race": RACE,
     "rater_age": AGE,
+    "rater_education": EDUCATION,
     "rater_locale": LOCALE,
     "degree_of_harm": DEGREE_OF_HARM,
     "safety_gold": GOLD,
@@ -390,7 +399,7 @@ def crowd_labels(raw: pd.DataFrame, by: list[str], rule: str, threshold: float) 
     counts["safety_gold"] = counts["item_id"].map(gold)
     if rule == "plurality":
         labels = [
-            plurality(no, yes, unsure)
+            crowd_label(no, yes, unsure)
             for no, yes, unsure in zip(
                 counts["n_no"], counts["n_yes"], counts["n_unsure"], strict=True
             )
@@ -445,6 +454,9 @@ GOLD_CASES = [
     pytest.param(
         ["rater_age"], "plurality", 0.5, ["--by", "rater_age", "--rule", "plurality"], id="by-age"
     ),
+    pytest.param(
+        ["rater_education"], "plurality", 0.5, ["--by", "rater_education"], id="by-education"
+    ),
 ]
 
 
@@ -461,7 +473,7 @@ def test_gold_vs_crowd_matches_pandas(
     result = records(runner, ingested, "gold-vs-crowd", *options)
     labelled = crowd_labels(raw_350, by, rule, threshold)
     assert result == confusion_expected(labelled, by, rule)
-    groups = len(result) // (2 * (4 if rule == "plurality" else 2))
+    groups = len(result) // (2 * (len(CROWD_LABELS) if rule == "plurality" else 2))
     assert sum(r["conversations"] for r in result) == 350 * groups
     if not by:
         assert groups == 1
@@ -470,6 +482,8 @@ def test_gold_vs_crowd_matches_pandas(
             assert sum(r["conversations"] for r in result if r["safety_gold"] == gold) == 175
     if rule == "plurality" and not by:
         assert any(r["crowd_label"] == "tie" and r["conversations"] > 0 for r in result)
+    if by == ["rater_education"]:  # its Other group has No = Unsure ties (rare on 350)
+        assert any(r["crowd_label"] == "No=Unsure" and r["conversations"] > 0 for r in result)
 
 
 def test_gold_vs_crowd_without_removed_raters_matches_pandas(

@@ -379,3 +379,16 @@ def test_correlations_of_a_resample_of_many_copies_equal_scipy() -> None:
         xs, ys = np.repeat(score, row), np.repeat(share, row)
         assert metrics["spearman"][b] == pytest.approx(spearmanr(xs, ys).statistic, abs=1e-12)
         assert metrics["pearson"][b] == pytest.approx(pearsonr(xs, ys).statistic, abs=1e-12)
+
+
+def test_metrics_of_a_score_given_for_no_item_are_undefined_not_a_crash() -> None:
+    """A score with no value (every item NaN): every score and correlation metric is NaN in
+    every resample, as scipy and scikit-learn have nothing to compute them on (it raised an
+    IndexError in the correlations' ranks)."""
+    score = np.full(4, np.nan)
+    share = np.array([0.2, 0.5, 0.6, 0.8])
+    weights = np.array([[1, 1, 1, 1], [2, 0, 1, 1]])
+    correlations = correlation_metrics(score, share, weights)
+    scores = score_metrics(score, share > 0.5, weights, used=~np.isnan(score))
+    for name, values in {**correlations, **scores}.items():
+        assert np.isnan(values).all(), name

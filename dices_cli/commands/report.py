@@ -99,8 +99,9 @@ def report(
         Literal["exclude", "unsafe", "safe"] | None,
         typer.Option(
             "--ties",
-            help="With --predictions: a tied crowd plurality is left out (default), or "
-            "counted as unsafe/safe.",
+            help="With --predictions: a crowd plurality with Yes tied for the most is left "
+            "out (default), or counted as unsafe/safe (No tied with Unsure above Yes is not "
+            "unsafe).",
         ),
     ] = None,
     threshold: Annotated[

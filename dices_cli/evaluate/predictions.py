@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,6 +61,9 @@ DEFAULT_MODEL = "model"  # the model of a file without a model column
 SUM_TOLERANCE = 1e-6
 LABELS = {"yes": "Yes", "no": "No", "unsure": "Unsure", "unsafe": "Yes", "safe": "No"}
 ONE_OR_TRUE, ZERO_OR_FALSE = ("1", "true"), ("0", "false")
+# Kinds of prediction (`kinds_of`), besides LABEL and SCORE: a distribution (p_no, p_yes),
+# and its third share.
+DISTRIBUTION_KIND, P_UNSURE = "distribution", "p_unsure"
 ONE_MEANS = {"unsafe": ("Yes", "No"), "safe": ("No", "Yes")}  # what 1/true, 0/false become
 BATCH_ROWS = 8192
 LINE = "_line"  # the line of a row, beside the file's own columns
@@ -113,19 +116,41 @@ class Predictions:
     ProsocialDialog), label (String:
     Yes/No/Unsure, or null), score, p_no, p_yes, p_unsure (Float64 or null; p_unsure null
     when only p_no and p_yes are given).
-    `kinds`: which of "label", "score", "distribution" the file gives.
     """
 
     frame: pl.DataFrame
-    kinds: frozenset[str]
     source: str
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The kinds (`kinds_of`) some model of the file gives."""
+        return kinds_of(self.frame)
 
     def of(self, dataset: str) -> Predictions:
         """The predictions of one dataset's conversations (rows of an unnamed one too)."""
         import polars as pl
 
         chosen = pl.col(DATASET).is_null() | (pl.col(DATASET) == dataset)
-        return Predictions(self.frame.filter(chosen), self.kinds, self.source)
+        return Predictions(self.frame.filter(chosen), self.source)
+
+    def models(self) -> Iterator[tuple[str, pl.DataFrame, frozenset[str]]]:
+        """Each model's name, rows and kinds, in file order. The kinds are the model's own:
+        a column another model fills and this one leaves empty is not a prediction this
+        model gives (not one it gives for no conversation)."""
+        for part in self.frame.partition_by(MODEL, maintain_order=True):
+            kinds = kinds_of(part)
+            # Never empty: a row giving no prediction is a problem, which refuses the file.
+            assert kinds, "every row of a valid file gives a prediction"
+            yield str(part[MODEL][0]), part, kinds
+
+
+def kinds_of(rows: pl.DataFrame) -> frozenset[str]:
+    """The kinds of prediction some of `rows` (a validated frame) give: LABEL, SCORE,
+    DISTRIBUTION_KIND (p_no and p_yes), and P_UNSURE when a distribution has a third share.
+    A column whose cells are all empty is no kind."""
+    columns = (LABEL, SCORE, "p_no", P_UNSURE)
+    given = {name for name in columns if rows[name].null_count() < rows.height}
+    return frozenset(given - {"p_no"} | ({DISTRIBUTION_KIND} if "p_no" in given else set()))
 
 
 def read_predictions(
@@ -182,10 +207,7 @@ def read_predictions(
             raise InvalidPredictionsError(
                 f"{source.name} is not a valid predictions file; nothing was evaluated", report
             )
-        kinds = {LABEL, SCORE} & set(rows.columns)
-        if "p_no" in rows.columns:
-            kinds.add("distribution")
-        return Predictions(frame, frozenset(kinds), source.display_name)
+        return Predictions(frame, source.display_name)
 
 
 # --- reading: each format into frames of String cells, with the line of each row ----------
@@ -557,9 +579,13 @@ def _checks(
     and every check on it; `present` are the file's known columns."""
     import polars as pl
 
-    first_line = pl.col("first_line")
+    first_line, three = pl.col("first_line"), pl.col("gives_p_unsure")
+    # Columns over several rows are computed here, on every row: the checks run again on
+    # the rows with problems only (`_report`), where a window would see those alone.
     both = pl.concat([cells.rename(lambda c: f"raw_{c}"), typed], how="horizontal").with_columns(
-        pl.col(LINE).min().over(MODEL, DATASET, ITEM_ID).alias("first_line")
+        pl.col(LINE).min().over(MODEL, DATASET, ITEM_ID).alias("first_line"),
+        # p_unsure is each model's choice: a model that gives it on no row predicts two shares.
+        pl.col(f"raw_{P_UNSURE}").is_not_null().any().over(MODEL).alias("gives_p_unsure"),
     )
 
     def raw(name: str) -> pl.Expr:
@@ -715,16 +741,24 @@ def _checks(
         found += [
             check(
                 8,
-                any_given & raw(name).is_null(),
+                any_given & raw(name).is_null() & (three if name == P_UNSURE else pl.lit(True)),
                 ProblemType.MISSING_VALUE,
                 name,
                 pl.lit(None),
-                pl.lit(f"the row gives a distribution without {name}"),
+                pl.lit(
+                    f"the row gives a distribution without {name}"
+                    + (", which other rows of its model give" if name == P_UNSURE else "")
+                ),
             )
             for name in given
         ]
         total = pl.sum_horizontal(pl.col(name) for name in given)
-        in_range = pl.all_horizontal(pl.col(name).is_between(0, 1) for name in given)
+        in_range = pl.all_horizontal(
+            pl.col(name).is_between(0, 1) | (~three if name == P_UNSURE else pl.lit(False))
+            for name in given
+        )
+        two, all_three = " + ".join(DISTRIBUTION[:2]), " + ".join(DISTRIBUTION)
+        shares = pl.when(three).then(pl.lit(all_three)).otherwise(pl.lit(two))
         found.append(
             check(
                 9,
@@ -732,7 +766,7 @@ def _checks(
                 PredictionProblemType.BAD_DISTRIBUTION,
                 None,
                 total,
-                pl.format(f"{' + '.join(given)} sum to {{}}, not 1", total),
+                pl.format("{} sum to {}, not 1", shares, total),
             )
         )
     predictions = [name for name in (LABEL, SCORE, *given) if name in present]

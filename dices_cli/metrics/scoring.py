@@ -433,7 +433,10 @@ def correlation_side(
         counts, twice_weighted_ranks = counted
         np.multiply(resamples.counts, used, out=counts)
         twice_ranks = resamples.scratch(len(x))
-        np.take(twice_mid_ranks, lowest_first.value_of, axis=1, out=twice_ranks, mode="clip")
+        if twice_mid_ranks.shape[1]:
+            np.take(twice_mid_ranks, lowest_first.value_of, axis=1, out=twice_ranks, mode="clip")
+        else:  # x has no value: no item is used, and a rank weighs nothing
+            twice_ranks.fill(0)
         np.multiply(twice_ranks, counts, out=twice_weighted_ranks)
         weights = np.multiply(resamples.floats, used, out=resamples.work(0, len(x)))
         x_used = np.where(used, x, 0.0)

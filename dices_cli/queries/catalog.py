@@ -522,6 +522,11 @@ def internal_sql(name: str) -> str:
     return (packaged_sql_directory() / f"_{name}.sql").read_text(encoding="utf-8")
 
 
+# The type of the shared macros' crowd labels (sql/_macros.sql): every session creates it
+# before it loads them.
+CROWD_LABEL_TYPE = "CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'No=Unsure', 'tie')"
+
+
 def prelude() -> str:
     """Macros every query may use (sql/_macros.sql)."""
     return internal_sql("macros")

@@ -30,6 +30,7 @@ from dices_cli.errors import DicesError, NotIngestedError, UsageError
 from dices_cli.families import family_of, listed
 from dices_cli.output import Result, Stream, Table, relation_stream, table_from_rows
 from dices_cli.queries.catalog import (
+    CROWD_LABEL_TYPE,
     Query,
     compute_step,
     missing_group_column,
@@ -197,7 +198,7 @@ class Session:
         stored = [store.open(dataset.name) for dataset in self.datasets]
         for name, values in enum_types(_new_values(stored)).items():
             self.con.execute(f"CREATE TYPE {name} AS ENUM ({_literals(values)})")
-        self.con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
+        self.con.execute(CROWD_LABEL_TYPE)
         self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({_literals(list(DATASETS))})")
         views, tables = views_and_tables(named)
         self._load(stored, materialize, scan, tables)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.families import FAMILIES, family_of
-from dices_cli.queries.catalog import Query, prelude, render_sql
+from dices_cli.queries.catalog import CROWD_LABEL_TYPE, Query, prelude, render_sql
 from dices_cli.queries.engine import (
     INTERNAL,
     NothingIngestedError,
@@ -80,8 +80,7 @@ class FamilySession(Session):
         self.con.execute(
             f"CREATE TYPE annotation_plurality AS ENUM ({_literals([*annotations, 'tie'])})"
         )
-        # The type of the shared macros' DICES plurality: the macros load only with it.
-        self.con.execute("CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'tie')")
+        self.con.execute(CROWD_LABEL_TYPE)
         self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({_literals([name])})")
         stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
         views, tables = views_and_tables(

@@ -157,7 +157,9 @@ def gold_vs_crowd(ctx: Context) -> Section | None:
                 spec,
                 cells,
                 "The diagonal (No/No, Yes/Yes) is where the crowd agrees with the experts; "
-                "the gold Yes row's No cell counts unsafe conversations the crowd called safe.",
+                "the gold Yes row's No cell counts unsafe conversations the crowd called safe. "
+                "tie: Yes tied for the most (the crowd cannot say); No=Unsure: No and Unsure "
+                "tied above Yes (not unsafe).",
             )
         ],
         tables=[("How well the crowd's label predicts the experts' (Yes = unsafe)", summary)],
