@@ -188,9 +188,10 @@ def _jsds(side: Array, predictions: Sequence[Prediction]) -> Array:
     three = side / np.where(rated, total, 1.0)[..., None, :]  # [..., category, conversation]
     result = np.empty((*rated.shape[:-1], len(predictions)))
     for m, prediction in enumerate(predictions):
-        assert prediction.distribution is not None
+        probability = prediction.probability()
+        assert prediction.distribution is not None and probability is not None
         predicted = prediction.distribution.T  # [category, conversation]
-        use = rated & ~np.isnan(predicted[0])
+        use = rated & ~np.isnan(probability)
         divergence = _divergences(predicted, three)
         with np.errstate(invalid="ignore", divide="ignore"):
             result[..., m] = np.where(use, divergence, 0.0).sum(axis=-1) / use.sum(axis=-1)
@@ -198,14 +199,18 @@ def _jsds(side: Array, predictions: Sequence[Prediction]) -> Array:
 
 
 def _yes_only(prediction: Prediction) -> Array | None:
-    """The model's predicted probability of Yes when that is all it predicts (a score, or a
-    distribution of No and Yes), normalised as the divergences normalise it; else None."""
+    """The probability of Yes the crowd-share rows compare with [not Yes, Yes] (as
+    measure.against_shares chooses it: a distribution of No and Yes, else the score),
+    normalised as the divergences normalise it, NaN where the model gives no probability;
+    None for a distribution of three answers or no probability at all."""
+    probability = prediction.probability()
     distribution = prediction.distribution
-    if prediction.score is not None:
-        return prediction.score
-    if distribution is not None and distribution.shape[1] == 2:
-        return distribution[:, 1] / distribution.sum(axis=1)
-    return None
+    if probability is None or (distribution is not None and distribution.shape[1] == 3):
+        return None
+    if distribution is None:
+        return probability
+    share = distribution[:, 1] / distribution.sum(axis=1)
+    return np.where(np.isnan(probability), np.nan, share)
 
 
 def _share_differences(
@@ -230,7 +235,7 @@ def _share_differences(
         if three:
             chosen = [predictions[m] for m in three]
             difference = _jsds(inside, chosen) - _jsds(outside, chosen)
-            result[rows, three] = np.moveaxis(difference, -1, 0)
+            result[rows, three] = np.moveaxis(difference, -1, 1)
     for m, probability in enumerate(binary):
         if probability is not None:
             table = cells.divergences(probability)
