@@ -1,9 +1,11 @@
 """Calibration of `dices query group-disagreement` under the null: the rater demographics
 shuffled across raters (tests/drivers/shuffled.py), so that no group carries information.
 
-Goal (issue 21): each per-conversation test rejects at no more than its level, the share of
-p-values <= 0.05 within the 99.9% one-sided binomial bound of 5%; no conversation at
-p_adjusted <= 0.05; no p-value of exactly 0. The unshuffled data's count of conversations at
+Goal (issue 21): each per-conversation test rejects at no more than its level: the share of
+p-values <= 0.05 under its 99.9% one-sided bound (the shuffles being the repeated unit: the
+conversations of one shuffle share raters); a conversation at p_adjusted <= 0.05 in no more
+shuffles than Benjamini-Hochberg allows under the null (5% of them, within the 99.9%
+binomial bound); no p-value of exactly 0. The unshuffled data's count of conversations at
 p_adjusted <= 0.05 is shown beside, for reference.
 
     python bench/calibration_disagreement.py                  # replicas, 20 shuffles, 1000 draws
@@ -92,8 +94,21 @@ class Tally:
         return float(stats.binom(self.n, LEVEL).ppf(BOUND)) / self.n
 
     @property
+    def discoveries(self) -> tuple[int, int]:
+        """Shuffles with a conversation at p_adjusted <= LEVEL, and how many of the shuffles
+        may have one: under the null, Benjamini-Hochberg at LEVEL makes a discovery in at
+        most LEVEL of them (its false discovery rate is then the chance of any), so the
+        BOUND binomial bound over the shuffles, which are independent."""
+        from scipy import stats
+
+        shuffles = len(self.adjusted_rejected)
+        allowed = int(stats.binom(shuffles, LEVEL).ppf(BOUND)) if shuffles > 1 else 0
+        return sum(count > 0 for count in self.adjusted_rejected), allowed
+
+    @property
     def holds(self) -> bool:
-        return self.share <= self.bound and not self.zeros and not any(self.adjusted_rejected)
+        found, allowed = self.discoveries
+        return self.share <= self.bound and not self.zeros and found <= allowed
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +122,7 @@ class Tally:
                 t: {"tested": self.tested[t], "at_most_level": self.rejected[t]} for t in TESTS
             },
             "adjusted_at_most_level_per_shuffle": self.adjusted_rejected,
+            "shuffles_with_adjusted_at_most_level_allowed": self.discoveries[1],
             "zero_p_values": self.zeros,
             "original_adjusted_at_most_level": self.original_adjusted_rejected,
             "holds": self.holds,
@@ -172,7 +188,7 @@ def table(tallies: list[Tally], shuffles: int, permutations: int) -> str:
                 f"{t.spread[1]:.4f}" if t.n else "-",
                 f"{t.bound:.4f}" if t.n else "-",
                 *by_test,
-                str(sum(t.adjusted_rejected)),
+                f"{sum(t.adjusted_rejected)} in {t.discoveries[0]} (<= {t.discoveries[1]})",
                 str(t.zeros),
                 str(t.original_adjusted_rejected),
                 ("yes" if t.holds else "NO") if t.n else "-",
@@ -191,9 +207,10 @@ def table(tallies: list[Tally], shuffles: int, permutations: int) -> str:
         "test in the test's column (tested in brackets); sd: its standard deviation across "
         "shuffles, beside a binomial one's; bound: 0.05 + the 99.9% one-sided t quantile x "
         "the standard error over the shuffles (one shuffle: the 99.9% binomial bound over its "
-        "conversations); adj<=.05: conversations at p_adjusted <= 0.05, summed over shuffles; "
-        "orig adj: the same on the unshuffled data",
-        f"goal (share <= bound, no adjusted p <= 0.05, no p = 0): {verdict}",
+        "conversations); adj<=.05: conversations at p_adjusted <= 0.05, summed over shuffles, "
+        "in how many shuffles (the 99.9% binomial bound of 5% of the shuffles; with one "
+        "shuffle, none); orig adj: the same on the unshuffled data",
+        f"goal (share <= bound, shuffles with an adjusted p <= 0.05 <= bound, no p = 0): {verdict}",
     ]
     return "\n".join(text)
 

@@ -32,7 +32,7 @@
 --   Yes, with their raters (the first in the columns' order on a tie; an intersection is
 --   named like 'Woman & White'), their gap, and a test of whether the answer depends on
 --   the group. Rows are sorted by p_adjusted (smallest first, none last), then gap
---   (largest first; both equal to 12 decimals are ties), then dataset and item_id. The
+--   (largest first; values equal to 12 decimals tie), then dataset and item_id. The
 --   test works on the conversation's groups x answers table of the groups compared,
 --   answers no one gave left out. test = 'exact' for tables of 2x2, 2x3 or 3x2: Fisher's
 --   exact test, and for 2x3 its Freeman-Halton extension (Freeman & Halton 1951,

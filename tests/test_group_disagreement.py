@@ -746,6 +746,23 @@ def test_each_conversation_gets_the_documented_test(tables: list[np.ndarray]) ->
             assert p_value == pytest.approx(expected_p, abs=1e-12, rel=1e-10)
 
 
+def test_chi_square_exactly_where_cochrans_rule_holds() -> None:
+    """Two 5 x 2 tables with the same answer totals (85 No, 17 Yes): in the first, 8 of the
+    10 expected counts are >= 5 (80%, the rule's edge) and the others exactly 1; in the
+    second only 7 are: a Monte Carlo test."""
+    at_the_edge = np.array([[27, 3], [24, 6], [24, 6], [5, 1], [5, 1]])
+    just_below = np.array([[27, 3], [24, 6], [20, 4], [5, 1], [9, 3]])
+    expected = stats.contingency.expected_freq(at_the_edge)
+    assert ((expected >= 5).sum(), expected.min()) == (8, 1.0)
+    assert (stats.contingency.expected_freq(just_below) >= 5).sum() == 7
+    tables = [np.pad(t, ((0, 0), (0, 1))) for t in (at_the_edge, just_below)]
+    p_values, tests = independence_tests(*stacked(tables), 99, np.random.default_rng(SEED))
+    assert tests.tolist() == ["chi-square", "monte-carlo"]
+    assert [cochran(at_the_edge), cochran(just_below)] == [True, False]
+    chi_square = stats.chi2_contingency(at_the_edge, correction=False).pvalue
+    assert p_values[0] == pytest.approx(chi_square, rel=1e-10)
+
+
 @pytest.mark.parametrize(
     "table",
     [

@@ -109,11 +109,11 @@ def group_disagreement(table: pa.Table, parameters: dict[str, Any]) -> Table:
     tests = np.full(len(starts), None, dtype=object)
     adjusted = np.full(len(starts), np.nan)
     for name in np.unique(datasets):
-        rows = compared & (datasets == name)
-        numbers, first = np.unique(conversation[rows], return_index=True)
+        its_compared = compared & (datasets == name)
+        numbers, first = np.unique(conversation[its_compared], return_index=True)
         if len(numbers):
             p_values[numbers], tests[numbers] = independence_tests(
-                counts[rows],
+                counts[its_compared],
                 first,
                 parameters["permutations"],
                 dataset_rng(parameters["seed"], name),

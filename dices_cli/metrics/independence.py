@@ -200,11 +200,9 @@ def monte_carlo_p_values(
     tables[rank[conversation], position] = counts[np.lexsort((counts.sum(axis=1), conversation))]
     sizes = tables.sum(axis=2)  # [conversation, group], 0 past its groups
     columns = tables.sum(axis=1)  # [conversation, answer]
-    with np.errstate(divide="ignore"):
-        # 1 / (r_i c_j); 0 for no group or an unchosen answer, whose cells are always 0
-        weights = np.where(sizes[:, :, None] * columns[:, None, :] > 0, 1.0, 0.0) / np.maximum(
-            1, sizes[:, :, None] * columns[:, None, :]
-        )
+    # 1 / (r_i c_j); 0 for no group or an unchosen answer, whose cells are always 0
+    margins = sizes[:, :, None] * columns[:, None, :]
+    weights = np.where(margins > 0, 1.0 / np.maximum(margins, 1), 0.0)
     # conversations [0, having[g]) have a group at position g
     having = [int((groups > g).sum()) for g in range(tables.shape[1])] + [0]
     answers = columns.shape[1]
