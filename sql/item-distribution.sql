@@ -22,8 +22,8 @@
 --   log2(3) = 1.585 at most). Sort by entropy_bits to find the most contested ones.
 --   With --by, one row per conversation and rater group (the group columns follow
 --   item_id; a group that did not rate a conversation has no row), counted over that
---   group's ratings only; `dices query group-disagreement` ranks the conversations by
---   how far their groups are apart.
+--   group's ratings only; `dices query group-disagreement` tests, per conversation,
+--   whether the answer depends on the group, and ranks the conversations by that test.
 SELECT
     COLUMNS(lambda c: c IN ('dataset', 'item_id') OR list_contains($by, c)),
     any_value(degree_of_harm) AS degree_of_harm,

@@ -38,6 +38,7 @@ SCRIPTS = {
     "output": ["--runs", "1", "--data", "{tiny}/data"],
     "load": ["--runs", "1", "--file", "{tiny}/350.csv"],
     "agreement": ["--runs", "1", "--permutations", "10", "--by", "rater_gender"],
+    "calibration_disagreement": ["--quick", "--data", "{tiny}/data"],
     "evaluate": ["--runs", "1", "--bootstrap", "10", "--data", "{tiny}/data"],
     "report": ["--runs", "1", "--permutations", "10", "--data", "{tiny}/data"],
     "prosocial": ["--runs", "1", "--rows", "200"],

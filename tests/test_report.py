@@ -221,10 +221,22 @@ def test_the_shares_and_the_gaps_are_the_queries_numbers(
     ]
     gaps = sections["disagreement"].figures[1].table.records()
     ranked = _query_csv(ingested, "group-disagreement", "--by", "rater_gender")
-    for dataset in ("350", "990"):
-        top = [r for r in ranked if r["dataset"] == dataset][:TOP_CONVERSATIONS]
-        assert [(g["item_id"], g["gap"]) for g in gaps if g["dataset"] == f"DICES-{dataset}"] == [
-            (int(r["item_id"]), float(r["gap"])) for r in top
+    for dataset in ("350", "990"):  # the query's top rows by its own ranking
+        compared = [r for r in ranked if r["dataset"] == dataset and int(r["groups"]) >= 2]
+        top = compared[:TOP_CONVERSATIONS]
+        assert [
+            (g["item_id"], g["gap"], g["lowest_raters"], g["highest_raters"], g["p_adjusted"])
+            for g in gaps
+            if g["dataset"] == f"DICES-{dataset}"
+        ] == [
+            (
+                int(r["item_id"]),
+                float(r["gap"]),
+                int(r["lowest_raters"]),
+                int(r["highest_raters"]),
+                float(r["p_adjusted"]),
+            )
+            for r in top
         ]
 
 

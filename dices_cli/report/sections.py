@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import dices_cli.report.charts as charts
 from dices_cli.audit import MISSING_GROUP
 from dices_cli.output import table_from_rows
+from dices_cli.queries.catalog import get_query
 from dices_cli.report.context import (
     Context,
     Figure,
@@ -201,30 +202,36 @@ def disagreement(ctx: Context) -> Section:
 
 
 def _group_gaps(ctx: Context) -> Figure:
+    min_raters = get_query("group-disagreement").parameter("min_raters")
+    assert min_raters is not None
     shown: list[dict[str, Any]] = []
     for column in ctx.by:  # one column at a time: intersections of a few raters gap widest
         result = ctx.run("group-disagreement", by=[column])
         records = [] if result is None else result.records()
-        for dataset in ctx.datasets:  # the query ranks the largest gap first
-            ranked = [r for r in records if r["dataset"] == dataset][:TOP_CONVERSATIONS]
+        for dataset in ctx.datasets:  # the query ranks by adjusted p-value, then gap
+            compared = [r for r in records if r["dataset"] == dataset and r["groups"] >= 2]
             shown += [
                 {
                     **r,
                     "dataset": dataset_title(dataset),
                     "column": column,
                     "panel": f"{dataset_title(dataset)} · {column}",
-                    "conversation": f"#{r['item_id']}: {charts.short(r['lowest_group'], 14)} < "
-                    f"{charts.short(r['highest_group'], 14)}",
+                    "conversation": f"#{r['item_id']}: "
+                    f"{charts.short(r['lowest_group'], 14)} ({r['lowest_raters']}) < "
+                    f"{charts.short(r['highest_group'], 14)} ({r['highest_raters']})",
                 }
-                for r in ranked
+                for r in compared[:TOP_CONVERSATIONS]
             ]
-    columns = ["dataset", "column", "item_id", "lowest_group", "lowest_share_yes"]
-    columns += ["highest_group", "highest_share_yes", "gap", "test", "p_value", "p_adjusted"]
+    columns = ["dataset", "column", "item_id", "lowest_group", "lowest_raters", "lowest_share_yes"]
+    columns += ["highest_group", "highest_raters", "highest_share_yes", "gap", "test", "p_value"]
+    columns += ["p_adjusted"]
     table = select(columns, shown)
     spec = charts.dumbbell(
         "Conversations the groups disagree on most",
-        f"For the {TOP_CONVERSATIONS} conversations per dataset and column with the largest gap, "
-        "the share of Yes of the group with the lowest and of the one with the highest share.",
+        f"For the {TOP_CONVERSATIONS} conversations per dataset and column where the answer "
+        "depends on the group most surely (smallest adjusted p-value, then largest gap), the "
+        "share of Yes of the group with the lowest and of the one with the highest share. "
+        f"Groups of fewer than {min_raters.convert(None)} raters on a conversation are left out.",
         charts.records(
             ["panel", "conversation", *columns],
             [(r["panel"], r["conversation"], *(r[c] for c in columns)) for r in shown],
@@ -237,8 +244,8 @@ def _group_gaps(ctx: Context) -> Figure:
         spec,
         table,
         "Each line joins the least and the most alarmed group of one conversation (named "
-        "lowest < highest); p_adjusted says whether the answers depend on the group more than "
-        "chance would make them.",
+        "lowest < highest, with their raters); p_adjusted says whether the answers depend on "
+        "the group more than chance would make them.",
     )
 
 
