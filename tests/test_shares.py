@@ -205,6 +205,21 @@ def test_no_resamples_is_no_interval(runner: CliRunner, ingested: Path) -> None:
     ] * 4
 
 
+@pytest.mark.parametrize("name", SHARE_QUERIES)
+def test_raters_that_match_nobody_give_an_empty_result(
+    name: str, runner: CliRunner, ingested: Path
+) -> None:
+    by = ["--by", "rater_age"] if name == "qoverall-by-demographic" else []
+    result = runner.invoke(
+        app,
+        ["query", name, *by, "--raters", "-", "--data", str(ingested), "-f", "csv"],
+        input="1\n2\n",
+    )
+    assert result.exit_code == 0, result.output
+    columns = catalog()[name].output_columns({"by": ["rater_age"] if by else []})
+    assert result.stdout == ",".join(columns) + "\n"
+
+
 def test_harm_types_intervals_hold_their_shares(runner: CliRunner, ingested: Path) -> None:
     result = rows(runner, ingested, "harm-types", "-d", "350", "--bootstrap", "200")
     for r in result:

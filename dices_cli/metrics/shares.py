@@ -41,7 +41,7 @@ from dices_cli.output import Table
 RATING_LISTS = ("rating_rater", "rating_item", "rating_yes")
 INTERVAL_COLUMNS = ("share_yes_ci_low", "share_yes_ci_high", "interval")
 Z_95 = 1.959963984540054  # the normal distribution's 97.5th percentile
-# Resamples whose float64 weights are held at once: about 16 MB for DICES-990's conversations.
+# Resamples whose weights are held as floats at once: 8 MB for DICES-990's conversations.
 BLOCK = 2000
 
 
