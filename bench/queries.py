@@ -30,12 +30,14 @@ HELP_GOAL = 0.10  # s, median of `dices --help`
 QUERY_GOAL = 0.35  # s, median of `dices query overview`
 QUERIES: dict[str, list[str]] = {  # name: options
     "overview": [],
-    "qoverall-by-demographic": ["--by", "rater_gender"],
+    # The share queries with --interval wilson, the interval the pandas script computes (their
+    # default, a bootstrap, is timed by bench/calibration_shares.py and docs/metrics.md).
+    "qoverall-by-demographic": ["--by", "rater_gender", "--interval", "wilson"],
     "gold-vs-crowd": [],
     "gold-vs-crowd-summary": [],
     "item-distribution": [],
-    "harm-types": [],
-    "degree-of-harm": [],
+    "harm-types": ["--interval", "wilson"],
+    "degree-of-harm": ["--interval", "wilson"],
     "rater-quality": [],
 }
 
@@ -143,12 +145,13 @@ def pandas_overview(files: dict[str, str]) -> Any:
 
 
 def _with_wilson(counts: Any) -> Any:
-    """`counts` with the 95% Wilson interval of share_yes over its ratings."""
+    """`counts` with the 95% Wilson interval of share_yes over its ratings, and the method."""
     n, p = counts["ratings"], counts["share_yes"]
     centre = (p + Z**2 / (2 * n)) / (1 + Z**2 / n)
     half = Z / (1 + Z**2 / n) * (p * (1 - p) / n + Z**2 / (4 * n**2)) ** 0.5
     counts["share_yes_ci_low"] = centre - half
     counts["share_yes_ci_high"] = centre + half
+    counts["interval"] = "wilson"
     return counts
 
 
@@ -168,7 +171,7 @@ def pandas_qoverall_by_demographic(files: dict[str, str]) -> Any:
         parts.append(counts.sort_values("order"))
     columns = ["dataset", "rater_gender", "raters", "ratings", "n_no", "n_yes", "n_unsure"]
     columns += ["share_no", "share_yes", "share_unsure", "share_yes_ci_low", "share_yes_ci_high"]
-    return pd.concat(parts)[columns]
+    return pd.concat(parts)[[*columns, "interval"]]
 
 
 def _labelled(files: dict[str, str]) -> Any:
@@ -276,7 +279,7 @@ def pandas_harm_types(files: dict[str, str]) -> Any:
             )
         )
     columns = ["dataset", "harm_tag", "conversations", "ratings", "share_yes", "share_gold_unsafe"]
-    return pd.concat(parts)[[*columns, "share_yes_ci_low", "share_yes_ci_high"]]
+    return pd.concat(parts)[[*columns, "share_yes_ci_low", "share_yes_ci_high", "interval"]]
 
 
 def pandas_degree_of_harm(files: dict[str, str]) -> Any:
@@ -300,7 +303,7 @@ def pandas_degree_of_harm(files: dict[str, str]) -> Any:
         parts.append(counts.sort_values("order"))
     columns = ["dataset", "degree_of_harm", "conversations", "ratings"]
     shares = ["share_no", "share_yes", "share_unsure", "share_yes_ci_low", "share_yes_ci_high"]
-    return pd.concat(parts)[[*columns, *shares]]
+    return pd.concat(parts)[[*columns, *shares, "interval"]]
 
 
 def pandas_rater_quality(files: dict[str, str]) -> Any:

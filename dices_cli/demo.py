@@ -97,7 +97,7 @@ def tour(workdir: Path) -> list[Section]:
         ),
         Section(
             "Do age groups see safety differently?",
-            "Share of Yes per group with a 95% Wilson interval.",
+            "Share of Yes per group with a 95% interval (raters and conversations resampled).",
             f"dices query qoverall-by-demographic --by rater_age {data}",
             _project(
                 _query(store, "qoverall-by-demographic", by=["rater_age"]),

@@ -25,26 +25,6 @@ CREATE MACRO crowd_label_of(n_no, n_yes, n_unsure) AS (
     END
 );
 
--- 95% Wilson score interval for a proportion successes / trials (z = 1.959963984540054).
-CREATE MACRO wilson_low(successes, trials) AS (
-    CASE WHEN trials > 0 THEN
-        (successes / trials + 1.959963984540054 ** 2 / (2 * trials)
-         - 1.959963984540054 * sqrt(
-             (successes / trials) * (1 - successes / trials) / trials
-             + 1.959963984540054 ** 2 / (4 * trials ** 2)))
-        / (1 + 1.959963984540054 ** 2 / trials)
-    END
-);
-CREATE MACRO wilson_high(successes, trials) AS (
-    CASE WHEN trials > 0 THEN
-        (successes / trials + 1.959963984540054 ** 2 / (2 * trials)
-         + 1.959963984540054 * sqrt(
-             (successes / trials) * (1 - successes / trials) / trials
-             + 1.959963984540054 ** 2 / (4 * trials ** 2)))
-        / (1 + 1.959963984540054 ** 2 / trials)
-    END
-);
-
 -- -p log2 p of one category's count out of a total, with 0 log 0 = 0.
 CREATE MACRO neg_p_log2_p(n, total) AS (
     CASE WHEN n > 0 THEN -(n / total) * log2(n / total) ELSE 0 END

@@ -43,6 +43,7 @@ SCRIPTS = {
     "report": ["--runs", "1", "--permutations", "10", "--data", "{tiny}/data"],
     "prosocial": ["--runs", "1", "--rows", "200"],
     "calibration_groups": ["--quick", "--data", "{tiny}/data"],
+    "calibration_shares": ["--quick", "--data", "{tiny}/data"],
 }
 
 

@@ -75,6 +75,7 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
             "share_unsure",
             "share_yes_ci_low",
             "share_yes_ci_high",
+            "interval",
         ],
     ),
     "gold-vs-crowd": ([], ["dataset", "safety_gold", "crowd_label", "conversations"]),
@@ -110,6 +111,7 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
             "share_gold_unsafe",
             "share_yes_ci_low",
             "share_yes_ci_high",
+            "interval",
         ],
     ),
     "degree-of-harm": (
@@ -124,6 +126,7 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
             "share_unsure",
             "share_yes_ci_low",
             "share_yes_ci_high",
+            "interval",
         ],
     ),
     "rater-quality": (
@@ -184,9 +187,14 @@ def approx_records(expected: list[dict]) -> list[dict]:
     ]
 
 
-def wilson_columns(successes: int, trials: int) -> dict[str, float]:
+def wilson_columns(successes: int, trials: int) -> dict[str, float | str]:
+    """The interval columns of `--interval wilson` (the clustered default has its own
+    checks: tests/test_shares.py, tests/test_calibration_shares.py)."""
     low, high = wilson(successes, trials)
-    return {"share_yes_ci_low": low, "share_yes_ci_high": high}
+    return {"share_yes_ci_low": low, "share_yes_ci_high": high, "interval": "wilson"}
+
+
+WILSON = ("--interval", "wilson")  # the interval the pandas references compute
 
 
 def wilson(successes: int, trials: int) -> tuple[float, float]:
@@ -304,7 +312,6 @@ def demographic_expected(raw: pd.DataFrame, dataset: str, by: list[str]) -> list
     expected = []
     for row in counts.merge(raters, on=by).to_dict("records"):
         n = row["n_no"] + row["n_yes"] + row["n_unsure"]
-        low, high = wilson(row["n_yes"], n)
         expected.append(
             {
                 "dataset": dataset,
@@ -317,8 +324,7 @@ def demographic_expected(raw: pd.DataFrame, dataset: str, by: list[str]) -> list
                 "share_no": row["n_no"] / n,
                 "share_yes": row["n_yes"] / n,
                 "share_unsure": row["n_unsure"] / n,
-                "share_yes_ci_low": low,
-                "share_yes_ci_high": high,
+                **wilson_columns(row["n_yes"], n),
             }
         )
     return sorted(expected, key=enum_key(by))
@@ -340,7 +346,7 @@ def test_qoverall_by_demographic_matches_pandas_350(
     ingested: Path,
     raw_350: pd.DataFrame,
 ) -> None:
-    result = records(runner, ingested, "qoverall-by-demographic", "-d", "350", *options)
+    result = records(runner, ingested, "qoverall-by-demographic", "-d", "350", *options, *WILSON)
     expected = demographic_expected(raw_350, "350", group_columns)
     # The replica's pool: every combination of 2 genders and 5 races (the schema lists more).
     assert len(expected) == 2 * (1 if len(group_columns) == 1 else 5)
@@ -364,6 +370,7 @@ def test_qoverall_by_demographic_matches_pandas_990(
         "rater_locale",
         "--by",
         "rater_age",
+        *WILSON,
     )
     expected = demographic_expected(raw_990, "990", ["rater_age", "rater_locale"])
     assert len(expected) == len(AGE) * len(LOCALE)
@@ -373,7 +380,7 @@ def test_qoverall_by_demographic_matches_pandas_990(
 def test_qoverall_by_demographic_on_both_datasets_keeps_them_apart(
     runner: CliRunner, ingested: Path, raw_350: pd.DataFrame, raw_990: pd.DataFrame
 ) -> None:
-    result = records(runner, ingested, "qoverall-by-demographic", "--by", "rater_gender")
+    result = records(runner, ingested, "qoverall-by-demographic", "--by", "rater_gender", *WILSON)
     expected = demographic_expected(raw_350, "350", ["rater_gender"])
     expected += demographic_expected(raw_990, "990", ["rater_gender"])
     assert result == approx_records(expected)
@@ -595,7 +602,8 @@ def test_degree_of_harm_matches_pandas(
         )
     # the published DICES-350 counts
     assert [e["conversations"] for e in expected] == [31, 22, 98, 199]
-    assert records(runner, ingested, "degree-of-harm", "-d", "350") == approx_records(expected)
+    result = records(runner, ingested, "degree-of-harm", "-d", "350", *WILSON)
+    assert result == approx_records(expected)
 
 
 def test_degree_of_harm_by_group_adds_up(runner: CliRunner, ingested: Path) -> None:
@@ -638,7 +646,8 @@ def test_harm_types_matches_pandas(
         for tag, frame in tagged.groupby("harm_tag")
     ]
     expected.sort(key=lambda r: (-r["conversations"], r["harm_tag"]))
-    assert records(runner, ingested, "harm-types", "-d", "350") == approx_records(expected)
+    result = records(runner, ingested, "harm-types", "-d", "350", *WILSON)
+    assert result == approx_records(expected)
 
 
 def test_harm_types_990_has_an_empty_tag_and_no_gold(runner: CliRunner, ingested: Path) -> None:
@@ -993,11 +1002,13 @@ def test_by_is_required(runner: CliRunner, ingested: Path) -> None:
         ),
         (
             ["degree-of-harm", "--threshold", "0.3"],
-            "degree-of-harm does not take --threshold; it takes: --by",
+            "degree-of-harm does not take --threshold; it takes: --by, --interval, --bootstrap, "
+            "--seed",
         ),
         (
             ["qoverall-by-demographic", "--by", "rater_age", "--rule", "plurality"],
-            "qoverall-by-demographic does not take --rule; it takes: --by",
+            "qoverall-by-demographic does not take --rule; it takes: --by, --interval, "
+            "--bootstrap, --seed",
         ),
         (
             ["gold-vs-crowd", "--threshold", "0.3"],

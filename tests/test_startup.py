@@ -92,6 +92,16 @@ def test_a_canned_query_loads_neither_arrow_nor_numpy(fmt: str, ingested: Path) 
     assert ("rich" in loaded) == (fmt == "table")
 
 
+def test_a_share_interval_loads_neither_pandas_nor_arrow_compute(ingested: Path) -> None:
+    # The bootstrap of the share queries needs numpy and reads Arrow's buffers itself:
+    # pyarrow.compute (imported by ListArray.flatten, 0.12 s) and pandas (by pyarrow's own
+    # conversions, 0.2 s) would double the work of the interval.
+    query = ["query", "qoverall-by-demographic", "--by", "rater_race", "--bootstrap", "10"]
+    loaded = modules_after(*query, "--data", str(ingested), "-f", "csv")
+    assert "numpy" in loaded
+    assert not loaded & {"pyarrow.compute", "pandas", "polars"}
+
+
 def test_a_canned_query_to_parquet_loads_arrow(ingested: Path, tmp_path: Path) -> None:
     target = tmp_path / "overview.parquet"
     loaded = modules_after("query", "overview", "--data", str(ingested), "-o", str(target))

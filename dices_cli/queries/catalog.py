@@ -3,7 +3,7 @@
 A header is the leading block of `--` comment lines:
 
     -- name: qoverall-by-demographic
-    -- summary: Q_overall answers per demographic group, with a 95% Wilson interval.
+    -- summary: Q_overall answers per demographic group, with 95% intervals.
     -- datasets: 350 990
     -- uses: gold-vs-crowd AS cells          (optional: another query as a CTE)
     -- param by: columns, required: Rater columns to group by; several intersect.

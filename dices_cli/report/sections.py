@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import dices_cli.report.charts as charts
 from dices_cli.audit import MISSING_GROUP
+from dices_cli.metrics.defaults import BOOTSTRAP, SEED
 from dices_cli.output import table_from_rows
 from dices_cli.queries.catalog import get_query
 from dices_cli.report.context import (
@@ -86,17 +87,18 @@ def qoverall_shares(ctx: Context) -> Section:
         Figure(
             charts.interval_dots(
                 "Share of Yes (unsafe) per group, with 95% intervals",
-                "Share of ratings answering Yes per demographic group, with its 95% Wilson "
-                "interval, per dataset.",
+                "Share of ratings answering Yes per demographic group, with its 95% interval "
+                "(a bootstrap of the group's raters and of the conversations), per dataset.",
                 panels(shares),
                 ("group", None),
                 ("share_yes", "share of Yes (unsafe)"),
                 ("share_yes_ci_low", "share_yes_ci_high"),
             ),
             shares,
-            "A dot is a group's share of Yes and its line the 95% interval: groups whose lines "
-            "do not overlap see safety differently (ratings of one rater are not independent, "
-            "so the lines are if anything too short).",
+            f"A dot is a group's share of Yes and its line the 95% interval, from {BOOTSTRAP:,} "
+            f"resamples of the group's raters and of the conversations (seed {SEED}): what "
+            "raters and conversations like these would give. Lines that overlap little hint at "
+            "a difference; `dices query agreement` tests it.",
         )
     ]
     if len(groups) >= 2:
