@@ -61,12 +61,12 @@ DEFAULT_MODEL = "model"  # the model of a file without a model column
 SUM_TOLERANCE = 1e-6
 LABELS = {"yes": "Yes", "no": "No", "unsure": "Unsure", "unsafe": "Yes", "safe": "No"}
 ONE_OR_TRUE, ZERO_OR_FALSE = ("1", "true"), ("0", "false")
-# Kinds of prediction (`kinds_of`), besides LABEL and SCORE: a distribution (p_no, p_yes),
-# and its third share.
-DISTRIBUTION_KIND, P_UNSURE = "distribution", "p_unsure"
 ONE_MEANS = {"unsafe": ("Yes", "No"), "safe": ("No", "Yes")}  # what 1/true, 0/false become
 BATCH_ROWS = 8192
 LINE = "_line"  # the line of a row, beside the file's own columns
+# Kinds of prediction (`kinds_of`), besides LABEL and SCORE: a distribution (p_no, p_yes),
+# and its third share.
+DISTRIBUTION_KIND, P_UNSURE = "distribution", "p_unsure"
 
 
 class InvalidPredictionsError(InvalidInputError):
