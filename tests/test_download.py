@@ -56,7 +56,13 @@ class Server:
     corrupt: bool = False  # every byte of every body flipped
     ranges: bool = True  # serves byte ranges (206)
     stall: threading.Event | None = None  # answer only once this is set
+    statuses: dict[str, int] = field(default_factory=dict)  # path -> the error it answers
+    reason: str | None = None  # the reason phrase of an error, if not the usual one
+    length: bool = True  # says Content-Length (else the body ends when the connection does)
+    endless: bool = False  # after the body, the same bytes again, until the reader leaves
+    trickle: str | None = None  # "head" or "body": sent a byte every 20 ms, until it leaves
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range)
+    closed: threading.Event = field(default_factory=threading.Event)  # a reader left
 
 
 def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
@@ -75,8 +81,12 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
                 server.failures -= 1
                 self.send_error(503)
                 return
-            if path not in server.files:
-                self.send_error(404)
+            if path in server.statuses or path not in server.files:
+                self.send_error(server.statuses.get(path, 404), server.reason)
+                return
+            if server.trickle == "head":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                self._trickle(b"a")
                 return
             body = server.files[path]
             if server.corrupt:
@@ -94,15 +104,34 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
                 self.send_response(200)
             if server.ranges:
                 self.send_header("Accept-Ranges", "bytes")
-            self.send_header("Content-Length", str(len(body) - start))
+            if server.length:
+                self.send_header("Content-Length", str(len(body) - start))
             self.end_headers()
             rest = body[start:]
+            self.close_connection = True
             if server.drops:
                 server.drops -= 1
                 self.wfile.write(rest[: len(rest) // 2])
-                self.close_connection = True
                 return
-            self.wfile.write(rest)
+            if server.trickle == "body":
+                self._trickle(rest)
+                return
+            try:
+                self.wfile.write(rest)
+                while server.endless:
+                    self.wfile.write(rest)
+            except OSError:
+                server.closed.set()
+
+        def _trickle(self, data: bytes) -> None:
+            """`data`, over and over, a byte every 20 ms, until the reader leaves."""
+            try:
+                while not server.closed.wait(0.02):
+                    self.wfile.write(data[:1])
+                    self.wfile.flush()
+                    data = data[1:] + data[:1]
+            except OSError:
+                server.closed.set()
 
     return Handler
 
@@ -116,6 +145,7 @@ def server() -> Iterator[Server]:
     thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     yield state
+    state.closed.set()
     if state.stall is not None:
         state.stall.set()
     httpd.shutdown()
@@ -506,3 +536,232 @@ def test_ctrl_c_keeps_a_part_only_when_it_can_be_resumed(
         list(download_module.download([source], tmp_path, progress=interrupt))
     part = part_name(NAME_350, f"{server.url}/350.csv")
     assert listing(tmp_path) == ([part] if ranges else [])
+
+
+# --- several sources per file (issue 27) ------------------------------------------------------
+
+SOURCES = ("/one/", "/two/", "/three/")
+
+
+@pytest.fixture
+def three(server: Server, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """DICES-350 published at three sources of the server, in order, with BODY_350's size and
+    checksum; the server holds it at none of them yet. The sources' URLs."""
+    (declared,) = [f for f in download_module.published_files() if f.dataset == "350"]
+    urls = [f"{server.url}{base}{declared.path}" for base in SOURCES]
+    wanted = replace(declared, urls=tuple(urls), size=len(BODY_350), sha256=sha256(BODY_350))
+    monkeypatch.setattr(download_module, "published_files", lambda: (wanted,))
+    return urls
+
+
+def serve(server: Server, url: str, body: bytes) -> None:
+    server.files[urlsplit(url).path] = body
+
+
+def altered(body: bytes) -> bytes:
+    """`body` with one bit of its middle byte flipped: the same size, another SHA-256."""
+    middle = len(body) // 2
+    return body[:middle] + bytes([body[middle] ^ 1]) + body[middle + 1 :]
+
+
+def downloaded(url: str, target: Path) -> str:
+    return (
+        f"DICES-350: downloaded from {url}, {len(BODY_350):,} bytes, SHA-256 verified -> {target}"
+    )
+
+
+def test_a_404_moves_to_the_next_source(
+    runner: CliRunner, server: Server, three: list[str], tmp_path: Path
+) -> None:
+    serve(server, three[1], BODY_350)
+    serve(server, three[2], BODY_350)
+    result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path)])
+    target = tmp_path / NAME_350
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{target}\n"
+    assert result.stderr.splitlines() == [
+        f"DICES-350: {three[0]} answered 404 Not Found; tried the next source",
+        downloaded(three[1], target),
+    ]
+    assert target.read_bytes() == BODY_350
+    assert listing(tmp_path) == [NAME_350]
+    assert [path for path, _ in server.requests] == [urlsplit(u).path for u in three[:2]]
+
+
+def test_wrong_bytes_are_reported_and_the_next_source_tried(
+    runner: CliRunner, server: Server, three: list[str], tmp_path: Path
+) -> None:
+    wrong = altered(BODY_350)
+    serve(server, three[0], wrong)
+    server.statuses[urlsplit(three[1]).path] = 410
+    serve(server, three[2], BODY_350)
+    result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path)])
+    target = tmp_path / NAME_350
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"DICES-350: {three[0]} served different bytes (SHA-256 {sha256(wrong)}, expected "
+        f"{sha256(BODY_350)}), which were not kept; tried the next source",
+        f"DICES-350: {three[1]} answered 410 Gone; tried the next source",
+        downloaded(three[2], target),
+    ]
+    assert target.read_bytes() == BODY_350
+    assert listing(tmp_path) == [NAME_350]
+
+
+def test_when_every_source_fails_one_line_says_what_each_did(
+    runner: CliRunner, server: Server, three: list[str], tmp_path: Path
+) -> None:
+    serve(server, three[0], b"not the file\n")
+    server.statuses[urlsplit(three[1]).path] = 503
+    serve(server, three[2], BODY_350 + b"more")
+    result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path), "--retries", "1"])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error: no source served the DICES-350 file: "
+        f"{three[0]} served different bytes (13 bytes, expected {len(BODY_350):,}), which were "
+        f"not kept; {three[1]} answered 503 Service Unavailable; "
+        f"{three[2]} announced {len(BODY_350) + 4:,} bytes, more than the {len(BODY_350):,} "
+        "bytes published\n"
+    )
+    assert listing(tmp_path) == []
+    assert [path for path, _ in server.requests] == [
+        urlsplit(three[0]).path,
+        *[urlsplit(three[1]).path] * 2,  # tried again once, as 5xx answers are
+        urlsplit(three[2]).path,
+    ]
+
+
+def test_a_part_from_one_source_is_never_resumed_from_another(
+    runner: CliRunner, server: Server, three: list[str], tmp_path: Path
+) -> None:
+    """The first source breaks off, keeping its .part; in the next run it fails, and the
+    second source is asked for the whole file, not for the rest of the first one's. Once
+    the file is in place, the first source's .part is removed."""
+    serve(server, three[0], altered(BODY_350))  # broken, and cut short
+    server.drops = 1
+    args = ["download", "350", "--dir", str(tmp_path), "--retries", "0"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    first = tmp_path / part_name(NAME_350, three[0])
+    assert listing(tmp_path) == [first.name]
+    kept = first.read_bytes()
+    assert 0 < len(kept) < len(BODY_350)
+    assert result.stderr.startswith(
+        f"Error: no source served the DICES-350 file: {three[0]} broke off after "
+        f"{len(kept):,} of {len(BODY_350):,} bytes: the server closed the connection (the "
+        f"{len(kept):,} bytes fetched are kept in {first} to resume); {three[1]} answered 404"
+    )
+
+    server.statuses[urlsplit(three[0]).path] = 503
+    serve(server, three[1], BODY_350)
+    server.requests.clear()
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert server.requests == [
+        (urlsplit(three[0]).path, f"bytes={len(kept)}-"),  # its own part, from its own source
+        (urlsplit(three[1]).path, None),  # the whole file
+    ]
+    assert (tmp_path / NAME_350).read_bytes() == BODY_350
+    assert listing(tmp_path) == [NAME_350]  # the first source's part is gone
+
+
+def test_quiet_says_nothing_about_the_sources(
+    runner: CliRunner, server: Server, three: list[str], tmp_path: Path
+) -> None:
+    serve(server, three[2], BODY_350)
+    result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert result.stdout == f"{tmp_path / NAME_350}\n"
+
+
+def test_a_mirror_and_a_url_are_the_only_source(
+    runner: CliRunner,
+    server: Server,
+    three: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DICES_DOWNLOAD_BASE and --url replace the list, and are verified the same way."""
+    (declared,) = download_module.published_files()
+    monkeypatch.setenv(download_module.BASE_VARIABLE, f"{server.url}/mirror/")
+    (mirrored,) = download_module.plan("350")
+    assert mirrored.urls == (f"{server.url}/mirror/{declared.path}",)
+    assert (mirrored.size, mirrored.sha256) == (declared.size, declared.sha256)
+    serve(server, mirrored.urls[0], b"not the file\n")
+    result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {mirrored.urls[0]} served different bytes (13 bytes, expected "
+        f"{len(BODY_350):,}), which were not kept\n"
+    )
+    (given,) = download_module.plan("350", url=f"{server.url}/elsewhere.csv")
+    assert given.urls == (f"{server.url}/elsewhere.csv",)
+    assert (given.size, given.sha256) == (declared.size, declared.sha256)
+    assert [path for path, _ in server.requests] == [urlsplit(mirrored.urls[0]).path]
+
+
+def test_dry_run_lists_every_source_and_fetches_nothing(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The declarations as they are: three DICES sources, one ProsocialDialog source."""
+
+    def once_per_run() -> None:
+        raise AssertionError("no request")
+
+    monkeypatch.setattr(download_module.urllib.request, "build_opener", once_per_run)
+    (tmp_path / NAME_990).write_bytes(b"something else\n")
+    result = runner.invoke(app, ["download", "all", "--dry-run", "--dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    repository = "https://raw.githubusercontent.com/google-research-datasets/dices-dataset"
+    commits = (
+        "b5596d9edd585361967991a591abc7b11fb1f7a3",
+        "9c0eca5cda4d89ebbf380b831f70abfbb88d9306",
+        "main",
+    )
+    hugging = "https://huggingface.co/datasets/allenai/prosocial-dialog/resolve/main"
+    here = {
+        "350": f"not here yet: {tmp_path / NAME_350}",
+        "990": f"here, and not the published file (15 bytes, expected 50,399,432): "
+        f"{tmp_path / NAME_990}",
+    }
+    expected = []
+    for name, size, digest in (
+        ("350", 31_143_485, "63cb8620eb04e64957f9e45b1f7cb3d079c4eed8e8b28909f46e0b7038ce4301"),
+        ("990", 50_399_432, "14332b6391cdee80383b765c734de3bebf6d8553141ee7d2f47ef0910a12fcf7"),
+    ):
+        file = f"diverse_safety_adversarial_dialog_{name}.csv"
+        expected.append(f"DICES-{name} {file}: {size:,} bytes, SHA-256 {digest}")
+        expected += [
+            f"  source {n}: {repository}/{c}/{name}/{file}" for n, c in enumerate(commits, 1)
+        ]
+        expected.append(f"  {here[name]}")
+    for split in ("train", "valid", "test"):
+        expected += [
+            f"ProsocialDialog prosocial/{split}.json: size not published, SHA-256 not published",
+            f"  source 1: {hugging}/{split}.json",
+            f"  not here yet: {tmp_path / 'prosocial' / f'{split}.json'}",
+        ]
+    assert result.stdout.splitlines() == expected
+    assert result.stderr == ""
+    assert listing(tmp_path) == [NAME_990]
+
+
+def test_dry_run_says_what_is_here(runner: CliRunner, three: list[str], tmp_path: Path) -> None:
+    (tmp_path / NAME_350).write_bytes(BODY_350)
+    result = runner.invoke(app, ["download", "350", "--dry-run", "--dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == f"  here and verified: {tmp_path / NAME_350}"
+    (tmp_path / NAME_350).unlink()
+    (tmp_path / NAME_350).mkdir()
+    result = runner.invoke(app, ["download", "350", "--dry-run", "--dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == (
+        f"  {tmp_path / NAME_350} is a directory, not a file; move it away"
+    )
+    result = runner.invoke(app, ["download", "350", "--dry-run", "--ingest"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "Error: --dry-run fetches nothing, so there is nothing to --ingest\n"
+    )
