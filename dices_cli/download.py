@@ -561,12 +561,8 @@ class _FromSource:
         return _Interrupted(
             f"did not serve the whole file within the {self.deadline.seconds:g} s that ",
             Option("deadline"),
-            f" allows ({self._so_far()} fetched)",
+            " allows",
         )
-
-    def _so_far(self) -> str:
-        size = self.wanted.size
-        return f"{self.written.size:,}" + (f" of {size:,} bytes" if size else " bytes")
 
     def _transfer(self) -> None:
         """One request for the rest of the file; `_Interrupted` if it stops before the end."""
@@ -604,7 +600,7 @@ class _FromSource:
         written = self.written
         if response.status == 206:
             written.resumable = True
-            start = re.match(r"bytes (\d+)-", response.headers.get("Content-Range", ""))
+            start = re.match(r"bytes ([0-9]+)-", response.headers.get("Content-Range", ""))
             if start is None or int(start[1]) != written.size:
                 written.restart()
                 raise _Interrupted("sent the wrong part of the file")
@@ -612,7 +608,8 @@ class _FromSource:
             written.resumable = response.headers.get("Accept-Ranges", "").lower() == "bytes"
             written.restart()
         length = response.headers.get("Content-Length", "")
-        announced = written.size + int(length) if length.isdigit() else None
+        # As http.client reads it, which stops there; not "²", which str.isdigit allows.
+        announced = written.size + int(length) if re.fullmatch("[0-9]+", length) else None
         end = announced if announced is not None else self.wanted.size
         limit, bound = self._limit(announced)
         if announced is not None and announced > limit:

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
+import re
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +66,7 @@ class Server:
     length: bool = True  # says Content-Length (else the body ends when the connection does)
     endless: bool = False  # after the body, the same bytes again, until the reader leaves
     trickle: str | None = None  # "head" or "body": sent a byte every 20 ms, until it leaves
+    raw: bytes | None = None  # the whole answer, as it is, to every request
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range)
     closed: threading.Event = field(default_factory=threading.Event)  # a reader left
 
@@ -76,6 +82,10 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
             server.requests.append((self.path, self.headers.get("Range")))
             if server.stall is not None:
                 server.stall.wait(10)
+                return
+            if server.raw is not None:
+                self.wfile.write(server.raw)
+                self.close_connection = True
                 return
             if server.failures:
                 server.failures -= 1
@@ -764,4 +774,223 @@ def test_dry_run_says_what_is_here(runner: CliRunner, three: list[str], tmp_path
     assert result.exit_code == 2
     assert result.stderr.startswith(
         "Error: --dry-run fetches nothing, so there is nothing to --ingest\n"
+    )
+
+
+# --- bounded, safe downloads (issue 22, items 4, 5 and 9) -------------------------------------
+
+
+@pytest.fixture
+def high_water(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The most bytes any .part held at once, recorded as they are written."""
+    most = [0]
+    write = download_module._PartFile.write
+
+    def recorded(part: download_module._PartFile, chunk: bytes) -> None:
+        write(part, chunk)
+        most[0] = max(most[0], part.size)
+
+    monkeypatch.setattr(download_module._PartFile, "write", recorded)
+    return most
+
+
+def test_an_endless_body_stops_at_max_size(
+    runner: CliRunner, server: Server, tmp_path: Path, high_water: list[int]
+) -> None:
+    server.length, server.endless = False, True
+    result = fetch_350(runner, server, tmp_path, "--max-size", "64K")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {server.url}/350.csv sent more than the 64 KiB that --max-size allows for a "
+        "file without a published size, which were not kept\n"
+    )
+    assert high_water[0] <= 64 << 10
+    assert listing(tmp_path) == []
+
+
+def test_an_announced_size_over_max_size_is_refused_before_any_byte(
+    runner: CliRunner, server: Server, tmp_path: Path, high_water: list[int]
+) -> None:
+    result = fetch_350(runner, server, tmp_path, "--max-size", "1K")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {server.url}/350.csv announced {len(BODY_350):,} bytes, more than the 1 KiB "
+        "that --max-size allows for a file without a published size\n"
+    )
+    assert high_water[0] == 0 and listing(tmp_path) == []
+
+
+def test_no_more_than_the_content_length_is_read(
+    runner: CliRunner, server: Server, tmp_path: Path, high_water: list[int]
+) -> None:
+    server.endless = True  # the body, then more of it, past its Content-Length
+    result = fetch_350(runner, server, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / NAME_350).read_bytes() == BODY_350
+    assert high_water[0] == len(BODY_350)
+
+
+def test_a_body_longer_than_the_published_size_is_cut_off_at_it(
+    runner: CliRunner,
+    server: Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    high_water: list[int],
+) -> None:
+    (declared,) = download_module.plan("350")
+    small = replace(declared, size=100, sha256=sha256(BODY_350[:100]))
+    monkeypatch.setattr(download_module, "published_files", lambda: (small,))
+    monkeypatch.setenv(download_module.BASE_VARIABLE, server.url)
+    server.files[f"/350/{NAME_350}"] = BODY_350
+    server.length = False
+    result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {server.url}/350/{NAME_350} sent more than the 100 bytes published, which "
+        "were not kept\n"
+    )
+    assert high_water[0] <= 100 and listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("slow", ["head", "body"])
+def test_a_server_sending_a_byte_at_a_time_meets_the_deadline(
+    runner: CliRunner, server: Server, tmp_path: Path, slow: str
+) -> None:
+    """A byte every 20 ms never trips a 5 s timeout; the 0.5 s deadline ends it, tries and
+    all, whether the server trickles its headers or its body."""
+    server.trickle = slow
+    started = time.monotonic()
+    result = fetch_350(
+        runner, server, tmp_path, "--deadline", "0.5", "--timeout", "5", "--retries", "3"
+    )
+    took = time.monotonic() - started
+    assert result.exit_code == 1
+    assert took < 4, took
+    url = f"{server.url}/350.csv"
+    part = tmp_path / part_name(NAME_350, url)
+    kept = rf" \(the ([0-9,]+) bytes fetched are kept in {re.escape(str(part))} to resume\)"
+    pattern = (
+        rf"Error: {re.escape(url)} did not serve the whole file within the 0\.5 s that "
+        r"--deadline allows" + (kept if slow == "body" else "")
+    )
+    assert re.fullmatch(pattern + "\n", result.stderr), result.stderr
+    assert len(server.requests) == 1  # no try after the deadline
+    if slow == "body":
+        assert listing(tmp_path) == [part.name]
+        assert part.read_bytes() == BODY_350[: part.stat().st_size]
+    else:
+        assert listing(tmp_path) == []
+
+
+def run_dices(*args: str) -> subprocess.CompletedProcess[str]:
+    """`dices ARGS` in a fresh process that must end within 60 s: one that could hang on a
+    FIFO must not hang the test run."""
+    return subprocess.run(
+        [sys.executable, "-c", "from dices_cli.main import run; run()", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_dir_must_be_a_directory(runner: CliRunner, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for directory in ("/dev/zero", str(fifo)):
+        result = run_dices("download", "350", "--dir", directory)
+        assert result.returncode == 2
+        assert result.stderr == (
+            f"Error: --dir {directory} is not a directory\nTry 'dices download -h' for help.\n"
+        )
+
+
+def test_a_fifo_or_directory_where_the_file_goes_is_refused_unread(
+    server: Server, tmp_path: Path
+) -> None:
+    target = tmp_path / NAME_350
+    url = f"{server.url}/350.csv"
+    os.mkfifo(target)
+    result = run_dices("download", "350", "--dir", str(tmp_path), "--url", url)
+    assert result.returncode == 1
+    assert result.stderr == f"Error: {target} is a FIFO, not a file; move it away\n"
+    target.unlink()
+    target.mkdir()
+    result = run_dices("download", "350", "--dir", str(tmp_path), "--url", url, "--force")
+    assert result.returncode == 1
+    assert result.stderr == f"Error: {target} is a directory, not a file; move it away\n"
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    "kind", ["directory", "FIFO", "symbolic link", "dangling link", "hard link"]
+)
+def test_a_part_that_is_not_a_file_of_ours_is_refused_and_left_alone(
+    server: Server, tmp_path: Path, kind: str
+) -> None:
+    """Nothing is written through it, nothing outside --dir changes, no request is made."""
+    url = f"{server.url}/350.csv"
+    part = tmp_path / "files" / part_name(NAME_350, url)
+    part.parent.mkdir()
+    outside = tmp_path / "precious"
+    outside.write_bytes(b"keep me")
+    made = {
+        "directory": lambda: part.mkdir(),
+        "FIFO": lambda: os.mkfifo(part),
+        "symbolic link": lambda: part.symlink_to(outside),
+        "dangling link": lambda: part.symlink_to(tmp_path / "nothing"),
+        "hard link": lambda: os.link(outside, part),
+    }
+    made[kind]()
+    what = {
+        "directory": "a directory",
+        "FIFO": "a FIFO",
+        "symbolic link": "a symbolic link",
+        "dangling link": "a symbolic link",
+        "hard link": "a file with other names",
+    }[kind]
+    followed = "; it is not followed" if what == "a symbolic link" else ""
+    server.files["/350.csv"] = BODY_350
+    args = ["download", "350", "--dir", str(part.parent), "--url", url, "--sha256"]
+    result = run_dices(*args, sha256(BODY_350), "--force")
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"Error: {part} is {what}, not a download of dices{followed}: move it away, then run "
+        "this again\n"
+        if followed
+        else f"Error: {part} is {what}, not a download of dices; move it away, then run this "
+        "again\n"
+    )
+    assert outside.read_bytes() == b"keep me"
+    assert not (tmp_path / "nothing").exists()
+    assert os.path.lexists(part) and listing(part.parent) == [part.name]
+    assert server.requests == []
+
+
+def test_what_a_server_says_reaches_the_terminal_escaped(
+    runner: CliRunner, server: Server, tmp_path: Path
+) -> None:
+    server.statuses["/350.csv"], server.reason = 404, "Not \x1b]0;owned\x07\x1b[2JFound\x9b"
+    result = fetch_350(runner, server, tmp_path)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {server.url}/350.csv answered 404 Not \\x1b]0;owned\\x07\\x1b[2JFound\\x9b\n"
+    )
+    server.raw = b"HTTP/1.1 2\x1b[31m00 OK\r\n\r\n"
+    result = fetch_350(runner, server, tmp_path, "--retries", "0")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {server.url}/350.csv could not be reached: HTTP/1.1 2\\x1b[31m00 OK\\r\\n\n"
+    )
+
+
+def test_an_address_with_control_characters_is_a_usage_error(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    result = runner.invoke(
+        app, ["download", "350", "--dir", str(tmp_path), "--url", "http://h/\x1b[2J"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "Error: --url takes an http:// or https:// address, not 'http://h/\\x1b[2J'\n"
     )
