@@ -107,11 +107,10 @@ class Fetched:
 
 
 class SourceFailed(DicesError):
-    """One source did not serve a file: `url`, then what it did."""
+    """One source did not serve a file: its address, then what it did."""
 
     def __init__(self, url: str, did: Message) -> None:
         super().__init__(printable(url), " ", *did)
-        self.url = url
 
 
 def plan(choice: str, url: str | None = None, sha256: str | None = None) -> list[WantedFile]:
@@ -220,7 +219,7 @@ def _fetch(wanted: WantedFile, directory: Path, settings: _Settings) -> Fetched:
             continue
         for other in wanted.urls:
             if other != url:
-                _PartFile(_part_path(target, other), fresh=False).discard()
+                _discard(_part_path(target, other))
         return Fetched(wanted, target, digest, url, tuple(failed))
     if len(failed) == 1:
         raise failed[0]
@@ -429,13 +428,22 @@ class _PartFile:
         """Remove this run's .part (it is open and locked, so it is ours)."""
         self.path.unlink(missing_ok=True)
 
-    def discard(self) -> None:
-        """Remove a .part of an earlier run that is no use now (another source served the
-        file), unless it is not ours or another run is writing it."""
-        if not os.path.lexists(self.path):
-            return
-        with contextlib.suppress(DicesError), self:
-            self.remove()
+
+def _discard(path: Path) -> None:
+    """Remove the .part of an earlier run that is no use now (another source served the
+    file), unless it is not a file of ours or another run is writing it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return  # none, or a link
+    try:
+        if _kind(os.fstat(fd)) is None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            path.unlink()
+    except OSError:
+        pass  # being written, or gone
+    finally:
+        os.close(fd)
 
 
 def _left_behind(part: _PartFile) -> str:

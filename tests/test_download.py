@@ -26,6 +26,7 @@ from typer.testing import CliRunner, Result
 
 from dices_cli import download as download_module
 from dices_cli.main import app
+from dices_cli.source import DEFAULT_MAX_SIZE, parse_size
 
 NAME_350 = "diverse_safety_adversarial_dialog_350.csv"
 NAME_990 = "diverse_safety_adversarial_dialog_990.csv"
@@ -391,8 +392,12 @@ def test_wrong_bytes_are_an_error_and_never_kept(
     assert listing(tmp_path) == []
 
 
-def test_a_file_of_the_wrong_size_is_refused_as_it_grows(
-    runner: CliRunner, server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_size_announced_over_the_published_one_is_refused(
+    runner: CliRunner,
+    server: Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    high_water: list[int],
 ) -> None:
     (source,) = download_module.plan("350")
     small = replace(source, size=100, sha256=sha256(BODY_350[:100]))
@@ -405,7 +410,7 @@ def test_a_file_of_the_wrong_size_is_refused_as_it_grows(
         f"Error: {server.url}/350/{NAME_350} announced {len(BODY_350):,} bytes, more than "
         "the 100 bytes published\n"
     )
-    assert listing(tmp_path) == []
+    assert high_water[0] == 0 and listing(tmp_path) == []
 
 
 def test_a_silent_server_times_out(runner: CliRunner, server: Server, tmp_path: Path) -> None:
@@ -529,7 +534,22 @@ def test_the_defaults_in_help_are_the_core_defaults() -> None:
     from dices_cli.commands import download as command
 
     assert command.DEFAULT_TIMEOUT == download_module.DEFAULT_TIMEOUT
+    assert command.DEFAULT_DEADLINE == download_module.DEFAULT_DEADLINE
     assert command.DEFAULT_RETRIES == download_module.DEFAULT_RETRIES
+    assert parse_size(command.DEFAULT_MAX_SIZE) == DEFAULT_MAX_SIZE
+
+
+@pytest.mark.parametrize("size", ["", "0", "-1", "nan", "10X", "1e30G"])
+def test_max_size_is_read_as_ingest_reads_it(runner: CliRunner, tmp_path: Path, size: str) -> None:
+    (tmp_path / "a.csv").write_text("id\n")
+    for command in (["ingest", str(tmp_path / "a.csv")], ["download", "350"]):
+        result = runner.invoke(app, [*command, "--max-size", size])
+        assert result.exit_code == 2
+        assert result.stderr.startswith(
+            f"Error: --max-size must be a size such as 500M or 4G, not {size!r}\n"
+        )
+    help = runner.invoke(app, ["download", "-h"], env={"COLUMNS": "200"})
+    assert "--max-size" in help.stdout and "[default: 2G]" in help.stdout
 
 
 @pytest.mark.parametrize("ranges", [True, False])

@@ -139,7 +139,7 @@ def download(
             min=0,
             max=20,
             help="Try again N times after a network failure or a 5xx answer, waiting 1, 2, 4 "
-            "... s.",
+            "... s, before moving to the next source.",
         ),
     ] = DEFAULT_RETRIES,
     max_size: Annotated[
