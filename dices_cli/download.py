@@ -382,28 +382,22 @@ class _PartFile:
                 # Not blocking, should it be a FIFO: it is refused below.
                 fd = os.open(self.path, flags | os.O_NONBLOCK)
         except OSError as error:
-            raise self._not_ours(error) from None
-        status = os.fstat(fd)
-        kind = _kind(status) or ("a file with other names" if status.st_nlink != 1 else None)
+            if os.path.islink(self.path):  # O_NOFOLLOW's refusal
+                raise self._not_ours("a symbolic link") from None
+            if os.path.isdir(self.path):
+                raise self._not_ours("a directory") from None
+            raise DicesError(f"cannot write {self.path}: {system_reason(error)}") from None
+        found = os.fstat(fd)
+        kind = _kind(found) or ("a file with other names" if found.st_nlink != 1 else None)
         if kind is not None:
             os.close(fd)
-            raise DicesError(
-                f"{self.path} is {kind}, not a download of dices; move it away, then run this again"
-            )
+            raise self._not_ours(kind)
         return fd
 
-    def _not_ours(self, error: OSError) -> DicesError:
-        if os.path.islink(self.path):  # O_NOFOLLOW's ELOOP
-            return DicesError(
-                f"{self.path} is a symbolic link, not a download of dices; it is not followed: "
-                "move it away, then run this again"
-            )
-        if os.path.isdir(self.path):
-            return DicesError(
-                f"{self.path} is a directory, not a download of dices; move it away, then run "
-                "this again"
-            )
-        return DicesError(f"cannot write {self.path}: {system_reason(error)}")
+    def _not_ours(self, kind: str) -> DicesError:
+        return DicesError(
+            f"{self.path} is {kind}, not a download of dices; move it away, then run this again"
+        )
 
     def __exit__(self, *_exc: object) -> None:
         self.handle.close()
