@@ -61,6 +61,8 @@ DEFAULT_TIMEOUT = 30.0  # seconds without a byte from the server
 DEFAULT_DEADLINE = 3600.0  # seconds for one source to serve a whole file, tries included
 DEFAULT_RETRIES = 4
 RETRIED_STATUSES = (429, 500, 502, 503, 504)
+# What http.client refuses in an address, once it is too late to say which option gave it.
+_UNSENDABLE = re.compile("[\x00-\x20\x7f]")
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,6 @@ def plan(choice: str, url: str | None = None, sha256: str | None = None) -> list
     (one,) = wanted
     if url is not None:
         parts = urlsplit(url)
-        # http.client refuses spaces and control characters in an address, after the fact.
         if parts.scheme not in ("http", "https") or not parts.hostname or _UNSENDABLE.search(url):
             raise UsageError(Option("url"), f" takes an http:// or https:// address, not {url!r}")
         one = replace(one, urls=(url,))
@@ -144,9 +145,6 @@ def plan(choice: str, url: str | None = None, sha256: str | None = None) -> list
             raise UsageError(Option("sha256"), f" takes 64 hexadecimal digits, not {sha256!r}")
         one = replace(one, size=None, sha256=sha256.lower())
     return [one]
-
-
-_UNSENDABLE = re.compile("[\x00-\x20\x7f]")
 
 
 def download(
