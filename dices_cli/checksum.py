@@ -178,7 +178,12 @@ def sha256_file(path: Path) -> Digest:
     """The size and SHA-256 of the file at `path`, hashed now."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        digest = hashlib.sha256()
-        return Digest(_read(fd, digest.update), digest.hexdigest())
+        return sha256_fd(fd)
     finally:
         os.close(fd)
+
+
+def sha256_fd(fd: int) -> Digest:
+    """The size and SHA-256 of the open file `fd`, from its start, hashed now."""
+    digest = hashlib.sha256()
+    return Digest(_read(fd, digest.update), digest.hexdigest())

@@ -102,7 +102,7 @@ def toy_family(base: str) -> Family:
                 "toy",
                 3,
                 "three ratings of two items",
-                base,
+                (base,),
                 "releases/v1/toy.jsonl",
                 size=len(TOY_LINES),
                 sha256=TOY_SHA256,
@@ -278,7 +278,8 @@ def test_download_fetches_the_declared_file_and_ingests_it(
     assert result.exit_code == 0, result.output
     assert result.stdout == f"{target}\n"
     assert result.stderr.splitlines() == [
-        f"Toy: downloaded, {len(TOY_LINES)} bytes, SHA-256 verified -> {target}",
+        f"Toy: downloaded from {published}releases/v1/toy.jsonl, {len(TOY_LINES)} bytes, "
+        f"SHA-256 verified -> {target}",
         f"Toy: 3 ratings of 2 items -> {data / 'toy'}",
     ]
     assert target.read_bytes() == TOY_LINES
@@ -293,9 +294,9 @@ def test_download_checks_the_declared_checksum(
     result = runner.invoke(app, ["download", "toy", "--dir", str(tmp_path / "files")])
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: {published}releases/v1/toy.jsonl sent a file that is not the Toy file "
-        f"(SHA-256 {hashlib.sha256(TOY_LINES.upper()).hexdigest()}, expected {TOY_SHA256}); "
-        "nothing was kept\n"
+        f"Error: {published}releases/v1/toy.jsonl served different bytes "
+        f"(SHA-256 {hashlib.sha256(TOY_LINES.upper()).hexdigest()}, expected {TOY_SHA256}), "
+        "which were not kept\n"
     )
     assert not (tmp_path / "files" / "toy" / "toy.jsonl").exists()
 

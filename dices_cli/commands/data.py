@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from dices_cli.commands.options import (
+    DEFAULT_MAX_SIZE,
     DataDir,
     ExcludeRemoved,
     Force,
@@ -19,6 +20,7 @@ from dices_cli.commands.options import (
     RatersFile,
     rater_selection,
     read_paths,
+    size_limit,
 )
 from dices_cli.layouts import Layout
 from dices_cli.queries.catalog import GROUP_COLUMNS
@@ -48,23 +50,19 @@ MaxSize = Annotated[
         help="Refuse a gzip file or piped input whose CSV text is larger (e.g. 500M, 4G).",
     ),
 ]
-DEFAULT_MAX_SIZE = "2G"  # dices_cli.source.DEFAULT_MAX_SIZE, spelled for --help
 
 
 def _inputs(files: list[Path], max_size: str) -> tuple[list[Path], int]:
     """The files, checked as a usage matter (each exists, stdin at most once), and the limit."""
     from dices_cli.errors import UsageError
-    from dices_cli.source import STDIN, parse_size
+    from dices_cli.source import STDIN
 
     for path in files:
         if str(path) != STDIN and not path.exists() and not path.is_symlink():
             raise UsageError(f"'{path}' does not exist")
     if sum(str(path) == STDIN for path in files) > 1:
         raise UsageError("- (stdin) can be given once")
-    try:
-        return files, parse_size(max_size)
-    except ValueError as error:
-        raise UsageError(f"--max-size {error}") from None
+    return files, size_limit(max_size)
 
 
 @contextlib.contextmanager

@@ -11,13 +11,14 @@ from typer._click import core as click_core
 from typer._click import types as click_types
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
-from dices_cli.commands.options import DataDir
+from dices_cli.commands.options import DEFAULT_MAX_SIZE, DataDir, size_limit
 from dices_cli.render import progress_bar, say
 
 if TYPE_CHECKING:
-    from dices_cli.download import Fetched
+    from dices_cli.download import Fetched, WantedFile
 
 DEFAULT_TIMEOUT = 30.0  # dices_cli.download.DEFAULT_TIMEOUT, spelled for --help
+DEFAULT_DEADLINE = 3600.0  # dices_cli.download.DEFAULT_DEADLINE
 DEFAULT_RETRIES = 4  # dices_cli.download.DEFAULT_RETRIES
 
 
@@ -120,6 +121,16 @@ def download(
         float,
         typer.Option("--timeout", metavar="SECONDS", min=0.01, help="Give up on a silent server."),
     ] = DEFAULT_TIMEOUT,
+    deadline: Annotated[
+        float,
+        typer.Option(
+            "--deadline",
+            metavar="SECONDS",
+            min=0.01,
+            help="Give each source this long to serve a whole file, tries included (a server "
+            "can be slow without ever being silent).",
+        ),
+    ] = DEFAULT_DEADLINE,
     retries: Annotated[
         int,
         typer.Option(
@@ -128,19 +139,40 @@ def download(
             min=0,
             max=20,
             help="Try again N times after a network failure or a 5xx answer, waiting 1, 2, 4 "
-            "... s.",
+            "... s, before moving to the next source.",
         ),
     ] = DEFAULT_RETRIES,
+    max_size: Annotated[
+        str,
+        typer.Option(
+            "--max-size",
+            metavar="SIZE",
+            help="Refuse a file without a published size (--sha256, ProsocialDialog) that is "
+            "larger (e.g. 500M, 4G).",
+        ),
+    ] = DEFAULT_MAX_SIZE,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print each file's sources in order, size and SHA-256, and whether it is in "
+            "DIR and verified; fetch nothing.",
+        ),
+    ] = False,
 ) -> None:
     """Fetch the official files, verify their size and SHA-256, print their paths.
 
-    DICES comes from github.com/google-research-datasets/dices-dataset at a pinned commit,
-    ProsocialDialog from huggingface.co/datasets/allenai/prosocial-dialog (into DIR/prosocial;
-    it publishes no checksums, so each file's own SHA-256 is shown to check). A file is
-    written as NAME.part and renamed only once verified; a broken download resumes where the
-    server allows it. A file already in DIR that is the published one is not fetched again.
-    Proxies come from http_proxy, https_proxy and no_proxy; DICES_DOWNLOAD_BASE=URL fetches
-    every file from a mirror with the same paths.
+    DICES comes from github.com/google-research-datasets/dices-dataset, tried at three
+    sources in order: the pinned commit, the last commit that changed the data files, and
+    the branch main; the first to serve the published size and SHA-256 wins, and what each
+    earlier one did is said. ProsocialDialog comes from
+    huggingface.co/datasets/allenai/prosocial-dialog (into DIR/prosocial; it publishes no
+    checksums, so each file's own SHA-256 is shown to check). A file is written as
+    NAME.SOURCE.part and renamed only once verified; a broken download resumes from the
+    same source where the server allows it. A file already in DIR that is the published one
+    is not fetched again. Proxies come from http_proxy, https_proxy and no_proxy;
+    DICES_DOWNLOAD_BASE=URL fetches every file from a mirror with the same paths, and only
+    from there.
 
     Examples:
 
@@ -152,13 +184,29 @@ def download(
     """
     from dices_cli.download import download as fetch
     from dices_cli.download import plan
+    from dices_cli.errors import UsageError
 
-    sources = plan(dataset, url, sha256)
+    wanted = plan(dataset, url, sha256)
+    limit = size_limit(max_size)
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"--dir {directory} is not a directory")
+    if dry_run:
+        if ingest:
+            raise UsageError("--dry-run fetches nothing, so there is nothing to --ingest")
+        _show_plan(wanted, directory)
+        return
     fetched: list[Fetched] = []
     try:
         with progress_bar(enabled=True) as progress:
             fetching = fetch(
-                sources, directory, force=force, timeout=timeout, retries=retries, progress=progress
+                wanted,
+                directory,
+                force=force,
+                timeout=timeout,
+                deadline=deadline,
+                retries=retries,
+                max_size=limit,
+                progress=progress,
             )
             for done in fetching:
                 fetched.append(done)
@@ -171,22 +219,44 @@ def download(
 
         # One ingest per dataset, as `dices ingest` would be run on its files: each dataset
         # stands alone, and ingest recognises a file's dataset from its contents.
-        for _dataset, files in groupby(fetched, key=lambda done: done.source.dataset):
+        for _dataset, files in groupby(fetched, key=lambda done: done.wanted.dataset):
             ingest_files([done.path for done in files], data=data, force=force)
 
 
 def _report(fetched: list[Fetched]) -> None:
-    """Each file's path on stdout; what became of it on stderr."""
+    """Each file's path on stdout; what became of it, and which source served it, on stderr."""
+    from dices_cli.commands.wording import worded
     from dices_cli.output import open_stdout
+    from dices_cli.terminal_text import printable
 
     with open_stdout() as stdout:
         for done in fetched:
-            how = "downloaded" if done.downloaded else "already there"
-            known = "SHA-256 verified" if done.source.sha256 else "no published checksum"
-            say(f"{done.source.title}: {how}, {done.digest.size:,} bytes, {known} -> {done.path}")
-            if done.source.sha256 is None:
+            title = done.wanted.title
+            for failed in done.passed:
+                say(f"{title}: {worded(failed)}; tried the next source")
+            how = f"downloaded from {printable(done.url)}" if done.url else "already there"
+            known = "SHA-256 verified" if done.wanted.sha256 else "no published checksum"
+            say(f"{title}: {how}, {done.digest.size:,} bytes, {known} -> {done.path}")
+            if done.wanted.sha256 is None:
                 say(f"  warning: {done.path.name} has SHA-256 {done.digest.sha256}")
             stdout.write(os.fsencode(done.path) + b"\n")
+
+
+def _show_plan(wanted: list[WantedFile], directory: Path) -> None:
+    """On stdout, per file: what it must be, its sources in the order they are tried, and
+    what is in `directory` now. Nothing is fetched."""
+    from dices_cli.download import status
+    from dices_cli.output import open_stdout
+    from dices_cli.terminal_text import printable
+
+    with open_stdout() as stdout:
+        for file in wanted:
+            size = f"{file.size:,} bytes" if file.size is not None else "size not published"
+            sha256 = f"SHA-256 {file.sha256}" if file.sha256 else "SHA-256 not published"
+            lines = [f"{file.title} {file.file_name}: {size}, {sha256}"]
+            lines += [f"  source {n}: {printable(url)}" for n, url in enumerate(file.urls, 1)]
+            lines.append(f"  {status(file, directory)}")
+            stdout.write(os.fsencode("".join(line + "\n" for line in lines)))
 
 
 def register(app: typer.Typer) -> None:

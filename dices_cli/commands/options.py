@@ -49,6 +49,20 @@ Force = Annotated[
     typer.Option("--force", help="Overwrite -o FILE if it exists (never an input of the command)."),
 ]
 
+DEFAULT_MAX_SIZE = "2G"  # dices_cli.source.DEFAULT_MAX_SIZE, spelled for --help
+
+
+def size_limit(text: str) -> int:
+    """The bytes a --max-size SIZE stands for (500M, 4G; `dices_cli.source.parse_size`)."""
+    from dices_cli.errors import UsageError
+    from dices_cli.source import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise UsageError(f"--max-size {error}") from None
+
+
 # What a query reads: every canned query and `dices sql`. prosocial is a choice so that a
 # command that cannot take it says why in one line (`dices_only`), not "not one of".
 DICES_DATASETS = ("all", "350", "990")

@@ -9,10 +9,16 @@ from __future__ import annotations
 from dices_cli.families.family import Family, SourceFile
 from dices_cli.schema import DATASETS, Kind
 
-# The DICES repository at the commit that two independent citations of DICES-350 name with
-# the published SHA-256 (google-research-datasets/dices-dataset).
-COMMIT = "b5596d9edd585361967991a591abc7b11fb1f7a3"
-BASE = f"https://raw.githubusercontent.com/google-research-datasets/dices-dataset/{COMMIT}/"
+REPOSITORY = "https://raw.githubusercontent.com/google-research-datasets/dices-dataset/"
+# The commit that two independent citations of DICES-350 name with the published SHA-256.
+# The newest snapshot of the repository seen here (to 2024-01-25) does not hold it, so it
+# may be wrong; the checksum, not the address, decides which bytes are kept.
+PINNED_COMMIT = "b5596d9edd585361967991a591abc7b11fb1f7a3"
+# The last commit of that snapshot to change the data files ("Fixed formatting issue with
+# rater_id", 2023-10-04).
+DATA_COMMIT = "9c0eca5cda4d89ebbf380b831f70abfbb88d9306"
+# Tried in this order; the branch last, as it may move on to other bytes.
+BASES = tuple(f"{REPOSITORY}{ref}/" for ref in (PINNED_COMMIT, DATA_COMMIT, "main"))
 
 DICES = Family(
     name="dices",
@@ -24,7 +30,7 @@ DICES = Family(
             "350",
             DATASETS["350"].published.ratings,
             "DICES-350: one row per rating, with the rater's demographics and the experts' gold",
-            BASE,
+            BASES,
             "350/diverse_safety_adversarial_dialog_350.csv",
             size=31_143_485,
             sha256="63cb8620eb04e64957f9e45b1f7cb3d079c4eed8e8b28909f46e0b7038ce4301",
@@ -34,7 +40,7 @@ DICES = Family(
             "990",
             DATASETS["990"].published.ratings,
             "DICES-990: one row per rating, with the rater's demographics and locale",
-            BASE,
+            BASES,
             "990/diverse_safety_adversarial_dialog_990.csv",
             size=50_399_432,
             sha256="14332b6391cdee80383b765c734de3bebf6d8553141ee7d2f47ef0910a12fcf7",

@@ -10,14 +10,18 @@ from typing import Any
 @dataclass(frozen=True)
 class SourceFile:
     """One published file of a family: its usual name, what it holds, its row count, and
-    where it is published (`base` + `path`), with its size and SHA-256 when those are
-    published (None: `dices download` shows the file's own SHA-256 to check instead)."""
+    where it is published (each of `bases` + `path`, in the order `dices download` tries
+    them), with its size and SHA-256 when those are published (None: `dices download` shows
+    the file's own SHA-256 to check instead). Without a checksum a second source could not
+    be told from a wrong one, so such a file has one."""
 
     name: str
     member: str  # the stored dataset it becomes
     rows: int
     description: str
-    base: str  # the address `path` is under, ending in "/"; a mirror keeps the paths
+    # The addresses `path` is under, each ending in "/", in order: the bytes of the first
+    # that serves the published size and SHA-256 are kept. A mirror keeps the paths.
+    bases: tuple[str, ...]
     path: str
     size: int | None = None
     sha256: str | None = None
@@ -26,8 +30,8 @@ class SourceFile:
     folder: str = ""
 
     @property
-    def url(self) -> str:
-        return self.base + self.path
+    def urls(self) -> tuple[str, ...]:
+        return tuple(base + self.path for base in self.bases)
 
     @property
     def saved_as(self) -> str:

@@ -16,7 +16,8 @@ from dices_cli.families.family import Family, SourceFile
 MEMBER = "prosocial"
 
 # No full commit id of the HuggingFace dataset repository could be confirmed, so its main
-# branch; its files have no published checksums either (each gets a warning with its own).
+# branch; its files have no published checksums either (each gets a warning with its own),
+# so they have this one source: another could not be checked against it.
 BASE = "https://huggingface.co/datasets/allenai/prosocial-dialog/resolve/main/"
 
 SPLITS = ("train", "valid", "test")  # a file's split is its name's stem
@@ -68,7 +69,7 @@ def recognises(first: bytes) -> bool:
 
 
 def _split_file(name: str, rows: int, description: str) -> SourceFile:
-    return SourceFile(name, MEMBER, rows, description, BASE, name, folder=MEMBER)
+    return SourceFile(name, MEMBER, rows, description, (BASE,), name, folder=MEMBER)
 
 
 PROSOCIAL = Family(
