@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError
+from dices_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -608,15 +609,31 @@ _FIRST_CHART = {
 
 
 def to_svg(spec: dict[str, Any]) -> str:
-    """The chart as an SVG element (text, not a file), ready to inline in HTML."""
+    """The chart as an SVG element (text, not a file), ready to inline in HTML. Its text is
+    drawn `printable`: vl-convert aborts the process on a character XML cannot hold (a
+    control character, U+FFFE), and a chart is for reading, where the table is exact."""
     import vl_convert
 
     try:
         with _own_fonts_only():
-            svg: str = vl_convert.vegalite_to_svg(spec, config=CONFIG, allowed_base_urls=[])
+            svg: str = vl_convert.vegalite_to_svg(
+                _printable_text(spec), config=CONFIG, allowed_base_urls=[]
+            )
     except ValueError as error:  # vl-convert reports a bad specification as ValueError
         raise DicesError(f"cannot draw the chart {spec.get('title')!r}: {error}") from error
     return svg
+
+
+def _printable_text(value: Any) -> Any:
+    """`value` (a specification, or any part of it) with every string in it, keys included
+    so that a field keeps its name in the data and the encoding, made `printable`."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(key): _printable_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable_text(item) for item in value]
+    return value
 
 
 @contextlib.contextmanager
