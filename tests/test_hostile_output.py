@@ -174,17 +174,6 @@ def test_every_terminal_surface_shows_control_characters_escaped(values: list[st
         assert {r["model"] for r in read_csv(stdout)} == set(names)
 
 
-def test_a_bad_value_in_a_message_is_escaped(tmp_path: Path) -> None:
-    """A message that quotes a value (an unknown --by group here is the user's own, but the
-    ingest warning and every problem record quote the data's) is printed `printable`."""
-    code, _, stderr = invoke(
-        "query", "qoverall-by-demographic", "--by", "\x1b]0;x\x07", "--data", str(tmp_path)
-    )
-    assert code == 2
-    assert unprintable(stderr) == []
-    assert "\\x1b]0;x\\x07" in stderr
-
-
 WORST = ["\x01one", "\x1b[31mred", "form\x0cfeed", "non\ufffechar", "\uffffend", "c1\x85\x9b"]
 
 
