@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import UsageError
 from dices_cli.tabular import cell_text
+from dices_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -163,7 +164,8 @@ def print_chart(
     console = Console(width=width, highlight=False)
     interval = f" [{chart.low}, {chart.high}]" if chart.low and chart.high else ""
     heading = f"{chart.value}{interval}"
-    console.print(f"{title}: {heading}" if title else heading, style="table.title", markup=False)
+    heading = f"{title}: {heading}" if title else heading
+    console.print(printable(heading), style="table.title", markup=False)
     for panel in drawn:
         console.print()
         if panel.title:

@@ -34,6 +34,7 @@ from dices_cli.schema import (
     Kind,
 )
 from dices_cli.tables import unlisted
+from dices_cli.terminal_text import printable
 
 REASON_LIST_PATTERN = r'^\[\s*(?:"?[A-Za-z_]+"?\s*(?:,\s*"?[A-Za-z_]+"?\s*)*)?\]$'
 
@@ -271,7 +272,7 @@ def new_value_warnings(dataset: Dataset, frame: pl.DataFrame) -> list[Problem]:
             if rater_count is not None:
                 holders = f"{_count(rater_count, 'rater')}, {holders}"
             message = (
-                f"'{shortened(value)}' is not a listed {column.name} value; "
+                f"'{printable(shortened(value))}' is not a listed {column.name} value; "
                 f"kept as a new one ({holders})"
             )
             problems.append(
@@ -313,7 +314,8 @@ def _overall_summary(_dataset: Dataset, found: list[Problem]) -> str:
 
 
 def _new_value_summary(_dataset: Dataset, found: list[Problem]) -> str:
-    values = ", ".join(f"{p.column} '{shortened(str(p.value))}'" for p in found)
+    # A value's own line breaks escaped too: the summary is one line per problem type.
+    values = ", ".join(f"{p.column} '{printable(shortened(str(p.value)))}'" for p in found)
     return f"rater values the schema does not list, kept as new ones: {values}"
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import polars as pl
 
+from dices_cli.output import Stream
 from dices_cli.schema import DATASETS, Kind, canonical_names
 from dices_cli.store import StoredDataset
 from dices_cli.tables import TABLES, wide_cells, wide_typed
@@ -56,6 +57,32 @@ def _defused(name: str) -> pl.Expr:
     cell = pl.col(name)
     formula = cell.str.contains(FORMULA_START)
     return pl.when(formula).then(pl.concat_str(pl.lit("'"), cell)).otherwise(cell).alias(name)
+
+
+def defused(stream: Stream) -> Stream:
+    """`stream` with what `excel_safe` does to the wide CSV done to every text cell (plain
+    or ENUM): a leading `'` where a spreadsheet would run it as a formula. Numbers are never
+    changed, nor a missing value."""
+    return Stream(stream.schema, map(_defused_batch, stream.batches), stream.bounded)
+
+
+def _defused_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    return pa.record_batch([_defused_column(column) for column in batch.columns], batch.schema)
+
+
+def _defused_column(column: pa.Array) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = column.type
+    if pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type):
+        return pa.DictionaryArray.from_arrays(column.indices, _defused_column(column.dictionary))
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return column
+    quoted = pc.binary_join_element_wise(pa.scalar("'", kind), column, pa.scalar("", kind))
+    return pc.if_else(pc.match_substring_regex(column, FORMULA_START), quoted, column)
 
 
 def source_path(stored: StoredDataset) -> Path | None:

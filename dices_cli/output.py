@@ -14,7 +14,6 @@ values empty, times in ISO 8601, lists as JSON. Parquet from a `Stream` keeps it
 from __future__ import annotations
 
 import contextlib
-import csv
 import errno
 import io
 import json
@@ -402,11 +401,23 @@ def _json_value(value: Any) -> Any:
     return value
 
 
+def delimited_row(cells: Sequence[str], delimiter: str) -> str:
+    """One CSV/TSV record, ended by a line feed: a cell is quoted (its quotes doubled) when
+    it holds the delimiter, a quote, a line feed or a carriage return, and a record of one
+    empty cell is `""`. Python's csv module, ending records with a line feed, leaves a lone
+    CR unquoted, and every reader (itself, pandas) then starts a new record there."""
+    special = (delimiter, '"', "\n", "\r")
+    quoted = [
+        '"' + cell.replace('"', '""') + '"' if any(c in cell for c in special) else cell
+        for cell in cells
+    ]
+    return delimiter.join(quoted if quoted != [""] else ['""']) + "\n"
+
+
 def _write_delimited(table: Table, handle: BinaryIO, delimiter: str) -> None:
     text = io.TextIOWrapper(handle, encoding="utf-8", newline="", write_through=True)
-    writer = csv.writer(text, delimiter=delimiter, lineterminator="\n")
-    writer.writerow(table.columns)
-    writer.writerows([text_cell(v) for v in row] for row in table.rows)
+    text.write(delimited_row(table.columns, delimiter))
+    text.writelines(delimited_row([text_cell(v) for v in row], delimiter) for row in table.rows)
     text.detach()  # leave `handle` open for the caller
 
 

@@ -43,9 +43,13 @@ def set_quiet(on: bool) -> None:
 
 
 def say(message: str) -> None:
-    """A line for the person at the terminal: on stderr, never mixed into the data."""
+    """A line for the person at the terminal: on stderr, never mixed into the data. Its
+    lines are shown `printable`: a value from the data cannot send the terminal a control
+    sequence."""
+    from dices_cli.terminal_text import printable
+
     if not _Quiet.on:
-        print(message, file=sys.stderr)
+        print("\n".join(map(printable, message.split("\n"))), file=sys.stderr)
 
 
 def print_table(table: Table, title: str | None = None, width: int | None = None) -> None:
@@ -58,11 +62,12 @@ def print_table(table: Table, title: str | None = None, width: int | None = None
     from rich.console import Console
 
     from dices_cli.tabular import layout
+    from dices_cli.terminal_text import printable
 
     console = Console(width=width)
     fitted = layout(table, console.width, cell_len)
     if title:
-        console.print(title, style="table.title", markup=False, highlight=False)
+        console.print(printable(title), style="table.title", markup=False, highlight=False)
     if fitted.blocks:
         _print_blocks(console, fitted)
     else:

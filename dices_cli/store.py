@@ -13,7 +13,10 @@ Layout of DIR:
 A new version is written in full under a temporary name, renamed, and then published by
 replacing the symlink in one rename. Readers resolve the symlink once, so they see the old
 version or the new one, never a mix; the previous version is kept until the next write so
-that a reader that resolved it just before the switch can finish.
+that a reader that resolved it just before the switch can finish. A reader that reads a
+dataset more than once (`dices report`: many queries, the models, the provenance) opens it
+inside `Store.pinned()`: every open gives the version resolved first, and that version is
+held (a shared `flock` on its directory) so that no write prunes it while it is read.
 
 The manifest records the size and SHA-256 of every Parquet file of its version (under
 "files"). Opening a dataset checks its manifest's structure, and a reader checks the sizes
@@ -58,6 +61,9 @@ STORE = ".store"
 TEMP_PREFIX = ".tmp-"
 ADOPTING_PREFIX = ".adopting-"
 MANIFEST = "manifest.json"
+# Times a pinned open resolves the link again when the version it found was pruned before it
+# could hold it: each retry means two more complete ingests meanwhile.
+PIN_ATTEMPTS = 20
 TABLES = family_of("350").tables  # DICES's: each stored as TABLE.parquet
 
 # What the commands read from every family's manifest (`info`, `verify`): key -> type, or the
@@ -219,6 +225,7 @@ class StoredDataset:
 class Store:
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._pinned: dict[str, tuple[StoredDataset, int]] | None = None  # see `pinned`
 
     def link(self, name: str) -> Path:
         return self.root / name
@@ -235,11 +242,57 @@ class Store:
         return [name for name in all_members() if self.exists(name)]
 
     def open(self, name: str) -> StoredDataset:
+        """The version of `name` readers see now; inside `pinned()`, the one seen first."""
+        if self._pinned is not None and name in self._pinned:
+            return self._pinned[name][0]
         if not self.exists(name):
             raise NotIngestedError(
                 f"{family_of(name).title_of(name)} is not ingested in {self.root}", root=self.root
             )
-        return StoredDataset(name, self.link(name).resolve())
+        if self._pinned is None:
+            return StoredDataset(name, self.link(name).resolve())
+        stored, handle = self._hold(name)
+        self._pinned[name] = (stored, handle)
+        return stored
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Inside: each dataset is resolved once, at its first `open`, and every later open
+        gives that same version, kept from being pruned until the block ends, whatever
+        ingests replace the dataset meanwhile. Inside another such block, the outer one
+        holds them."""
+        if self._pinned is not None:
+            yield
+            return
+        self._pinned = {}
+        try:
+            yield
+        finally:
+            for _, handle in self._pinned.values():
+                os.close(handle)  # lets go of the shared lock
+            self._pinned = None
+
+    def _hold(self, name: str) -> tuple[StoredDataset, int]:
+        """The current version of `name` with a shared lock held on its directory (the
+        descriptor returned). A writer prunes a version only when it can lock it alone
+        (`_prune`); one pruned between resolving the link and locking it is gone once the
+        lock is had, and the link is resolved again."""
+        for _ in range(PIN_ATTEMPTS):
+            path = self.link(name).resolve()
+            try:
+                handle = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue  # pruned after two replacements in a row: resolve again
+            except OSError as error:
+                raise DicesError(f"cannot read {path}: {system_reason(error)}") from error
+            fcntl.flock(handle, fcntl.LOCK_SH)  # waits only for a prune under way
+            if os.fstat(handle).st_nlink > 0:  # not removed meanwhile
+                return StoredDataset(name, path), handle
+            os.close(handle)
+        raise DicesError(
+            f"{family_of(name).title_of(name)} in {self.root} was replaced {PIN_ATTEMPTS} times "
+            "while it was being opened; run this again when no ingest is under way"
+        )
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -359,9 +412,24 @@ class Store:
         return adopted.resolve()
 
     def _prune(self, name: str, keep: set[Path | None]) -> None:
+        """Remove the versions of `name` other than `keep`, but for those a reader holds
+        (`pinned`): the next write removes them."""
         for version in (self.root / STORE).glob(f"{name}-*"):
-            if version.resolve() not in keep:
+            if version.resolve() in keep:
+                continue
+            try:
+                handle = os.open(version, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                continue  # gone already, or not a directory of ours
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(handle)  # in use
+                continue
+            try:
                 shutil.rmtree(version, ignore_errors=True)
+            finally:
+                os.close(handle)
 
 
 def _version_name(name: str) -> str:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import TYPE_CHECKING
 
+from dices_cli.terminal_text import printable
+
 if TYPE_CHECKING:
     from dices_cli.output import Table
 
@@ -35,14 +37,15 @@ _LINE_BREAKS = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
 
 def cell_text(value: object) -> str:
     """A value as the table for people shows it: floats rounded, lists joined, one line
-    without blanks around it (so a cell of spaces is an empty one)."""
+    without blanks around it (so a cell of spaces is an empty one), any other control
+    character shown escaped (`printable`)."""
     if value is None:
         return ""
     if isinstance(value, float):
         return f"{value:.{TABLE_DECIMALS}f}"
     if isinstance(value, list | tuple):
-        return ", ".join(str(v) for v in value)
-    return str(value).translate(_LINE_BREAKS).strip()
+        return printable(", ".join(str(v) for v in value))
+    return printable(str(value).translate(_LINE_BREAKS).strip())
 
 
 @dataclass(eq=False)  # two columns may share a name: each is itself
@@ -115,7 +118,8 @@ def _columns(table: Table, measure: Measure) -> list[Column]:
             or all(len(cell) <= WHOLE_TEXT or _is_token(cell) for cell in cells)
         )
         longest = max((measure(cell) for cell in cells), default=0)
-        columns.append(Column(name, cells, numeric, whole, key, longest))
+        # A name can come from the data too (the header of a --table file).
+        columns.append(Column(printable(name), cells, numeric, whole, key, longest))
     return columns
 
 

@@ -421,9 +421,13 @@ LAYOUT_USAGE_ERRORS = {
         ["-d", "350", "--layout", "judge-bench", "--by", "rater_age"],
         "--by applies to --layout soft-labels, not judge-bench",
     ),
-    "excel-safe-with-long": (
-        ["-d", "350", "--layout", "long", "--excel-safe"],
-        "--excel-safe applies to --layout wide (the ingested CSV), not long",
+    "excel-safe-with-judge-bench": (
+        ["-d", "350", "--layout", "judge-bench", "--excel-safe"],
+        "--excel-safe is for CSV, which spreadsheets open; leave it out",
+    ),
+    "excel-safe-with-long-as-parquet": (
+        ["-d", "350", "--layout", "long", "--excel-safe", "-f", "parquet", "-o", "x.parquet"],
+        "--excel-safe is for CSV, which spreadsheets open; leave it out",
     ),
     "all-with-wide": (
         ["-d", "all"],

@@ -50,6 +50,7 @@ MaxSize = Annotated[
         help="Refuse a gzip file or piped input whose CSV text is larger (e.g. 500M, 4G).",
     ),
 ]
+EXCEL_SAFE_IS_FOR_CSV = "--excel-safe is for CSV, which spreadsheets open; leave it out"
 
 
 def _inputs(files: list[Path], max_size: str) -> tuple[list[Path], int]:
@@ -257,7 +258,8 @@ def export(
         bool,
         typer.Option(
             "--excel-safe",
-            help="For spreadsheets: put ' before text that starts with = + - @, a tab or a CR.",
+            help="For spreadsheets (CSV, any layout): put ' before text that starts with "
+            "= + - @, a tab or a CR.",
         ),
     ] = False,
 ) -> None:
@@ -290,6 +292,8 @@ def export(
 
     The rater selection options (--exclude-removed, --raters, --min-quality) apply to the
     long, soft-labels and judge-bench layouts.
+
+    --excel-safe applies to every CSV: wide, long and soft-labels.
 
     -d prosocial writes ProsocialDialog back as the JSON Lines it was ingested from.
 
@@ -329,6 +333,7 @@ def export(
             fmt,
             output,
             force,
+            excel_safe,
         )
         return
     store = Store(resolve_data_dir(data))
@@ -344,7 +349,7 @@ def export(
         with out.open() as handle:
             write_csv(stored, handle, excel_safe)
     elif excel_safe:
-        raise UsageError("--excel-safe is for CSV, which spreadsheets open; leave it out")
+        raise UsageError(EXCEL_SAFE_IS_FOR_CSV)
     else:
         out.write(typed_table(stored))
 
@@ -369,8 +374,6 @@ def _check_layout_options(
         raise UsageError("--excel-safe is for the DICES CSV; ProsocialDialog is JSON Lines")
     if by and layout is not Layout.SOFT_LABELS:
         raise UsageError(f"--by applies to --layout soft-labels, not {layout}")
-    if excel_safe and layout is not Layout.WIDE:
-        raise UsageError(f"--excel-safe applies to --layout wide (the ingested CSV), not {layout}")
     if dataset == "all" and layout in (Layout.WIDE, Layout.JUDGE_BENCH):
         raise UsageError(f"--layout {layout} writes one dataset: choose --dataset 350 or 990")
     selecting = {
@@ -397,13 +400,15 @@ def _export_layout(
     fmt: Format | None,
     output: Path | None,
     force: bool,
+    excel_safe: bool,
 ) -> None:
-    """`dices export --layout long|soft-labels|judge-bench`, written through the one Output."""
+    """`dices export --layout long|soft-labels|judge-bench`, written through the one Output;
+    with `excel_safe`, a CSV's formula-looking text defused as the wide CSV's is."""
     import json
 
     from dices_cli.commands.canned import worded
     from dices_cli.errors import UsageError
-    from dices_cli.export import source_path
+    from dices_cli.export import defused, source_path
     from dices_cli.layouts import group_columns, judge_bench, long_ratings, soft_labels
     from dices_cli.output import Format, Output
     from dices_cli.queries.catalog import ParameterError, missing_group_column
@@ -428,6 +433,8 @@ def _export_layout(
         raise UsageError(
             "--layout judge-bench writes one JSON document: use --format json or -o FILE.json"
         )
+    if excel_safe and out.format is not Format.CSV:
+        raise UsageError(EXCEL_SAFE_IS_FOR_CSV)
     selection = rater_selection(exclude_removed, raters, min_quality)
     selection = resolve(store, dataset, selection, columns=by)
     session = open_session(store, dataset, selection, columns=by)
@@ -438,10 +445,9 @@ def _export_layout(
     if document:
         with out.open() as handle:
             handle.write(json.dumps(judge_bench(session), ensure_ascii=False).encode() + b"\n")
-    elif layout is Layout.LONG:
-        out.write(long_ratings(session))
     else:
-        out.write(soft_labels(session, by))
+        rows = long_ratings(session) if layout is Layout.LONG else soft_labels(session, by)
+        out.write(defused(rows) if excel_safe else rows)
 
 
 def _export_prosocial(

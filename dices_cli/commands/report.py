@@ -154,7 +154,6 @@ def report(
     from dices_cli.queries.engine import chosen_datasets
     from dices_cli.report import agreement_options, build_report, check_charts_available
     from dices_cli.schema import DATASETS
-    from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
     dices_only(dataset, "dices report")
@@ -177,7 +176,7 @@ def report(
     check_output(output, force, inputs)  # before the work
     check_charts_available()
     store = Store(resolve_data_dir(data))
-    selection = resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
+    selection = rater_selection(exclude_removed, raters, min_quality)
     command = ["dices", "report", "--dataset", dataset]
     command += [part for column in by or [] for part in ("--by", column)]
     try:

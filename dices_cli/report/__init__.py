@@ -57,11 +57,13 @@ def build_report(
 ) -> str:
     """The report over `dataset` ('350', '990' or 'all') as an HTML document.
 
-    `selection` must be resolved (`dices_cli.selection.resolve`); `by` are rater columns
+    `selection` is the rater selection as given (resolved here); `by` are rater columns
     (the groups compared; without them the report shows race and gender and leaves out
     the sections that need chosen groups); `command` is recorded as it is given;
     `permutations` and `seed` go to the agreement query (see `agreement_options`); `models`
     is a predictions file to score (read and scored first, so that a bad file costs nothing).
+    Every part, the rater selection's quality scores included, reads the same version of
+    each dataset (`Store.pinned`), whatever ingests replace it meanwhile.
     """
     from datetime import UTC, datetime
 
@@ -69,9 +71,14 @@ def build_report(
     from dices_cli.report.context import Context
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
+    from dices_cli.selection import resolve
 
     check_charts_available()
-    with Drawer() as drawer:  # draws each section's charts while the next runs its queries
+    # One version of each dataset for the rater selection, every section, the models and the
+    # provenance, however many ingests replace it meanwhile; the Drawer draws each section's
+    # charts while the next one runs its queries.
+    with store.pinned(), Drawer() as drawer:
+        selection = resolve(store, dataset, selection)
         context = Context(store, dataset, selection, list(by), permutations, seed)
         if models is not None:
             from dices_cli.report.models import score_models
@@ -85,13 +92,13 @@ def build_report(
                 sections.append(section)
                 charts.append([drawer.draw(figure.spec) for figure in section.figures])
         svgs = [[chart.result() for chart in section_charts] for section_charts in charts]
-    made = Provenance(
-        command=command,
-        version=__version__,
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
-        selection="; ".join(selection.description) or "all raters",
-        datasets=[store.open(name).manifest for name in context.datasets],
-    )
+        made = Provenance(
+            command=command,
+            version=__version__,
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+            selection="; ".join(selection.description) or "all raters",
+            datasets=[store.open(name).manifest for name in context.datasets],
+        )
     return page(sections, svgs, made)
 
 

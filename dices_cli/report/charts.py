@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError
+from dices_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -530,6 +532,7 @@ class Drawer:
         import os
         import subprocess
         import sys
+        import tempfile
         from concurrent.futures import ThreadPoolExecutor
         from pathlib import Path
 
@@ -540,11 +543,15 @@ class Drawer:
         home = str(Path(dices_cli.__file__).resolve().parents[1])
         path = os.pathsep.join(filter(None, (home, os.environ.get("PYTHONPATH"))))
         self._process: subprocess.Popen[bytes] | None = None
+        # What the child says on stderr is a crash's report (V8's or Rust's, pages of stack
+        # frames): kept aside, and summed up in one line should the child stop.
+        self._errors = tempfile.TemporaryFile()
         with contextlib.suppress(OSError):  # no process to be had: the thread below draws
             self._process = subprocess.Popen(
                 [sys.executable, "-P", "-c", "from dices_cli.report.charts import serve; serve()"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
+                stderr=self._errors,
                 env={**os.environ, "PYTHONPATH": path},
                 start_new_session=True,  # Ctrl-C is ours to report; the child ends with us
             )
@@ -567,7 +574,8 @@ class Drawer:
             reply = b""
         if not reply:  # killed, say, or out of memory
             code = self._process.wait()
-            raise DicesError(f"the process drawing the charts stopped (exit code {code})")
+            self._errors.seek(0)
+            raise DicesError(_stopped(code, self._errors.read().decode(errors="replace")))
         answer: dict[str, str] = json.loads(reply)
         if "error" in answer:
             raise DicesError(answer["error"])
@@ -580,6 +588,31 @@ class Drawer:
             with contextlib.suppress(BrokenPipeError):
                 self._process.stdin.close()  # the child's end of input: it exits
             self._process.wait()
+        self._errors.close()
+
+
+# What vl-convert's V8 reserves at its start, as address space: `dices report -d 350` under
+# `bash -c 'ulimit -v N; ...'` drew its charts from N = 68,000,000 KiB and stopped at 67,000,000
+# (vl-convert-python 1.9.0, Linux x86-64). V8 cannot be told to reserve less through
+# vl-convert, which takes no V8 flags.
+RENDERER_ADDRESS_SPACE = "about 65 GiB"
+
+
+def _stopped(code: int, errors: str) -> str:
+    """Why the drawing process stopped, in one line, from its exit code and its stderr."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if "Fatal process out of memory" in errors and limit != resource.RLIM_INFINITY:
+        return (
+            "the chart renderer (vl-convert) could not reserve its memory: its JavaScript "
+            f"engine reserves {RENDERER_ADDRESS_SPACE} of address space at start, and this "
+            f"process may use {limit / 2**30:.1f} GiB (ulimit -v); raise or lift that limit "
+            "to draw the charts"
+        )
+    fatal = re.search(r"Fatal process out of memory: ([^\n]*)", errors)
+    reason = f": out of memory ({fatal[1].strip()})" if fatal else ""
+    return f"the process drawing the charts stopped (exit code {code}){reason}"
 
 
 def serve() -> None:
@@ -608,15 +641,31 @@ _FIRST_CHART = {
 
 
 def to_svg(spec: dict[str, Any]) -> str:
-    """The chart as an SVG element (text, not a file), ready to inline in HTML."""
+    """The chart as an SVG element (text, not a file), ready to inline in HTML. Its text is
+    drawn `printable`: vl-convert aborts the process on a character XML cannot hold (a
+    control character, U+FFFE), and a chart is for reading, where the table is exact."""
     import vl_convert
 
     try:
         with _own_fonts_only():
-            svg: str = vl_convert.vegalite_to_svg(spec, config=CONFIG, allowed_base_urls=[])
+            svg: str = vl_convert.vegalite_to_svg(
+                _printable_text(spec), config=CONFIG, allowed_base_urls=[]
+            )
     except ValueError as error:  # vl-convert reports a bad specification as ValueError
         raise DicesError(f"cannot draw the chart {spec.get('title')!r}: {error}") from error
     return svg
+
+
+def _printable_text(value: Any) -> Any:
+    """`value` (a specification, or any part of it) with every string in it, keys included
+    so that a field keeps its name in the data and the encoding, made `printable`."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(key): _printable_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable_text(item) for item in value]
+    return value
 
 
 @contextlib.contextmanager

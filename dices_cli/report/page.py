@@ -16,6 +16,7 @@ from typing import Any
 
 from dices_cli.output import Table
 from dices_cli.report.context import Section
+from dices_cli.terminal_text import printable
 
 OPEN_TABLE_ROWS = 12  # a longer table starts folded, so the page stays readable
 # Nothing may be loaded: styles only from the page itself, images only as data.
@@ -72,6 +73,13 @@ class Provenance:
     datasets: list[dict[str, Any]]  # each dataset's manifest
 
 
+def _escaped(text: str) -> str:
+    """`text` as HTML: markup escaped, and each control character (which a browser shows
+    as nothing, or cannot be given at all: a lone surrogate) written visibly (`printable`);
+    line breaks are kept."""
+    return html.escape("\n".join(map(printable, text.split("\n"))))
+
+
 def _cell(value: Any) -> tuple[str, bool]:
     """A value as table text (rounded for people) and whether it is a number."""
     if value is None:
@@ -96,15 +104,15 @@ def _cell(value: Any) -> tuple[str, bool]:
 
 
 def table_html(table: Table, caption: str | None = None) -> str:
-    head = "".join(f"<th scope=col>{html.escape(c)}</th>" for c in table.columns)
+    head = "".join(f"<th scope=col>{_escaped(c)}</th>" for c in table.columns)
     body = []
     for row in table.rows:
         cells = []
         for value in row:
             text, number = _cell(value)
-            cells.append(f"<td{' class=number' if number else ''}>{html.escape(text)}</td>")
+            cells.append(f"<td{' class=number' if number else ''}>{_escaped(text)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    title = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    title = f"<caption>{_escaped(caption)}</caption>" if caption else ""
     return (
         f'<div class="table"><table>{title}<thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
@@ -115,34 +123,55 @@ def _folded(table: Table, summary: str) -> str:
     state = " open" if len(table.rows) <= OPEN_TABLE_ROWS else ""
     rows = f"{len(table.rows):,} row{'s' if len(table.rows) != 1 else ''}"
     return (
-        f"<details{state}><summary>{html.escape(summary)} ({rows})</summary>"
+        f"<details{state}><summary>{_escaped(summary)} ({rows})</summary>"
         f"{table_html(table)}</details>"
     )
 
 
+# In vl-convert's SVG, text (labels, and aria-label attributes) has its < and " escaped, so a
+# tag is `<` up to the next `>`, and an attribute's value runs to the next `"`.
+_TAG = re.compile(r"<[^>]*>")
+_ATTRIBUTE = re.compile(r'(\s)([\w:.-]+)="([^"]*)"')
+_URL = re.compile(r"url\(#([^)]+)\)")
+# The presentation attributes that refer to another element as url(#id).
+_REFERRING = frozenset(
+    ("fill", "stroke", "clip-path", "mask", "filter", "marker-start", "marker-mid", "marker-end")
+)
+
+
 def _scoped(svg: str, prefix: str) -> str:
     """`svg` with its element ids (gradients, clips) and the references to them prefixed, so
-    that the charts inlined in one page cannot take each other's."""
-    svg = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', svg)
-    svg = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", svg)
-    return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}-\1"', svg)
+    that the charts inlined in one page cannot take each other's. Only attributes of tags
+    are changed: a label that reads `url(#x)` or `id="x"` is drawn as it is."""
+
+    def attribute(match: re.Match[str]) -> str:
+        space, name, value = match.groups()
+        if name == "id":
+            value = f"{prefix}-{value}"
+        elif name in ("href", "xlink:href") and value.startswith("#"):
+            value = f"#{prefix}-{value[1:]}"
+        elif name in _REFERRING:
+            value = _URL.sub(lambda url: f"url(#{prefix}-{url[1]})", value)
+        return f'{space}{name}="{value}"'
+
+    return _TAG.sub(lambda tag: _ATTRIBUTE.sub(attribute, tag[0]), svg)
 
 
 def section_html(section: Section, svgs: Sequence[str], first_figure: int) -> str:
-    parts = [f'<section id="{section.key}"><h2>{html.escape(section.title)}</h2>']
+    parts = [f'<section id="{section.key}"><h2>{_escaped(section.title)}</h2>']
     parts += [_warning(text) for text in section.warnings]
-    parts += [f'<p class="note">{html.escape(note)}</p>' for note in section.notes]
+    parts += [f'<p class="note">{_escaped(note)}</p>' for note in section.notes]
     for number, (figure, svg) in enumerate(zip(section.figures, svgs, strict=True), first_figure):
         key = f"figure-{number}"
-        title = html.escape(str(figure.spec["title"]))
-        description = html.escape(str(figure.spec["description"]))
+        title = _escaped(str(figure.spec["title"]))
+        description = _escaped(str(figure.spec["description"]))
         parts.append(
             f'<figure id="{key}">'
             f'<div class="chart" role="img" aria-label="{title}: {description}" '
             f'aria-describedby="{key}-read">{_scoped(svg, key)}</div>'
             f"<figcaption><strong>Figure {number}. {title}.</strong> "
             f'<span class="read" id="{key}-read">How to read it: '
-            f"{html.escape(figure.how_to_read)}</span></figcaption>"
+            f"{_escaped(figure.how_to_read)}</span></figcaption>"
             f"{_folded(figure.table, f'Numbers behind figure {number}')}</figure>"
         )
     parts += [table_html(table, caption) for caption, table in section.tables]
@@ -152,34 +181,34 @@ def section_html(section: Section, svgs: Sequence[str], first_figure: int) -> st
 
 def _warning(text: str, link: str | None = None) -> str:
     more = f' <a href="#{link}">See the section.</a>' if link else ""
-    return f'<p class="warning" role="alert">Warning: {html.escape(text)}{more}</p>'
+    return f'<p class="warning" role="alert">Warning: {_escaped(text)}{more}</p>'
 
 
 def provenance_html(made: Provenance) -> str:
     facts = [
-        ("Command", f"<code>{html.escape(made.command)}</code>"),
-        ("dices version", html.escape(made.version)),
-        ("Created", html.escape(made.created)),
-        ("Raters", html.escape(made.selection)),
+        ("Command", f"<code>{_escaped(made.command)}</code>"),
+        ("dices version", _escaped(made.version)),
+        ("Created", _escaped(made.created)),
+        ("Raters", _escaped(made.selection)),
     ]
     rows = []
     for manifest in made.datasets:
         source = manifest["source"]
         files = manifest.get("files", {})
         stored = "<br>".join(
-            f"{html.escape(name)}: <span class=hash>{html.escape(record['sha256'])}</span>"
+            f"{_escaped(name)}: <span class=hash>{_escaped(record['sha256'])}</span>"
             for name, record in files.items()
         )
         counts = manifest["counts"]
         filtered = (manifest.get("filter") or {}).get("description", "")
         rows.append(
-            f"<tr><td>{html.escape(manifest['title'])}</td>"
-            f"<td>{html.escape(source['name'])}<br>"
-            f"<span class=hash>sha256 {html.escape(source['sha256'])}</span></td>"
+            f"<tr><td>{_escaped(manifest['title'])}</td>"
+            f"<td>{_escaped(source['name'])}<br>"
+            f"<span class=hash>sha256 {_escaped(source['sha256'])}</span></td>"
             f"<td class=number>{counts['conversations']:,}</td>"
             f"<td class=number>{counts['raters']:,}</td>"
             f"<td class=number>{counts['ratings']:,}</td>"
-            f"<td>{html.escape(manifest['created'])}</td><td>{html.escape(filtered)}</td>"
+            f"<td>{_escaped(manifest['created'])}</td><td>{_escaped(filtered)}</td>"
             f"<td>{stored}</td></tr>"
         )
     head = "".join(
@@ -208,7 +237,7 @@ def page(sections: Sequence[Section], svgs: Sequence[Sequence[str]], made: Prove
     """The whole HTML document."""
     titles = " and ".join(m["title"] for m in made.datasets)
     toc = "".join(
-        f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>' for s in [*sections, _PROVENANCE]
+        f'<li><a href="#{s.key}">{_escaped(s.title)}</a></li>' for s in [*sections, _PROVENANCE]
     )
     # A warning (a model's flipped polarity) also heads the page: it changes every reading.
     warnings = "".join(_warning(text, s.key) for s in sections for text in s.warnings)
@@ -221,9 +250,9 @@ def page(sections: Sequence[Section], svgs: Sequence[Sequence[str]], made: Prove
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>dices report: {html.escape(titles)}</title><style>{STYLE}</style></head>"
-        f"<body><header><h1>DICES safety ratings: {html.escape(titles)}</h1>"
-        f"<p>Raters: {html.escape(made.selection)}. Every chart is drawn from the canned queries "
+        f"<title>dices report: {_escaped(titles)}</title><style>{STYLE}</style></head>"
+        f"<body><header><h1>DICES safety ratings: {_escaped(titles)}</h1>"
+        f"<p>Raters: {_escaped(made.selection)}. Every chart is drawn from the canned queries "
         "of <code>dices query</code>; the numbers behind each are in the table below it.</p>"
         f"{warnings}<nav aria-label=Contents><ol>{toc}</ol></nav></header>"
         f"<main>{''.join(body)}{provenance_html(made)}</main></body></html>\n"
