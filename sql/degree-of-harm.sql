@@ -3,7 +3,7 @@
 -- datasets: 350 990
 -- param by: columns = []: Also break down by these rater columns.
 -- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_yes is made: clustered resamples raters within their group and conversations (raters and conversations like these); conversations resamples conversations only (this rater pool); wilson treats every rating as independent (too narrow: ratings of one rater or conversation are not).
--- param bootstrap: integer in [0, 100000] = 1000: Bootstrap resamples behind a clustered or conversations interval (0 = no interval).
+-- param bootstrap: integer in [0, 10000] = 1000: Bootstrap resamples behind a clustered or conversations interval (0 = no interval; 10,000 take 0.45 GB on DICES-990).
 -- param seed: integer in [0, 4294967295] = 0: Seed of the bootstrap; the same seed gives the same intervals.
 -- compute: dices_cli.metrics.shares:compute
 -- column dataset: The dataset: 350 or 990.

@@ -240,7 +240,8 @@ def test_csv_header_and_whole_pool_columns(runner: CliRunner, ingested: Path) ->
         ),
         (
             ["qoverall-by-demographic", "--by", "rater_age", "--question", "Q_overall"],
-            "qoverall-by-demographic does not take --question; it takes: --by",
+            "qoverall-by-demographic does not take --question; it takes: --by, --interval, "
+            "--bootstrap, --seed",
         ),
     ],
 )
@@ -290,10 +291,12 @@ def test_explain_documents_every_option(runner: CliRunner) -> None:
     )
 
 
-def test_only_agreement_and_group_disagreement_have_a_compute_step() -> None:
+def test_only_the_resampling_queries_have_a_compute_step() -> None:
     steps = {name: query.compute for name, query in catalog().items()}
     assert steps.pop("agreement") == "dices_cli.metrics.compute:compute"
     assert steps.pop("group-disagreement") == "dices_cli.metrics.disagreement:group_disagreement"
+    for name in ("qoverall-by-demographic", "degree-of-harm", "harm-types"):
+        assert steps.pop(name) == "dices_cli.metrics.shares:compute"
     assert set(steps.values()) == {None}
     assert compute_step(get_query("agreement")) is compute
     assert compute_step(get_query("overview")) is None

@@ -451,6 +451,11 @@ def test_every_numeric_parameter_has_a_range_holding_its_default() -> None:
         ("agreement", "seed"),
         ("gold-vs-crowd", "threshold"),
         ("gold-vs-crowd-summary", "threshold"),
+        *(
+            (name, parameter)
+            for name in ("qoverall-by-demographic", "degree-of-harm", "harm-types")
+            for parameter in ("bootstrap", "seed")
+        ),
     }
     for _, parameter in numeric:
         assert parameter.range is not None

@@ -135,7 +135,7 @@ def test_the_share_queries_declare_the_default_interval(name: str) -> None:
     assert interval is not None and bootstrap is not None and seed is not None
     assert (interval.default, interval.choices) == (INTERVAL, INTERVALS)
     assert (bootstrap.default, seed.default) == (str(BOOTSTRAP), str(SEED))
-    assert bootstrap.range == ("0", "100000")
+    assert bootstrap.range == ("0", "10000")
     assert [c.name for c in query.columns][-3:] == [
         "share_yes_ci_low",
         "share_yes_ci_high",
@@ -239,11 +239,11 @@ def test_harm_types_intervals_hold_their_shares(runner: CliRunner, ingested: Pat
         ),
         (
             ["--bootstrap", "-1"],
-            "Invalid value for '--bootstrap': -1 is not in the range 0<=x<=100000.",
+            "Invalid value for '--bootstrap': -1 is not in the range 0<=x<=10000.",
         ),
         (
-            ["--bootstrap", "100001"],
-            "Invalid value for '--bootstrap': 100001 is not in the range 0<=x<=100000.",
+            ["--bootstrap", "10001"],
+            "Invalid value for '--bootstrap': 10001 is not in the range 0<=x<=10000.",
         ),
         (
             ["--seed", "-1"],
