@@ -13,6 +13,7 @@
 -- column share_yes_ci_low: Lower end of the 95% Wilson interval of share_yes (ratings of one conversation are not independent, so it is if anything too narrow).
 -- column share_yes_ci_high: Upper end of the 95% Wilson interval of share_yes.
 -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by}, degree_of_harm per dataset
+-- answer: share_yes, share_yes_ci_low, share_yes_ci_high
 -- explanation:
 --   Does the crowd's verdict follow the experts' severity? For each degree_of_harm (in
 --   order of severity; empty where the experts gave none) the number of conversations and

@@ -15,6 +15,7 @@
 -- column test: The test of independence of answer and group: exact or chi-square.
 -- column p_value: The test's p-value.
 -- column p_adjusted: The p-value adjusted over the dataset's conversations (Benjamini-Hochberg).
+-- answer: highest_group, lowest_group, gap, p_adjusted
 -- explanation:
 --   Which conversations do groups of raters disagree about most? One row per conversation:
 --   how many groups rated it and how many ratings it has, the group with the highest and

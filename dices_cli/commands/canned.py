@@ -164,6 +164,7 @@ def _help(query: Query, markup: Callable[[str], str] = str) -> str:
         query.summary,
         query.explanation,
         f"Datasets: {datasets}. SQL: {query.path.name}{computed}.",
+        f"Answer (kept on a narrow screen): {', '.join(query.answer)}." if query.answer else "",
         f"Columns:\n{columns}",
         _chart_help(query),
     ]
@@ -435,7 +436,12 @@ def run_query(
 ) -> None:
     """Run `canned` with the values `given` to its parameters (None: not given)."""
     from dices_cli.output import Format, Output
-    from dices_cli.queries.catalog import ParameterError, missing_group_column, render_sql
+    from dices_cli.queries.catalog import (
+        ParameterError,
+        family_queries,
+        missing_group_column,
+        render_sql,
+    )
     from dices_cli.queries.engine import open_session
     from dices_cli.schema import DATASETS
     from dices_cli.selection import resolve
@@ -453,7 +459,8 @@ def run_query(
         typed = written.format is Format.PARQUET
         store = Store(resolve_data_dir(data))
         result = run_family_query(canned, given, family, show_sql, store, typed)
-        emit_shaped(result, shape, fmt, output, canned.name, force, inputs)
+        own = family_queries(family.name)[canned.name]
+        emit_shaped(result, shape, fmt, output, canned.name, force, inputs, focus=own.focus({}))
         return
     written = Output.build(fmt, output, force, inputs, chart=True)
     try:  # a repeated option's values come as a tuple, () when not given
@@ -483,7 +490,8 @@ def run_query(
         say(f"raters: {'; '.join(session.selection.description)}")
     result = session.run(canned, parameters, typed=written.format is Format.PARQUET)
     chart = canned.chart.resolved(parameters) if canned.chart is not None else None
-    emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart)
+    focus = canned.focus(parameters)
+    emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart, focus)
 
 
 def _family_asked(canned: Query, dataset: str, store: Store) -> Family | None:

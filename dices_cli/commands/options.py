@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from dices_cli.queries.catalog import Chart
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.shape import Shape
+    from dices_cli.tabular import Focus
 
 DataDir = Annotated[
     Path | None,
@@ -176,9 +177,19 @@ def emit_shaped(
     force: bool,
     inputs: list[Path],
     chart: Chart | None = None,
+    focus: Focus | None = None,
 ) -> None:
-    """The one place a query's result takes its --columns/--sort/--limit shape, then is
-    written (or drawn as `chart`'s bars)."""
+    """The one place a result takes its --columns/--sort/--limit shape, then is written (or
+    drawn as `chart`'s bars; a table always shows the columns of `focus`)."""
     from dices_cli.shape import apply
 
-    emit(apply(result, shape), fmt, output, title=title, force=force, inputs=inputs, chart=chart)
+    emit(
+        apply(result, shape),
+        fmt,
+        output,
+        title=title,
+        force=force,
+        inputs=inputs,
+        chart=chart,
+        focus=focus,
+    )
