@@ -104,11 +104,15 @@ def _print_grid(console: Console, fitted: Layout) -> None:
         padding=(0, GAP - 1, 0, 0),
         pad_edge=False,
     )
-    for column in fitted.columns:
+    # Every header as tall as the tallest, its name at the bottom; the cells at the top, so a
+    # wrapped answer reads from its row's first line.
+    headers = [column.header(cell_len) for column in fitted.columns]
+    height = max((len(lines) for lines in headers), default=1)
+    for column, lines in zip(fitted.columns, headers, strict=True):
         drawn.add_column(
-            Text("\n".join(column.header(cell_len))),
+            Text("\n".join([""] * (height - len(lines)) + lines)),
             justify="right" if column.numeric else "left",
-            vertical="bottom",
+            vertical="top",
             width=column.width,
             no_wrap=not column.wraps,
             # Whole cells fit their width; a wrapped one folds only a word wider than it.

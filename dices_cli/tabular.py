@@ -166,16 +166,25 @@ def _total(columns: list[Column]) -> int:
 
 
 def _grow(columns: list[Column], room: int, measure: Measure) -> None:
-    """Spend the spare `room`: on long texts (shared out evenly) up to TEXT_WIDTH, then so
-    that names fit on one line."""
+    """Spend the spare `room`: on wrapped answers (shared out evenly) up to their longest
+    value, so that they take fewer lines; then on the other long texts up to TEXT_WIDTH; then
+    so that names fit on one line."""
+    room = _share_out([c for c in columns if c.wraps], room, lambda c: c.longest)
+    room = _share_out([c for c in columns if not c.whole], room, lambda c: TEXT_WIDTH)
+    _widen(columns, room, lambda c: measure(c.name))
+
+
+def _share_out(columns: list[Column], room: int, most: Callable[[Column], int]) -> int:
+    """`room` shared out evenly among `columns`, each up to min(its longest value, `most`);
+    the room left."""
     while room > 0:
-        short = [c for c in columns if not c.whole and c.width < min(c.longest, TEXT_WIDTH)]
+        short = [c for c in columns if c.width < min(c.longest, most(c))]
+        if not short:
+            break
         for column in short[:room]:
             column.width += 1
         room -= len(short[:room])
-        if not short:
-            break
-    _widen(columns, room, lambda c: measure(c.name))
+    return room
 
 
 def _widen(columns: list[Column], room: int, wanted: Callable[[Column], int]) -> int:

@@ -40,7 +40,7 @@ from dices_cli.commands.options import (
 )
 from dices_cli.commands.quiet import quiet_option
 from dices_cli.errors import UsageError
-from dices_cli.render import emit, say
+from dices_cli.render import say
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from dices_cli.families import Family
     from dices_cli.output import Format, Result
     from dices_cli.queries.catalog import Parameter, ParameterError, Query
+    from dices_cli.shape import Shape
     from dices_cli.store import Store
 
 QUERY_HELP = """Run a canned query: the field's standard questions, as documented SQL.
@@ -341,29 +342,32 @@ class QueryGroup(ListingGroup):
         return ["NAME", "[OPTIONS]"]
 
 
-def _given_nothing_else(list_: bool, fmt: Any, output: Any, force: bool) -> bool:
-    return not (list_ or fmt is not None or output is not None or force)
-
-
 def query_group(
     ctx: typer.Context,
     list_: Annotated[bool, typer.Option("--list", "-l", help="List the canned queries.")] = False,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
     fmt: OutputFormat = None,
     output: OutputFile = None,
     force: Force = False,
 ) -> None:
+    from dices_cli.shape import Shape
+
+    shape = Shape.parse(keep_columns, sort, limit)
     if ctx.invoked_subcommand is not None:
-        if not _given_nothing_else(list_, fmt, output, force):
+        if list_ or not shape.is_identity or fmt is not None or output is not None or force:
             raise UsageError("give a query's options after its name: dices query NAME [OPTIONS]")
         return
     if not list_:
         raise UsageError("name a query, or use --list to see them")
-    _list_queries(fmt, output, force)
+    _list_queries(shape, fmt, output, force)
 
 
-def _list_queries(fmt: Format | None, output: Path | None, force: bool) -> None:
+def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: bool) -> None:
     from dices_cli.output import Table
     from dices_cli.queries.catalog import command_queries, family_queries
+    from dices_cli.tabular import Focus
 
     rows = [
         (
@@ -382,7 +386,9 @@ def _list_queries(fmt: Format | None, output: Path | None, force: bool) -> None:
         for q in command_queries().values()
     ]
     columns = ["name", "datasets", "parameters", "summary"]
-    emit(Table(columns, [False] * 4, rows), fmt, output, title="Canned queries", force=force)
+    listed = Table(columns, [False] * 4, rows)
+    summaries = Focus(answer=("summary",))  # whole, wrapped at the terminal's width
+    emit_shaped(listed, shape, fmt, output, "Canned queries", force, [], focus=summaries)
 
 
 def _explain(query: Query) -> None:
@@ -416,6 +422,18 @@ def worded(error: ParameterError) -> UsageError:
     if isinstance(error, MissingParameterError):
         return UsageError(f"this query needs {option}")
     return UsageError(f"{option} {error.reason}")
+
+
+def checked_by(by: list[str] | None) -> list[str]:
+    """The --by columns, each one a result can be grouped by; a usage error naming the first
+    that is not, with the ones there are."""
+    from dices_cli.layouts import group_columns
+    from dices_cli.queries.catalog import ParameterError
+
+    try:
+        return group_columns(by or [])
+    except ParameterError as error:
+        raise worded(error) from None
 
 
 def run_query(

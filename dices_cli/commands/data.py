@@ -10,19 +10,23 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from dices_cli.commands.options import (
+    ColumnsOption,
     DataDir,
     ExcludeRemoved,
     Force,
+    LimitOption,
     MinQuality,
     OutputFile,
     OutputFormat,
     RatersFile,
+    SortOption,
     rater_selection,
     read_paths,
+    show_shaped,
 )
 from dices_cli.layouts import Layout
 from dices_cli.queries.catalog import GROUP_COLUMNS
-from dices_cli.render import progress_bar, say, show
+from dices_cli.render import progress_bar, say
 
 if TYPE_CHECKING:
     from dices_cli.output import Format
@@ -133,6 +137,10 @@ def ingest(
             say(note)
 
 
+# What a problem is and where: kept on a narrow screen with the file, type and severity.
+PROBLEM_ANSWER = ("line", "column", "message")
+
+
 def validate(
     files: Files,
     dataset: DatasetChoice = "auto",
@@ -140,6 +148,9 @@ def validate(
     output: OutputFile = None,
     force: Force = False,
     max_size: MaxSize = DEFAULT_MAX_SIZE,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
 ) -> None:
     """Check DICES CSV files without ingesting them; list every problem found.
 
@@ -157,15 +168,18 @@ def validate(
     from dices_cli import checksum
     from dices_cli.output import Output, Table
     from dices_cli.problems import PROBLEM_FIELDS
+    from dices_cli.shape import Shape
+    from dices_cli.tabular import Focus
     from dices_cli.validate import validate_file
 
-    files, limit = _inputs(files, max_size)
+    shape = Shape.parse(keep_columns, sort, limit)
+    files, size_limit = _inputs(files, max_size)
     out = Output.build(fmt, output, force, files)  # before reading: the files may be large
     checksum.prefetch(files)  # counts each file's bytes on a spare core while Polars is imported
     reports = []
     with progress_bar(enabled=True) as progress, _max_size_named():
         for path in files:
-            reports.append(validate_file(path, dataset, limit, progress))
+            reports.append(validate_file(path, dataset, size_limit, progress))
     columns = ["file", *PROBLEM_FIELDS]
     rows = [
         (report.path, *(problem.as_record()[f] for f in PROBLEM_FIELDS))
@@ -173,7 +187,7 @@ def validate(
         for problem in report.problems
     ]
     table = Table(columns, [c == "line" for c in columns], rows)
-    show(table, out, title="Problems")
+    show_shaped(table, shape, out, "Problems", focus=Focus(answer=PROBLEM_ANSWER))
     for report in reports:
         say(report.summary())
     if not all(report.ok for report in reports):
@@ -192,6 +206,9 @@ def info(
             help="Also check every stored file against its recorded SHA-256 (as `dices verify`).",
         ),
     ] = False,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
 ) -> None:
     """Show what is ingested: per dataset, conversations, raters, ratings, source and checksum.
 
@@ -204,8 +221,11 @@ def info(
     from dices_cli.commands.verify import report_damage
     from dices_cli.errors import NotIngestedError
     from dices_cli.output import Output, table_from_rows
-    from dices_cli.store import Store, inventory, resolve_data_dir
+    from dices_cli.shape import Shape
+    from dices_cli.store import UNITS, Store, inventory, resolve_data_dir
+    from dices_cli.tabular import Focus
 
+    shape = Shape.parse(keep_columns, sort, limit)
     store = Store(resolve_data_dir(data))
     out = Output.build(fmt, output, force, [store.root])
     records = inventory(store)
@@ -214,7 +234,8 @@ def info(
             f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
         )
     table = table_from_rows(list(records[0]), [tuple(r.values()) for r in records])
-    show(table, out, title=f"Datasets in {store.root}")
+    counts = Focus(answer=tuple(unit for units in UNITS.values() for unit in units))
+    show_shaped(table, shape, out, f"Datasets in {store.root}", focus=counts)
     if verify and not report_damage(store):
         raise typer.Exit(1)
 
@@ -403,21 +424,18 @@ def _export_layout(
     """`dices export --layout long|soft-labels|judge-bench`, written through the one Output."""
     import json
 
-    from dices_cli.commands.canned import worded
+    from dices_cli.commands.canned import checked_by
     from dices_cli.errors import UsageError
     from dices_cli.export import source_path
-    from dices_cli.layouts import group_columns, judge_bench, long_ratings, soft_labels
+    from dices_cli.layouts import judge_bench, long_ratings, soft_labels
     from dices_cli.output import Format, Output
-    from dices_cli.queries.catalog import ParameterError, missing_group_column
+    from dices_cli.queries.catalog import missing_group_column
     from dices_cli.queries.engine import chosen_datasets, open_session
     from dices_cli.schema import DATASETS
     from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
-    try:
-        by = group_columns(by)
-    except ParameterError as error:
-        raise worded(error) from None
+    by = checked_by(by)
     store = Store(resolve_data_dir(data))
     names = chosen_datasets(store, dataset, columns=by)
     sources = [source_path(store.open(name)) for name in names]
