@@ -12,16 +12,21 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import re
 from functools import cache
 from pathlib import Path
 
 import pytest
+from drivers.terminal import Screen, on_terminal
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 from typer.testing import CliRunner
 
+from dices_cli.commands import cli_docs
+from dices_cli.commands.evaluate import EVALUATE_ANSWER
+from dices_cli.commands.raters import QUALITY_ANSWER
 from dices_cli.main import app
 from dices_cli.output import Format, Table, write_table
 from dices_cli.queries.catalog import catalog, parse_query
@@ -396,7 +401,7 @@ def test_the_answer_line_says_what_a_table_keeps() -> None:
 
 
 def test_an_answer_line_naming_an_undeclared_column_is_refused() -> None:
-    with pytest.raises(ValueError, match="q.sql: answer: nope is not a declared column"):
+    with pytest.raises(ValueError, match=re.escape("q.sql: answer: nope is not a declared column")):
         parse_query(Path("q.sql"), ANSWERED + "-- answer: share, nope\nSELECT 1")
 
 
@@ -420,3 +425,83 @@ def test_answer_columns_are_kept_before_the_others() -> None:
         "  count_4: --columns group,count_4\n"
         "  count_5: --columns group,count_5\n",
     )
+
+
+# ----------------------------------------------------------------------------- a real terminal
+
+SCREEN_WIDTHS = (60, 80, 120)
+SHOWN_ROWS = ["--limit", "5"]
+PREDICTIONS = str(
+    Path(__file__).resolve().parents[1] / "dices_cli" / "data" / "demo-predictions.csv"
+)
+COMMANDS = {  # the other commands whose answer a person looks for, with what they declare
+    "evaluate": (["evaluate", PREDICTIONS, "--bootstrap", "20"], EVALUATE_ANSWER),
+    "filter-raters": (["filter-raters", "-d", "350"], QUALITY_ANSWER),
+}
+
+
+def check_answer_whole(screen: Screen, csv_text: str, answer: tuple[str, ...], width: int) -> None:
+    """Every value of the `answer` columns in `csv_text` is on the screen whole (a number as
+    the table rounds it, a text word by word), and none of those columns is left out."""
+    assert screen.code == 0, screen.stderr
+    header, *rows = csv.reader(io.StringIO(csv_text))
+    assert rows and set(answer) <= set(header)
+    assert not set(hidden_columns(screen.stderr)) & set(answer), screen.stderr
+    lines = screen.stdout.splitlines()
+    if any(RULE.match(line) for line in lines):  # a grid fits the terminal; blocks run on
+        assert all(cell_len(line) <= width for line in lines), screen.stdout
+    words = screen.stdout.split()
+    for row in rows:
+        for name, value in zip(header, row, strict=True):
+            if name in answer and value:
+                shown = table_number(value) or {"true": "True", "false": "False"}.get(value, value)
+                for word in shown.split():
+                    assert word in words, f"{name}={value} not whole on the screen"
+
+
+@pytest.mark.parametrize("width", SCREEN_WIDTHS)
+@pytest.mark.parametrize("arguments", canned_cases(), ids=" ".join)
+def test_each_query_shows_its_answer_whole_on_a_terminal(
+    ingested: Path, arguments: list[str], width: int
+) -> None:
+    shaped = (*arguments, *SHOWN_ROWS)
+    screen = on_terminal(width, "query", *shaped, "--data", str(ingested))
+    answer = catalog()[arguments[0]].answer
+    check_answer_whole(screen, query_csv(ingested, shaped), answer, width)
+
+
+@pytest.mark.parametrize("width", SCREEN_WIDTHS)
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_evaluate_and_filter_raters_show_their_answer_whole_on_a_terminal(
+    ingested: Path, command: str, width: int
+) -> None:
+    arguments, answer = COMMANDS[command]
+    shaped = [*arguments, *SHOWN_ROWS, "--data", str(ingested)]
+    screen = on_terminal(width, *shaped)
+    expected = CliRunner().invoke(app, [*shaped, "-f", "csv"])
+    assert expected.exit_code == 0, expected.output
+    check_answer_whole(screen, expected.stdout, answer, width)
+
+
+# ----------------------------------------------------------------------------- help text
+
+PROSE = re.compile(r"^ \S")  # a line of a help's prose: one space in, outside the panels
+
+
+@pytest.mark.parametrize("width", (60, 80))
+def test_every_help_wraps_its_prose_once_at_the_terminals_width(width: int) -> None:
+    """A line of prose ends only where the next word would not fit: a docstring's own line
+    breaks are gone (before, `download --help` at 80 broke "at a pinned" / "commit,")."""
+    for words, _command in cli_docs.commands():
+        result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": str(width)})
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert all(cell_len(line) <= width for line in lines), result.stdout
+        for line, following in itertools.pairwise(lines):
+            if PROSE.match(line) and PROSE.match(following):
+                room = width - 1 - cell_len(line.rstrip())  # one space of margin on the right
+                word = following.split()[0]
+                assert cell_len(word) + 1 > room, (
+                    f"dices {' '.join(words)} --help at {width}: {word!r} fits after "
+                    f"{line.rstrip()!r}"
+                )
