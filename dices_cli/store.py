@@ -44,6 +44,7 @@ from dices_cli.errors import (
     LockedError,
     NotIngestedError,
     Option,
+    UsageError,
     system_reason,
 )
 from dices_cli.families import Family, all_members, family_of
@@ -78,10 +79,16 @@ def files_shape(family: Family) -> dict[str, Any]:
 
 
 def resolve_data_dir(explicit: Path | None) -> Path:
-    """--data, else $DICES_DATA, else ./dices-data."""
-    if explicit is not None:
-        return explicit
-    return Path(os.environ.get(DATA_ENV) or DEFAULT_DIR)
+    """--data, else $DICES_DATA, else ./dices-data. One dataset's folder inside a data
+    directory (DIR/350, which holds a manifest) is a usage error that names DIR."""
+    root = explicit if explicit is not None else Path(os.environ.get(DATA_ENV) or DEFAULT_DIR)
+    if (root / MANIFEST).is_file():
+        raise UsageError(
+            f"{root} is one dataset of the data directory {root.parent}; give the directory: ",
+            Option("data"),
+            f" {root.parent}",
+        )
+    return root
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,10 @@ def report(ingested: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     arguments += ["--predictions", str(DEMO), "--bootstrap", BOOTSTRAP]
     result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
-    assert result.stderr == f"wrote {target}\n"
+    # The flipped model's warning is said on stderr too, as dices evaluate says it.
+    said = result.stderr.splitlines()
+    assert said[-1] == f"wrote {target}"
+    assert f"warning: {FLIPPED.removeprefix('Warning: ')}" in "\n".join(said)
     return target
 
 

@@ -311,6 +311,27 @@ def query_command(query: Query) -> QueryCommand:
     )
 
 
+def _no_such_query(name: str) -> str:
+    """There is no query `name`: the nearest name first, then every query, the ones of a
+    family other than DICES marked with it."""
+    import difflib
+
+    from dices_cli.families import family_of
+    from dices_cli.queries.catalog import command_queries
+
+    queries = command_queries()
+    nearest = difflib.get_close_matches(name, list(queries), n=1)
+    guess = f": did you mean {nearest[0]!r}? The" if nearest else "; the"
+    listed = []
+    for query in queries.values():
+        owner = family_of(query.datasets[0])
+        listed.append(query.name if owner.name == "dices" else f"{query.name} ({owner.title} only)")
+    return (
+        f"no query {name!r}{guess} queries are: {', '.join(listed)} "
+        "(`dices query --list` describes them)"
+    )
+
+
 class QueryGroup(ListingGroup):
     """`dices query`: its commands are the catalogue's queries, read when first wanted."""
 
@@ -329,13 +350,10 @@ class QueryGroup(ListingGroup):
         return command.marked_up() if self.listing else command
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        from dices_cli.queries.catalog import UnknownQueryError, command_queries, get_query
+        from dices_cli.queries.catalog import command_queries
 
         if not args[0].startswith("-") and args[0] not in command_queries():
-            try:
-                get_query(args[0])
-            except UnknownQueryError as error:
-                raise UsageError(f"{error} (`dices query --list` describes them)") from None
+            raise UsageError(_no_such_query(args[0]))
         return super().resolve_command(ctx, args)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
@@ -504,12 +522,27 @@ def run_query(
                 "showing the datasets it applies to"
             )
         say(f"note: {note}")
+    if dataset == "all":
+        _note_other_families(canned, store)
     if session.selection.description:
         say(f"raters: {'; '.join(session.selection.description)}")
     result = session.run(canned, parameters, typed=written.format is Format.PARQUET)
     chart = canned.chart.resolved(parameters) if canned.chart is not None else None
     focus = canned.focus(parameters)
     emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart, focus)
+
+
+def _note_other_families(canned: Query, store: Store) -> None:
+    """A note for each other family that is ingested and has its own version of `canned`:
+    -d all is DICES's datasets, so the person learns how to see the other's."""
+    from dices_cli.queries.catalog import family_queries
+
+    ingested = set(store.ingested())
+    for family in _other_families():
+        if ingested & set(family.members) and canned.name in family_queries(family.name):
+            say(
+                f"note: {family.title} is ingested too; -d {family.name} runs its own {canned.name}"
+            )
 
 
 def _family_asked(canned: Query, dataset: str, store: Store) -> Family | None:

@@ -40,9 +40,8 @@ DatasetChoice = Annotated[
 ]
 Files = Annotated[
     list[Path],
-    typer.Argument(
-        help="DICES CSV files (plain or .gz); - reads stdin.", dir_okay=False, show_default=False
-    ),
+    # A directory is refused by `_inputs`, which says how to give a data directory.
+    typer.Argument(help="DICES CSV files (plain or .gz); - reads stdin.", show_default=False),
 ]
 MaxSize = Annotated[
     str,
@@ -55,14 +54,19 @@ MaxSize = Annotated[
 DEFAULT_MAX_SIZE = "2G"  # dices_cli.source.DEFAULT_MAX_SIZE, spelled for --help
 
 
-def _inputs(files: list[Path], max_size: str) -> tuple[list[Path], int]:
-    """The files, checked as a usage matter (each exists, stdin at most once), and the limit."""
+def _inputs(files: list[Path], max_size: str, store: bool = False) -> tuple[list[Path], int]:
+    """The files, checked as a usage matter (each exists and is not a directory, stdin at
+    most once), and the limit. `store`: the command writes to a data directory, which a
+    directory given among the files may have been meant as."""
     from dices_cli.errors import UsageError
     from dices_cli.source import STDIN, parse_size
 
     for path in files:
         if str(path) != STDIN and not path.exists() and not path.is_symlink():
             raise UsageError(f"'{path}' does not exist")
+        if path.is_dir():
+            meant = f"; a data directory is given as --data {path}" if store else ""
+            raise UsageError(f"'{path}' is a directory: give the files to read{meant}")
     if sum(str(path) == STDIN for path in files) > 1:
         raise UsageError("- (stdin) can be given once")
     try:
@@ -124,7 +128,7 @@ def ingest(
     """
     from dices_cli import checksum
 
-    files, limit = _inputs(files, max_size)
+    files, limit = _inputs(files, max_size, store=True)
     checksum.prefetch(files)  # hashes and counts on a spare core while Polars is imported
     from dices_cli.ingest import ingest as run_ingest
     from dices_cli.store import Store, resolve_data_dir

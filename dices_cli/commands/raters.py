@@ -128,6 +128,8 @@ def filter_raters(
 
     shape = Shape.parse(keep_columns, sort, limit)
     _check_combination(explain, ids_only, audit_only, write, force, fmt, output)
+    if ids_only:
+        _shaped_ids([], shape)  # a column other than rater_id is refused before the work
     rule = RaterFilter(min_quality=min_quality, preset=preset)
     store = Store(resolve_data_dir(data))
     # Before --write writes anything. Plain ids are the same in any format.
@@ -158,13 +160,18 @@ def filter_raters(
 QUALITY_ANSWER = ("score", "kept")
 
 
-def _write_ids(ids: list[object], shape: Shape, out: Output) -> None:
-    """The kept rater ids, one a line, in `shape` (its only column is rater_id)."""
+def _shaped_ids(ids: list[object], shape: Shape) -> list[object]:
+    """`ids` in `shape`, as a result whose one column is rater_id."""
     from dices_cli.output import collect, table_from_rows
     from dices_cli.shape import apply
 
-    shaped = collect(apply(table_from_rows(["rater_id"], [(rater_id,) for rater_id in ids]), shape))
-    lines = "".join(f"{row[0]}\n" for row in shaped.rows)
+    table = table_from_rows(["rater_id"], [(rater_id,) for rater_id in ids])
+    return [row[0] for row in collect(apply(table, shape)).rows]
+
+
+def _write_ids(ids: list[object], shape: Shape, out: Output) -> None:
+    """The kept rater ids, one a line, in `shape`."""
+    lines = "".join(f"{rater_id}\n" for rater_id in _shaped_ids(ids, shape))
     with out.open() as handle:
         handle.write(lines.encode("utf-8"))
 

@@ -12,11 +12,11 @@ is drawn, so no other command pays for it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dices_cli import __version__
-from dices_cli.errors import DicesError
+from dices_cli.errors import DicesError, Option
 
 if TYPE_CHECKING:
     from dices_cli.queries.engine import RaterSelection
@@ -56,6 +56,8 @@ def build_report(
     permutations: int = PERMUTATIONS,
     seed: int = 0,
     models: ModelsRequest | None = None,
+    warn: Callable[[str], None] = lambda _text: None,
+    strict: bool = False,
 ) -> str:
     """The report over `dataset` ('350', '990' or 'all') as an HTML document.
 
@@ -63,7 +65,10 @@ def build_report(
     (the groups compared; without them the report shows race and gender and leaves out
     the sections that need chosen groups); `command` is recorded as it is given;
     `permutations` and `seed` go to the agreement query (see `agreement_options`); `models`
-    is a predictions file to score (read and scored first, so that a bad file costs nothing).
+    is a predictions file to score (read and scored first, so that a bad file costs nothing):
+    each warning about the scores (coverage, a suspected flipped polarity) is given to `warn`
+    as soon as they are scored, as well as shown on the page, and with `strict` a suspected
+    flipped polarity is a `DicesError` (as for `dices evaluate`), raised before any drawing.
     """
     from datetime import UTC, datetime
 
@@ -78,7 +83,15 @@ def build_report(
         if models is not None:
             from dices_cli.report.models import score_models
 
-            context.models = score_models(store, selection, models, context.datasets, context.by)
+            context.models = scored = score_models(
+                store, selection, models, context.datasets, context.by
+            )
+            for note in scored.pool.warnings:
+                warn(note)
+            for suspect in scored.pool.suspects:
+                if strict:
+                    raise DicesError(suspect.message(), " (", Option("strict"), ")")
+                warn(suspect.message())
         sections = []
         charts = []
         for build in SECTIONS:
