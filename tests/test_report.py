@@ -453,7 +453,8 @@ def test_without_the_charting_library_the_report_says_how_to_install_it(
     result = CliRunner().invoke(app, ["report", "--data", str(ingested), "-o", str(target)])
     assert (result.exit_code, result.stderr) == (
         1,
-        "Error: charts need vl-convert-python: pip install 'dices-cli[report]'\n",
+        "Error: charts need vl-convert-python, a dependency of dices: "
+        "pip install vl-convert-python\n",
     )
     assert not target.exists()
 

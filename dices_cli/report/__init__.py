@@ -6,8 +6,8 @@
     charts.py    Vega-Lite specifications, rendered to inline SVG by vl-convert
     page.py      the HTML: figures, their tables, how the report was made
 
-The charting library (vl-convert-python, the `report` extra) is imported only when a chart
-is drawn, so no other command pays for it.
+The charting library (vl-convert-python, a dependency) is imported only when a chart is
+drawn, so no other command pays for it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from dices_cli.report.models import ModelsRequest
     from dices_cli.store import Store
 
-INSTALL_HINT = "charts need vl-convert-python: pip install 'dices-cli[report]'"
+INSTALL_HINT = "charts need vl-convert-python, a dependency of dices: pip install vl-convert-python"
 # Relabellings behind the agreement section's p-values. The agreement query's own default,
 # 1000, costs 5.8 s of CPU for race and gender on the two replica datasets, more than the
 # rest of the report together; 200 cost 1.1 s and still resolve p = 0.01.
