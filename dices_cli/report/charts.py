@@ -206,11 +206,12 @@ def bars(
     value: dict[str, Any],
     wrap: str | None = "panel",
     label: str | None = None,
-    **grid: str,
+    row: str | None = None,
+    column: str | None = None,
 ) -> dict[str, Any]:
     """A horizontal bar per group, its length the `value` encoding, a panel per `wrap`
-    value (a dataset and a demographic column, say), or per cell of a `grid` (`row=`,
-    `column=`: each value in its own row or column, a missing pair left empty). `label`: a
+    value (a dataset and a demographic column, say), or per cell of a grid when `row` or
+    `column` is given (each value of those fields in its own row or column). `label`: a
     field written after each bar, so that a bar of length 0 still says what it counts."""
     y = _nominal(*group)
     layer: list[dict[str, Any]] = [
@@ -224,7 +225,9 @@ def bars(
             }
         )
     spec = _spec(title, description, data, width=WIDTH / 2, layer=layer)
-    return _facet(spec, wrap=None if grid else wrap, **grid)
+    if row is not None or column is not None:
+        return _facet(spec, row=row, column=column)
+    return _facet(spec, wrap=wrap)
 
 
 def count(field: str, title: str) -> dict[str, Any]:
