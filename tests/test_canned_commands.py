@@ -457,7 +457,13 @@ def test_the_generated_table_lists_every_query() -> None:
         assert f"| `{name}` |" in table
     assert "`--rule plurality\\|threshold`" in table
     assert "`--threshold 0..1`" in table
-    assert textwrap.dedent(table).startswith("| query | what it tells | options | columns |")
+    assert textwrap.dedent(table).startswith(
+        "| query | what it tells | options | columns (**the answer**) |"
+    )
+    assert (
+        "| dataset, the --by columns, raters, ratings, n_no, n_yes, n_unsure, share_no, "
+        "**share_yes**, share_unsure, **share_yes_ci_low**, **share_yes_ci_high** |" in table
+    )
 
 
 def test_dices_help_reads_no_sql(monkeypatch: pytest.MonkeyPatch) -> None:
