@@ -154,6 +154,8 @@ def _least_width(column: Column, measure: Measure) -> int:
     """The narrowest the column is drawn: its values whole (or a short start of long texts,
     or long texts wrapped), and no word of its name broken."""
     data = column.longest if column.whole else min(column.longest, TEXT_MIN_WIDTH)
+    if column.wraps:  # wrapped between words, never inside one
+        data = max([data, *(measure(word) for cell in column.cells for word in cell.split())])
     return max(data, _longest_word(column.name, measure), 1)
 
 

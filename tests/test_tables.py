@@ -505,3 +505,25 @@ def test_every_help_wraps_its_prose_once_at_the_terminals_width(width: int) -> N
                     f"dices {' '.join(words)} --help at {width}: {word!r} fits after "
                     f"{line.rstrip()!r}"
                 )
+
+
+def test_a_long_answer_text_wraps_between_words_and_is_never_cut() -> None:
+    table = Table(
+        ["item_id", "lowest_group", "gap"],
+        [True, False, True],
+        [(1, "Black/African American and Asian/Asian subcontinent", 0.5)],
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()) as err:
+        print_table(table, "t", width=30, focus=Focus(answer=("lowest_group",)))
+    assert (out.getvalue(), err.getvalue()) == (
+        "t\n"
+        "item_                         \n"
+        "   id  lowest_group        gap\n"
+        "──────────────────────────────\n"
+        "    1  Black/African     0.500\n"
+        "       American and           \n"
+        "       Asian/Asian            \n"
+        "       subcontinent           \n",
+        "",
+    )
