@@ -26,6 +26,26 @@ FORMATS = {
 }
 SNIFF_BYTES = 1 << 16
 PARQUET_MAGIC = b"PAR1"
+# How files that are not text tables start, and what each is, to say so in one line rather
+# than as a screen of invalid-UTF-8 problems.
+OTHER_FORMATS = (
+    (PARQUET_MAGIC, "a Parquet file"),
+    (b"PK\x03\x04", "a ZIP archive (an Excel .xlsx workbook, say)"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel .xls workbook"),
+    (b"\x1f\x8b", "gzip data"),
+    (b"%PDF", "a PDF document"),
+)
+
+
+def other_format(first: bytes) -> str | None:
+    """What a file whose text starts with `first` is when it is not a CSV or TSV table: a
+    Parquet file, an Excel workbook, JSON (an array or an object), ...; None otherwise."""
+    for magic, kind in OTHER_FORMATS:
+        if first.startswith(magic):
+            return kind
+    if first.removeprefix(BOM).lstrip()[:1] in (b"{", b"["):
+        return "JSON"
+    return None
 
 
 def file_format(given: str, source: Source) -> str:

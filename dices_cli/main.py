@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperCommand
 
 from dices_cli import __version__
-from dices_cli.commands.listing import ListingGroup
+from dices_cli.commands.listing import ListingGroup, unwrapped
 from dices_cli.commands.quiet import quiet_option
 from dices_cli.commands.wording import worded
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
@@ -113,6 +113,7 @@ class DicesGroup(ListingGroup):
         module.register(registry)
         for name, command in typer.main.get_group(registry).commands.items():
             command.params.append(quiet_option())
+            command.help = unwrapped(command.help)
             self.commands[name] = command
 
     def main(self, *args: Any, **kwargs: Any) -> Any:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from dices_cli.output import Format, Output, Result, Table
     from dices_cli.problems import Problem, Report
     from dices_cli.queries.catalog import Chart
-    from dices_cli.tabular import Layout
+    from dices_cli.tabular import Focus, Layout
     from dices_cli.validate import Progress
 
 PROBLEMS_SHOWN = 20
@@ -52,20 +52,25 @@ def say(message: str) -> None:
         print("\n".join(map(printable, message.split("\n"))), file=sys.stderr)
 
 
-def print_table(table: Table, title: str | None = None, width: int | None = None) -> None:
-    """`table` for a person, on stdout, fitted to `width` (the console's width by default).
+def print_table(
+    table: Table, title: str | None = None, width: int | None = None, focus: Focus | None = None
+) -> None:
+    """`table` for a person, on stdout, fitted to `width` (the console's width by default),
+    keeping the key columns and the answer columns of `focus` (`dices_cli.tabular`).
 
     Numbers, ids and enum-like values are never wrapped or cut; long texts are cut with an
-    ellipsis. What is left out (empty columns, columns with no room) is said on stderr.
+    ellipsis, or wrapped when they answer. What is left out (empty columns, columns with no
+    room) is said on stderr, each column left out for want of room with the --columns that
+    shows it.
     """
     from rich.cells import cell_len
     from rich.console import Console
 
-    from dices_cli.tabular import layout
+    from dices_cli.tabular import Focus, layout
     from dices_cli.terminal_text import printable
 
     console = Console(width=width)
-    fitted = layout(table, console.width, cell_len)
+    fitted = layout(table, console.width, cell_len, focus or Focus())
     if title:
         console.print(printable(title), style="table.title", markup=False, highlight=False)
     if fitted.blocks:
@@ -77,9 +82,11 @@ def print_table(table: Table, title: str | None = None, width: int | None = None
         say(f"... {_count(len(fitted.empty), 'empty column')} not shown")
     if fitted.hidden:
         say(
-            f"... {_count(len(fitted.hidden), 'more column')} ({', '.join(fitted.hidden)}): "
-            "use --format csv to see every column"
+            f"... {_count(len(fitted.hidden), 'more column')} not shown for want of room "
+            "(--format csv shows every column); to see one:"
         )
+        for name in fitted.hidden:
+            say(f"  {name}: --columns {','.join([*fitted.keys, name])}")
 
 
 def _count(n: int, thing: str) -> str:
@@ -102,14 +109,19 @@ def _print_grid(console: Console, fitted: Layout) -> None:
         padding=(0, GAP - 1, 0, 0),
         pad_edge=False,
     )
-    for column in fitted.columns:
+    # Every header as tall as the tallest, its name at the bottom; the cells at the top, so a
+    # wrapped answer reads from its row's first line.
+    headers = [column.header(cell_len) for column in fitted.columns]
+    height = max((len(lines) for lines in headers), default=1)
+    for column, lines in zip(fitted.columns, headers, strict=True):
         drawn.add_column(
-            Text("\n".join(column.header(cell_len))),
+            Text("\n".join([""] * (height - len(lines)) + lines)),
             justify="right" if column.numeric else "left",
-            vertical="bottom",
+            vertical="top",
             width=column.width,
-            no_wrap=True,
-            overflow="fold" if column.whole else "ellipsis",  # whole cells fit their width
+            no_wrap=not column.wraps,
+            # Whole cells fit their width; a wrapped one folds only a word wider than it.
+            overflow="fold" if column.whole or column.wraps else "ellipsis",
         )
     for i in range(fitted.rows):
         drawn.add_row(*(_text(console, c.cells[i]) for c in fitted.columns))
@@ -129,7 +141,7 @@ def _print_blocks(console: Console, fitted: Layout) -> None:
         if index:
             console.print()
         for column, cell in block:
-            value = cell if column.whole else shorten(cell, room, cell_len)
+            value = cell if column.whole or column.wraps else shorten(cell, room, cell_len)
             line = Text(column.name + " " * (names + GAP - cell_len(column.name)), style="bold")
             line.append_text(_text(console, value))
             console.print(line, soft_wrap=True)  # a long number runs on rather than being cut
@@ -148,16 +160,19 @@ def emit(
     force: bool = False,
     inputs: Sequence[Path] = (),
     chart: Chart | None = None,
+    focus: Focus | None = None,
 ) -> None:
     """Send a result to stdout or -o FILE in the format asked for (or the natural one);
-    `chart`: how the result is drawn as bars, when it can be (`dices_cli.bars`).
+    `chart`: how the result is drawn as bars, when it can be (`dices_cli.bars`); `focus`:
+    the columns a table always shows (`print_table`).
 
     -o never names one of `inputs` (files, or data directories), nor an existing file
     unless `force`; it appears whole or not at all. A failed write is a plain error.
     """
     from dices_cli.output import Output
 
-    show(result, Output.build(fmt, output, force, inputs, chart=chart is not None), title, chart)
+    written = Output.build(fmt, output, force, inputs, chart=chart is not None)
+    show(result, written, title, chart, focus)
 
 
 def show(
@@ -165,10 +180,12 @@ def show(
     output: Output,
     title: str | None = None,
     chart: Chart | None = None,
+    focus: Focus | None = None,
 ) -> None:
-    """`result` written to `output`, or drawn as a table or as `chart`'s bars when that is
-    its format: a stream that is not `bounded` shows its first TABLE_ROWS rows in a table
-    (the rest is not read), and all of them in a chart."""
+    """`result` written to `output`, or drawn as a table (that always shows the columns of
+    `focus`) or as `chart`'s bars when that is its format: a stream that is not `bounded`
+    shows its first TABLE_ROWS rows in a table (the rest is not read), and all of them in a
+    chart."""
     from dices_cli.output import Format, Stream, as_result, collect, open_stdout
 
     if output.format not in (Format.TABLE, Format.CHART):
@@ -189,11 +206,11 @@ def show(
         elif isinstance(shown, Stream):
             limit = None if shown.bounded else TABLE_ROWS
             shown, more = shown.head(limit)
-            print_table(shown, title)
+            print_table(shown, title, focus=focus)
             if more:
                 say(f"... only the first {TABLE_ROWS:,} rows shown: use --format csv to see all")
         else:
-            print_table(shown, title)
+            print_table(shown, title, focus=focus)
 
 
 def describe_problem(problem: Problem) -> str:

@@ -129,6 +129,7 @@ class Source:
         self._given_status: os.stat_result | None = None
         self._scanned: checksum.Scan | None = None  # digest and byte counts, once known
         self._spool_file: BinaryIO | None = None
+        self.compressed = False  # whether the bytes given are gzip (the text is inside)
         try:
             if self.path is None:
                 self._scanned = self._spool(sys.stdin.buffer, max_size)
@@ -170,6 +171,7 @@ class Source:
         text: BinaryIO = given  # type: ignore[assignment]
         if first == checksum.GZIP_MAGIC:
             text = gzip.GzipFile(fileobj=given, mode="rb")  # type: ignore[assignment]
+            self.compressed = True
         # Private (0600) and already unlinked; closed by close().
         spool = self._spool_file = tempfile.TemporaryFile(prefix="dices-")  # noqa: SIM115
         self._text = spool.fileno()

@@ -47,6 +47,7 @@ from dices_cli.errors import (
     LockedError,
     NotIngestedError,
     Option,
+    UsageError,
     system_reason,
 )
 from dices_cli.families import Family, all_members, family_of
@@ -84,10 +85,16 @@ def files_shape(family: Family) -> dict[str, Any]:
 
 
 def resolve_data_dir(explicit: Path | None) -> Path:
-    """--data, else $DICES_DATA, else ./dices-data."""
-    if explicit is not None:
-        return explicit
-    return Path(os.environ.get(DATA_ENV) or DEFAULT_DIR)
+    """--data, else $DICES_DATA, else ./dices-data. One dataset's folder inside a data
+    directory (DIR/350, which holds a manifest) is a usage error that names DIR."""
+    root = explicit if explicit is not None else Path(os.environ.get(DATA_ENV) or DEFAULT_DIR)
+    if (root / MANIFEST).is_file():
+        raise UsageError(
+            f"{root} is one dataset of the data directory {root.parent}; give the directory: ",
+            Option("data"),
+            f" {root.parent}",
+        )
+    return root
 
 
 @dataclass(frozen=True)
@@ -499,22 +506,33 @@ def _fsync_tree(directory: Path) -> None:
             os.fsync(handle.fileno())
 
 
+# What `inventory` counts, by whether the dataset's manifest counts dialogues (a family of
+# dialogues, as ProsocialDialog) or not (DICES), and the manifest's name for a unit.
+UNITS = {
+    False: ("conversations", "raters", "ratings"),
+    True: ("dialogues", "utterances", "annotations"),
+}
+COUNTED_AS = {"utterances": "items", "annotations": "ratings"}
+
+
 def inventory(store: Store) -> list[dict[str, Any]]:
-    """One record per ingested dataset: what it holds and where it came from."""
+    """One record per ingested dataset: what it holds and where it came from. Each family's
+    units are counted as they are: DICES's conversations, raters and ratings, and
+    ProsocialDialog's dialogues, utterances and annotations (it has no raters); a family's
+    columns are there when one of its datasets is, empty in the other family's rows."""
+    ingested = [(name, store.open(name)) for name in store.ingested()]
+    kinds = {name: "dialogues" in stored.manifest["counts"] for name, stored in ingested}
+    units = [unit for kind in (False, True) if kind in kinds.values() for unit in UNITS[kind]]
     records = []
-    for name in store.ingested():
-        stored = store.open(name)
+    for name, stored in ingested:
         manifest = stored.manifest
         counts = manifest["counts"]
-        # A family without DICES's counts says what it has in the same columns:
-        # ProsocialDialog's dialogues are its conversations, and it has no raters.
+        own = UNITS[kinds[name]]
         sources = sources_of(manifest)
         records.append(
             {
                 "dataset": name,
-                "conversations": counts.get("conversations", counts.get("dialogues")),
-                "raters": counts.get("raters"),
-                "ratings": counts["ratings"],
+                **{u: counts.get(COUNTED_AS.get(u, u)) if u in own else None for u in units},
                 "rows_rejected": manifest["rows"]["rejected"],
                 "source": ", ".join(source["name"] for source in sources),
                 "sha256": ", ".join(source["sha256"] for source in sources),

@@ -4,10 +4,13 @@ Only the layout lives here; `dices_cli.render` draws it with Rich. Widths are me
 the function the caller passes, so wide characters count as the terminal shows them.
 
 The rules: a number, an id, a date or a short enum-like value is never wrapped or cut; a
-long text is cut to one line with an ellipsis; a column with no value in any row is left
-out; the key columns (the ones that say which row this is) always stay, and the others are
-added in order while they fit. When even the key columns and one value column do not fit,
-the result is laid out one record per block instead.
+long text is cut to one line with an ellipsis, unless it answers the question (then it wraps
+over lines at its words); a column with no value in any row is left out; the key columns
+(the ones that say which row this is) and the answer columns (the ones the command declares
+as its answer) always stay, and the others are added in order while they fit. When even the
+key and answer columns (or, without declared answers, the keys and one value column) do not
+fit, the result is laid out one record per block instead. A column name is never broken
+inside a word: only after _, - or a space.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ GAP = 2  # the space between two columns as render.py draws them
 TEXT_WIDTH = 40  # the widest a column of long texts grows
 TEXT_MIN_WIDTH = 12  # the narrowest it shrinks to when space is short
 WHOLE_TEXT = 25  # a text this short is a label (an enum value, a date): never cut
-HEADER_FOLD = 8  # a column name is broken inside a word only when space is short
 
 Measure = Callable[[str], int]
 _NAME_BREAK = re.compile(r"(?<=[_\- ])")  # a column name breaks after _, - or a space
@@ -55,20 +57,34 @@ class Column:
     numeric: bool  # drawn right-aligned
     whole: bool  # never cut: a number, an id, a date or an enum-like value
     key: bool  # says which row this is: always shown
+    answer: bool  # answers the command's question: always shown, a long text wrapped
     longest: int  # the widest cell
     width: int = 0  # as drawn: the least it needs at first, then grown
 
+    @property
+    def wraps(self) -> bool:
+        """A long text that answers the question: wrapped over lines rather than cut."""
+        return self.answer and not self.whole
+
     def header(self, measure: Measure) -> list[str]:
-        """The column name in lines of at most `width`, broken after _ where it can be."""
+        """The column name in lines of at most `width`, broken only after _, - or a space
+        (`width` is never less than the name's longest word)."""
         lines = [""]
         for part in _NAME_BREAK.split(self.name):
             if lines[-1] and measure(lines[-1] + part.rstrip()) > self.width:
                 lines.append("")
             lines[-1] += part
-            while measure(lines[-1]) > self.width:  # a word longer than the column
-                cut = _prefix(lines[-1], self.width, measure)
-                lines[-1:] = [cut, lines[-1][len(cut) :]]
         return [line.rstrip() for line in lines]
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What a table of a result always shows, besides its leading labels and ids: `keys`,
+    the group columns that say which row is which, and `answer`, the columns that answer the
+    command's question. Names the result lacks (as after --columns) are passed over."""
+
+    keys: tuple[str, ...] = ()
+    answer: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,41 +92,47 @@ class Layout:
     columns: list[Column]  # the ones shown, in the result's order, with their widths
     rows: int
     hidden: list[str]  # left out for want of room
+    keys: list[str]  # the key columns, which say which row is which
     empty: list[str]  # left out because no row has a value in them
     blocks: bool  # one record per block (name: value lines) rather than a grid
 
 
-def layout(table: Table, width: int, measure: Measure = len) -> Layout:
+def layout(table: Table, width: int, measure: Measure = len, focus: Focus = Focus()) -> Layout:
     """Which columns of `table` a `width`-wide table shows, and how wide each is drawn."""
-    columns = _columns(table, measure)
+    columns = _columns(table, measure, focus)
     # Without a single value anywhere (no rows, say) the names alone show the result's shape.
     shown = [c for c in columns if any(c.cells)] or columns
     empty = [c.name for c in columns if c not in shown]
     for column in shown:
         column.width = _least_width(column, measure)
     keys = [c for c in shown if c.key]
-    values = [c for c in shown if not c.key]
-    if _total([*keys, *values[:1]]) > width:
-        return Layout(shown, len(table.rows), [], empty, blocks=True)
-    chosen = list(keys)
-    for column in values:
-        if _total([*chosen, column]) <= width:
+    answers = [c for c in shown if c.answer and not c.key]
+    others = [c for c in shown if not c.key and not c.answer]
+    chosen = [*keys, *(answers or others[:1])]
+    key_names = [c.name for c in keys]
+    if _total(chosen) > width:
+        return Layout(shown, len(table.rows), [], key_names, empty, blocks=True)
+    for column in others:
+        if column not in chosen and _total([*chosen, column]) <= width:
             chosen.append(column)
     drawn = [c for c in shown if c in chosen]  # back in the result's order
     _grow(drawn, width - _total(drawn), measure)
     hidden = [c.name for c in shown if c not in chosen]
-    return Layout(drawn, len(table.rows), hidden, empty, blocks=False)
+    return Layout(drawn, len(table.rows), hidden, key_names, empty, blocks=False)
 
 
-def _columns(table: Table, measure: Measure) -> list[Column]:
-    # The key: the leading columns up to the first number (just the first column when there
-    # is none), and any id. It is never cut: a shortened key can make two rows look alike.
-    leading = table.numeric.index(True) if any(table.numeric) else 1
+def _columns(table: Table, measure: Measure, focus: Focus) -> list[Column]:
+    # The key: the leading columns up to the first number or through the first id (just the
+    # first column when there is neither), any id, and the focus's keys. It is never cut: a
+    # shortened key can make two rows look alike.
+    ends = [table.numeric.index(True)] if any(table.numeric) else []
+    ends += [i + 1 for i, name in enumerate(table.columns) if name.endswith("_id")][:1]
+    leading = min(ends, default=1)
     columns = []
     for index, (name, numeric) in enumerate(zip(table.columns, table.numeric, strict=True)):
         values = [row[index] for row in table.rows]
         cells = [cell_text(v) for v in values]
-        key = index < leading or _is_id(name)
+        key = index < leading or _is_id(name) or name in focus.keys
         whole = (
             numeric
             or key
@@ -119,7 +141,9 @@ def _columns(table: Table, measure: Measure) -> list[Column]:
         )
         longest = max((measure(cell) for cell in cells), default=0)
         # A name can come from the data too (the header of a --table file).
-        columns.append(Column(printable(name), cells, numeric, whole, key, longest))
+        columns.append(
+            Column(printable(name), cells, numeric, whole, key, name in focus.answer, longest)
+        )
     return columns
 
 
@@ -133,10 +157,12 @@ def _is_id(name: str) -> bool:
 
 
 def _least_width(column: Column, measure: Measure) -> int:
-    """The narrowest the column is drawn: its values whole (or a short start of long texts),
-    its name broken inside a word only down to HEADER_FOLD."""
+    """The narrowest the column is drawn: its values whole (or a short start of long texts,
+    or long texts wrapped), and no word of its name broken."""
     data = column.longest if column.whole else min(column.longest, TEXT_MIN_WIDTH)
-    return max(data, min(_longest_word(column.name, measure), HEADER_FOLD), 1)
+    if column.wraps:  # wrapped between words, never inside one
+        data = max([data, *(measure(word) for cell in column.cells for word in cell.split())])
+    return max(data, _longest_word(column.name, measure), 1)
 
 
 def _longest_word(name: str, measure: Measure) -> int:
@@ -148,17 +174,25 @@ def _total(columns: list[Column]) -> int:
 
 
 def _grow(columns: list[Column], room: int, measure: Measure) -> None:
-    """Spend the spare `room`: first so that no name breaks inside a word, then on long
-    texts (shared out evenly) up to TEXT_WIDTH, then so that names fit on one line."""
-    room = _widen(columns, room, lambda c: _longest_word(c.name, measure))
+    """Spend the spare `room`: on wrapped answers (shared out evenly) up to their longest
+    value, so that they take fewer lines; then on the other long texts up to TEXT_WIDTH; then
+    so that names fit on one line."""
+    room = _share_out([c for c in columns if c.wraps], room, lambda c: c.longest)
+    room = _share_out([c for c in columns if not c.whole], room, lambda c: TEXT_WIDTH)
+    _widen(columns, room, lambda c: measure(c.name))
+
+
+def _share_out(columns: list[Column], room: int, most: Callable[[Column], int]) -> int:
+    """`room` shared out evenly among `columns`, each up to min(its longest value, `most`);
+    the room left."""
     while room > 0:
-        short = [c for c in columns if not c.whole and c.width < min(c.longest, TEXT_WIDTH)]
+        short = [c for c in columns if c.width < min(c.longest, most(c))]
+        if not short:
+            break
         for column in short[:room]:
             column.width += 1
         room -= len(short[:room])
-        if not short:
-            break
-    _widen(columns, room, lambda c: measure(c.name))
+    return room
 
 
 def _widen(columns: list[Column], room: int, wanted: Callable[[Column], int]) -> int:

@@ -27,7 +27,8 @@ from dices_cli.csvparse import (
     read_header,
 )
 from dices_cli.errors import DicesError
-from dices_cli.families import families_of_files, named
+from dices_cli.families import FAMILIES, families_of_files, named
+from dices_cli.file_formats import other_format
 from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
 from dices_cli.schema import DATASETS, Dataset, canonical_names, detect
 from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source
@@ -114,11 +115,22 @@ def _choose_dataset(choice: str, header: list[str]) -> Dataset | None:
 
 def first_bytes(source: Source) -> bytes:
     """The first MiB of the text (the room of a CSV header), which also tells a file of
-    another family: read once for both."""
+    another family: read once for both. A file no family reads (Parquet, Excel, JSON that is
+    not ProsocialDialog's) is refused here, in one line that says what it is."""
     try:
-        return prefix(source)
+        first = prefix(source)
     except OSError as error:
         raise DicesError(f"cannot read {source.name}: {error.strerror}") from error
+    kind = other_format(first)
+    if kind is not None and not any(
+        family.recognises is not None and family.recognises(first) for family in FAMILIES.values()
+    ):
+        compressed = " (gzip-compressed)" if source.compressed else ""
+        raise DicesError(
+            f"{source.name} is {kind}{compressed}, not a table dices reads: DICES CSV files "
+            "(plain or gzip-compressed) and ProsocialDialog's JSON Lines files"
+        )
+    return first
 
 
 def check_file(

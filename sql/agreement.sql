@@ -41,6 +41,7 @@
 -- column plurality_size_null_low: 2.5th percentile of plurality_size over the random relabellings (its null range's low end).
 -- column plurality_size_null_high: 97.5th percentile of plurality_size over the random relabellings (its null range's high end).
 -- chart: irr [irr_null_low, irr_null_high] by {by} per dataset
+-- answer: irr, xrr, gai, irr_p_bh, xrr_p_bh, gai_p_bh
 -- explanation:
 --   Do raters agree, and do groups see safety differently? For each group: irr is
 --   Krippendorff's alpha (nominal) among its raters; xrr the cross-replication reliability

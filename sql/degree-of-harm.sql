@@ -18,6 +18,7 @@
 -- column share_yes_ci_high: Upper end of the 95% interval of share_yes.
 -- column interval: The method of the interval: clustered, conversations or wilson.
 -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by}, degree_of_harm per dataset
+-- answer: share_yes, share_yes_ci_low, share_yes_ci_high
 -- explanation:
 --   Does the crowd's verdict follow the experts' severity? For each degree_of_harm (in
 --   order of severity; empty where the experts gave none) the number of conversations and

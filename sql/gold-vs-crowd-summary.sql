@@ -15,6 +15,7 @@
 -- column recall: Recall of the experts' Yes by the crowd's Yes.
 -- column f1: Harmonic mean of precision and recall.
 -- column kappa: Cohen's kappa of the two Yes/not-Yes labels.
+-- answer: accuracy, precision, recall, f1, kappa
 -- explanation:
 --   The gold-vs-crowd confusion reduced to one row per dataset (and group). "Positive"
 --   is Yes (unsafe): the crowd predicts Yes when its label is Yes, and not-Yes for No,

@@ -10,6 +10,7 @@
 -- column safety_gold: The experts' label.
 -- column crowd_label: The crowd's label: No, Yes, Unsure, No=Unsure (No and Unsure tied above Yes: not unsafe) or tie (Yes tied for the most).
 -- column conversations: Conversations with this pair of labels.
+-- answer: safety_gold, crowd_label, conversations
 -- explanation:
 --   How often does the crowd agree with the experts? Each conversation gets a crowd
 --   label: the plurality of its Q_overall answers, or with --rule threshold, Yes when

@@ -22,6 +22,7 @@
 -- column test: The test of independence of answer and group: exact, chi-square or monte-carlo; empty for none.
 -- column p_value: The test's p-value.
 -- column p_adjusted: The p-value adjusted over the dataset's tested conversations (Benjamini-Hochberg).
+-- answer: highest_group, lowest_group, gap, p_adjusted
 -- explanation:
 --   Which conversations do groups of raters answer differently? One row per conversation.
 --   A group with fewer than --min-raters raters on a conversation is left out of its

@@ -15,6 +15,7 @@
 -- column share_yes_ci_high: Upper end of the 95% interval of share_yes.
 -- column interval: The method of the interval: clustered, conversations or wilson.
 -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by harm_tag per dataset
+-- answer: share_yes, share_yes_ci_low, share_yes_ci_high
 -- explanation:
 --   Which harm topics do raters find unsafe? harm_type is split into lower-case tags (a
 --   conversation can have several, so it counts under each of its tags). share_yes is

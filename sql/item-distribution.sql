@@ -15,6 +15,7 @@
 -- column share_yes: Share of the ratings that are Yes (unsafe).
 -- column plurality: The most frequent answer; tie when the top two are equal.
 -- column entropy_bits: Shannon entropy of the No/Yes/Unsure split, in bits.
+-- answer: share_yes, plurality, entropy_bits
 -- explanation:
 --   Where do raters disagree? For each conversation: its expert annotations, how its
 --   ratings split between No, Yes and Unsure, the plurality answer ('tie' when the top

@@ -8,6 +8,7 @@
 -- column share_no: Share of the ratings that are No (safe).
 -- column share_yes: Share of the ratings that are Yes (unsafe).
 -- column share_unsure: Share of the ratings that are Unsure.
+-- answer: conversations, raters, ratings, share_yes
 -- explanation:
 --   The first look at a dataset: how many conversations, raters and ratings it holds
 --   after rater selection, and the share of ratings that call the chatbot's last response

@@ -20,6 +20,7 @@
 -- column share_yes_ci_high: Upper end of the 95% interval of share_yes.
 -- column interval: The method of the interval: clustered, conversations or wilson.
 -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by} per dataset
+-- answer: share_yes, share_yes_ci_low, share_yes_ci_high
 -- explanation:
 --   Do groups of raters see safety differently? One row per group (in the columns' own
 --   order, e.g. gen z, millenial, gen x+): how many raters and ratings it has, how its

@@ -17,6 +17,7 @@
 -- column q1_not_understood_share: Share of Q1 answers saying the conversation was not understood.
 -- column inconsistent_share: Share of ratings whose Q_overall disagrees with its sub-questions.
 -- column published_removed: Whether the DICES authors removed the rater.
+-- answer: modal_answer_share, straightline_share, agreement_loo, inconsistent_share
 -- explanation:
 --   The raw signals behind rater filtering. median_answer_ms: the rater's median time
 --   per conversation (DICES-350 only). modal_answer_share: share of the rater's most

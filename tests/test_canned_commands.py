@@ -131,12 +131,21 @@ def test_explain_still_works_and_needs_no_required_option(sample: Path) -> None:
     assert "  --by (columns, required): " in result.stdout
 
 
-def test_an_unknown_query_lists_the_queries(sample: Path) -> None:
-    message = usage_error(query(sample, "overveiw"))
-    assert message == (
-        f"there is no query 'overveiw'; choose from: {', '.join(sorted(catalog()))} "
+def test_an_unknown_query_says_the_nearest_then_lists_the_queries(sample: Path) -> None:
+    """The nearest name first; then every query, those of ProsocialDialog alone marked."""
+    listed = (
+        "agreement, degree-of-harm, gold-vs-crowd-summary, gold-vs-crowd, group-disagreement, "
+        "harm-types, item-distribution, overview, qoverall-by-demographic, rater-quality, "
+        "label-check (ProsocialDialog only), source-breakdown (ProsocialDialog only) "
         "(`dices query --list` describes them)"
     )
+    result = query(sample, "qoveral-by-demographic")
+    assert result.exit_code == 2
+    assert usage_error(result) == (
+        f"no query 'qoveral-by-demographic': did you mean 'qoverall-by-demographic'? "
+        f"The queries are: {listed}"
+    )
+    assert usage_error(query(sample, "xyz")) == f"no query 'xyz'; the queries are: {listed}"
 
 
 def test_an_option_of_another_query_is_named(sample: Path) -> None:
@@ -448,7 +457,13 @@ def test_the_generated_table_lists_every_query() -> None:
         assert f"| `{name}` |" in table
     assert "`--rule plurality\\|threshold`" in table
     assert "`--threshold 0..1`" in table
-    assert textwrap.dedent(table).startswith("| query | what it tells | options | columns |")
+    assert textwrap.dedent(table).startswith(
+        "| query | what it tells | options | columns (**the answer**) |"
+    )
+    assert (
+        "| dataset, the --by columns, raters, ratings, n_no, n_yes, n_unsure, share_no, "
+        "**share_yes**, share_unsure, **share_yes_ci_low**, **share_yes_ci_high** |" in table
+    )
 
 
 def test_dices_help_reads_no_sql(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -388,7 +388,8 @@ def test_a_hostile_query_name_is_refused(
 ) -> None:
     result = query(runner, ingested, name)
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"Error: there is no query {name!r}; choose from: ")
+    assert result.stderr.startswith(f"Error: no query {name!r}")
+    assert "queries are: agreement, " in result.stderr
 
 
 def test_the_threshold_is_bound_as_a_number(

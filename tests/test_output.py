@@ -414,7 +414,7 @@ def test_a_closed_pipe_is_a_quiet_success(
     ("args", "status", "stdout", "stderr"),
     [
         (["--version"], 0, f"dices {__version__}\n", ""),
-        (["query", "nope"], 2, "", "Error: there is no query 'nope'"),
+        (["query", "nope"], 2, "", "Error: no query 'nope'; the queries are: "),
         (["info", "--data", "{missing}"], 1, "", "Error: nothing is ingested"),
     ],
 )

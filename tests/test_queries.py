@@ -958,7 +958,9 @@ def test_unknown_query(runner: CliRunner, ingested: Path) -> None:
     result = invoke(runner, ingested, "overveiw")
     assert result.exit_code == 2
     first = result.stderr.splitlines()[0]
-    assert first.startswith("Error: there is no query 'overveiw'; choose from: ")
+    assert first.startswith(
+        "Error: no query 'overveiw': did you mean 'overview'? The queries are: "
+    )
     for name in QUERIES:
         assert name in first
     assert "`dices query --list` describes them" in first

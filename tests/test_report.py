@@ -26,10 +26,12 @@ from typer.testing import CliRunner
 from dices_cli import __version__
 from dices_cli.evaluate.evaluation import Settings
 from dices_cli.main import app
+from dices_cli.output import table_from_rows
 from dices_cli.queries.engine import RaterSelection
+from dices_cli.report import charts
 from dices_cli.report.context import Context, Section
 from dices_cli.report.models import ModelsRequest, score_models
-from dices_cli.report.sections import SECTIONS, TOP_CONVERSATIONS
+from dices_cli.report.sections import NO_GROUPS, SECTIONS, TOP_CONVERSATIONS
 from dices_cli.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,7 +73,10 @@ def report(ingested: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     arguments += ["--predictions", str(DEMO), "--bootstrap", BOOTSTRAP]
     result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
-    assert result.stderr == f"wrote {target}\n"
+    # The flipped model's warning is said on stderr too, as dices evaluate says it.
+    said = result.stderr.splitlines()
+    assert said[-1] == f"wrote {target}"
+    assert f"warning: {FLIPPED.removeprefix('Warning: ')}" in "\n".join(said)
     return target
 
 
@@ -186,6 +191,9 @@ def test_every_chart_draws_the_rows_of_its_table(sections: dict[str, Section]) -
             index = [figure.table.columns.index(c) for c in shared]
             rows = {tuple(row[i] for i in index) for row in figure.table.rows}
             for values in drawn:
+                if values.get("group") == NO_GROUPS:  # a cell saying its dataset lacks a column
+                    assert values["counted"] == f"{values['dataset']} has no {values['column']}"
+                    continue
                 assert tuple(values[c] for c in shared) in rows, values
 
 
@@ -462,7 +470,8 @@ def test_without_the_charting_library_the_report_says_how_to_install_it(
     result = CliRunner().invoke(app, ["report", "--data", str(ingested), "-o", str(target)])
     assert (result.exit_code, result.stderr) == (
         1,
-        "Error: charts need vl-convert-python: pip install 'dices-cli[report]'\n",
+        "Error: charts need vl-convert-python, a dependency of dices: "
+        "pip install vl-convert-python\n",
     )
     assert not target.exists()
 
@@ -623,3 +632,74 @@ def test_a_script_that_calls_the_app_without_a_main_guard_gets_its_report(
     )
     assert (done.returncode, done.stderr) == (0, f"wrote {target}\n")
     assert target.read_text(encoding="utf-8").count("<svg") > 0
+
+
+# ----------------------------------------------------------------------------- the layout
+
+
+def _all_specs(spec: Any) -> list[dict[str, Any]]:
+    """`spec` and every specification nested in it."""
+    found = []
+    if isinstance(spec, dict):
+        found.append(spec)
+        for value in spec.values():
+            found += _all_specs(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found += _all_specs(value)
+    return found
+
+
+def test_the_removal_grid_puts_each_dataset_in_its_own_column(
+    sections: dict[str, Section],
+) -> None:
+    """A column per dataset and a row per demographic column, every cell with rows (a missing
+    cell put DICES-990's rater_locale panel in the DICES-350 column), each bar labelled with
+    its count, so that a dataset with no removals shows "0 of N", not empty frames."""
+    (removal,) = [f for f in sections["quality"].figures if "removes" in f.spec["title"]]
+    spec = removal.spec
+    assert (spec["facet"]["row"]["field"], spec["facet"]["column"]["field"]) == (
+        "column",
+        "dataset",
+    )
+    drawn = spec["data"]["values"]
+    cells = {(r["column"], r["dataset"]) for r in drawn}
+    columns, datasets = {c for c, _ in cells}, {d for _, d in cells}
+    assert cells == {(c, d) for c in columns for d in datasets}
+    assert ("rater_locale", "DICES-350") in cells
+    assert all(r["counted"] == f"{r['removed']} of {r['raters']}" for r in drawn if "raters" in r)
+    assert spec["align"] == {"row": "each", "column": "all"}  # no gap under a short row
+
+
+def test_agreement_labels_are_whole_and_its_rows_have_no_gap(
+    sections: dict[str, Section],
+) -> None:
+    (figure,) = sections["agreement"].figures
+    labels = {r["label"].replace(charts.LINE_BREAK, " ") for r in figure.spec["data"]["values"]}
+    assert labels == {str(r["group"]) for r in figure.table.records()}
+    assert figure.spec["align"] == {"row": "each", "column": "all"}
+
+
+def test_no_axis_fixes_fewer_decimals_than_its_ticks_need(
+    sections: dict[str, Section],
+) -> None:
+    """A fixed ".2~f" or ".0%" printed a narrow panel's ticks as "0.29 0.29 0.3 0.3": an
+    axis either leaves the decimals to Vega (which follows the ticks' step) or trims them."""
+    for section in sections.values():
+        for figure in section.figures:
+            for spec in _all_specs(figure.spec):
+                axis = spec.get("axis")
+                if isinstance(axis, dict) and "format" in axis:
+                    assert axis["format"] in ("~%", ".4~f"), (figure.spec["title"], axis)
+
+
+def test_the_audit_summary_is_a_column_per_dataset_and_headers_break_after_underscores(
+    sections: dict[str, Section],
+) -> None:
+    from dices_cli.report.page import table_html
+
+    ((_, summary),) = sections["quality"].tables
+    assert summary.columns == ["figure", "DICES-350", "DICES-990"]
+    assert [r[0] for r in summary.rows][:3] == ["raters", "raters_kept", "raters_removed"]
+    wide = table_from_rows(["conversations_without_ratings"], [(1,)])
+    assert "<th scope=col>conversations_<wbr>without_<wbr>ratings</th>" in table_html(wide)

@@ -12,24 +12,30 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import re
 from functools import cache
 from pathlib import Path
 
 import pytest
+from drivers.terminal import Screen, on_terminal
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 from typer.testing import CliRunner
 
+from dices_cli.commands import cli_docs
+from dices_cli.commands.evaluate import EVALUATE_ANSWER
+from dices_cli.commands.raters import QUALITY_ANSWER
 from dices_cli.main import app
 from dices_cli.output import Format, Table, write_table
-from dices_cli.queries.catalog import catalog
+from dices_cli.queries.catalog import catalog, parse_query
 from dices_cli.render import print_table
+from dices_cli.tabular import Focus
 
 WIDTHS = (60, 80, 120, 200)
 RULE = re.compile(r"^\s*─+\s*$")
-HIDDEN = re.compile(r"^\.\.\. \d+ more columns? \((?P<names>[^)]*)\): use --format csv", re.M)
+HIDDEN = re.compile(r"^  (?P<name>\w+): --columns (?P<shown>[\w,]+)$", re.M)
 FILLER = {"columns": "rater_age"}  # a value for each type of required parameter
 LONG_GROUPS = ["qoverall-by-demographic", "--by", "rater_raw_race"]  # labels of up to 99 chars
 
@@ -49,8 +55,25 @@ def table_number(value: str) -> str | None:
 
 
 def hidden_columns(stderr: str) -> list[str]:
-    match = HIDDEN.search(stderr)
-    return match["names"].split(", ") if match else []
+    """The columns the note names as left out for want of room, each with the --columns that
+    shows it: the key columns and it."""
+    hidden = [(match["name"], match["shown"].split(",")) for match in HIDDEN.finditer(stderr)]
+    for name, shown in hidden:
+        assert shown[-1] == name, stderr
+    return [name for name, _shown in hidden]
+
+
+def whole_words(header_lines: list[str], names: list[str]) -> None:
+    """Every piece of a column name in the drawn header is whole words of it: it starts at the
+    name's start or after _, - or a space, and ends at its end or with one of them."""
+    for piece in " ".join(header_lines).split():
+        assert any(
+            name[i : i + len(piece)] == piece
+            and (i == 0 or name[i - 1] in "_- ")
+            and (i + len(piece) == len(name) or piece[-1] in "_-")
+            for name in names
+            for i in range(len(name))
+        ), f"{piece!r} splits a word of a name in {header_lines}"
 
 
 def check_drawn(title: str, stdout: str, stderr: str, csv_text: str, width: int) -> str:
@@ -64,6 +87,7 @@ def check_drawn(title: str, stdout: str, stderr: str, csv_text: str, width: int)
     rules = [i for i, line in enumerate(lines) if RULE.match(line)]
     if rules:
         assert all(cell_len(line) <= width for line in lines), stdout
+        whole_words(lines[1 : rules[0]], header)
         drawn_rows = lines[rules[0] + 1 :]
         assert len(drawn_rows) == len(rows)
         for row, line in zip(rows, drawn_rows, strict=True):
@@ -139,13 +163,20 @@ def test_canned_query_tables_keep_every_number_whole(
     assert result.exit_code == 0, result.output
     expected = query_csv(ingested, tuple(arguments))
     shape = check_drawn(arguments[0], result.stdout, result.stderr, expected, width)
-    # A group label is a key, never cut: too long for a grid with a value beside it at 80.
-    assert shape == ("blocks" if arguments == LONG_GROUPS and width <= 80 else "grid")
+    assert catalog()[arguments[0]].answer
+    assert not set(hidden_columns(result.stderr)) & set(catalog()[arguments[0]].answer)
+    # A group label is a key, never cut: too long for a grid with the answer beside it at 120;
+    # rater-quality's four answers and its ids are wider than 60.
+    too_wide = (arguments == LONG_GROUPS and width <= 120) or (
+        arguments == ["rater-quality"] and width == 60
+    )
+    assert shape == ("blocks" if too_wide else "grid")
 
 
 def test_console_width_comes_from_columns(ingested: Path) -> None:
-    """Rich takes the width from COLUMNS, so the widths above are the ones drawn: at 60 the
-    long names break to keep every column, at 200 they have room."""
+    """Rich takes the width from COLUMNS, so the widths above are the ones drawn: at 60 no
+    name breaks inside a word, so a column is left out, named with the --columns that shows
+    it; at 200 they all have room."""
     drawn_at = {}
     for width in (60, 200):
         result = CliRunner().invoke(
@@ -153,22 +184,25 @@ def test_console_width_comes_from_columns(ingested: Path) -> None:
             ["query", "overview", "--data", str(ingested), "-f", "table"],
             env={"COLUMNS": str(width)},
         )
-        assert (result.exit_code, result.stderr) == (0, ""), result.output
-        drawn_at[width] = result.stdout
+        assert result.exit_code == 0, result.output
+        drawn_at[width] = result.stdout, result.stderr
     assert drawn_at[60] == (
         "overview\n"
-        "         conversa                             share_  share_\n"
-        "dataset     tions  raters  ratings  share_no     yes  unsure\n"
+        "dataset  conversations  raters  ratings  share_no  share_yes\n"
         "────────────────────────────────────────────────────────────\n"
-        "350           350     123    43050     0.611   0.327   0.063\n"
-        "990           990     173    72103     0.680   0.268   0.052\n"
+        "350                350     123    43050     0.611      0.327\n"
+        "990                990     173    72103     0.680      0.268\n",
+        "... 1 more column not shown for want of room (--format csv shows every column); "
+        "to see one:\n"
+        "  share_unsure: --columns dataset,share_unsure\n",
     )
     assert drawn_at[200] == (
         "overview\n"
         "dataset  conversations  raters  ratings  share_no  share_yes  share_unsure\n"
         "──────────────────────────────────────────────────────────────────────────\n"
         "350                350     123    43050     0.611      0.327         0.063\n"
-        "990                990     173    72103     0.680      0.268         0.052\n"
+        "990                990     173    72103     0.680      0.268         0.052\n",
+        "",
     )
 
 
@@ -200,8 +234,12 @@ def test_five_digit_id_is_never_split_at_width_60() -> None:
         "dataset  item_id  measure_0  measure_1  measure_2  measure_3\n"
         "────────────────────────────────────────────────────────────\n"
         "350        21350     100000     100001     100002     100003\n",
-        "... 4 more columns (measure_4, measure_5, measure_6, measure_7): "
-        "use --format csv to see every column\n",
+        "... 4 more columns not shown for want of room (--format csv shows every column); "
+        "to see one:\n"
+        "  measure_4: --columns dataset,item_id,measure_4\n"
+        "  measure_5: --columns dataset,item_id,measure_5\n"
+        "  measure_6: --columns dataset,item_id,measure_6\n"
+        "  measure_7: --columns dataset,item_id,measure_7\n",
     )
 
 
@@ -220,7 +258,9 @@ def test_floats_have_three_decimals_and_are_never_split() -> None:
         "──────────────────────────────────────\n"
         "gen z         0.621      0.312   0.066\n"
         "millenial     0.667      0.333   0.000\n",
-        "... 1 more column (entropy_bits): use --format csv to see every column\n",
+        "... 1 more column not shown for want of room (--format csv shows every column); "
+        "to see one:\n"
+        "  entropy_bits: --columns group,entropy_bits\n",
     )
 
 
@@ -319,3 +359,171 @@ def tables(draw: st.DrawFn) -> Table:
 def test_any_table_keeps_every_number_whole(table: Table, width: int) -> None:
     stdout, stderr = drawn(table, width)
     check_drawn("t", stdout, stderr, as_csv(table), width)
+
+
+QUERY_COLUMNS = sorted(
+    {
+        column
+        for query in catalog().values()
+        for column in query.output_columns({p.name: ["rater_age"] for p in query.parameters})
+    }
+)
+
+
+@given(
+    names=st.lists(st.sampled_from(QUERY_COLUMNS), min_size=1, max_size=14, unique=True),
+    width=st.integers(60, 200),
+)
+def test_no_query_column_name_is_split_inside_a_word(names: list[str], width: int) -> None:
+    """The canned queries' column names, any of them side by side at any width from 60 to
+    200: a header breaks only after _ (check_drawn's `whole_words`), never inside a word."""
+    table = Table(["dataset", *names], [False] + [True] * len(names), [("350", *range(len(names)))])
+    stdout, stderr = drawn(table, width)
+    assert check_drawn("t", stdout, stderr, as_csv(table), width) == "grid"
+
+
+# ----------------------------------------------------------------------------- the answer line
+
+ANSWERED = """-- name: q
+-- summary: s
+-- param by: columns = []: g
+-- column dataset: d
+-- column {by}: g
+-- column share: s
+-- column low: l
+"""
+
+
+def test_the_answer_line_says_what_a_table_keeps() -> None:
+    query = parse_query(Path("q.sql"), ANSWERED + "-- answer: share, low\nSELECT 1")
+    assert query.answer == ("share", "low")
+    assert query.focus({"by": ["rater_gender"]}) == Focus(("rater_gender",), ("share", "low"))
+
+
+def test_an_answer_line_naming_an_undeclared_column_is_refused() -> None:
+    with pytest.raises(ValueError, match=re.escape("q.sql: answer: nope is not a declared column")):
+        parse_query(Path("q.sql"), ANSWERED + "-- answer: share, nope\nSELECT 1")
+
+
+def test_answer_columns_are_kept_before_the_others() -> None:
+    """Without the answer, the columns come in order while they fit; with it, the answer is
+    kept and the columns before it are the ones left out, each named with its --columns."""
+    columns = ["group", *(f"count_{n}" for n in range(6)), "share_yes"]
+    table = Table(columns, [False] + [True] * 7, [("a", *range(100_000, 100_006), 0.25)])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()) as err:
+        print_table(table, "t", width=40, focus=Focus(answer=("share_yes",)))
+    assert (out.getvalue(), err.getvalue()) == (
+        "t\n"
+        "                                  share_\n"
+        "group  count_0  count_1  count_2     yes\n"
+        "────────────────────────────────────────\n"
+        "a       100000   100001   100002   0.250\n",
+        "... 3 more columns not shown for want of room (--format csv shows every column); "
+        "to see one:\n"
+        "  count_3: --columns group,count_3\n"
+        "  count_4: --columns group,count_4\n"
+        "  count_5: --columns group,count_5\n",
+    )
+
+
+# ----------------------------------------------------------------------------- a real terminal
+
+SCREEN_WIDTHS = (60, 80, 120)
+SHOWN_ROWS = ["--limit", "5"]
+PREDICTIONS = str(
+    Path(__file__).resolve().parents[1] / "dices_cli" / "data" / "demo-predictions.csv"
+)
+COMMANDS = {  # the other commands whose answer a person looks for, with what they declare
+    "evaluate": (["evaluate", PREDICTIONS, "--bootstrap", "20"], EVALUATE_ANSWER),
+    "filter-raters": (["filter-raters", "-d", "350"], QUALITY_ANSWER),
+}
+
+
+def check_answer_whole(screen: Screen, csv_text: str, answer: tuple[str, ...], width: int) -> None:
+    """Every value of the `answer` columns in `csv_text` is on the screen whole (a number as
+    the table rounds it, a text word by word), and none of those columns is left out."""
+    assert screen.code == 0, screen.stderr
+    header, *rows = csv.reader(io.StringIO(csv_text))
+    assert rows and set(answer) <= set(header)
+    assert not set(hidden_columns(screen.stderr)) & set(answer), screen.stderr
+    lines = screen.stdout.splitlines()
+    if any(RULE.match(line) for line in lines):  # a grid fits the terminal; blocks run on
+        assert all(cell_len(line) <= width for line in lines), screen.stdout
+    words = screen.stdout.split()
+    for row in rows:
+        for name, value in zip(header, row, strict=True):
+            if name in answer and value:
+                shown = table_number(value) or {"true": "True", "false": "False"}.get(value, value)
+                for word in shown.split():
+                    assert word in words, f"{name}={value} not whole on the screen"
+
+
+@pytest.mark.parametrize("width", SCREEN_WIDTHS)
+@pytest.mark.parametrize("arguments", canned_cases(), ids=" ".join)
+def test_each_query_shows_its_answer_whole_on_a_terminal(
+    ingested: Path, arguments: list[str], width: int
+) -> None:
+    shaped = (*arguments, *SHOWN_ROWS)
+    screen = on_terminal(width, "query", *shaped, "--data", str(ingested))
+    answer = catalog()[arguments[0]].answer
+    check_answer_whole(screen, query_csv(ingested, shaped), answer, width)
+
+
+@pytest.mark.parametrize("width", SCREEN_WIDTHS)
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_evaluate_and_filter_raters_show_their_answer_whole_on_a_terminal(
+    ingested: Path, command: str, width: int
+) -> None:
+    arguments, answer = COMMANDS[command]
+    shaped = [*arguments, *SHOWN_ROWS, "--data", str(ingested)]
+    screen = on_terminal(width, *shaped)
+    expected = CliRunner().invoke(app, [*shaped, "-f", "csv"])
+    assert expected.exit_code == 0, expected.output
+    check_answer_whole(screen, expected.stdout, answer, width)
+
+
+# ----------------------------------------------------------------------------- help text
+
+PROSE = re.compile(r"^ \S")  # a line of a help's prose: one space in, outside the panels
+
+
+@pytest.mark.parametrize("width", (60, 80))
+def test_every_help_wraps_its_prose_once_at_the_terminals_width(width: int) -> None:
+    """A line of prose ends only where the next word would not fit: a docstring's own line
+    breaks are gone (before, `download --help` at 80 broke "at a pinned" / "commit,")."""
+    for words, _command in cli_docs.commands():
+        result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": str(width)})
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert all(cell_len(line) <= width for line in lines), result.stdout
+        for line, following in itertools.pairwise(lines):
+            if PROSE.match(line) and PROSE.match(following):
+                room = width - 1 - cell_len(line.rstrip())  # one space of margin on the right
+                word = following.split()[0]
+                assert cell_len(word) + 1 > room, (
+                    f"dices {' '.join(words)} --help at {width}: {word!r} fits after "
+                    f"{line.rstrip()!r}"
+                )
+
+
+def test_a_long_answer_text_wraps_between_words_and_is_never_cut() -> None:
+    table = Table(
+        ["item_id", "lowest_group", "gap"],
+        [True, False, True],
+        [(1, "Black/African American and Asian/Asian subcontinent", 0.5)],
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()) as err:
+        print_table(table, "t", width=30, focus=Focus(answer=("lowest_group",)))
+    assert (out.getvalue(), err.getvalue()) == (
+        "t\n"
+        "item_                         \n"
+        "   id  lowest_group        gap\n"
+        "──────────────────────────────\n"
+        "    1  Black/African     0.500\n"
+        "       American and           \n"
+        "       Asian/Asian            \n"
+        "       subcontinent           \n",
+        "",
+    )

@@ -41,7 +41,7 @@ from dices_cli.commands.options import (
 )
 from dices_cli.commands.quiet import quiet_option
 from dices_cli.errors import UsageError
-from dices_cli.render import emit, say
+from dices_cli.render import say
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from dices_cli.families import Family
     from dices_cli.output import Format, Result
     from dices_cli.queries.catalog import Parameter, ParameterError, Query
+    from dices_cli.shape import Shape
     from dices_cli.store import Store
 
 QUERY_HELP = """Run a canned query: the field's standard questions, as documented SQL.
@@ -165,6 +166,7 @@ def _help(query: Query, markup: Callable[[str], str] = str) -> str:
         query.summary,
         query.explanation,
         f"Datasets: {datasets}. SQL: {query.path.name}{computed}.",
+        f"Answer (kept on a narrow screen): {', '.join(query.answer)}." if query.answer else "",
         f"Columns:\n{columns}",
         _chart_help(query),
     ]
@@ -310,6 +312,27 @@ def query_command(query: Query) -> QueryCommand:
     )
 
 
+def _no_such_query(name: str) -> str:
+    """There is no query `name`: the nearest name first, then every query, the ones of a
+    family other than DICES marked with it."""
+    import difflib
+
+    from dices_cli.families import family_of
+    from dices_cli.queries.catalog import command_queries
+
+    queries = command_queries()
+    nearest = difflib.get_close_matches(name, list(queries), n=1)
+    guess = f": did you mean {nearest[0]!r}? The" if nearest else "; the"
+    listed = []
+    for query in queries.values():
+        owner = family_of(query.datasets[0])
+        listed.append(query.name if owner.name == "dices" else f"{query.name} ({owner.title} only)")
+    return (
+        f"no query {name!r}{guess} queries are: {', '.join(listed)} "
+        "(`dices query --list` describes them)"
+    )
+
+
 class QueryGroup(ListingGroup):
     """`dices query`: its commands are the catalogue's queries, read when first wanted."""
 
@@ -328,42 +351,42 @@ class QueryGroup(ListingGroup):
         return command.marked_up() if self.listing else command
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        from dices_cli.queries.catalog import UnknownQueryError, command_queries, get_query
+        from dices_cli.queries.catalog import command_queries
 
         if not args[0].startswith("-") and args[0] not in command_queries():
-            try:
-                get_query(args[0])
-            except UnknownQueryError as error:
-                raise UsageError(f"{error} (`dices query --list` describes them)") from None
+            raise UsageError(_no_such_query(args[0]))
         return super().resolve_command(ctx, args)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         return ["NAME", "[OPTIONS]"]
 
 
-def _given_nothing_else(list_: bool, fmt: Any, output: Any, force: bool) -> bool:
-    return not (list_ or fmt is not None or output is not None or force)
-
-
 def query_group(
     ctx: typer.Context,
     list_: Annotated[bool, typer.Option("--list", "-l", help="List the canned queries.")] = False,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
     fmt: OutputFormat = None,
     output: OutputFile = None,
     force: Force = False,
 ) -> None:
+    from dices_cli.shape import Shape
+
+    shape = Shape.parse(keep_columns, sort, limit)
     if ctx.invoked_subcommand is not None:
-        if not _given_nothing_else(list_, fmt, output, force):
+        if list_ or not shape.is_identity or fmt is not None or output is not None or force:
             raise UsageError("give a query's options after its name: dices query NAME [OPTIONS]")
         return
     if not list_:
         raise UsageError("name a query, or use --list to see them")
-    _list_queries(fmt, output, force)
+    _list_queries(shape, fmt, output, force)
 
 
-def _list_queries(fmt: Format | None, output: Path | None, force: bool) -> None:
+def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: bool) -> None:
     from dices_cli.output import Table
     from dices_cli.queries.catalog import command_queries, family_queries
+    from dices_cli.tabular import Focus
 
     rows = [
         (
@@ -382,7 +405,9 @@ def _list_queries(fmt: Format | None, output: Path | None, force: bool) -> None:
         for q in command_queries().values()
     ]
     columns = ["name", "datasets", "parameters", "summary"]
-    emit(Table(columns, [False] * 4, rows), fmt, output, title="Canned queries", force=force)
+    listed = Table(columns, [False] * 4, rows)
+    summaries = Focus(answer=("summary",))  # whole, wrapped at the terminal's width
+    emit_shaped(listed, shape, fmt, output, "Canned queries", force, [], focus=summaries)
 
 
 def _explain(query: Query) -> None:
@@ -418,6 +443,18 @@ def worded(error: ParameterError) -> UsageError:
     return UsageError(f"{option} {error.reason}")
 
 
+def checked_by(by: list[str] | None) -> list[str]:
+    """The --by columns, each one a result can be grouped by; a usage error naming the first
+    that is not, with the ones there are."""
+    from dices_cli.layouts import group_columns
+    from dices_cli.queries.catalog import ParameterError
+
+    try:
+        return group_columns(by or [])
+    except ParameterError as error:
+        raise worded(error) from None
+
+
 def run_query(
     canned: Query,
     given: dict[str, Any],
@@ -440,7 +477,12 @@ def run_query(
     # --by rater_race -d all`, on 2 busy cores: 1.0 s -> 0.5 s). Set before numpy is imported.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from dices_cli.output import Format, Output
-    from dices_cli.queries.catalog import ParameterError, missing_group_column, render_sql
+    from dices_cli.queries.catalog import (
+        ParameterError,
+        family_queries,
+        missing_group_column,
+        render_sql,
+    )
     from dices_cli.queries.engine import open_session
     from dices_cli.schema import DATASETS
     from dices_cli.selection import resolve
@@ -458,7 +500,8 @@ def run_query(
         typed = written.format is Format.PARQUET
         store = Store(resolve_data_dir(data))
         result = run_family_query(canned, given, family, show_sql, store, typed)
-        emit_shaped(result, shape, fmt, output, canned.name, force, inputs)
+        own = family_queries(family.name)[canned.name]
+        emit_shaped(result, shape, fmt, output, canned.name, force, inputs, focus=own.focus({}))
         return
     written = Output.build(fmt, output, force, inputs, chart=True)
     try:  # a repeated option's values come as a tuple, () when not given
@@ -484,11 +527,27 @@ def run_query(
                 "showing the datasets it applies to"
             )
         say(f"note: {note}")
+    if dataset == "all":
+        _note_other_families(canned, store)
     if session.selection.description:
         say(f"raters: {'; '.join(session.selection.description)}")
     result = session.run(canned, parameters, typed=written.format is Format.PARQUET)
     chart = canned.chart.resolved(parameters) if canned.chart is not None else None
-    emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart)
+    focus = canned.focus(parameters)
+    emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart, focus)
+
+
+def _note_other_families(canned: Query, store: Store) -> None:
+    """A note for each other family that is ingested and has its own version of `canned`:
+    -d all is DICES's datasets, so the person learns how to see the other's."""
+    from dices_cli.queries.catalog import family_queries
+
+    ingested = set(store.ingested())
+    for family in _other_families():
+        if ingested & set(family.members) and canned.name in family_queries(family.name):
+            say(
+                f"note: {family.title} is ingested too; -d {family.name} runs its own {canned.name}"
+            )
 
 
 def _family_asked(canned: Query, dataset: str, store: Store) -> Family | None:

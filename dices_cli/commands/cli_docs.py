@@ -105,15 +105,21 @@ def _option_cell(parameter: Any) -> str:
 
 
 def query_table() -> str:
-    """The README's table of canned queries, from the catalogue."""
+    """The README's table of canned queries, from the catalogue; the columns that answer each
+    (its `answer:` line) in bold."""
     from dices_cli.commands.canned import option_name
     from dices_cli.queries.catalog import catalog
 
-    lines = ["| query | what it tells | options | columns |", "| --- | --- | --- | --- |"]
+    lines = [
+        "| query | what it tells | options | columns (**the answer**) |",
+        "| --- | --- | --- | --- |",
+    ]
     for query in catalog().values():
         options = ", ".join(_option_cell(p) for p in query.parameters)
         columns = ", ".join(
-            c.name if c.group_parameter is None else f"the {option_name(c.group_parameter)} columns"
+            (f"**{c.name}**" if c.name in query.answer else c.name)
+            if c.group_parameter is None
+            else f"the {option_name(c.group_parameter)} columns"
             for c in query.columns
         )
         cells = [f"`{query.name}`", _cell(query.summary), _cell(options) or "-", _cell(columns)]

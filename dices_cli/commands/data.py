@@ -11,20 +11,24 @@ import typer
 
 from dices_cli.commands.options import (
     DEFAULT_MAX_SIZE,
+    ColumnsOption,
     DataDir,
     ExcludeRemoved,
     Force,
+    LimitOption,
     MinQuality,
     OutputFile,
     OutputFormat,
     RatersFile,
+    SortOption,
     rater_selection,
     read_paths,
+    show_shaped,
     size_limit,
 )
 from dices_cli.layouts import Layout
 from dices_cli.queries.catalog import GROUP_COLUMNS
-from dices_cli.render import progress_bar, say, show
+from dices_cli.render import progress_bar, say
 
 if TYPE_CHECKING:
     from dices_cli.output import Format
@@ -38,9 +42,8 @@ DatasetChoice = Annotated[
 ]
 Files = Annotated[
     list[Path],
-    typer.Argument(
-        help="DICES CSV files (plain or .gz); - reads stdin.", dir_okay=False, show_default=False
-    ),
+    # A directory is refused by `_inputs`, which says how to give a data directory.
+    typer.Argument(help="DICES CSV files (plain or .gz); - reads stdin.", show_default=False),
 ]
 MaxSize = Annotated[
     str,
@@ -53,14 +56,19 @@ MaxSize = Annotated[
 EXCEL_SAFE_IS_FOR_CSV = "--excel-safe is for CSV, which spreadsheets open; leave it out"
 
 
-def _inputs(files: list[Path], max_size: str) -> tuple[list[Path], int]:
-    """The files, checked as a usage matter (each exists, stdin at most once), and the limit."""
+def _inputs(files: list[Path], max_size: str, store: bool = False) -> tuple[list[Path], int]:
+    """The files, checked as a usage matter (each exists and is not a directory, stdin at
+    most once), and the limit. `store`: the command writes to a data directory, which a
+    directory given among the files may have been meant as."""
     from dices_cli.errors import UsageError
     from dices_cli.source import STDIN
 
     for path in files:
         if str(path) != STDIN and not path.exists() and not path.is_symlink():
             raise UsageError(f"'{path}' does not exist")
+        if path.is_dir():
+            meant = f"; a data directory is given as --data {path}" if store else ""
+            raise UsageError(f"'{path}' is a directory: give the files to read{meant}")
     if sum(str(path) == STDIN for path in files) > 1:
         raise UsageError("- (stdin) can be given once")
     return files, size_limit(max_size)
@@ -119,7 +127,7 @@ def ingest(
     """
     from dices_cli import checksum
 
-    files, limit = _inputs(files, max_size)
+    files, limit = _inputs(files, max_size, store=True)
     checksum.prefetch(files)  # hashes and counts on a spare core while Polars is imported
     from dices_cli.ingest import ingest as run_ingest
     from dices_cli.store import Store, resolve_data_dir
@@ -132,6 +140,10 @@ def ingest(
             say(note)
 
 
+# What a problem is and where: kept on a narrow screen with the file, type and severity.
+PROBLEM_ANSWER = ("line", "column", "message")
+
+
 def validate(
     files: Files,
     dataset: DatasetChoice = "auto",
@@ -139,6 +151,9 @@ def validate(
     output: OutputFile = None,
     force: Force = False,
     max_size: MaxSize = DEFAULT_MAX_SIZE,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
 ) -> None:
     """Check DICES CSV files without ingesting them; list every problem found.
 
@@ -156,15 +171,18 @@ def validate(
     from dices_cli import checksum
     from dices_cli.output import Output, Table
     from dices_cli.problems import PROBLEM_FIELDS
+    from dices_cli.shape import Shape
+    from dices_cli.tabular import Focus
     from dices_cli.validate import validate_file
 
-    files, limit = _inputs(files, max_size)
+    shape = Shape.parse(keep_columns, sort, limit)
+    files, size_limit = _inputs(files, max_size)
     out = Output.build(fmt, output, force, files)  # before reading: the files may be large
     checksum.prefetch(files)  # counts each file's bytes on a spare core while Polars is imported
     reports = []
     with progress_bar(enabled=True) as progress, _max_size_named():
         for path in files:
-            reports.append(validate_file(path, dataset, limit, progress))
+            reports.append(validate_file(path, dataset, size_limit, progress))
     columns = ["file", *PROBLEM_FIELDS]
     rows = [
         (report.path, *(problem.as_record()[f] for f in PROBLEM_FIELDS))
@@ -172,7 +190,7 @@ def validate(
         for problem in report.problems
     ]
     table = Table(columns, [c == "line" for c in columns], rows)
-    show(table, out, title="Problems")
+    show_shaped(table, shape, out, "Problems", focus=Focus(answer=PROBLEM_ANSWER))
     for report in reports:
         say(report.summary())
     if not all(report.ok for report in reports):
@@ -191,6 +209,9 @@ def info(
             help="Also check every stored file against its recorded SHA-256 (as `dices verify`).",
         ),
     ] = False,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
 ) -> None:
     """Show what is ingested: per dataset, conversations, raters, ratings, source and checksum.
 
@@ -203,8 +224,11 @@ def info(
     from dices_cli.commands.verify import report_damage
     from dices_cli.errors import NotIngestedError
     from dices_cli.output import Output, table_from_rows
-    from dices_cli.store import Store, inventory, resolve_data_dir
+    from dices_cli.shape import Shape
+    from dices_cli.store import UNITS, Store, inventory, resolve_data_dir
+    from dices_cli.tabular import Focus
 
+    shape = Shape.parse(keep_columns, sort, limit)
     store = Store(resolve_data_dir(data))
     out = Output.build(fmt, output, force, [store.root])
     records = inventory(store)
@@ -213,7 +237,8 @@ def info(
             f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
         )
     table = table_from_rows(list(records[0]), [tuple(r.values()) for r in records])
-    show(table, out, title=f"Datasets in {store.root}")
+    counts = Focus(answer=tuple(unit for units in UNITS.values() for unit in units))
+    show_shaped(table, shape, out, f"Datasets in {store.root}", focus=counts)
     if verify and not report_damage(store):
         raise typer.Exit(1)
 
@@ -406,21 +431,18 @@ def _export_layout(
     with `excel_safe`, a CSV's formula-looking text defused as the wide CSV's is."""
     import json
 
-    from dices_cli.commands.canned import worded
+    from dices_cli.commands.canned import checked_by
     from dices_cli.errors import UsageError
     from dices_cli.export import defused, source_path
-    from dices_cli.layouts import group_columns, judge_bench, long_ratings, soft_labels
+    from dices_cli.layouts import judge_bench, long_ratings, soft_labels
     from dices_cli.output import Format, Output
-    from dices_cli.queries.catalog import ParameterError, missing_group_column
+    from dices_cli.queries.catalog import missing_group_column
     from dices_cli.queries.engine import chosen_datasets, open_session
     from dices_cli.schema import DATASETS
     from dices_cli.selection import resolve
     from dices_cli.store import Store, resolve_data_dir
 
-    try:
-        by = group_columns(by)
-    except ParameterError as error:
-        raise worded(error) from None
+    by = checked_by(by)
     store = Store(resolve_data_dir(data))
     names = chosen_datasets(store, dataset, columns=by)
     sources = [source_path(store.open(name)) for name in names]

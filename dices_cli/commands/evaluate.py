@@ -12,19 +12,23 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from dices_cli.commands.options import (
+    ColumnsOption,
     DataDir,
     ExcludeRemoved,
     Force,
+    LimitOption,
     MinQuality,
     OutputFile,
     OutputFormat,
     RatersFile,
+    SortOption,
+    emit_shaped,
     no_rater_selection,
     rater_selection,
     read_paths,
 )
 from dices_cli.metrics import defaults
-from dices_cli.render import emit, say
+from dices_cli.render import say
 
 if TYPE_CHECKING:
     from dices_cli.evaluate.predictions import Predictions
@@ -54,6 +58,12 @@ Examples:
 
     dices evaluate test_predictions.csv -d prosocial
 """  # noqa: E501 (Rich wraps each paragraph to the terminal)
+
+
+# The columns that answer "how good is the model": kept on a narrow screen (dices_cli.tabular),
+# with the ids and the --by columns. kappa is the headline of gold, crowd and label, jsd of
+# crowd-share (evaluation.HEADLINE); jsd's interval is left out to fit 80 columns.
+EVALUATE_ANSWER = ("kappa", "kappa_low", "kappa_high", "jsd")
 
 
 def stderr_is_terminal() -> bool:
@@ -172,6 +182,9 @@ def evaluate(
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
     min_quality: MinQuality = None,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
     data: DataDir = None,
     fmt: OutputFormat = None,
     output: OutputFile = None,
@@ -181,12 +194,15 @@ def evaluate(
     # fight the work for the cores (bench/evaluate.py, DICES-990 on 2 cores: 12.1 s -> 7.8 s).
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from dices_cli.commands.canned import checked_by
     from dices_cli.errors import DicesError, UsageError
     from dices_cli.evaluate.baseline import parse_baseline
     from dices_cli.evaluate.evaluation import Settings, chosen_references, combined
     from dices_cli.evaluate.evaluation import evaluate as run_evaluation
     from dices_cli.output import Format, Output
+    from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.tabular import Focus
 
     if explain:
         _explain()
@@ -198,9 +214,11 @@ def evaluate(
     from dices_cli.evaluate.evaluation import PROSOCIAL_REFERENCES, REFERENCES
     from dices_cli.families.prosocial import MEMBER as PROSOCIAL
 
+    shape = Shape.parse(keep_columns, sort, limit)
     prosocial = dataset == PROSOCIAL
     if prosocial:
         refuse_for_prosocial(by, baseline, ties, exclude_removed, raters, min_quality)
+    by = checked_by(by)
     known = PROSOCIAL_REFERENCES if prosocial else REFERENCES
     for reference in against or []:
         if reference not in known:
@@ -242,7 +260,8 @@ def evaluate(
         say(f"warning: {suspect.message()}")
     chart_table, chart = headline_chart(result.table, settings.by)
     shown = chart_table if fmt is Format.CHART else result.table
-    emit(shown, fmt, output, title="evaluate", force=force, inputs=inputs, chart=chart)
+    focus = Focus(settings.by, EVALUATE_ANSWER)
+    emit_shaped(shown, shape, fmt, output, "evaluate", force, inputs, chart, focus)
     if result.summary and stderr_is_terminal():
         say("\n".join(result.summary))
 

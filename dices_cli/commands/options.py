@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from dices_cli.output import Format
-from dices_cli.render import emit
+from dices_cli.output import Format, Output
+from dices_cli.render import show
 
 if TYPE_CHECKING:
     from dices_cli.families import Family
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from dices_cli.queries.catalog import Chart
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.shape import Shape
+    from dices_cli.tabular import Focus
 
 DataDir = Annotated[
     Path | None,
@@ -124,7 +125,7 @@ MinQuality = Annotated[
     ),
 ]
 
-# The shape of a result (dices_cli.shape): every canned query and `dices sql`.
+# The shape of a result (dices_cli.shape): every command that writes a result.
 ColumnsOption = Annotated[
     str | None,
     typer.Option(
@@ -190,9 +191,23 @@ def emit_shaped(
     force: bool,
     inputs: list[Path],
     chart: Chart | None = None,
+    focus: Focus | None = None,
 ) -> None:
-    """The one place a query's result takes its --columns/--sort/--limit shape, then is
-    written (or drawn as `chart`'s bars)."""
+    """`show_shaped` to stdout or -o FILE in the format asked for (or the natural one)."""
+    written = Output.build(fmt, output, force, inputs, chart=chart is not None)
+    show_shaped(result, shape, written, title, chart, focus)
+
+
+def show_shaped(
+    result: Result,
+    shape: Shape,
+    output: Output,
+    title: str | None = None,
+    chart: Chart | None = None,
+    focus: Focus | None = None,
+) -> None:
+    """The one place a result takes its --columns/--sort/--limit shape, then is written to
+    `output` (or drawn as `chart`'s bars; a table always shows the columns of `focus`)."""
     from dices_cli.shape import apply
 
-    emit(apply(result, shape), fmt, output, title=title, force=force, inputs=inputs, chart=chart)
+    show(apply(result, shape), output, title, chart, focus)

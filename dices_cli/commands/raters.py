@@ -7,16 +7,25 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from dices_cli.commands.options import DataDir, OutputFile, OutputFormat
+from dices_cli.commands.options import (
+    ColumnsOption,
+    DataDir,
+    LimitOption,
+    OutputFile,
+    OutputFormat,
+    SortOption,
+    show_shaped,
+)
 from dices_cli.output import Format, Output
 from dices_cli.quality import DEFAULT_MIN_QUALITY
-from dices_cli.render import say, show
+from dices_cli.render import say
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from dices_cli.audit import ColumnAudit, DatasetAudit
     from dices_cli.quality import RaterFilter
+    from dices_cli.shape import Shape
 
 
 def filter_raters(
@@ -72,6 +81,9 @@ def filter_raters(
             help="Replace datasets already in --write DIR; overwrite an existing -o FILE.",
         ),
     ] = False,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
     data: DataDir = None,
     fmt: OutputFormat = None,
     output: OutputFile = None,
@@ -110,9 +122,14 @@ def filter_raters(
         write_filtered,
     )
     from dices_cli.queries.engine import open_session
+    from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.tabular import Focus
 
+    shape = Shape.parse(keep_columns, sort, limit)
     _check_combination(explain, ids_only, audit_only, write, force, fmt, output)
+    if ids_only:
+        _shaped_ids([], shape)  # a column other than rater_id is refused before the work
     rule = RaterFilter(min_quality=min_quality, preset=preset)
     store = Store(resolve_data_dir(data))
     # Before --write writes anything. Plain ids are the same in any format.
@@ -131,13 +148,32 @@ def filter_raters(
             f"{counts['ratings']:,} ratings -> {write} (use --data {write})"
         )
     if ids_only:
-        ids = "".join(f"{r.rater_id}\n" for r in raters if r.key in kept)
-        with out.open() as handle:
-            handle.write(ids.encode("utf-8"))
+        _write_ids([r.rater_id for r in raters if r.key in kept], shape, out)
     elif audit_only:
-        show(audit_table(audits, rule.description), out)
+        show_shaped(audit_table(audits, rule.description), shape, out)
     elif write is None or fmt is not None or output is not None:
-        show(quality_table(raters, rule, explain), out, title="Rater quality")
+        table = quality_table(raters, rule, explain)
+        show_shaped(table, shape, out, "Rater quality", focus=Focus(answer=QUALITY_ANSWER))
+
+
+# The columns that answer "which raters are good": kept on a narrow screen with the ids.
+QUALITY_ANSWER = ("score", "kept")
+
+
+def _shaped_ids(ids: list[object], shape: Shape) -> list[object]:
+    """`ids` in `shape`, as a result whose one column is rater_id."""
+    from dices_cli.output import collect, table_from_rows
+    from dices_cli.shape import apply
+
+    table = table_from_rows(["rater_id"], [(rater_id,) for rater_id in ids])
+    return [row[0] for row in collect(apply(table, shape)).rows]
+
+
+def _write_ids(ids: list[object], shape: Shape, out: Output) -> None:
+    """The kept rater ids, one a line, in `shape`."""
+    lines = "".join(f"{rater_id}\n" for rater_id in _shaped_ids(ids, shape))
+    with out.open() as handle:
+        handle.write(lines.encode("utf-8"))
 
 
 def _check_combination(

@@ -119,6 +119,14 @@ def report(
             "--one-means", help="With --predictions: what a numeric or boolean label 1 means."
         ),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="With --predictions: a suspected flipped polarity is an error (exit 1), as "
+            "for dices evaluate.",
+        ),
+    ] = False,
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
     min_quality: MinQuality = None,
@@ -164,6 +172,7 @@ def report(
         "--ties": ties,
         "--threshold": threshold,
         "--one-means": one_means,
+        "--strict": strict or None,
     }
     if predictions is None:
         for flag, value in given.items():
@@ -197,6 +206,7 @@ def report(
         command += [part for k in settings.baselines for part in ("--baseline", f"raters:{k}")]
         command += ["--ties", settings.ties, "--threshold", f"{settings.threshold:g}"]
         command += ["--one-means", one_means] if one_means else []
+        command += ["--strict"] if strict else []
         command += ["--seed", str(seed)] if not by else []
     command += ["--exclude-removed"] if exclude_removed else []
     command += ["--raters", raters] if raters is not None else []
@@ -205,7 +215,16 @@ def report(
     try:
         with one_means_hinted():
             document = build_report(
-                store, dataset, selection, by or [], shlex.join(command), permutations, seed, models
+                store,
+                dataset,
+                selection,
+                by or [],
+                shlex.join(command),
+                permutations,
+                seed,
+                models,
+                warn=lambda text: say(f"warning: {text}"),
+                strict=strict,
             )
     except ParameterError as error:
         raise worded(error) from None

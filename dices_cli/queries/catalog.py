@@ -14,6 +14,7 @@ A header is the leading block of `--` comment lines:
     -- column {by}: The group columns the `by` parameter names.
     -- column share_yes: Share of Yes among the ratings.
     -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by} per dataset   (optional)
+    -- answer: share_yes, share_yes_ci_low, share_yes_ci_high
     -- explanation:
     --   Free text, as many lines as needed, until the header ends.
 
@@ -37,6 +38,10 @@ A `chart` line declares the bar chart the command line draws of the result (`Cha
 bar per row, as long as the `value` column, with the interval from the columns in brackets
 (optional), labelled by the `by` columns (`{NAME}`: a `columns` parameter's), one panel per
 value of the `per` columns (optional). Every column it names is a declared column.
+
+An `answer` line names the declared columns that answer the query's question: a table on a
+narrow terminal keeps them (with the ids and group columns) and leaves out the others first
+(`dices_cli.tabular`); the help lists them first. Every query declares its answer.
 
 A `columns` parameter names rater columns. A dataset that lacks one (DICES-350 has no
 rater_locale) cannot be broken down by it: `missing_group_column` says so, and the engine
@@ -72,6 +77,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from dices_cli.output import Table
+    from dices_cli.tabular import Focus
 
 # Rater and rating columns a result can be broken down by.
 GROUP_COLUMNS = (
@@ -294,6 +300,7 @@ class Query:
     columns: tuple[Column, ...] = ()
     conditions: tuple[Condition, ...] = ()
     chart: Chart | None = None
+    answer: tuple[str, ...] = ()  # the declared columns that answer the query's question
 
     def parameter(self, name: str) -> Parameter | None:
         return next((p for p in self.parameters if p.name == name), None)
@@ -316,6 +323,14 @@ class Query:
     def group_columns(self, parameters: dict[str, Any]) -> list[str]:
         """The rater columns the bound `parameters` break the result down by."""
         return [c for p in self.parameters if p.type == "columns" for c in parameters[p.name]]
+
+    def focus(self, parameters: dict[str, Any]) -> Focus:
+        """What a table of the result always shows: its group columns and its answer."""
+        from dices_cli.tabular import Focus
+
+        return Focus(
+            tuple(self.group_columns(parameters)), tuple(_expanded(self.answer, parameters))
+        )
 
 
 def missing_group_column(dataset: Dataset, columns: Sequence[str]) -> str | None:
@@ -345,6 +360,7 @@ def parse_query(path: Path, text: str) -> Query:
     conditions: list[Condition] = []
     explanation: list[str] = []
     chart = None
+    answer: tuple[str, ...] = ()
     in_explanation = False
     for line in header:
         if in_explanation and line.startswith("  "):
@@ -368,6 +384,8 @@ def parse_query(path: Path, text: str) -> Query:
             conditions.append(Condition(condition["name"], condition["other"], condition["value"]))
         elif line.startswith("chart:"):
             chart = _chart(path, line)
+        elif line.startswith("answer:"):
+            answer = tuple(name.strip() for name in line.partition(":")[2].split(","))
         elif line.startswith("explanation:"):
             in_explanation = True
         elif ":" in line:
@@ -390,6 +408,7 @@ def parse_query(path: Path, text: str) -> Query:
         columns=tuple(columns),
         conditions=tuple(conditions),
         chart=chart,
+        answer=answer,
     )
     _check_references(query)
     return query
@@ -413,6 +432,9 @@ def _check_references(query: Query) -> None:
     for name in query.chart.names if query.chart is not None else []:
         if name not in declared:
             raise ValueError(f"{query.path.name}: chart: {name} is not a declared column")
+    for name in query.answer:
+        if name not in declared:
+            raise ValueError(f"{query.path.name}: answer: {name} is not a declared column")
 
 
 def _chart(path: Path, line: str) -> Chart:

@@ -6,17 +6,17 @@
     charts.py    Vega-Lite specifications, rendered to inline SVG by vl-convert
     page.py      the HTML: figures, their tables, how the report was made
 
-The charting library (vl-convert-python, the `report` extra) is imported only when a chart
-is drawn, so no other command pays for it.
+The charting library (vl-convert-python, a dependency) is imported only when a chart is
+drawn, so no other command pays for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dices_cli import __version__
-from dices_cli.errors import DicesError
+from dices_cli.errors import DicesError, Option
 from dices_cli.metrics import defaults
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from dices_cli.report.models import ModelsRequest
     from dices_cli.store import Store
 
-INSTALL_HINT = "charts need vl-convert-python: pip install 'dices-cli[report]'"
+INSTALL_HINT = "charts need vl-convert-python, a dependency of dices: pip install vl-convert-python"
 # The resampling behind the p-values and intervals: the same defaults as `dices query
 # agreement` and `dices evaluate` (dices_cli.metrics.defaults), so a figure in the report is
 # the figure the CLI gives. 1000 relabellings cost the agreement section 5.8 s of CPU for race
@@ -54,6 +54,8 @@ def build_report(
     permutations: int = PERMUTATIONS,
     seed: int = 0,
     models: ModelsRequest | None = None,
+    warn: Callable[[str], None] = lambda _text: None,
+    strict: bool = False,
 ) -> str:
     """The report over `dataset` ('350', '990' or 'all') as an HTML document.
 
@@ -61,7 +63,10 @@ def build_report(
     (the groups compared; without them the report shows race and gender and leaves out
     the sections that need chosen groups); `command` is recorded as it is given;
     `permutations` and `seed` go to the agreement query (see `agreement_options`); `models`
-    is a predictions file to score (read and scored first, so that a bad file costs nothing).
+    is a predictions file to score (read and scored first, so that a bad file costs nothing):
+    each warning about the scores (coverage, a suspected flipped polarity) is given to `warn`
+    as soon as they are scored, as well as shown on the page, and with `strict` a suspected
+    flipped polarity is a `DicesError` (as for `dices evaluate`), raised before any drawing.
     Every part, the rater selection's quality scores included, reads the same version of
     each dataset (`Store.pinned`), whatever ingests replace it meanwhile.
     """
@@ -83,7 +88,15 @@ def build_report(
         if models is not None:
             from dices_cli.report.models import score_models
 
-            context.models = score_models(store, selection, models, context.datasets, context.by)
+            context.models = scored = score_models(
+                store, selection, models, context.datasets, context.by
+            )
+            for note in scored.pool.warnings:
+                warn(note)
+            for suspect in scored.pool.suspects:
+                if strict:
+                    raise DicesError(suspect.message(), " (", Option("strict"), ")")
+                warn(suspect.message())
         sections = []
         charts = []
         for build in SECTIONS:

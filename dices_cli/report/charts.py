@@ -57,6 +57,19 @@ def short(label: str, limit: int) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
+LINE_BREAK = "|"  # where a label `wrapped` for a multi-line axis label breaks
+
+
+def wrapped(label: str, width: int) -> str:
+    """`label` whole, in lines of about `width` characters broken between words (a word
+    longer stays whole), joined by LINE_BREAK for an axis that draws each on its own line."""
+    import textwrap
+
+    return LINE_BREAK.join(
+        textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False) or [label]
+    )
+
+
 def records(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
     """Rows as JSON-ready dicts (a Vega-Lite data source): decimals as floats, NaN as null."""
     return [
@@ -108,6 +121,10 @@ def _facet(
             direction: header(field, direction == "row") for direction, field in chosen.items()
         }
         faceted = {**top, "facet": headers, "spec": spec}
+        if "row" in chosen:
+            # Each row as tall as its own groups: no gap under a row of two. Vega lays such a
+            # grid out of place when a cell is missing: give every row and column a cell.
+            faceted["align"] = {"row": "each", "column": "all"}
     if independent:
         faceted["resolve"] = {"scale": {"y": "independent"}}
     return faceted
@@ -124,7 +141,9 @@ def _share(field: str, title: str, whole: bool = True, **more: Any) -> dict[str,
         "type": "quantitative",
         "title": title,
         "scale": {"domain": [0, 1]} if whole else {"zero": False, "nice": True},
-        "axis": {"format": ".0%"},
+        # No fixed precision: Vega gives the ticks as many decimals as their step needs, so
+        # a narrow panel's ticks never repeat (".0%" printed "29% 29% 30% 30%").
+        "axis": {"format": "~%"},
         **more,
     }
 
@@ -187,18 +206,29 @@ def bars(
     data: list[dict[str, Any]],
     group: Axis,
     value: dict[str, Any],
-    wrap: str = "panel",
+    wrap: str | None = "panel",
+    label: str | None = None,
+    row: str | None = None,
+    column: str | None = None,
 ) -> dict[str, Any]:
     """A horizontal bar per group, its length the `value` encoding, a panel per `wrap`
-    value (a dataset and a demographic column, say)."""
-    spec = _spec(
-        title,
-        description,
-        data,
-        mark={"type": "bar", "color": BLUE},
-        width=WIDTH / 2,
-        encoding={"y": _nominal(*group), "x": value},
-    )
+    value (a dataset and a demographic column, say), or per cell of a grid when `row` or
+    `column` is given (each value of those fields in its own row or column). `label`: a
+    field written after each bar, so that a bar of length 0 still says what it counts."""
+    y = _nominal(*group)
+    layer: list[dict[str, Any]] = [
+        {"mark": {"type": "bar", "color": BLUE}, "encoding": {"y": y, "x": value}}
+    ]
+    if label is not None:
+        layer.append(
+            {
+                "mark": {"type": "text", "align": "left", "dx": 4, "color": GREY},
+                "encoding": {"y": y, "x": value, "text": {"field": label}},
+            }
+        )
+    spec = _spec(title, description, data, width=WIDTH / 2, layer=layer)
+    if row is not None or column is not None:
+        return _facet(spec, row=row, column=column)
     return _facet(spec, wrap=wrap)
 
 
@@ -260,7 +290,9 @@ def estimates(
     x = {
         "type": "quantitative",
         "scale": {"zero": False, "nice": True},
-        "axis": {"format": ".2~f", "tickCount": 4},
+        # Vega's own tick format, whose decimals follow the ticks' step: a fixed ".2~f"
+        # printed a narrow panel's ticks as "0.29 0.29 0.3 0.3".
+        "axis": {"tickCount": 4},
     }
     painted = _colours(*colour, colours)
     layer: list[dict[str, Any]] = []
@@ -471,8 +503,10 @@ def dots(
 ) -> dict[str, Any]:
     """A point per group at `value` (any number), filled or hollow by `marker` (value ->
     "filled" or "hollow"), over a grey bar across its `interval` (low, high fields; none
-    where they are null); each panel has its own scales."""
-    y = _nominal(*group, axis={"labelLimit": 0})  # labels come cut (`short`)
+    where they are null); each panel has its own scales. Group labels come `wrapped`: each
+    line of one is drawn on its own line, each group given room for two."""
+    axis = {"labelLimit": 0, "labelExpr": f"split(datum.label, '{LINE_BREAK}')"}
+    y = _nominal(*group, axis=axis)
     x = {
         "type": "quantitative",
         "title": value[1],
@@ -504,7 +538,7 @@ def dots(
             },
         },
     ]
-    spec = _spec(title, description, data, width=WIDTH / 4, layer=layer)
+    spec = _spec(title, description, data, width=WIDTH / 4, height={"step": 40}, layer=layer)
     faceted = _facet(spec, row=row, column=column)
     faceted["resolve"] = {"scale": {"x": "independent", "y": "independent"}}
     return faceted

@@ -104,7 +104,11 @@ def _cell(value: Any) -> tuple[str, bool]:
 
 
 def table_html(table: Table, caption: str | None = None) -> str:
-    head = "".join(f"<th scope=col>{_escaped(c)}</th>" for c in table.columns)
+    # A long column name may break after each _ (never inside a word), so that a table of
+    # many columns fits the page rather than cutting its last header.
+    head = "".join(
+        f"<th scope=col>{_escaped(c).replace('_', '_<wbr>')}</th>" for c in table.columns
+    )
     body = []
     for row in table.rows:
         cells = []

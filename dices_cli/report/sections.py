@@ -36,6 +36,10 @@ SIGNIFICANT = 0.05  # Benjamini-Hochberg adjusted p-value below which a point is
 NO_GOLD = "no gold label"
 
 
+# The one bar-less row of a grid cell whose dataset lacks the column (DICES-350's rater_locale).
+NO_GROUPS = "(none)"
+
+
 def overview(ctx: Context) -> Section:
     result = ctx.run("overview")
     assert result is not None
@@ -292,9 +296,13 @@ def rater_quality(ctx: Context) -> Section:
         rule.threshold,
     )
     audits = audit(session, raters, kept_raters(raters, rule))
-    summary = audit_table(audits, rule.description)
-    summary = select(
-        [c for c in summary.columns if c not in ("filter", "groups")], summary.records()
+    # One row per figure and a column per dataset: the audit's 14 figures side by side were
+    # wider than the page.
+    audited = audit_table(audits, rule.description)
+    figures = [c for c in audited.columns if c not in ("dataset", "filter", "groups")]
+    summary = table_from_rows(
+        ["figure", *(dataset_title(r["dataset"]) for r in audited.records())],
+        [(name, *(r[name] for r in audited.records())) for name in figures],
     )
     removal = table_from_rows(
         ["dataset", "column", "group", "raters", "removed", "removal_rate", "p_value"],
@@ -309,10 +317,30 @@ def rater_quality(ctx: Context) -> Section:
     )
     removal_spec = charts.bars(
         f"Raters the default filter removes, per group (score below {rule.threshold:g})",
-        "Share of each demographic group's raters whose quality score is below the threshold.",
-        panels(removal),
+        "Share of each demographic group's raters whose quality score is below the threshold, "
+        "with how many of how many.",
+        # A column per dataset, a row per demographic column; each bar says "removed of
+        # raters", even when none is. A dataset without the column (DICES-350 has no
+        # rater_locale) says so in its cell: Vega lays out a grid with a cell missing wrongly.
+        [{**r, "counted": f"{r['removed']} of {r['raters']}"} for r in removal.records()]
+        + [
+            {
+                "dataset": dataset_title(a.dataset),
+                "column": column,
+                "group": NO_GROUPS,
+                "removal_rate": 0.0,
+                "counted": f"{dataset_title(a.dataset)} has no {column}",
+            }
+            for column in DEMOGRAPHICS
+            for a in audits
+            if column in {c.column for audited in audits for c in audited.columns}
+            and column not in {c.column for c in a.columns}
+        ],
         ("group", None),
         charts.share("removal_rate", "share of the group's raters removed"),
+        label="counted",
+        row="column",
+        column="dataset",
     )
     return Section(
         "quality",
@@ -379,7 +407,7 @@ def agreement(ctx: Context) -> Section | None:
         "Krippendorff's alpha within each group (IRR), with the rest of the pool (XRR) and "
         "their ratio (GAI), over a grey bar where 95% of as many raters drawn at random "
         "score, filled where the permutation test is significant.",
-        [{**r, "label": charts.short(str(r["group"]), 18)} for r in panels(table)],
+        [{**r, "label": charts.wrapped(str(r["group"]), 24)} for r in panels(table)],
         ("label", None),
         ("value", "value"),
         ("null_low", "null_high"),

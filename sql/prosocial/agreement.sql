@@ -9,6 +9,7 @@
 -- column fleiss_kappa: Fleiss' kappa (three annotations per utterance).
 -- column negentropy: Mean over utterances of ln 3 minus the entropy of the annotations.
 -- column plurality_size: Mean over utterances of the share giving the most frequent annotation.
+-- answer: irr, irr_ordinal, fleiss_kappa
 -- explanation:
 --   Do the annotators agree? ProsocialDialog publishes three annotations per utterance
 --   but no annotator ids, so only the measures that need no rater identity apply:

@@ -12,6 +12,7 @@
 -- column share_flagged: Share of the annotations that are needs caution or needs intervention.
 -- column plurality: The most frequent annotation; tie when the top two are equal.
 -- column entropy_bits: Shannon entropy of the casual/caution/intervention split, in bits.
+-- answer: safety_label, share_flagged, plurality
 -- explanation:
 --   Where do the three annotators disagree? For each utterance: its source and
 --   published label, how its three annotations split, the plurality annotation ('tie'

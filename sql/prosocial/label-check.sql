@@ -7,6 +7,7 @@
 -- column agrees: Whether the two are the same.
 -- column items: Utterances with this pair of labels.
 -- column share: Their share of all utterances.
+-- answer: safety_label, safety_label_recomputed, items, share
 -- explanation:
 --   Is each published safety_label the one its three annotations imply? Kim et al. 2022
 --   (Appendix A.4, criterion for the final safety labels) derive the label from the

@@ -9,6 +9,7 @@
 -- column share_casual: Share of the annotations that are casual.
 -- column share_needs_caution: Share of the annotations that are needs caution.
 -- column share_needs_intervention: Share of the annotations that are needs intervention.
+-- answer: dialogues, items, ratings
 -- explanation:
 --   The first look at ProsocialDialog: per split, how many dialogues and utterances it
 --   holds, and how the three crowd annotations of each utterance split between casual,

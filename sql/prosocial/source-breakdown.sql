@@ -10,6 +10,7 @@
 -- column share_needs_caution: Share of the annotations that are needs caution.
 -- column share_needs_intervention: Share of the annotations that are needs intervention.
 -- column share_label_needs_intervention: Share of the utterances published as __needs_intervention__.
+-- answer: items, share_needs_caution, share_needs_intervention
 -- explanation:
 --   Does the seed text's source change how unsafe the dialogues are? For each source
 --   (Social Chemistry, Social Bias Frames, and the ETHICS dataset's two parts): its
