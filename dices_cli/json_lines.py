@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from dices_cli.lines import CHUNK, MAX_RECORD_BYTES, Lines, RecordTooLongError
+from dices_cli.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
 from dices_cli.problems import JsonProblemType, ProblemType
 
 if TYPE_CHECKING:
@@ -27,7 +27,6 @@ MAX_DEPTH = 64  # levels of lists and objects in one line; dices's own files nee
 BLANKS = " \t\r\n"  # JSON's whitespace: a line of nothing else is skipped
 # An escape that may be half of a UTF-16 pair: the parsed value is looked at only then.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_OPENERS = (ord("["), ord("{"))
 
 
 class JsonLineError(Exception):
@@ -132,24 +131,3 @@ def _depth(value: object) -> int:
                 break
             stack.extend((child, depth + 1) for child in item)
     return deepest
-
-
-def screened(handle: BinaryIO) -> bool:
-    """Whether every line of `handle` is at most MAX_RECORD_BYTES long and opens at most
-    MAX_DEPTH lists and objects: what a reader that holds a whole file and recurses into
-    its nesting (PyArrow's) may be given. Reads a chunk at a time."""
-    import numpy as np
-
-    length = opened = 0  # of the line under way
-    while chunk := handle.read(CHUNK):
-        data = np.frombuffer(chunk, np.uint8)
-        ends = np.flatnonzero(data == ord("\n")) + 1
-        openers = np.flatnonzero((data == _OPENERS[0]) | (data == _OPENERS[1]))
-        cuts = np.concatenate(([0], ends, [len(data)]))
-        lengths, opens = np.diff(cuts), np.diff(np.searchsorted(openers, cuts))
-        lengths[0] += length
-        opens[0] += opened
-        if lengths.max() > MAX_RECORD_BYTES or opens.max() > MAX_DEPTH:
-            return False
-        length, opened = int(lengths[-1]), int(opens[-1])
-    return True

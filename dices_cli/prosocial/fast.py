@@ -14,7 +14,8 @@ import re
 from typing import TYPE_CHECKING
 
 from dices_cli.families.prosocial import ANNOTATIONS, ANNOTATORS_PER_ITEM, ENUM_FIELDS, ID_LIMITS
-from dices_cli.json_lines import screened
+from dices_cli.json_lines import MAX_DEPTH
+from dices_cli.lines import first_overlong
 
 if TYPE_CHECKING:
     import polars as pl
@@ -40,7 +41,7 @@ def read_valid(source: Source) -> pl.DataFrame | None:
     import pyarrow.json as pajson
 
     with source.open_text() as text:
-        if not screened(text):
+        if first_overlong(text, openers=b"[{", most_openers=MAX_DEPTH) is not None:
             return None
     data = source.read(source.size)
     end = len(data)  # without the final line ends (no copy of the data: it may be 100 MB)
