@@ -66,19 +66,73 @@ def file_format(given: str, source: Source) -> str:
 
 def parquet_file(source: Source, max_size: int) -> pq.ParquetFile:
     """The source opened as Parquet (a pyarrow ParquetFile), refused when it is not one or
-    when its data would take more than `max_size` bytes once decompressed."""
+    when its data would take more than `max_size` bytes once decoded (`decoded_size`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         parquet = pq.ParquetFile(source.text_path)
+        inflated = decoded_size(parquet, source.text_path, max_size)
     except (pa.ArrowException, OSError) as error:
         raise DicesError(f"{source.name} cannot be read as Parquet: {error}") from error
-    metadata = parquet.metadata
-    inflated = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
     if inflated > max_size:
         raise DicesError(
             f"{source.name} holds more than {format_size(max_size)} of data once "
-            "decompressed; nothing was read"
+            "decompressed and decoded; nothing was read"
         )
     return parquet
+
+
+def decoded_size(parquet: pq.ParquetFile, path: str, limit: int) -> int:
+    """About how many bytes the columns of `parquet` take once read, counted until past
+    `limit`. The sizes a footer records are of the encoded data: a dictionary of one string
+    of 8 MiB, indexed by 512 rows, is 2 KB in the file and 4 GiB read. So a column of fixed
+    width counts its values x its width; a column of text with a dictionary (or with
+    delta-encoded text, which also repeats a value for almost nothing) is read as
+    dictionary indices, and the lengths of the values they point to are summed; other
+    columns count their decompressed size. A nested column with a dictionary counts each
+    value as the whole dictionary (an upper bound: such a column is seldom a table's)."""
+    import pyarrow.parquet as pq
+
+    metadata = parquet.metadata
+    total, counted = 0, set()
+    for group in range(metadata.num_row_groups):
+        for index in range(metadata.num_columns):
+            chunk = metadata.row_group(group).column(index)
+            width = _WIDTHS.get(chunk.physical_type) or metadata.schema.column(index).length
+            repeats = bool({*chunk.encodings} & _REPEATING) or chunk.has_dictionary_page
+            if chunk.physical_type != "BYTE_ARRAY" and width:
+                total += chunk.num_values * width
+            elif not repeats:
+                total += chunk.total_uncompressed_size
+            elif "." not in chunk.path_in_schema:
+                counted.add(chunk.path_in_schema)
+            else:
+                total += chunk.num_values * chunk.total_uncompressed_size
+            if total > limit:
+                return total
+    if counted:
+        names = sorted(counted)
+        indexed = pq.ParquetFile(path, read_dictionary=names)
+        for batch in indexed.iter_batches(batch_size=COUNT_ROWS, columns=names):
+            total += sum(_text_bytes(column) for column in batch.columns)
+            if total > limit:
+                break
+    return total
+
+
+# Bytes per value of Parquet's fixed-width physical types (FIXED_LEN_BYTE_ARRAY: its length).
+_WIDTHS = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}
+_REPEATING = {"PLAIN_DICTIONARY", "RLE_DICTIONARY", "DELTA_BYTE_ARRAY"}
+COUNT_ROWS = 4096  # rows of dictionary indices read at a time to count a text column
+
+
+def _text_bytes(column: object) -> int:
+    """The bytes of a column of text once read: its values' lengths and an offset each."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not isinstance(column, pa.DictionaryArray):
+        return int(column.nbytes)  # type: ignore[attr-defined]
+    lengths = pc.take(pc.binary_length(column.dictionary), column.indices)
+    return int(pc.sum(lengths).as_py() or 0) + 8 * len(column)

@@ -61,9 +61,11 @@ class PredictionProblemType(StrEnum):
 
 class JsonProblemType(StrEnum):
     """What a JSON Lines dataset file (ProsocialDialog, `dices_cli.prosocial`) can hold
-    beyond the problems a CSV has too, which keep their ProblemType."""
+    beyond the problems a CSV has too, which keep their ProblemType. `duplicate-key` is
+    what every JSON Lines reader refuses alike (`dices_cli.json_lines`)."""
 
     INVALID_JSON = "invalid-json"
+    DUPLICATE_KEY = "duplicate-key"
     MISSING_FIELD = "missing-field"
     UNEXPECTED_FIELD = "unexpected-field"
     WRONG_TYPE = "wrong-type"

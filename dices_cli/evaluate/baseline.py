@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dices_cli.errors import UsageError
+from dices_cli.errors import Option, UsageError
 from dices_cli.evaluate.measure import Prediction
 from dices_cli.evaluate.references import UNRATED, Mask, Votes
 
@@ -41,8 +41,28 @@ class Draw:
     kept: Mask  # per rating: not drawn, so part of the reference
 
 
+def check_drawable(votes: Votes, k: int) -> None:
+    """UsageError unless some conversation has more than K ratings: K to draw, and at least
+    one left to score them against (naming the largest K that can be drawn)."""
+    from dices_cli.families import family_of
+
+    most = int(np.bincount(votes.item, minlength=votes.conversations).max(initial=0))
+    if k < most:
+        return
+    title = family_of(votes.dataset).title_of(votes.dataset)
+    fits = f"give raters:{most - 1} or less" if most > 1 else "no baseline can be drawn"
+    raise UsageError(
+        Option("baseline"),
+        f" {baseline_name(k)} needs a conversation with at least {k + 1} ratings ({k} drawn, "
+        f"and one left to score them against); the most any conversation of {title} has "
+        f"among the selected raters is {most}: {fits}",
+    )
+
+
 def draws(votes: Votes, k: int, count: int, seed: int) -> Iterator[Draw]:
-    """`count` draws of K raters per conversation, reproducible from `seed`."""
+    """`count` draws of K raters per conversation, reproducible from `seed` (UsageError
+    when no conversation has more than K ratings: `check_drawable`)."""
+    check_drawable(votes, k)
     rng = np.random.default_rng(seed)
     conversations = votes.conversations
     eligible = np.bincount(votes.item, minlength=conversations) > k

@@ -36,11 +36,13 @@ from typing import TYPE_CHECKING
 from dices_cli.csvparse import _structure_problems
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 from dices_cli.file_formats import file_format, parquet_file
+from dices_cli.json_lines import JsonLineError, json_lines, parsed
 from dices_cli.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
 from dices_cli.problems import (
     MAX_KEPT_PROBLEMS,
     SHOWN_CHARS,
     SHOWN_VALUE_CHARS,
+    JsonProblemType,
     PredictionProblemType,
     Problem,
     ProblemType,
@@ -375,30 +377,22 @@ def _json_text(value: object) -> str | None:
 
 def _json_rows(source: Source, report: Report) -> _Rows | None:
     """JSON Lines: one object per line; blank lines are skipped."""
-    rows, seen = _Rows(list(COLUMNS)), set()
+    rows, seen = _Rows(list(COLUMNS)), set[str]()
     with source.open_text() as text:
-        lines = Lines(text)
-        while True:
-            lines.start_record()
-            try:
-                line = next(lines)
-            except StopIteration:
-                break
-            except RecordTooLongError:
-                rows.records += 1
-                report.add([_record_too_long(lines.first)])
-                continue
-            if not line.strip():
-                continue
+        for number, line in json_lines(text):
             rows.records += 1
-            problem = _json_problem(lines.first, line)
+            problem = _json_problem(number, line)
             if isinstance(problem, Problem):
                 report.add([problem])
                 report.rows_rejected += 1
                 continue
-            record = {key.strip().lower(): value for key, value in problem.items()}
-            seen |= record.keys() & set(COLUMNS)
-            rows.add(lines.first, {name: _json_text(record.get(name)) for name in COLUMNS})
+            record = _known_values(number, problem)
+            if isinstance(record, Problem):
+                report.add([record])
+                report.rows_rejected += 1
+                continue
+            seen |= record.keys()
+            rows.add(number, {name: _json_text(record.get(name)) for name in COLUMNS})
     if rows.records == 0:
         report.add([_empty_file()])
         return None
@@ -407,14 +401,31 @@ def _json_rows(source: Source, report: Report) -> _Rows | None:
     return rows
 
 
-def _json_problem(line: int, text: str) -> Problem | dict[str, object]:
-    """The object on a line, or the problem that it is not one."""
+def _known_values(line: int, record: dict[str, object]) -> Problem | dict[str, object]:
+    """The values of the known columns, by their names (keys are read as a header's names
+    are: blanks around them and case do not count); two keys naming one is a problem."""
+    known: dict[str, object] = {}
+    for key, value in record.items():
+        name = key.strip().lower()
+        if name in known:
+            message = f"the keys of the line name {name} twice"
+            return Problem(JsonProblemType.DUPLICATE_KEY, line, name, key, message)
+        if name in COLUMNS:
+            known[name] = value
+    return known
+
+
+def _json_problem(line: int, text: str | None) -> Problem | dict[str, object]:
+    """The object on a line, or the problem that it is not one (`dices_cli.json_lines`)."""
+    if text is None:
+        return _record_too_long(line)
     shown = text.strip()[:SHOWN_VALUE_CHARS].encode("utf-8", "backslashreplace").decode()
     try:
-        record = json.loads(text)
-    except ValueError as error:
-        message = f"the line is not valid JSON ({error})"
-        return Problem(PredictionProblemType.INVALID_JSON, line, None, shown, message)
+        record = parsed(text)
+    except JsonLineError as error:
+        if error.type is JsonProblemType.INVALID_JSON:
+            return Problem(PredictionProblemType.INVALID_JSON, line, None, shown, error.message)
+        return Problem(error.type, line, None, error.value, error.message)
     if not isinstance(record, dict):
         message = "the line is JSON but not an object ({...}) of named values"
         return Problem(PredictionProblemType.INVALID_JSON, line, None, shown, message)

@@ -63,7 +63,7 @@ def recognises(first: bytes) -> bool:
     with a line that is a JSON object with ProsocialDialog's keys."""
     try:
         line = json.loads(first.split(b"\n", 1)[0])
-    except ValueError:  # CSV, or not UTF-8, or a first line longer than `first`
+    except (ValueError, RecursionError):  # CSV, not UTF-8, cut short by `first`, too deep
         return False
     return isinstance(line, dict) and {"safety_annotations", "dialogue_id", "context"} <= set(line)
 

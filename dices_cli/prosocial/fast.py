@@ -14,6 +14,8 @@ import re
 from typing import TYPE_CHECKING
 
 from dices_cli.families.prosocial import ANNOTATIONS, ANNOTATORS_PER_ITEM, ENUM_FIELDS, ID_LIMITS
+from dices_cli.json_lines import MAX_DEPTH
+from dices_cli.lines import first_overlong
 
 if TYPE_CHECKING:
     import polars as pl
@@ -31,11 +33,16 @@ _NULLABLE = ("rots", "etc")
 
 def read_valid(source: Source) -> pl.DataFrame | None:
     """Every line of `source` as a row, in order (row i is line i + 1), when every line is
-    valid; None when any line may not be (or the file holds blank lines)."""
+    valid; None when any line may not be (or the file holds blank lines, a line too long to
+    hold, or one nested deeper than a valid line: PyArrow's reader recurses into nesting,
+    and crashed at 100,000 levels)."""
     import polars as pl
     import pyarrow as pa
     import pyarrow.json as pajson
 
+    with source.open_text() as text:
+        if first_overlong(text, openers=b"[{", most_openers=MAX_DEPTH) is not None:
+            return None
     data = source.read(source.size)
     end = len(data)  # without the final line ends (no copy of the data: it may be 100 MB)
     while end and data[end - 1] == ord("\n"):
@@ -61,6 +68,7 @@ def read_valid(source: Source) -> pl.DataFrame | None:
     options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     try:
         table = pajson.read_json(pa.py_buffer(data), parse_options=options)
+        table.validate(full=True)  # the reader never checks that text is UTF-8
     except pa.ArrowInvalid:  # broken JSON, a wrong type, an extra key, invalid UTF-8, ...
         return None
     # Two objects on one line would make two rows: as many rows as lines rules that out.

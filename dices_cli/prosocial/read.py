@@ -130,11 +130,12 @@ def _check_labels(checked: CheckedSplit) -> None:
 
 
 def rejected_records(checked: CheckedSplit) -> Iterator[tuple[int, bytes, list[Problem]]]:
-    """(line, bytes, problems) of every rejected line, in file order, read again."""
+    """(line, bytes, problems) of every rejected line, in file order, read again (a line
+    too long to hold is left out: its problem says so)."""
     by_line: dict[int, list[Problem]] = {}
     for problem in checked.report.errors:
         by_line.setdefault(problem.line or 0, []).append(problem)
     rejected = set(checked.rejected_lines)
     for number, line in rows.lines(checked.source):
-        if number in rejected:
-            yield number, line, by_line.get(number, [])
+        if number in rejected and line is not None:
+            yield number, line.encode("utf-8", "surrogateescape"), by_line.get(number, [])

@@ -15,19 +15,19 @@ from dices_cli.families.prosocial import (
     FIELDS,
     ID_LIMITS,
 )
+from dices_cli.json_lines import JsonLineError, json_lines, parsed, too_long_message
 from dices_cli.problems import JsonProblemType, Problem, ProblemType, Report, shortened
 from dices_cli.source import Source
 
 _JSON_TYPE_NAMES = {str: "text", list: "a list", int: "a whole number", bool: "true or false"}
 
 
-def lines(source: Source) -> Iterator[tuple[int, bytes]]:
-    """(number, bytes without the line end) of every line that is not blank."""
+def lines(source: Source) -> Iterator[tuple[int, str | None]]:
+    """(number, text without the line end) of every line that is not blank, decoded with
+    surrogateescape; None for a line too long to hold (`dices_cli.json_lines`)."""
     with source.open_text() as text:
-        for number, raw in enumerate(text, start=1):
-            line = raw.rstrip(b"\r\n")
-            if line.strip():
-                yield number, line
+        for number, line in json_lines(text):
+            yield number, None if line is None else line.rstrip("\r\n")
 
 
 def read_lines(source: Source, report: Report) -> tuple[dict[str, list[Any]], list[int], list[int]]:
@@ -143,37 +143,18 @@ def _list_problems(line: int, row: dict[str, Any]) -> Iterator[Problem]:
                 )
 
 
-def _parsed(number: int, line: bytes, seen: set[tuple[int, int]]) -> tuple[Any, list[Problem]]:
+def _parsed(number: int, line: str | None, seen: set[tuple[int, int]]) -> tuple[Any, list[Problem]]:
     """One line's object and its problems (none when it is valid)."""
+    if line is None:
+        message = too_long_message("a ProsocialDialog line")
+        return None, [Problem(ProblemType.RECORD_TOO_LONG, number, None, None, message)]
     try:
-        row = json.loads(line)
-    except UnicodeDecodeError:
-        return None, [
-            Problem(ProblemType.INVALID_UTF8, number, None, None, "the line is not valid UTF-8")
-        ]
-    except ValueError as error:
-        return None, [
-            Problem(
-                JsonProblemType.INVALID_JSON,
-                number,
-                None,
-                shortened(line.decode("utf-8", "replace")),
-                f"the line is not valid JSON ({error})",
-            )
-        ]
-    try:  # JSON may escape half of a UTF-16 pair, which is no character: "\ud800"
-        json.dumps(row, ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        return None, [
-            Problem(
-                ProblemType.INVALID_UTF8,
-                number,
-                None,
-                None,
-                "the line escapes a lone UTF-16 surrogate (\\ud800 to \\udfff), "
-                "which is no character",
-            )
-        ]
+        row: Any = parsed(line)
+    except JsonLineError as error:
+        value = error.value
+        if error.type is JsonProblemType.INVALID_JSON:
+            value = shortened(line.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+        return None, [Problem(error.type, number, None, value, error.message)]
     problems = list(_row_problems(number, row))
     if not problems:
         key = (row["dialogue_id"], row["response_id"])

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from dices_cli.errors import DamagedDataError, DicesError, Option, UsageError
 from dices_cli.output import Stream
+from dices_cli.problems import ProblemType
 from dices_cli.queries.engine import RaterSelection, Session
 from dices_cli.queries.family import session_for
-from dices_cli.source import DEFAULT_MAX_SIZE, open_source
+from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
 from dices_cli.store import Store, StoredDataset
 
 if TYPE_CHECKING:
@@ -140,14 +141,18 @@ def user_tables(specs: Sequence[str]) -> dict[str, str]:
         name, equals, given = spec.partition("=")
         if not equals or not given:
             raise UsageError(f"give a table as NAME=FILE, not {spec!r}")
+        if given == STDIN and STDIN in tables.values():
+            raise UsageError(f"{STDIN} (stdin) can be given once: as the file of one table")
         if not _IDENTIFIER.match(name):
             raise UsageError(
                 f"a table name is letters, digits and _, not starting with a digit: {name!r}"
             )
+        # Reserved keywords, and those that may name a type or function but not a table
+        # (semi, anti, asof, positional, similar, glob, join, ...): `FROM semi` is an error.
         with duckdb.connect(":memory:") as catalog:
             reserved = catalog.execute(
-                "SELECT count(*) FROM duckdb_keywords() "
-                "WHERE keyword_name = lower($name) AND keyword_category = 'reserved'",
+                "SELECT count(*) FROM duckdb_keywords() WHERE keyword_name = lower($name) "
+                "AND keyword_category IN ('reserved', 'type_function')",
                 {"name": name},
             ).fetchone()
         if reserved and reserved[0]:
@@ -163,13 +168,23 @@ def user_tables(specs: Sequence[str]) -> dict[str, str]:
 
 def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Table:
     """The CSV, TSV, JSON Lines or Parquet file `given` ("-" for stdin) as an Arrow table,
-    its format told as a predictions file's is, its column types inferred."""
+    its format told as a predictions file's is, its column types inferred.
+
+    Polars holds a whole file, so text is looked at first, a chunk at a time: a record
+    longer than a record may be is refused (Polars held 4.3 GB for a line of 1 GB), and so
+    is a JSON line that the JSON Lines readers of dices refuse (`dices_cli.json_lines`:
+    Polars kept the first of two equal keys, made an escaped lone surrogate NUL, and
+    crashed at 900 levels of nesting)."""
     import polars as pl
 
     from dices_cli.file_formats import file_format, parquet_file
 
     with open_source(given, max_size) as source:
         kind = file_format(given, source)
+        if kind != "parquet":
+            problem = _text_problem(source, kind)
+            if problem is not None:
+                raise DicesError(f"cannot read table {name} from {source.name}: {problem}")
         try:
             if kind == "parquet":
                 parquet_file(source, max_size)
@@ -190,6 +205,31 @@ def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Ta
             ) from error
         source.check_unchanged()
     return frame.to_arrow()
+
+
+def _text_problem(source: Source, kind: str) -> str | None:
+    """The first problem of a text table that Polars must not be given, as "line N: what
+    [type]"; None when there is none."""
+    from dices_cli.json_lines import JsonLineError, json_lines, parsed, too_long_message
+    from dices_cli.lines import MAX_RECORD_BYTES, first_overlong
+
+    with source.open_text() as text:
+        if kind != "jsonl":
+            line = first_overlong(text, quoted=True)
+            if line is None:
+                return None
+            return (
+                f"line {line}: the record starting here is longer than "
+                f"{MAX_RECORD_BYTES >> 20} MiB [{ProblemType.RECORD_TOO_LONG}]"
+            )
+        for number, line_text in json_lines(text):
+            if line_text is None:
+                return f"line {number}: {too_long_message('a row')} [{ProblemType.RECORD_TOO_LONG}]"
+            try:
+                parsed(line_text)
+            except JsonLineError as error:
+                return f"line {number}: {error.message} [{error.type}]"
+    return None
 
 
 class ParquetStream:
