@@ -242,12 +242,17 @@ def crowd_binary(counts: Array, ties: str) -> Binary:
     ("exclude") or decided ("unsafe", "safe"); a tie of No and Unsure is not unsafe, whatever
     the rule (Yes has fewer answers); a conversation nobody rated is left out. Unsure is
     not unsafe."""
-    codes = plurality(counts)
-    tie = (codes == TIE) & (counts[..., YES, :] == counts.max(axis=-2))
-    defined = codes != UNRATED
+    # The plurality's rule read from Yes against the larger of No and Unsure: the same
+    # answer as `plurality` in a third of the passes over the counts, which matters to
+    # evaluate's permutation tests (a crowd label per relabelling, group and conversation).
+    yes = counts[..., YES, :]
+    other = np.maximum(counts[..., NO, :], counts[..., UNSURE, :])
+    tie = (yes == other) & (yes > 0)
+    defined = (yes > 0) | (other > 0)
     if ties == "exclude":
         defined &= ~tie
-    return Binary((codes == YES) | (tie & (ties == "unsafe")), defined, tie)
+    unsafe = (yes > other) | (tie & (ties == "unsafe"))
+    return Binary(unsafe, defined, tie)
 
 
 def gold_binary(gold: Mask) -> Binary:
