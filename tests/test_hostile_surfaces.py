@@ -463,11 +463,11 @@ def test_parquet_with_repeated_values_ends_cleanly_in_bounded_memory(
     sample: Path, bomb: bool, value_kib: int, rows: int, command: str
 ) -> None:
     """A dictionary-repeated string: read when it fits (at most 4 MiB decoded), refused
-    before it is read when it takes more than 2 GiB (1 to 64 MiB x 2,052 to 6,144 rows).
+    before it is read when it takes more than 2 GiB (4 to 16 MiB x 2,052 to 6,144 rows).
     (64 MiB of 64 KiB labels, which fits --max-size, still ends evaluate in SIGABRT under
     the 2 GiB address-space cap: Polars' working copies, not the reading.)"""
     if bomb:
-        value_kib, rows = value_kib * 16 * 1024, rows * 4 + 2048
+        value_kib, rows = value_kib * 4 * 1024, rows * 4 + 2048
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "p.parquet"
         label = pa.DictionaryArray.from_arrays(
