@@ -421,6 +421,28 @@ def test_sql_timeout_refuses_nan_and_takes_inf_as_no_limit(small: Path, runner: 
         ["gold-vs-crowd", "--rule", "threshold", "--threshold", "1"],
         ["agreement", "--by", "rater_age", "--permutations", "0"],
         ["agreement", "--by", "rater_age", "--permutations", "100000", "--seed", "4294967295"],
+        [
+            "group-disagreement",
+            "--by",
+            "rater_age",
+            "--min-raters",
+            "1",
+            "--permutations",
+            "100000",
+            "--seed",
+            "4294967295",
+        ],
+        [
+            "group-disagreement",
+            "--by",
+            "rater_age",
+            "--min-raters",
+            "100000",
+            "--permutations",
+            "0",
+            "--seed",
+            "0",
+        ],
     ],
 )
 def test_the_ends_of_a_range_are_inside_it(args: list[str], small: Path, runner: CliRunner) -> None:
@@ -456,6 +478,9 @@ def test_every_numeric_parameter_has_a_range_holding_its_default() -> None:
             for name in ("qoverall-by-demographic", "degree-of-harm", "harm-types")
             for parameter in ("bootstrap", "seed")
         ),
+        ("group-disagreement", "min_raters"),
+        ("group-disagreement", "permutations"),
+        ("group-disagreement", "seed"),
     }
     for _, parameter in numeric:
         assert parameter.range is not None
