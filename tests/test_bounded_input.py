@@ -243,7 +243,9 @@ def test_a_directory_is_a_clear_error(
     (tmp_path / "d").mkdir()
     result = runner.invoke(app, ["validate", "d"])
     assert result.exit_code == 2
-    assert "File 'd' is a directory." in result.stderr
+    assert result.stderr == (
+        "Error: 'd' is a directory: give the files to read\nTry 'dices validate -h' for help.\n"
+    )
     with pytest.raises(DicesError, match=f"^cannot read {tmp_path}: it is a directory$"):
         check_file(Source(str(tmp_path)))
 

@@ -202,14 +202,15 @@ def test_a_manifest_without_what_the_declaration_names_is_damaged(
 def test_without_its_declaration_the_toy_file_is_not_data(
     runner: CliRunner, tmp_path: Path
 ) -> None:
-    """The test above passes because of the declaration: unregistered, the file falls to
-    DICES, the family that takes what no other recognises, and is refused."""
+    """The test above passes because of the declaration: unregistered, the file is JSON no
+    family recognises, and is refused in one line that says so."""
     toy, data = tmp_path / "toy.jsonl", tmp_path / "data"
     toy.write_bytes(TOY_LINES)
     result = runner.invoke(app, ["ingest", str(toy), "--data", str(data)])
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[0] == (
-        f"Error: {toy} is not valid DICES data; nothing was written"
+    assert result.stderr == (
+        f"Error: {toy} is JSON, not a table dices reads: DICES CSV files (plain or "
+        "gzip-compressed) and ProsocialDialog's JSON Lines files\n"
     )
     assert not data.exists()
 

@@ -214,12 +214,9 @@ def test_info_and_verify_name_the_family(sample_lines: list[str], tmp_path: Path
     info = run("info", "--data", data, "--format", "csv")
     assert info.exit_code == 0
     record = next(csv.DictReader(io.StringIO(info.stdout)))
-    assert (record["dataset"], record["conversations"], record["raters"], record["ratings"]) == (
-        "prosocial",
-        "2",
-        "",
-        "15",
-    )
+    # ProsocialDialog's own units, as they are (no conversations, raters or ratings).
+    assert list(record)[:4] == ["dataset", "dialogues", "utterances", "annotations"]
+    assert (record["dialogues"], record["utterances"], record["annotations"]) == ("2", "5", "15")
     assert record["source"] == "train.json"
 
 
