@@ -47,7 +47,7 @@ KEY_FIELDS = (
 # The columns of the judge_calls view, with their Arrow types (by name, for `calls_table`).
 COLUMNS = {
     "key": "string",
-    "at": "timestamp",
+    "asked_at": "timestamp",
     "endpoint": "string",
     "model": "string",
     "prompt": "string",

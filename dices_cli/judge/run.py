@@ -211,9 +211,6 @@ def persona_groups(store: Store, settings: Settings) -> dict[str, list[str]]:
     from dices_cli.queries.engine import open_session
 
     session = open_session(store, settings.dataset)
-    known = {row[0] for row in session.execute("SELECT column_name FROM (DESCRIBE raters)").rows}
-    if settings.persona not in known:
-        raise UsageError(f"DICES-{settings.dataset} has no {settings.persona} column")
     # A column name from the fixed list above, never a user's text.
     rows = session.execute(
         f"SELECT DISTINCT dataset::VARCHAR, {settings.persona}::VARCHAR FROM raters "
@@ -222,6 +219,14 @@ def persona_groups(store: Store, settings: Settings) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for dataset, value in rows:
         groups.setdefault(str(dataset), []).append(str(value))
+    for name in (dataset.name for dataset in session.datasets):
+        if name not in groups:
+            raise UsageError(
+                f"DICES-{name} has no {settings.persona} values: choose another ",
+                Option("persona"),
+                " or ",
+                Option("dataset"),
+            )
     return groups
 
 
@@ -339,7 +344,7 @@ def _ask(
     segment = Segment(store.root)
 
     def record(call: Call, **audit: Any) -> dict[str, Any]:
-        return {"key": call.key, "at": time.time(), **call.fields, **audit}
+        return {"key": call.key, "asked_at": time.time(), **call.fields, **audit}
 
     def on_reply(call: Call, reply: Reply) -> None:
         verdict = settings.prompt.read_answer(reply.answer)
