@@ -41,6 +41,7 @@ SCRIPTS = {
     "evaluate": ["--runs", "1", "--bootstrap", "10", "--data", "{tiny}/data"],
     "report": ["--runs", "1", "--permutations", "10", "--data", "{tiny}/data"],
     "prosocial": ["--runs", "1", "--rows", "200"],
+    "judge": ["--runs", "1", "--quick", "--data", "{tiny}/data"],
 }
 
 

@@ -620,3 +620,48 @@ def test_scores_come_only_from_declared_answers() -> None:
     assert _score(prompt, top) == pytest.approx(0.75)
     assert _score(prompt, [("Maybe", 0.0)]) is None
     assert _score(prompt, None) is None
+
+
+def test_the_demo_judges_offline_and_its_command_runs_as_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shlex
+
+    from dices_cli.demo import tour
+
+    section = next(s for s in tour(tmp_path / "demo") if "Running a judge" in s.title)
+    assert [row[0] for row in section.table.rows] == [
+        "baseline:always-unsafe",
+        "baseline:always-safe",
+        "baseline:random",
+    ]
+    monkeypatch.chdir(tmp_path)
+    words = shlex.split(section.command)
+    result = CliRunner().invoke(app, words[1:])
+    assert result.exit_code == 0, result.output
+    assert "baseline:random,gold,,40,40,1.0" in result.stdout
+    assert (tmp_path / "judge.csv.judge.json").is_file()
+
+
+def test_judge_calls_is_a_locked_table_of_dices_sql(
+    runner: CliRunner, data: Path, server: JudgeServer, tmp_path: Path
+) -> None:
+    assert judge(runner, data, server, "--limit", "2").exit_code == 0
+    escape = runner.invoke(
+        app,
+        ["sql", "SELECT * FROM judge_calls, read_csv('/etc/passwd')", "--data", str(data)],
+    )
+    assert escape.exit_code == 1
+    assert "Error:" in escape.stderr and "root:" not in escape.output
+    table = tmp_path / "t.csv"
+    table.write_text("a\n1\n")
+    taken = runner.invoke(
+        app, ["sql", "SELECT 1", "--table", f"judge_calls={table}", "--data", str(data)]
+    )
+    assert taken.exit_code == 2
+    assert "the table name 'judge_calls' is taken" in taken.stderr
+    counted = runner.invoke(
+        app,
+        ["sql", "SELECT count(*) AS n FROM judge_calls WHERE ok", "--data", str(data), "-f", "csv"],
+    )
+    assert counted.stdout == "n\n2\n"
