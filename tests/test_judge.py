@@ -665,3 +665,26 @@ def test_judge_calls_is_a_locked_table_of_dices_sql(
         ["sql", "SELECT count(*) AS n FROM judge_calls WHERE ok", "--data", str(data), "-f", "csv"],
     )
     assert counted.stdout == "n\n2\n"
+
+
+def test_prosocial_utterances_and_an_items_file(
+    runner: CliRunner, data: Path, server: JudgeServer, tmp_path: Path
+) -> None:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "make_prosocial.py"
+    subprocess.run(
+        [sys.executable, str(script), str(tmp_path), "--split", "test", "--rows", "30"],
+        check=True,
+        capture_output=True,
+    )
+    ingested = runner.invoke(app, ["ingest", str(tmp_path / "test.json"), "--data", str(data)])
+    assert ingested.exit_code == 0, ingested.output
+    wanted = tmp_path / "ids.csv"
+    wanted.write_text("note,item_id\na,test-0-1\nb,test-0-0\n")
+    out = tmp_path / "p.csv"
+    result = judge(runner, data, server, "-d", "prosocial", "--items", str(wanted), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert sorted(r["item_id"] for r in read_csv(out)) == ["test-0-0", "test-0-1"]
+    wanted.write_text("test-0-0\ntest-99-9\n")
+    result = judge(runner, data, server, "-d", "prosocial", "--items", str(wanted))
+    assert result.exit_code == 1
+    assert "Error: 1 of the items given are not in the dataset (e.g. test-99-9)" in result.stderr

@@ -175,7 +175,8 @@ def judge(
     from dices_cli.errors import UsageError
     from dices_cli.judge.prompts import load_prompt
     from dices_cli.judge.run import DEFAULT_BASE_URL, Settings
-    from dices_cli.output import Format, Output
+    from dices_cli.output import Output
+    from dices_cli.render import show
     from dices_cli.store import Store, resolve_data_dir
 
     if then_evaluate and output is None:
@@ -211,13 +212,11 @@ def judge(
         show_dry_run(store, settings)
         return
     inputs = [root, *([items] if items is not None else [])]
-    out = Output.build(fmt, output, force, inputs)
-    if out.format is Format.TABLE and output is None:
-        out = Output(Format.CSV, None, force, tuple(inputs))  # predictions are data: CSV
+    out = Output.build(fmt, output, force, inputs)  # a usage error before the work
     with progress_shown() as progress:
         outcome = run_judge(store, settings, api_key, progress)
     report_counts(outcome)
-    out.write(outcome.table)
+    show(outcome.table, out, title="judge")
     if output is not None:
         write_manifest(output, outcome, inputs)
     if then_evaluate and output is not None:

@@ -54,7 +54,6 @@ class Endpoint:
     concurrency: int
     rpm: int | None
     retries: int
-    logprobs: bool
 
 
 @dataclass
@@ -173,7 +172,7 @@ def _first_token(logprobs: Any) -> list[tuple[str, float]] | None:
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(content, list):
         return None
-    for position in content[:MAX_BODY_BYTES]:
+    for position in content:
         if not isinstance(position, dict) or not isinstance(position.get("token"), str):
             return None
         if any(c.isalnum() for c in position["token"]):

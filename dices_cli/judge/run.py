@@ -388,7 +388,6 @@ def _ask(
         concurrency=settings.concurrency,
         rpm=settings.rpm,
         retries=settings.retries,
-        logprobs=settings.logprobs,
     )
     try:
         run_calls(
