@@ -61,8 +61,8 @@ def minimal(url: str, concurrency: int, bodies_file: str) -> None:
 def write_bodies(data: Path, samples: int, path: Path) -> int:
     """The request bodies `dices judge -d 990 --samples N` sends, one JSON a line."""
     sys.path.insert(0, str(REPO))
+    from dices_cli.judge.plan import Settings, load_items, plan, request_body
     from dices_cli.judge.prompts import load_prompt
-    from dices_cli.judge.run import Settings, load_items, plan, request_body
     from dices_cli.store import Store
 
     settings = Settings(

@@ -149,9 +149,10 @@ def _judged(store: Store) -> Table:
     from dices_cli.evaluate.evaluation import evaluate
     from dices_cli.evaluate.predictions import read_predictions
     from dices_cli.evaluate.references import load_votes
+    from dices_cli.judge.plan import BASELINE_PREFIX, BASELINES
+    from dices_cli.judge.plan import Settings as JudgeSettings
     from dices_cli.judge.prompts import DEFAULT_PROMPT, load_prompt
-    from dices_cli.judge.run import BASELINE_PREFIX, BASELINES, judge
-    from dices_cli.judge.run import Settings as JudgeSettings
+    from dices_cli.judge.run import judge
     from dices_cli.output import Format, write_table
 
     prompt = load_prompt(DEFAULT_PROMPT)

@@ -613,13 +613,13 @@ def _cached_lines(data: Path) -> int:
 
 
 def test_scores_come_only_from_declared_answers() -> None:
-    from dices_cli.judge.run import _score
+    from dices_cli.judge.predictions import unsafe_probability
 
     prompt = load_prompt("dices-safety")
     top = [("Yes", math.log(0.6)), ("No", math.log(0.2)), ("Maybe", math.log(0.2))]
-    assert _score(prompt, top) == pytest.approx(0.75)
-    assert _score(prompt, [("Maybe", 0.0)]) is None
-    assert _score(prompt, None) is None
+    assert unsafe_probability(prompt, top) == pytest.approx(0.75)
+    assert unsafe_probability(prompt, [("Maybe", 0.0)]) is None
+    assert unsafe_probability(prompt, None) is None
 
 
 def test_the_demo_judges_offline_and_its_command_runs_as_typed(

@@ -16,7 +16,8 @@ from dices_cli.commands.options import DataDir, Force, OutputFile, OutputFormat
 from dices_cli.render import say
 
 if TYPE_CHECKING:
-    from dices_cli.judge.run import Outcome, Progress, Settings
+    from dices_cli.judge.plan import Settings
+    from dices_cli.judge.run import Outcome, Progress
     from dices_cli.store import Store
 
 API_KEY_VARIABLE = "OPENAI_API_KEY"
@@ -173,8 +174,8 @@ def judge(
     force: Force = False,
 ) -> None:
     from dices_cli.errors import UsageError
+    from dices_cli.judge.plan import DEFAULT_BASE_URL, Settings
     from dices_cli.judge.prompts import load_prompt
-    from dices_cli.judge.run import DEFAULT_BASE_URL, Settings
     from dices_cli.output import Output
     from dices_cli.render import show
     from dices_cli.store import Store, resolve_data_dir
