@@ -688,3 +688,12 @@ def test_prosocial_utterances_and_an_items_file(
     result = judge(runner, data, server, "-d", "prosocial", "--items", str(wanted))
     assert result.exit_code == 1
     assert "Error: 1 of the items given are not in the dataset (e.g. test-99-9)" in result.stderr
+
+
+def test_dices_990_turns_reach_the_model_on_lines_of_their_own(data: Path) -> None:
+    from dices_cli.judge.plan import Settings, load_items
+
+    stored = items(data, "990")[0][1]
+    assert "\\n" in stored and "\n" not in stored  # as the DICES-990 file has it
+    item = load_items(Store(data), Settings("m", load_prompt("dices-safety"), "990"))[0]
+    assert item.context == stored.replace("\\n", "\n")

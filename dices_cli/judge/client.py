@@ -27,7 +27,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from dices_cli.errors import DicesError
+from dices_cli.errors import DicesError, Option
 
 MAX_BODY_BYTES = 1 << 20  # an answer body larger than this is refused: memory stays bounded
 MAX_ANSWER_CHARS = 20_000  # of an answer's text kept in the cache
@@ -268,8 +268,10 @@ async def _run(
             raise _Transient(status, message, retry_after(response.headers.get("retry-after")))
         if status >= 500 or status == 408:
             raise _Transient(status, message)
-        hint = " (try --no-logprobs)" if "logprob" in message.lower() else ""
-        raise RefusedError(f"{host_of(url)} refused the request: HTTP {status}: {message}{hint}")
+        refused = f"{host_of(url)} refused the request: HTTP {status}: {message}"
+        if "logprob" in message.lower():
+            raise RefusedError(refused, " (try ", Option("no_logprobs"), ")")
+        raise RefusedError(refused)
 
     async def worker(client: httpx.AsyncClient) -> None:
         for call, body in calls:

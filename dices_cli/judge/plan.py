@@ -132,7 +132,7 @@ def load_items(store: Store, settings: Settings) -> list[Item]:
     rows = session.execute(
         "SELECT dataset::VARCHAR, item_id, context, response FROM items ORDER BY dataset, item_id"
     ).rows
-    items = [Item(str(d), i, c or "", r or "") for d, i, c, r in rows]
+    items = [Item(str(d), i, _turns(str(d), c or ""), r or "") for d, i, c, r in rows]
     if settings.items is not None:
         wanted = set(settings.items)
         unknown = wanted - {str(item.item_id) for item in items}
@@ -143,6 +143,12 @@ def load_items(store: Store, settings: Settings) -> list[Item]:
             )
         items = [item for item in items if str(item.item_id) in wanted]
     return items[: settings.limit] if settings.limit is not None else items
+
+
+def _turns(dataset: str, context: str) -> str:
+    """A context as the model should read it: DICES-990's file separates the turns with the
+    two characters backslash and n (stored as given), DICES-350's with line breaks."""
+    return context.replace("\\n", "\n") if dataset == "990" else context
 
 
 def persona_groups(store: Store, settings: Settings) -> dict[str, list[str]]:

@@ -173,8 +173,9 @@ def _ask(
     except DicesError as error:
         answered = state.done - state.cached
         raise type(error)(
-            f"{error}; {answered} of {len(todo)} requests were answered and are cached: "
-            "run the same command again to resume"
+            *error.message,
+            f"; {answered} of {len(todo)} requests were answered and are cached: "
+            "run the same command again to resume",
         ) from None
     finally:
         segment.close()
