@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -697,3 +698,48 @@ def test_dices_990_turns_reach_the_model_on_lines_of_their_own(data: Path) -> No
     assert "\\n" in stored and "\n" not in stored  # as the DICES-990 file has it
     item = load_items(Store(data), Settings("m", load_prompt("dices-safety"), "990"))[0]
     assert item.context == stored.replace("\\n", "\n")
+
+
+def test_rpm_spaces_the_requests(runner: CliRunner, data: Path, server: JudgeServer) -> None:
+    import asyncio
+
+    async def starts(rpm: int | None) -> list[float]:
+        """When each of 4 workers ready at once may start, in seconds from when they were."""
+        pacing: dict[str, float] = {}
+        ready = time.monotonic()
+
+        async def start() -> float:
+            await client._pace(pacing, rpm)
+            return time.monotonic() - ready
+
+        return sorted(await asyncio.gather(*(start() for _ in range(4))))
+
+    # 600 a minute: the k-th starts 0.1 k s after they were ready at the earliest (a lower
+    # bound: a loaded machine may delay a start, never hasten it); without a limit, at once.
+    assert all(at >= 0.1 * k for k, at in enumerate(asyncio.run(starts(600))))
+    assert asyncio.run(starts(None))[-1] < 0.3
+    result = judge(runner, data, server, "--limit", "4", "--rpm", "600", "--concurrency", "4")
+    assert result.exit_code == 0, result.output
+    assert len(server.bodies) == 4
+
+
+def test_options_that_cannot_work_together_are_usage_errors(
+    runner: CliRunner, data: Path, server: JudgeServer
+) -> None:
+    cases = [
+        (("--evaluate",), "--evaluate reads the predictions file: give -o FILE"),
+        (
+            ("--persona", "rater_gender", "--evaluate", "-o", "x.csv"),
+            "--evaluate scores one row per conversation; a --persona file has one per group",
+        ),
+        (("--base-url", "ftp://x"), "--base-url ftp://x: give an http:// or https:// URL"),
+        (
+            ("--prompt", "nope"),
+            "--prompt nope: no such prompt; choose dices-safety, guard, judge-bench",
+        ),
+    ]
+    for arguments, message in cases:
+        result = judge(runner, data, server, *arguments)
+        assert result.exit_code == 2, (arguments, result.output)
+        assert message in result.stderr
+    assert server.bodies == []

@@ -182,6 +182,11 @@ def judge(
 
     if then_evaluate and output is None:
         raise UsageError("--evaluate reads the predictions file: give -o FILE")
+    if then_evaluate and persona is not None:
+        raise UsageError(
+            "--evaluate scores one row per conversation; a --persona file has one per group "
+            "(docs/judge.md says how to score it)"
+        )
     settings = Settings(
         model=model,
         prompt=load_prompt(prompt),
