@@ -743,3 +743,52 @@ def test_options_that_cannot_work_together_are_usage_errors(
         assert result.exit_code == 2, (arguments, result.output)
         assert message in result.stderr
     assert server.bodies == []
+
+
+def test_the_report_shows_how_each_judged_model_was_asked(
+    runner: CliRunner, data: Path, server: JudgeServer, tmp_path: Path
+) -> None:
+    from dices_cli.judge.run import judged_settings
+
+    out = tmp_path / "p.csv"
+    arguments = ("--limit", "5", "--prompt", "judge-bench", "--max-tokens", "4", "--seed", "9")
+    assert judge(runner, data, server, *arguments, "-o", str(out)).exit_code == 0
+    judged = judged_settings(out)
+    assert judged is not None
+    assert judged.records() == [
+        {
+            "model": "m",
+            "asked": "m",
+            "endpoint": server.base_url.removesuffix("/v1"),
+            "prompt": "judge-bench",
+            "version": "1",
+            "prompt_sha256": load_prompt("judge-bench").content_hash[:12],
+            "temperature": 0.0,
+            "samples": 1,
+            "max_tokens": 4,
+            "seed": 9,
+            "persona": None,
+            "items": 5,
+            "unreadable": 0,
+        }
+    ]
+    page = tmp_path / "r.html"
+    result = runner.invoke(
+        app,
+        [
+            "report",
+            "--data",
+            str(data),
+            "-d",
+            "350",
+            "--predictions",
+            str(out),
+            "--bootstrap",
+            "20",
+            "-o",
+            str(page),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "How the model was judged (dices judge&#x27;s manifest)" in page.read_text()
+    assert judged_settings(tmp_path / "nothing.csv") is None

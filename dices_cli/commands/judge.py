@@ -334,15 +334,12 @@ def report_counts(outcome: Outcome) -> None:
 
 
 def write_manifest(output: Path, outcome: Outcome, inputs: list[Path]) -> None:
+    from dices_cli.judge.run import manifest_path
     from dices_cli.output import open_output
 
     manifest = manifest_path(output)
     with open_output(manifest, force=True, inputs=inputs) as handle:
         handle.write(json.dumps(outcome.manifest, indent=2, ensure_ascii=False).encode() + b"\n")
-
-
-def manifest_path(output: Path) -> Path:
-    return output.with_name(f"{output.name}.judge.json")
 
 
 def evaluate_written(output: Path, dataset: str, data: Path | None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli import __version__
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from dices_cli.output import Table
     from dices_cli.store import Store
 
+MANIFEST_SUFFIX = ".judge.json"
 CHARS_PER_TOKEN = 4  # a rough estimate of English text, for --dry-run's token count
 
 
@@ -216,3 +218,42 @@ def _manifest(
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "seconds": round(time.time() - started, 3),
     }
+
+
+def manifest_path(predictions: Path) -> Path:
+    """Where a predictions file's manifest is: `FILE.judge.json` beside it."""
+    return predictions.with_name(f"{predictions.name}{MANIFEST_SUFFIX}")
+
+
+def judged_settings(predictions: Path) -> Table | None:
+    """How the models of a predictions file were judged, from its manifest (None without
+    one, or with one that cannot be read: the predictions are scored all the same)."""
+    import json
+
+    from dices_cli.output import table_from_rows
+
+    try:
+        manifest = json.loads(manifest_path(predictions).read_bytes())
+        prompt = manifest["prompt"] or {}
+        parameters = manifest["parameters"]
+        counts = manifest["counts"]
+        row = (
+            manifest["name"],
+            manifest["model"],
+            manifest["endpoint"],
+            prompt.get("name"),
+            prompt.get("version"),
+            prompt.get("sha256", "")[:12] or None,
+            parameters["temperature"],
+            parameters["samples"],
+            parameters["max_tokens"],
+            parameters["seed"],
+            parameters["persona"],
+            counts["items"],
+            counts.get("unreadable"),
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    columns = ["model", "asked", "endpoint", "prompt", "version", "prompt_sha256"]
+    columns += ["temperature", "samples", "max_tokens", "seed", "persona", "items", "unreadable"]
+    return table_from_rows(columns, [row])
