@@ -133,8 +133,8 @@ def tour(workdir: Path) -> list[Section]:
         ),
         Section(
             "Running a judge, then scoring it (offline baselines)",
-            "dices judge asks a model about every conversation (any OpenAI-compatible server: "
-            "--base-url); the baselines need none. Its predictions go straight into evaluate.",
+            "dices judge asks a model about every conversation (on any OpenAI-compatible "
+            "server); the baselines need none. Its predictions go straight into evaluate.",
             f"dices judge --model baseline:random --seed 1 {data} -o judge.csv --evaluate",
             _judged(store),
         ),

@@ -792,3 +792,16 @@ def test_the_report_shows_how_each_judged_model_was_asked(
     assert result.exit_code == 0, result.output
     assert "How the model was judged (dices judge&#x27;s manifest)" in page.read_text()
     assert judged_settings(tmp_path / "nothing.csv") is None
+
+
+def test_show_tables_lists_judge_calls_once_there_is_a_cache(
+    runner: CliRunner, data: Path, server: JudgeServer
+) -> None:
+    def tables() -> list[str]:
+        shown = runner.invoke(app, ["sql", "SHOW TABLES", "--data", str(data), "-f", "csv"])
+        assert shown.exit_code == 0, shown.output
+        return shown.stdout.splitlines()[1:]
+
+    assert "judge_calls" not in tables()
+    assert judge(runner, data, server, "--limit", "1").exit_code == 0
+    assert "judge_calls" in tables()

@@ -104,6 +104,11 @@ def _records(root: Path) -> Iterator[dict[str, Any]]:
             ) from error
 
 
+def has_calls(root: Path) -> bool:
+    """Whether the data directory has a judge cache."""
+    return bool(_segments(root))
+
+
 def completed(root: Path) -> dict[str, dict[str, Any]]:
     """Each key's latest completed call."""
     return {record["key"]: record for record in _records(root) if record.get("ok")}

@@ -345,9 +345,10 @@ def _running(
     # process (where DuckDB's bindings report them as leaked).
     with session.con:
         add_tables(session, tables)
-        if named is None or JUDGE_CALLS in named:
-            from dices_cli.judge.cache import calls_table
+        from dices_cli.judge.cache import calls_table, has_calls
 
+        # Named, it is there (empty without a cache); the catalogue lists it when there is one.
+        if (named is None and has_calls(store.root)) or (named and JUDGE_CALLS in named):
             add_tables(session, {JUDGE_CALLS: calls_table(store.root)})
         lock_down(session)
         timed_out = threading.Event()
