@@ -805,3 +805,14 @@ def test_show_tables_lists_judge_calls_once_there_is_a_cache(
     assert "judge_calls" not in tables()
     assert judge(runner, data, server, "--limit", "1").exit_code == 0
     assert "judge_calls" in tables()
+
+
+def test_an_answer_dribbled_a_byte_at_a_time_times_out_as_a_whole(
+    runner: CliRunner, data: Path, server: JudgeServer
+) -> None:
+    server.script.append("dribble")
+    started = time.monotonic()
+    result = judge(runner, data, server, "--limit", "1", "--timeout", "0.5", "-f", "csv")
+    assert result.exit_code == 0, result.output
+    assert "1 failed attempts retried" in result.stderr
+    assert time.monotonic() - started < 5  # not the 10 s the server would dribble for

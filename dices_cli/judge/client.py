@@ -242,13 +242,18 @@ async def _run(
         balance.in_flight[url] += 1
         started = time.monotonic()
         try:
-            async with client.stream("POST", f"{url}/chat/completions", json=body) as response:
+            # The whole answer within the timeout: httpx's own is per read, which a server
+            # dribbling a byte at a time would never reach.
+            async with (
+                asyncio.timeout(endpoint.timeout),
+                client.stream("POST", f"{url}/chat/completions", json=body) as response,
+            ):
                 received = bytearray()
                 async for chunk in response.aiter_bytes():
                     received += chunk
                     if len(received) > MAX_BODY_BYTES:
                         raise _Transient(response.status_code, "the answer is larger than 1 MB")
-        except httpx.TimeoutException:
+        except (httpx.TimeoutException, TimeoutError):
             raise _Transient(0, f"no answer within {endpoint.timeout:g} s") from None
         except httpx.TransportError as error:
             raise _Transient(0, f"connection failed: {type(error).__name__}") from None

@@ -51,7 +51,8 @@ def predictions(
     rows = []
     unreadable = unlabelled = tokens = 0
     for (dataset, item_id, persona), records in groups.items():
-        verdicts = [r.get("verdict") for r in records]
+        # Read again from the raw answer: a cached verdict is as an older dices read it.
+        verdicts = [settings.prompt.read_answer(r.get("answer")) for r in records]
         read = [v for v in verdicts if v in (UNSAFE, SAFE, UNSURE)]
         unreadable += len(verdicts) - len(read)
         tokens += sum(

@@ -123,6 +123,16 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "drop":
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
+        elif fault == "dribble":  # a byte every 50 ms, each read well within any read timeout
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for _ in range(200):  # 10 s at most
+                    self.wfile.write(b" ")
+                    if server.release.wait(0.05):
+                        break
+            self.close_connection = True
         elif fault == "slow":
             server.release.wait(WAIT_SECONDS)
             self._send(200, self._completion(answer))
