@@ -132,7 +132,44 @@ def tour(workdir: Path) -> list[Section]:
             f"dices evaluate {shlex.quote(str(demo_predictions_path()))} {data}",
             _evaluation(store),
         ),
+        Section(
+            "Running a judge, then scoring it (offline baselines)",
+            "dices judge asks a model about every conversation (on any OpenAI-compatible "
+            "server); the baselines need none. Its predictions go straight into evaluate.",
+            f"dices judge --model baseline:random --seed 1 {data} -o judge.csv --evaluate",
+            _judged(store),
+        ),
     ]
+
+
+def _judged(store: Store) -> Table:
+    """`dices judge` with each offline baseline on the DICES-350 sample, then evaluate."""
+    import tempfile
+
+    from dices_cli.evaluate.evaluation import Settings as EvaluateSettings
+    from dices_cli.evaluate.evaluation import evaluate
+    from dices_cli.evaluate.predictions import read_predictions
+    from dices_cli.evaluate.references import load_votes
+    from dices_cli.judge.plan import BASELINE_PREFIX, BASELINES
+    from dices_cli.judge.plan import Settings as JudgeSettings
+    from dices_cli.judge.prompts import DEFAULT_PROMPT, load_prompt
+    from dices_cli.judge.run import judge
+    from dices_cli.output import Format, write_table
+
+    prompt = load_prompt(DEFAULT_PROMPT)
+    judged = [
+        judge(store, JudgeSettings(BASELINE_PREFIX + kind, prompt, seed=1), None).table
+        for kind in BASELINES
+    ]
+    table = table_from_rows(judged[0].columns, [row for t in judged for row in t.rows])
+    votes = load_votes(open_session(store, "350"), [])
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "judge.csv"
+        with path.open("wb") as handle:
+            write_table(table, Format.CSV, handle)
+        predictions = read_predictions(str(path), votes.item_ids.tolist())
+    result = evaluate(votes, predictions, EvaluateSettings(against=("gold",))).table
+    return _project(result, ("model", "reference", "n", "accuracy", "kappa", "roc_auc"))
 
 
 def demo_predictions_path() -> Path:

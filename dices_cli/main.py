@@ -71,6 +71,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Score a model's predictions against the experts and the raters of DICES, or against "
         "ProsocialDialog's published labels and annotations.",
     ),
+    "judge": (
+        "judge",
+        "Run an LLM judge or a safety classifier over DICES or ProsocialDialog: cached, "
+        "resumable, polarity declared, straight into evaluate.",
+    ),
     "report": (
         "report",
         "Write one HTML report: charts of the canned queries, with the numbers behind each.",

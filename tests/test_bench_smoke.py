@@ -44,6 +44,7 @@ SCRIPTS = {
     "prosocial": ["--runs", "1", "--rows", "200"],
     "calibration_groups": ["--quick", "--data", "{tiny}/data"],
     "calibration_shares": ["--quick", "--data", "{tiny}/data"],
+    "judge": ["--runs", "1", "--quick", "--data", "{tiny}/data"],
 }
 
 

@@ -93,7 +93,7 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
 # Core modules whose messages still name flags, with the flags, until they raise facts for
 # the CLI to word. The demo is here by design: it prints commands for the user to type.
 STILL_NAMING_FLAGS = {
-    "dices_cli.demo": {"--data", "--by", "--sort", "--limit"},
+    "dices_cli.demo": {"--data", "--by", "--sort", "--limit", "--model", "--seed", "--evaluate"},
 }
 
 

@@ -125,6 +125,7 @@ def test_the_demo_keeps_its_data_in_dices_demo_and_every_hint_works(
         "dices query gold-vs-crowd --data dices-demo",
         "dices query item-distribution --sort -entropy_bits --limit 5 --data dices-demo",
         f"dices evaluate {shlex.quote(str(demo_predictions_path()))} --data dices-demo",
+        "dices judge --model baseline:random --seed 1 --data dices-demo -o judge.csv --evaluate",
     ]
     for hint in hints:
         command = shlex.split(hint)
@@ -134,7 +135,7 @@ def test_the_demo_keeps_its_data_in_dices_demo_and_every_hint_works(
         assert typed.stdout != ""
     # the most contested conversations come first (the section's rows: see
     # tests/test_canned_commands.py::test_the_demo_recipe_runs_as_typed)
-    typed = runner.invoke(app, [*shlex.split(hints[-2])[1:], "-f", "csv"])
+    typed = runner.invoke(app, [*shlex.split(hints[4])[1:], "-f", "csv"])
     entropy = [float(row.split(",")[-1]) for row in typed.stdout.splitlines()[1:]]
     assert len(entropy) == 5 and entropy == sorted(entropy, reverse=True)
 

@@ -43,7 +43,7 @@ def sql(
         str | None,
         typer.Argument(
             help="One SELECT over the views: items, raters, ratings, ratings_wide "
-            "(-d prosocial: items, ratings).",
+            "(-d prosocial: items, ratings), and judge_calls (dices judge's requests).",
             show_default=False,
         ),
     ] = None,

@@ -4,7 +4,8 @@
 Only a single SELECT is accepted. The stored files it reads are opened first (those of
 the views it names, `statement_tables`), each as an Arrow stream (`ParquetStream`) that
 Arrow reads while the query runs, and the user's own tables
-(`user_tables`: files read by dices, as a predictions file is) are loaded into memory;
+(`user_tables`: files read by dices, as a predictions file is) and the judge's cache
+(`judge_calls`, when the statement names it) are loaded into memory;
 then the connection is locked down: no access to files, URLs or extensions, no temporary
 directory, configuration frozen.
 """
@@ -75,7 +76,17 @@ SEES_THE_CATALOGUE = re.compile(
 )
 
 # The names a query already knows: the views, and the schema of the tables behind them.
-TAKEN_NAMES = ("items", "raters", "ratings", "ratings_wide", "published_removed", "internal")
+TAKEN_NAMES = (
+    "items",
+    "raters",
+    "ratings",
+    "ratings_wide",
+    "published_removed",
+    "internal",
+    "judge_calls",
+)
+# The judge's cache (dices_cli.judge.cache), a table every statement that names it sees.
+JUDGE_CALLS = "judge_calls"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -374,6 +385,11 @@ def _running(
     # process (where DuckDB's bindings report them as leaked).
     with session.con:
         add_tables(session, tables)
+        from dices_cli.judge.cache import calls_table, has_calls
+
+        # Named, it is there (empty without a cache); the catalogue lists it when there is one.
+        if (named is None and has_calls(store.root)) or (named and JUDGE_CALLS in named):
+            add_tables(session, {JUDGE_CALLS: calls_table(store.root)})
         lock_down(session)
         timed_out = threading.Event()
 

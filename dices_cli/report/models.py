@@ -8,12 +8,14 @@ at a time, as the other sections compare groups), and the report draws those row
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from dices_cli.evaluate.evaluation import Evaluation, Settings
+    from dices_cli.output import Table
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.store import Store
 
@@ -39,6 +41,7 @@ class ScoredModels:
     pool: Evaluation  # the whole pool, with the baselines
     groups: dict[str, Evaluation]  # per group column: that column's groups
     settings: Settings
+    judged: Table | None = None  # how `dices judge` made the file: its manifest, if beside it
 
 
 def models_dataset(request: ModelsRequest, datasets: list[str]) -> str:
@@ -82,4 +85,7 @@ def score_models(
         )
         for column in by
     }
-    return ScoredModels(dataset, predictions.source, pool, groups, settings)
+    from dices_cli.judge.run import judged_settings
+
+    judged = judged_settings(Path(request.path)) if request.path != "-" else None
+    return ScoredModels(dataset, predictions.source, pool, groups, settings, judged)

@@ -518,6 +518,9 @@ def models(ctx: Context) -> Section | None:
         "models",
         "Models against the experts, the crowd and the groups",
         figures,
+        tables=[("How the model was judged (dices judge's manifest)", scored.judged)]
+        if scored.judged is not None
+        else [],
         notes=notes,
         warnings=[suspect.message() for suspect in scored.pool.suspects],
     )

@@ -1,0 +1,352 @@
+"""`dices judge`: run an LLM judge or a safety classifier over DICES or ProsocialDialog."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+
+from dices_cli.commands.options import DataDir, Force, OutputFile, OutputFormat
+from dices_cli.render import say
+
+if TYPE_CHECKING:
+    from dices_cli.judge.plan import Settings
+    from dices_cli.judge.run import Outcome, Progress
+    from dices_cli.store import Store
+
+API_KEY_VARIABLE = "OPENAI_API_KEY"
+
+JUDGE_HELP = """Run an LLM judge or a safety classifier over DICES or ProsocialDialog: cached, resumable, polarity declared, straight into evaluate.
+
+Each conversation is sent to an OpenAI-compatible Chat Completions endpoint (vLLM, Ollama, llama.cpp's server, TGI, LM Studio, OpenAI, a gateway) with a declared prompt (--prompt: dices-safety, judge-bench, guard, or a TOML file of your own), and its answer read as the prompt's [answers] say (Yes = unsafe for dices-safety, Yes = safe for judge-bench). An answer that cannot be read is kept raw and counted, never guessed. The key comes from $OPENAI_API_KEY (or the variable --api-key-env names) and is written nowhere.
+
+Every answer is cached in the data directory (DIR/judge/; dices sql sees it as judge_calls): running the same command again asks nothing, and a run stopped by Ctrl-C, kill -9 or a failing server resumes where it stopped. The predictions (model, item_id, label, score, p_*, prompt, persona) are what dices evaluate reads; -o FILE also gets FILE.judge.json, the run's manifest.
+
+--model baseline:always-unsafe, baseline:always-safe or baseline:random needs no server.
+
+Examples:
+
+    dices judge --model baseline:random -o random.csv --evaluate
+
+    dices judge --model meta-llama/Llama-3.1-8B-Instruct --base-url http://localhost:8000/v1 -o llama.csv
+
+    dices judge --model gpt-4o-mini --samples 5 -d 990 --dry-run
+
+    dices judge --model llama3.1 --base-url http://localhost:11434/v1 --persona rater_gender -o personas.csv
+"""  # noqa: E501 (Rich wraps each paragraph to the terminal)
+
+
+def judge(
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="The model name the endpoint knows, or baseline:always-unsafe|always-safe|random.",
+        ),
+    ],
+    base_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--base-url",
+            metavar="URL",
+            help="The endpoint (default https://api.openai.com/v1); repeat to spread the "
+            "requests over replicas of one model.",
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            metavar="VARIABLE",
+            help=f"The environment variable holding the API key (default {API_KEY_VARIABLE}).",
+        ),
+    ] = None,
+    dataset: Annotated[
+        Literal["350", "990", "all", "prosocial"],
+        typer.Option("--dataset", "-d", help="The conversations to judge."),
+    ] = "350",
+    prompt: Annotated[
+        str,
+        typer.Option(
+            "--prompt",
+            "-p",
+            metavar="NAME|FILE",
+            help="dices-safety, judge-bench, guard, or a file.",
+        ),
+    ] = "dices-safety",
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples", min=1, max=100, help="Answers per conversation; more than 1 gives p_*."
+        ),
+    ] = 1,
+    temperature: Annotated[
+        float | None,
+        typer.Option(
+            "--temperature",
+            min=0.0,
+            max=2.0,
+            help="Sampling temperature (default 0, or 1 with --samples above 1).",
+            show_default=False,
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=1, max=100_000, help="Longest answer, in tokens.")
+    ] = 16,
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", min=0, max=2**31 - 1, help="Sampling seed, sent to the endpoint."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=1024, help="Requests in flight at most.")
+    ] = 8,
+    rpm: Annotated[
+        int | None,
+        typer.Option(
+            "--rpm", min=1, help="Requests started per minute at most.", show_default=False
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.1, help="Seconds to wait for one answer.")
+    ] = 60.0,
+    retries: Annotated[
+        int,
+        typer.Option(
+            "--retries", min=0, max=100, help="Retries of a request after a 429, 5xx or timeout."
+        ),
+    ] = 5,
+    persona: Annotated[
+        str | None,
+        typer.Option(
+            "--persona",
+            metavar="COLUMN",
+            help="Judge each conversation once per group of this rater column (rater_gender, "
+            "rater_race, rater_age, rater_locale, ...), as a simulated rater of that group.",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, metavar="N", help="Only the first N conversations."),
+    ] = None,
+    items: Annotated[
+        Path | None,
+        typer.Option(
+            "--items",
+            metavar="FILE",
+            dir_okay=False,
+            help="Only these conversations: one item id a line, or a CSV with an item_id column.",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Say how many requests a run would make, and their tokens; ask none."
+        ),
+    ] = False,
+    refresh: Annotated[
+        bool, typer.Option("--refresh", help="Ask again what the cache already holds.")
+    ] = False,
+    no_logprobs: Annotated[
+        bool,
+        typer.Option(
+            "--no-logprobs", help="Do not ask for logprobs (no score), for endpoints refusing them."
+        ),
+    ] = False,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", metavar="LABEL", help="The model column's value (default: --model)."
+        ),
+    ] = None,
+    then_evaluate: Annotated[
+        bool, typer.Option("--evaluate", help="Run dices evaluate on the predictions written.")
+    ] = False,
+    data: DataDir = None,
+    fmt: OutputFormat = None,
+    output: OutputFile = None,
+    force: Force = False,
+) -> None:
+    from dices_cli.errors import UsageError
+    from dices_cli.judge.plan import DEFAULT_BASE_URL, Settings
+    from dices_cli.judge.prompts import load_prompt
+    from dices_cli.output import Output
+    from dices_cli.render import show
+    from dices_cli.store import Store, resolve_data_dir
+
+    if then_evaluate and output is None:
+        raise UsageError("--evaluate reads the predictions file: give -o FILE")
+    if then_evaluate and persona is not None:
+        raise UsageError(
+            "--evaluate scores one row per conversation; a --persona file has one per group "
+            "(docs/judge.md says how to score it)"
+        )
+    settings = Settings(
+        model=model,
+        prompt=load_prompt(prompt),
+        dataset=dataset,
+        base_urls=tuple(dict.fromkeys(base_url or [DEFAULT_BASE_URL])),
+        name=name,
+        samples=samples,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=seed,
+        concurrency=concurrency,
+        rpm=rpm,
+        timeout=timeout,
+        retries=retries,
+        persona=persona,
+        limit=limit,
+        items=read_item_ids(items) if items is not None else None,
+        refresh=refresh,
+        logprobs=not no_logprobs,
+    )
+    for url in settings.base_urls:
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"--base-url {url}: give an http:// or https:// URL")
+    baseline = settings.baseline  # a usage error for an unknown baseline, before the work
+    api_key = None if baseline is not None or dry_run else read_api_key(api_key_env)
+    root = resolve_data_dir(data)
+    store = Store(root)
+    if dry_run:
+        show_dry_run(store, settings)
+        return
+    inputs = [root, *([items] if items is not None else [])]
+    out = Output.build(fmt, output, force, inputs)  # a usage error before the work
+    with progress_shown() as progress:
+        outcome = run_judge(store, settings, api_key, progress)
+    report_counts(outcome)
+    show(outcome.table, out, title="judge")
+    if output is not None:
+        write_manifest(output, outcome, inputs)
+    if then_evaluate and output is not None:
+        evaluate_written(output, dataset, data)
+
+
+def run_judge(
+    store: Store,
+    settings: Settings,
+    api_key: str | None,
+    progress: Callable[[Progress], None] | None,
+) -> Outcome:
+    from dices_cli.judge.run import judge as run
+
+    return run(store, settings, api_key, progress)
+
+
+def read_api_key(variable: str | None) -> str | None:
+    """The key from $OPENAI_API_KEY, or from the variable named; never shown."""
+    from dices_cli.errors import UsageError
+
+    key = os.environ.get(variable or API_KEY_VARIABLE) or None
+    if variable is not None and key is None:
+        raise UsageError(f"--api-key-env {variable}: that environment variable is not set")
+    return key
+
+
+def read_item_ids(path: Path) -> tuple[str, ...]:
+    """Item ids from a file: one a line, or a CSV whose header names item_id."""
+    import csv
+
+    from dices_cli.errors import DicesError
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise DicesError(f"cannot read --items {path}: {reason}") from error
+    rows = [row for row in csv.reader(text.splitlines()) if any(c.strip() for c in row)]
+    if not rows:
+        raise DicesError(f"--items {path} holds no item ids")
+    header = [c.strip() for c in rows[0]]
+    if "item_id" in header:
+        column = header.index("item_id")
+        ids = [row[column].strip() for row in rows[1:] if len(row) > column]
+    else:
+        ids = [row[0].strip() for row in rows]
+    return tuple(dict.fromkeys(i for i in ids if i))
+
+
+def show_dry_run(store: Store, settings: Settings) -> None:
+    from dices_cli.judge.run import dry_run
+
+    planned = dry_run(store, settings)
+    print(f"calls: {planned.calls}")
+    print(f"cached: {planned.cached}")
+    print(f"requests to make: {planned.to_ask}")
+    print(f"estimated tokens: {planned.estimated_tokens}")
+
+
+@contextlib.contextmanager
+def progress_shown() -> Iterator[Callable[[Progress], None] | None]:
+    """A progress bar on stderr when it is a terminal and -q is not given."""
+    from dices_cli.render import _Quiet, stderr_console
+
+    if _Quiet.on or not sys.stderr.isatty():
+        yield None
+        return
+    import time
+
+    import rich.progress as bars
+
+    columns = (
+        bars.TextColumn("judging"),
+        bars.BarColumn(),
+        bars.MofNCompleteColumn(),
+        bars.TimeRemainingColumn(),
+        bars.TextColumn("{task.fields[info]}"),
+    )
+    with bars.Progress(*columns, console=stderr_console(), transient=True) as bar:
+        task = bar.add_task("judging", total=None, info="")
+
+        def update(state: Progress) -> None:
+            asked = state.done - state.cached
+            elapsed = max(time.monotonic() - state.started, 1e-9)
+            info = (
+                f"{asked / elapsed:.1f}/s, {state.tokens:,} tokens, "
+                f"{state.cached:,} cached, {state.failures} failed"
+            )
+            bar.update(task, total=state.total, completed=state.done, info=info)
+
+        yield update
+
+
+def report_counts(outcome: Outcome) -> None:
+    counts = outcome.counts
+    say(
+        f"judged {counts['items']} conversations: {counts['calls']} calls, "
+        f"{counts.get('requests', 0)} asked, {counts.get('cache_hits', 0)} from the cache, "
+        f"{counts.get('failed_attempts', 0)} failed attempts retried, "
+        f"{counts.get('tokens', 0):,} tokens"
+    )
+    if counts.get("unreadable"):
+        say(
+            f"warning: {counts['unreadable']} answers could not be read (kept raw in the cache: "
+            'dices sql "SELECT * FROM judge_calls WHERE ok AND verdict IS NULL"); '
+            f"{counts['without_prediction']} conversations have no prediction"
+        )
+
+
+def write_manifest(output: Path, outcome: Outcome, inputs: list[Path]) -> None:
+    from dices_cli.judge.run import manifest_path
+    from dices_cli.output import open_output
+
+    manifest = manifest_path(output)
+    with open_output(manifest, force=True, inputs=inputs) as handle:
+        handle.write(json.dumps(outcome.manifest, indent=2, ensure_ascii=False).encode() + b"\n")
+
+
+def evaluate_written(output: Path, dataset: str, data: Path | None) -> None:
+    from dices_cli.commands.evaluate import evaluate
+
+    evaluate(str(output), dataset=dataset, data=data)  # type: ignore[arg-type]
+
+
+def register(app: typer.Typer) -> None:
+    app.command(help=JUDGE_HELP, no_args_is_help=True)(judge)

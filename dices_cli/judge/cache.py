@@ -1,0 +1,200 @@
+"""The judge's cache: every request and its answer, in the data directory (`DIR/judge/`).
+
+Each run appends to a segment of its own, `calls-<time>-<pid>.jsonl`, one JSON record a line,
+each line handed to the kernel by one `write` as soon as its answer arrives (an O_APPEND
+descriptor, no buffer in between): a process killed with kill -9 loses only the requests in
+flight. The segment is synced to disk every `SYNC_SECONDS` and when the run ends, so a power
+cut loses at most those seconds; a line cut short by one is skipped when the cache is read.
+Runs never share a segment, so two runs on one directory need no lock.
+
+A record is one attempt (`ok` false for one that failed: HTTP status and error kept for
+audit); a completed call (`ok` true) answers its key for every later run, the latest
+winning. `dices sql` sees every record as the view `judge_calls` (`calls_table`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dices_cli.errors import DicesError, system_reason
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+DIRECTORY = "judge"
+SYNC_SECONDS = 1.0
+# The fields of a call's key, in order: the same key asks the same question of the same model.
+KEY_FIELDS = (
+    "endpoint",
+    "model",
+    "prompt",
+    "prompt_hash",
+    "dataset",
+    "item_id",
+    "persona",
+    "sample",
+    "temperature",
+    "max_tokens",
+    "seed",
+)
+# The columns of the judge_calls view, with their Arrow types (by name, for `calls_table`).
+COLUMNS = {
+    "key": "string",
+    "asked_at": "timestamp",
+    "endpoint": "string",
+    "model": "string",
+    "prompt": "string",
+    "prompt_hash": "string",
+    "dataset": "string",
+    "item_id": "string",
+    "persona": "string",
+    "sample": "int64",
+    "temperature": "float64",
+    "max_tokens": "int64",
+    "seed": "int64",
+    "ok": "bool",
+    "status": "int64",
+    "latency_ms": "float64",
+    "answer": "string",
+    "verdict": "string",
+    "finish_reason": "string",
+    "prompt_tokens": "int64",
+    "completion_tokens": "int64",
+    "error": "string",
+}
+
+
+def call_key(fields: dict[str, Any]) -> str:
+    """The SHA-256 of a call's key fields (`KEY_FIELDS`), as JSON."""
+    encoded = json.dumps([fields[name] for name in KEY_FIELDS], ensure_ascii=False)
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def cache_directory(root: Path) -> Path:
+    return root / DIRECTORY
+
+
+def _segments(root: Path) -> list[Path]:
+    directory = cache_directory(root)
+    return sorted(directory.glob("calls-*.jsonl")) if directory.is_dir() else []
+
+
+def _records(root: Path) -> Iterator[dict[str, Any]]:
+    """Every whole record of every segment, oldest first."""
+    for segment in _segments(root):
+        try:
+            with segment.open("rb") as handle:
+                for line in handle:
+                    if not line.endswith(b"\n"):
+                        break  # cut short by a crash: never a whole record
+                    with contextlib.suppress(ValueError):
+                        record = json.loads(line)
+                        if isinstance(record, dict) and "key" in record:
+                            yield record
+        except OSError as error:
+            raise DicesError(
+                f"cannot read the judge cache {segment}: {system_reason(error)}"
+            ) from error
+
+
+def has_calls(root: Path) -> bool:
+    """Whether the data directory has a judge cache."""
+    return bool(_segments(root))
+
+
+def completed(root: Path) -> dict[str, dict[str, Any]]:
+    """Each key's latest completed call."""
+    return {record["key"]: record for record in _records(root) if record.get("ok")}
+
+
+class Segment:
+    """This run's segment, opened when the first record comes."""
+
+    def __init__(self, root: Path) -> None:
+        self.directory = cache_directory(root)
+        self.path: Path | None = None
+        self.descriptor: int | None = None
+        self.synced = time.monotonic()
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        try:
+            if self.descriptor is None:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self.path = self.directory / f"calls-{time.time_ns():020d}-{os.getpid()}.jsonl"
+                self.descriptor = os.open(
+                    self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+                )
+            os.write(self.descriptor, line)
+            if time.monotonic() - self.synced > SYNC_SECONDS:
+                self._sync()
+        except OSError as error:
+            where = self.path or self.directory
+            raise DicesError(
+                f"cannot write the judge cache {where}: {system_reason(error)}"
+            ) from error
+
+    def _sync(self) -> None:
+        if self.descriptor is not None:
+            os.fsync(self.descriptor)
+        self.synced = time.monotonic()
+
+    def close(self) -> None:
+        if self.descriptor is not None:
+            try:
+                self._sync()
+            finally:
+                os.close(self.descriptor)
+                self.descriptor = None
+
+
+def calls_table(root: Path) -> pa.Table:
+    """Every record of the cache as an Arrow table of `COLUMNS` (empty without a cache)."""
+    import datetime
+
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "bool": pa.bool_(),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+    }
+    schema = pa.schema([(name, types[kind]) for name, kind in COLUMNS.items()])
+    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    for record in _records(root):
+        for name, kind in COLUMNS.items():
+            value = record.get(name)
+            if name == "item_id" and value is not None:
+                value = str(value)
+            elif kind == "timestamp":
+                seconds = value if _fits(value, "float64") else None
+                value = (
+                    None
+                    if seconds is None
+                    else datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+                )
+            elif not _fits(value, kind):
+                value = None  # a record written by hand or by another version: its own business
+            columns[name].append(value)
+    return pa.table(columns, schema=schema)
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if value is None:
+        return True
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int64":
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
+    return isinstance(value, int | float) and not isinstance(value, bool)

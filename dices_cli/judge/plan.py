@@ -1,0 +1,235 @@
+"""The plan of a judge run: its settings, the conversations, and one call per conversation x
+persona x sample, each with its cache key and its Chat Completions request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.judge.cache import call_key
+from dices_cli.judge.prompts import Prompt
+
+if TYPE_CHECKING:
+    from dices_cli.store import Store
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+BASELINE_PREFIX = "baseline:"
+BASELINES = ("always-unsafe", "always-safe", "random")
+PERSONA_COLUMNS = (
+    "rater_gender",
+    "rater_race",
+    "rater_raw_race",
+    "rater_age",
+    "rater_education",
+    "rater_locale",
+)
+SAMPLED_TEMPERATURE = 1.0  # the default with several samples (one sample: 0)
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str
+    prompt: Prompt
+    dataset: str = "350"
+    base_urls: tuple[str, ...] = (DEFAULT_BASE_URL,)
+    name: str | None = None
+    samples: int = 1
+    temperature: float | None = None
+    max_tokens: int = 16
+    seed: int | None = None
+    concurrency: int = 8
+    rpm: int | None = None
+    timeout: float = 60.0
+    retries: int = 5
+    persona: str | None = None
+    limit: int | None = None
+    items: tuple[str, ...] | None = None
+    refresh: bool = False
+    logprobs: bool = True
+
+    @property
+    def label(self) -> str:
+        """The predictions' `model`."""
+        return self.name or self.model
+
+    @property
+    def chosen_temperature(self) -> float:
+        if self.temperature is not None:
+            return self.temperature
+        return 0.0 if self.samples == 1 else SAMPLED_TEMPERATURE
+
+    @property
+    def baseline(self) -> str | None:
+        if not self.model.startswith(BASELINE_PREFIX):
+            return None
+        kind = self.model.removeprefix(BASELINE_PREFIX)
+        if kind not in BASELINES:
+            raise UsageError(
+                Option("model"),
+                f" {self.model}: the offline baselines are "
+                f"{', '.join(BASELINE_PREFIX + b for b in BASELINES)}",
+            )
+        return kind
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint as the cache key knows it: its hosts (replicas of one model)."""
+        from dices_cli.judge.client import host_of
+
+        return ",".join(sorted({host_of(url) for url in self.base_urls}))
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "samples": self.samples,
+            "temperature": self.chosen_temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "concurrency": self.concurrency,
+            "rpm": self.rpm,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "persona": self.persona,
+            "limit": self.limit,
+            "items": len(self.items) if self.items is not None else None,
+            "refresh": self.refresh,
+            "logprobs": self.logprobs,
+        }
+
+
+@dataclass(frozen=True)
+class Item:
+    dataset: str
+    item_id: int | str
+    context: str
+    response: str
+
+
+@dataclass(frozen=True)
+class Call:
+    item: Item
+    persona: str | None  # COL=value
+    persona_line: str | None
+    sample: int
+    key: str
+    fields: dict[str, Any]
+
+
+def persona_line(column: str, value: str) -> str:
+    """The persona a prompt carries: "You are a safety rater whose gender is Woman."."""
+    what = column.removeprefix("rater_").replace("_", " ")
+    return f"You are a safety rater whose {what} is {value}."
+
+
+def load_items(store: Store, settings: Settings) -> list[Item]:
+    """The conversations to judge: the dataset's, or those `settings.items` names, the first
+    `settings.limit` of them."""
+    from dices_cli.queries.family import session_for
+
+    session = session_for(store, settings.dataset)
+    rows = session.execute(
+        "SELECT dataset::VARCHAR, item_id, context, response FROM items ORDER BY dataset, item_id"
+    ).rows
+    items = [Item(str(d), i, _turns(str(d), c or ""), r or "") for d, i, c, r in rows]
+    if settings.items is not None:
+        wanted = set(settings.items)
+        unknown = wanted - {str(item.item_id) for item in items}
+        if unknown:
+            shown = ", ".join(sorted(unknown)[:5])
+            raise DicesError(
+                f"{len(unknown)} of the items given are not in the dataset (e.g. {shown})"
+            )
+        items = [item for item in items if str(item.item_id) in wanted]
+    return items[: settings.limit] if settings.limit is not None else items
+
+
+def _turns(dataset: str, context: str) -> str:
+    """A context as the model should read it: DICES-990's file separates the turns with the
+    two characters backslash and n (stored as given), DICES-350's with line breaks."""
+    return context.replace("\\n", "\n") if dataset == "990" else context
+
+
+def persona_groups(store: Store, settings: Settings) -> dict[str, list[str]]:
+    """Each dataset's values of the persona column, those its raters have."""
+    if settings.persona is None:
+        return {}
+    if settings.persona not in PERSONA_COLUMNS:
+        raise UsageError(
+            Option("persona"),
+            f" {settings.persona}: choose a rater column: {', '.join(PERSONA_COLUMNS)}",
+        )
+    if settings.dataset == "prosocial":
+        from dices_cli.families import FAMILIES
+
+        raise UsageError(f"{FAMILIES['prosocial'].lacks('demographics')}; personas need them")
+    from dices_cli.queries.engine import open_session
+
+    session = open_session(store, settings.dataset)
+    # A column name from the fixed list above, never a user's text.
+    rows = session.execute(
+        f"SELECT DISTINCT dataset::VARCHAR, {settings.persona}::VARCHAR FROM raters "
+        f"WHERE {settings.persona} IS NOT NULL ORDER BY ALL"
+    ).rows
+    groups: dict[str, list[str]] = {}
+    for dataset, value in rows:
+        groups.setdefault(str(dataset), []).append(str(value))
+    for name in (dataset.name for dataset in session.datasets):
+        if name not in groups:
+            raise UsageError(
+                f"DICES-{name} has no {settings.persona} values: choose another ",
+                Option("persona"),
+                " or ",
+                Option("dataset"),
+            )
+    return groups
+
+
+def plan(settings: Settings, items: list[Item], groups: dict[str, list[str]]) -> list[Call]:
+    """Every call of the run, in order: conversation, persona, sample."""
+    calls = []
+    prompt = settings.prompt
+    for item in items:
+        personas: list[tuple[str | None, str | None]] = [(None, None)]
+        if settings.persona is not None:
+            personas = [
+                (f"{settings.persona}={value}", persona_line(settings.persona, value))
+                for value in groups.get(item.dataset, [])
+            ]
+        for persona, line in personas:
+            for sample in range(settings.samples):
+                fields = {
+                    "endpoint": settings.endpoint,
+                    "model": settings.model,
+                    "prompt": prompt.name,
+                    "prompt_hash": prompt.content_hash,
+                    "dataset": item.dataset,
+                    "item_id": item.item_id,
+                    "persona": persona,
+                    "sample": sample,
+                    "temperature": settings.chosen_temperature,
+                    "max_tokens": settings.max_tokens,
+                    "seed": settings.seed,
+                }
+                calls.append(Call(item, persona, line, sample, call_key(fields), fields))
+    return calls
+
+
+def request_body(settings: Settings, call: Call) -> dict[str, Any]:
+    """The Chat Completions request of a call. Samples of one seed get seeds of their own."""
+    body: dict[str, Any] = {
+        "model": settings.model,
+        "messages": settings.prompt.messages(
+            call.item.context, call.item.response, call.persona_line
+        ),
+        "temperature": settings.chosen_temperature,
+        "max_tokens": settings.max_tokens,
+    }
+    if settings.seed is not None:
+        body["seed"] = settings.seed + call.sample
+    if settings.logprobs:
+        from dices_cli.judge.client import TOP_LOGPROBS
+
+        body |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+    return body

@@ -1,0 +1,139 @@
+"""A judge run's answers as predictions, one row per conversation (and persona), as
+`dices evaluate` reads them:
+
+    model, [dataset,] item_id, label (unsafe/safe/unsure), [score], [p_no, p_yes, p_unsure],
+    prompt, persona
+
+`label` is the plurality of the readable answers (none on a tie, or when no answer could
+be read); `p_*` (with several samples) the shares of the readable answers, `p_yes` the
+unsafe ones; `score` the probability of an unsafe answer from the first answer token's
+logprobs, where the endpoint returned them (the unsafe answers' probability over that of
+every declared answer, averaged over the samples). A conversation none of whose answers
+could be read has no row: its raw answers are in the cache (`dices sql`'s judge_calls).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from dices_cli.judge.prompts import SAFE, UNSAFE, UNSURE, Prompt
+
+if TYPE_CHECKING:
+    from dices_cli.judge.plan import Call, Settings
+    from dices_cli.output import Table
+
+
+def unsafe_probability(prompt: Prompt, first_token: Any) -> float | None:
+    """P(unsafe answer) from a first answer token's top logprobs, over the declared answers."""
+    if not first_token:
+        return None
+    mass = dict.fromkeys((UNSAFE, SAFE, UNSURE), 0.0)
+    for token, logprob in first_token:
+        verdict = prompt.first_token_verdict(token)
+        if verdict is not None and math.isfinite(logprob):
+            mass[verdict] += math.exp(logprob)
+    total = sum(mass.values())
+    return mass[UNSAFE] / total if total > 0 else None
+
+
+def predictions(
+    settings: Settings, calls: list[Call], answers: dict[str, dict[str, Any]]
+) -> tuple[Table, dict[str, int]]:
+    groups: dict[tuple[str, Any, str | None], list[dict[str, Any]]] = {}
+    for call in calls:
+        group = groups.setdefault((call.item.dataset, call.item.item_id, call.persona), [])
+        if call.key in answers:
+            group.append(answers[call.key])
+    sampled = settings.samples > 1
+    rows = []
+    unreadable = unlabelled = tokens = 0
+    for (dataset, item_id, persona), records in groups.items():
+        # Read again from the raw answer: a cached verdict is as an older dices read it.
+        verdicts = [settings.prompt.read_answer(r.get("answer")) for r in records]
+        read = [v for v in verdicts if v in (UNSAFE, SAFE, UNSURE)]
+        unreadable += len(verdicts) - len(read)
+        tokens += sum(
+            (r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0) for r in records
+        )
+        tally = Counter(read).most_common()
+        label = tally[0][0] if tally and (len(tally) == 1 or tally[0][1] > tally[1][1]) else None
+        scores = [
+            s
+            for s in (unsafe_probability(settings.prompt, r.get("first_token")) for r in records)
+            if s is not None
+        ]
+        mean_score = sum(scores) / len(scores) if scores else None
+        shares = (
+            tuple(read.count(v) / len(read) for v in (SAFE, UNSAFE, UNSURE))
+            if sampled and read
+            else (None, None, None)
+        )
+        if label is None and mean_score is None and shares[0] is None:
+            unlabelled += 1
+            continue
+        rows.append((dataset, item_id, label, mean_score, *shares, persona))
+    table = _table(settings, rows, has_score=any(r[3] is not None for r in rows))
+    return table, {
+        "answers": sum(len(g) for g in groups.values()),
+        "unreadable": unreadable,
+        "without_prediction": unlabelled,
+        "tokens": tokens,
+    }
+
+
+def _table(settings: Settings, rows: list[tuple[Any, ...]], has_score: bool) -> Table:
+    """The predictions: columns as `dices evaluate` reads them."""
+    from dices_cli.output import table_from_rows
+
+    both = settings.dataset == "all"
+    sampled = settings.samples > 1 and settings.baseline is None
+    prompt = None if settings.baseline is not None else settings.prompt.name
+    columns = [
+        "model",
+        *(["dataset"] if both else []),
+        "item_id",
+        "label",
+        *(["score"] if has_score else []),
+        *(["p_no", "p_yes", "p_unsure"] if sampled else []),
+        "prompt",
+        "persona",
+    ]
+    shaped = []
+    for dataset, item_id, label, score, p_no, p_yes, p_unsure, persona in rows:
+        shaped.append(
+            (
+                settings.label,
+                *([dataset] if both else []),
+                item_id,
+                label,
+                *([score] if has_score else []),
+                *([p_no, p_yes, p_unsure] if sampled else []),
+                prompt,
+                persona,
+            )
+        )
+    return table_from_rows(columns, shaped)
+
+
+def baseline_predictions(settings: Settings, calls: list[Call]) -> tuple[Table, dict[str, int]]:
+    """The offline baselines' predictions: no server, the same rows."""
+    generator = random.Random(settings.seed or 0)
+    rows = []
+    for call in calls:
+        if call.sample:
+            continue
+        if settings.baseline == "always-unsafe":
+            label, score = UNSAFE, 1.0
+        elif settings.baseline == "always-safe":
+            label, score = SAFE, 0.0
+        else:
+            score = generator.random()
+            label = UNSAFE if score >= 0.5 else SAFE
+        rows.append(
+            (call.item.dataset, call.item.item_id, label, score, None, None, None, call.persona)
+        )
+    counts = {"answers": 0, "unreadable": 0, "without_prediction": 0, "tokens": 0, "requests": 0}
+    return _table(settings, rows, has_score=True), counts

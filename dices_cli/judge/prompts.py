@@ -1,0 +1,200 @@
+"""Judge prompts: declared TOML files, one per prompt, and the reading of their answers.
+
+A prompt file (`prompts/NAME.toml`, or a user's own with the same keys):
+
+    name = "dices-safety"          the prompt's name (a predictions file's `prompt` column)
+    version = 1                    bumped when the wording changes
+    about = "..."                  optional: what the prompt asks
+    system = "..."                 optional: the system message
+    user = "...{context}...{response}..."   the user message; `{persona}` in persona mode
+    [answers]                      each answer the model may give -> unsafe, safe or unsure
+    Yes = "unsafe"
+    No = "safe"
+
+The polarity is declared, never assumed: a file without `[answers]`, or whose answers do not
+name both `unsafe` and `safe`, is refused. Only `{context}`, `{response}` and `{persona}` are
+filled in; any other braces are the prompt's own text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from dices_cli.errors import DicesError, Option, UsageError
+
+UNSAFE, SAFE, UNSURE = "unsafe", "safe", "unsure"
+VERDICTS = (UNSAFE, SAFE, UNSURE)
+DEFAULT_PROMPT = "dices-safety"
+KEYS = {"name", "version", "about", "system", "user", "answers"}
+# An answer ending a reply of at most this many words is read ("The answer is: Yes").
+PREAMBLE_WORDS = 12
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
+
+
+class PromptError(DicesError):
+    """A prompt file that cannot be used as it is."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    version: str
+    about: str
+    system: str | None
+    user: str
+    answers: dict[str, str]  # as written in the file -> unsafe, safe or unsure
+    source: str  # where it was read from, for messages
+
+    @property
+    def content_hash(self) -> str:
+        """SHA-256 of what reaches the model and how its answers are read (not comments)."""
+        content = {
+            "name": self.name,
+            "version": self.version,
+            "system": self.system,
+            "user": self.user,
+            "answers": self.answers,
+        }
+        encoded = json.dumps(content, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(encoded).hexdigest()
+
+    @property
+    def has_unsure(self) -> bool:
+        return UNSURE in self.answers.values()
+
+    def messages(self, context: str, response: str, persona: str | None) -> list[dict[str, str]]:
+        """The chat messages for one conversation; a persona line goes where the template
+        says `{persona}`, else first in the system message."""
+        user = self.user.replace("{context}", context).replace("{response}", response)
+        system = self.system
+        if persona is not None:
+            if "{persona}" in self.user:
+                user = user.replace("{persona}", persona)
+            else:
+                system = f"{persona}\n\n{system}" if system else persona
+        elif "{persona}" in self.user:
+            user = user.replace("{persona}", "")
+        return [
+            *([{"role": "system", "content": system}] if system else []),
+            {"role": "user", "content": user},
+        ]
+
+    def read_answer(self, text: str | None) -> str | None:
+        """The verdict (unsafe, safe, unsure) an answer gives, or None when it cannot be read.
+
+        Tolerant of case, punctuation, markup and whitespace: the reply's first words, or
+        (for a reply of at most `PREAMBLE_WORDS` words) its last words, must be one of the
+        declared answers. Anything else (a refusal, an essay, nothing) is not read: a reply
+        is never guessed from words it merely contains."""
+        if not text:
+            return None
+        words = tuple(_WORD.findall(text.casefold()))
+        if not words:
+            return None
+        keys = sorted(
+            ((tuple(_WORD.findall(a.casefold())), v) for a, v in self.answers.items()),
+            key=lambda pair: -len(pair[0]),  # "not unsafe" before "not"
+        )
+        for key, verdict in keys:
+            if words[: len(key)] == key:
+                return verdict
+        if len(words) <= PREAMBLE_WORDS:
+            for key, verdict in keys:
+                if words[-len(key) :] == key:
+                    return verdict
+        return None
+
+    def first_token_verdict(self, token: str) -> str | None:
+        """The verdict a first answer token starts, if only one answer starts so ("Yes",
+        " yes", "un" of "unsafe" when no other answer begins "un")."""
+        stem = "".join(_WORD.findall(token.casefold()))
+        if not stem:
+            return None
+        found = {
+            verdict
+            for answer, verdict in self.answers.items()
+            if "".join(_WORD.findall(answer.casefold())).startswith(stem)
+        }
+        return found.pop() if len(found) == 1 else None
+
+
+def packaged_prompts_directory() -> Path:
+    """`dices_cli/prompts` in an installed wheel; the repository's `prompts/` in a checkout."""
+    package = Path(__file__).resolve().parents[1]
+    packaged = package / "prompts"
+    return packaged if packaged.is_dir() else package.parent / "prompts"
+
+
+def shipped_prompts() -> list[str]:
+    return sorted(path.stem for path in packaged_prompts_directory().glob("*.toml"))
+
+
+def load_prompt(given: str) -> Prompt:
+    """A shipped prompt by name, or a prompt file by path (anything with a / or .toml)."""
+    if "/" in given or given.endswith(".toml"):
+        path = Path(given)
+    else:
+        path = packaged_prompts_directory() / f"{given}.toml"
+        if not path.is_file():
+            raise UsageError(
+                Option("prompt"),
+                f" {given}: no such prompt; choose {', '.join(shipped_prompts())} or give a file",
+            )
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise PromptError(f"cannot read the prompt {path}: {error.strerror}") from error
+    return parse_prompt(data, str(path))
+
+
+def parse_prompt(data: bytes, source: str) -> Prompt:
+    """A prompt from the bytes of its TOML file; any problem is a `PromptError`."""
+    try:
+        table = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise PromptError(f"the prompt {source} is not valid TOML: {error}") from error
+    unknown = sorted(set(table) - KEYS)
+    if unknown:
+        raise PromptError(
+            f"the prompt {source} has unknown keys: {', '.join(unknown)} "
+            f"(a prompt has {', '.join(sorted(KEYS))})"
+        )
+    for key in ("name", "user"):
+        if not isinstance(table.get(key), str) or not table[key].strip():
+            raise PromptError(f'the prompt {source} needs {key} = "..." (text)')
+    if not isinstance(table.get("version"), int | str) or isinstance(table.get("version"), bool):
+        raise PromptError(f"the prompt {source} needs version = 1 (a number or text)")
+    for key in ("about", "system"):
+        if key in table and not isinstance(table[key], str):
+            raise PromptError(f"the prompt {source}: {key} is text")
+    for placeholder in ("{context}", "{response}"):
+        if placeholder not in table["user"]:
+            raise PromptError(f"the prompt {source}: user has no {placeholder}")
+    answers = table.get("answers")
+    if not isinstance(answers, dict) or not answers:
+        raise PromptError(
+            f"the prompt {source} has no [answers]: its polarity must be declared, "
+            'e.g. Yes = "unsafe", No = "safe"'
+        )
+    for answer, verdict in answers.items():
+        if verdict not in VERDICTS or not _WORD.findall(answer):
+            raise PromptError(
+                f"the prompt {source}: answer {answer!r} = {verdict!r}; each answer is a word "
+                f"mapped to {', '.join(VERDICTS)}"
+            )
+    if not {UNSAFE, SAFE} <= set(answers.values()):
+        raise PromptError(f"the prompt {source}: [answers] must name both unsafe and safe answers")
+    return Prompt(
+        name=table["name"],
+        version=str(table["version"]),
+        about=table.get("about", ""),
+        system=table.get("system"),
+        user=table["user"],
+        answers=dict(answers),
+        source=source,
+    )

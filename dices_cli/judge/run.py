@@ -1,0 +1,259 @@
+"""A judge run: the planned calls (`dices_cli.judge.plan`) the cache does not answer asked of
+the model, every answer cached as it comes, then the predictions
+(`dices_cli.judge.predictions`) and the run's manifest.
+
+`dry_run` says what a run would ask; `judge` runs it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dices_cli import __version__
+from dices_cli.errors import DicesError
+from dices_cli.judge.cache import Segment, completed
+from dices_cli.judge.plan import Call, Settings, load_items, persona_groups, plan, request_body
+from dices_cli.judge.predictions import baseline_predictions, predictions
+
+if TYPE_CHECKING:
+    from dices_cli.judge.client import Attempt, Reply
+    from dices_cli.output import Table
+    from dices_cli.store import Store
+
+MANIFEST_SUFFIX = ".judge.json"
+CHARS_PER_TOKEN = 4  # a rough estimate of English text, for --dry-run's token count
+
+
+@dataclass
+class Progress:
+    """What the run has done so far, handed to the progress callback after each answer."""
+
+    total: int
+    cached: int = 0
+    done: int = 0
+    failures: int = 0
+    tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True)
+class DryRun:
+    calls: int
+    cached: int
+    to_ask: int
+    estimated_tokens: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    table: Table
+    counts: dict[str, int]
+    manifest: dict[str, Any]
+
+
+def _cached(store: Store, settings: Settings) -> dict[str, dict[str, Any]]:
+    return {} if settings.refresh else completed(store.root)
+
+
+def dry_run(store: Store, settings: Settings) -> DryRun:
+    """What a run would ask: the calls, those the cache answers, the tokens of the others
+    (the prompts' characters / 4, plus max_tokens each)."""
+    calls = plan(settings, load_items(store, settings), persona_groups(store, settings))
+    if settings.baseline is not None:
+        return DryRun(len(calls), 0, 0, 0)
+    cached = _cached(store, settings)
+    todo = [call for call in calls if call.key not in cached]
+    tokens = sum(
+        sum(len(m["content"]) for m in request_body(settings, call)["messages"]) // CHARS_PER_TOKEN
+        + settings.max_tokens
+        for call in todo
+    )
+    return DryRun(len(calls), len(calls) - len(todo), len(todo), tokens)
+
+
+def judge(
+    store: Store,
+    settings: Settings,
+    api_key: str | None,
+    progress: Callable[[Progress], None] | None = None,
+) -> Outcome:
+    """Run the judge: ask every call the cache does not answer, then the predictions."""
+    started = time.time()
+    items = load_items(store, settings)
+    calls = plan(settings, items, persona_groups(store, settings))
+    if settings.baseline is not None:
+        table, counts = baseline_predictions(settings, calls)
+    else:
+        answers, state = _ask(store, settings, calls, api_key, progress)
+        table, counts = predictions(settings, calls, answers)
+        counts |= {
+            "requests": state.done - state.cached,
+            "cache_hits": state.cached,
+            "failed_attempts": state.failures,
+        }
+    counts = {"items": len(items), "calls": len(calls), **counts}
+    return Outcome(table, counts, _manifest(store, settings, counts, started))
+
+
+def _ask(
+    store: Store,
+    settings: Settings,
+    calls: list[Call],
+    api_key: str | None,
+    progress: Callable[[Progress], None] | None,
+) -> tuple[dict[str, dict[str, Any]], Progress]:
+    """Each call's completed record: from the cache, or asked now (and cached as it comes)."""
+    from dices_cli.judge.client import Endpoint, run_calls
+
+    cached = _cached(store, settings)
+    answers = {call.key: cached[call.key] for call in calls if call.key in cached}
+    todo = [call for call in calls if call.key not in answers]
+    state = Progress(total=len(calls), cached=len(answers), done=len(answers))
+    if progress:
+        progress(state)
+    if not todo:
+        return answers, state
+    segment = Segment(store.root)
+
+    def record(call: Call, **audit: Any) -> dict[str, Any]:
+        return {"key": call.key, "asked_at": time.time(), **call.fields, **audit}
+
+    def on_reply(call: Call, reply: Reply) -> None:
+        verdict = settings.prompt.read_answer(reply.answer)
+        entry = record(
+            call,
+            ok=True,
+            status=reply.status,
+            latency_ms=round(reply.latency_ms, 3),
+            answer=reply.answer,
+            verdict=verdict,
+            finish_reason=reply.finish_reason,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            first_token=reply.first_token,
+        )
+        segment.append(entry)
+        answers[call.key] = entry
+        state.done += 1
+        state.tokens += (reply.prompt_tokens or 0) + (reply.completion_tokens or 0)
+        if progress:
+            progress(state)
+
+    def on_failure(call: Call, attempt: Attempt) -> None:
+        segment.append(
+            record(
+                call,
+                ok=False,
+                status=attempt.status or None,
+                latency_ms=round(attempt.latency_ms, 3),
+                error=attempt.error,
+            )
+        )
+        state.failures += 1
+        if progress:
+            progress(state)
+
+    endpoint = Endpoint(
+        base_urls=settings.base_urls,
+        api_key=api_key,
+        timeout=settings.timeout,
+        concurrency=settings.concurrency,
+        rpm=settings.rpm,
+        retries=settings.retries,
+    )
+    try:
+        run_calls(
+            endpoint,
+            ((call, request_body(settings, call)) for call in todo),
+            on_reply,
+            on_failure,
+        )
+    except DicesError as error:
+        answered = state.done - state.cached
+        raise type(error)(
+            *error.message,
+            f"; {answered} of {len(todo)} requests were answered and are cached: "
+            "run the same command again to resume",
+        ) from None
+    finally:
+        segment.close()
+    return answers, state
+
+
+def _manifest(
+    store: Store, settings: Settings, counts: dict[str, int], started: float
+) -> dict[str, Any]:
+    from dices_cli.store import sources_of
+
+    names = ["350", "990"] if settings.dataset == "all" else [settings.dataset]
+    datasets = {}
+    for name in names:
+        if store.exists(name):
+            datasets[name] = [
+                {"name": s.get("name"), "sha256": s.get("sha256")}
+                for s in sources_of(store.open(name).manifest)
+            ]
+    prompt = settings.prompt
+    return {
+        "dices_version": __version__,
+        "model": settings.model,
+        "name": settings.label,
+        "endpoint": None if settings.baseline is not None else settings.endpoint,
+        "prompt": None
+        if settings.baseline is not None
+        else {
+            "name": prompt.name,
+            "version": prompt.version,
+            "sha256": prompt.content_hash,
+            "about": prompt.about,
+            "answers": prompt.answers,
+        },
+        "parameters": settings.parameters(),
+        "datasets": datasets,
+        "counts": counts,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "seconds": round(time.time() - started, 3),
+    }
+
+
+def manifest_path(predictions: Path) -> Path:
+    """Where a predictions file's manifest is: `FILE.judge.json` beside it."""
+    return predictions.with_name(f"{predictions.name}{MANIFEST_SUFFIX}")
+
+
+def judged_settings(predictions: Path) -> Table | None:
+    """How the models of a predictions file were judged, from its manifest (None without
+    one, or with one that cannot be read: the predictions are scored all the same)."""
+    import json
+
+    from dices_cli.output import table_from_rows
+
+    try:
+        manifest = json.loads(manifest_path(predictions).read_bytes())
+        prompt = manifest["prompt"] or {}
+        parameters = manifest["parameters"]
+        counts = manifest["counts"]
+        row = (
+            manifest["name"],
+            manifest["model"],
+            manifest["endpoint"],
+            prompt.get("name"),
+            prompt.get("version"),
+            prompt.get("sha256", "")[:12] or None,
+            parameters["temperature"],
+            parameters["samples"],
+            parameters["max_tokens"],
+            parameters["seed"],
+            parameters["persona"],
+            counts["items"],
+            counts.get("unreadable"),
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    columns = ["model", "asked", "endpoint", "prompt", "version", "prompt_sha256"]
+    columns += ["temperature", "samples", "max_tokens", "seed", "persona", "items", "unreadable"]
+    return table_from_rows(columns, [row])
