@@ -462,7 +462,8 @@ def test_the_generated_table_lists_every_query() -> None:
     )
     assert (
         "| dataset, the --by columns, raters, ratings, n_no, n_yes, n_unsure, share_no, "
-        "**share_yes**, share_unsure, **share_yes_ci_low**, **share_yes_ci_high** |" in table
+        "**share_yes**, share_unsure, **share_yes_ci_low**, **share_yes_ci_high**, interval |"
+        in table
     )
 
 

@@ -162,13 +162,13 @@ COLUMN_HELP = {
     "against the raters' shares (crowd-share rows). Empty where undefined.",
     "METRIC_low/_high": "The 95% percentile bootstrap interval: conversations resampled "
     "(ProsocialDialog: the utterances predicted); on group rows, with the default "
-    "--interval clustered, the raters within their groups too.",
+    "clustered interval, the raters within their groups too.",
     "compared_on": "Group rows: the metric compared with the rest of the pool (kappa, "
     "or jsd for crowd-share).",
     "rest": "That metric against the rest of the pool (the raters not in the group).",
     "difference": "Group minus rest, with its paired bootstrap interval (difference_low/_high).",
     "difference_null": "The difference expected when group labels carry no information: "
-    "its mean over the --permutations relabellings of the raters (a small group's own "
+    "its mean over the random relabellings of the raters (a small group's own "
     "plurality is noisier, so a model agrees less with it whatever the group).",
     "p_value": "Two-sided permutation p-value of the difference (group labels shuffled "
     "across raters, group sizes kept; never 0: (k + 1) / (N + 1)); empty for the raters:K "
