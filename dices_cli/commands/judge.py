@@ -24,7 +24,7 @@ API_KEY_VARIABLE = "OPENAI_API_KEY"
 
 JUDGE_HELP = """Run an LLM judge or a safety classifier over DICES or ProsocialDialog: cached, resumable, polarity declared, straight into evaluate.
 
-Each conversation is sent to an OpenAI-compatible Chat Completions endpoint (vLLM, Ollama, llama.cpp's server, TGI, LM Studio, OpenAI, a gateway) with a declared prompt (--prompt: dices-safety, judge-bench, guard, or a TOML file of your own), and its answer read as the prompt's [answers] say (Yes = unsafe for dices-safety, Yes = safe for judge-bench). An answer that cannot be read is kept raw and counted, never guessed. The key comes from $OPENAI_API_KEY (or the variable --api-key-env names) and is written nowhere.
+Each conversation is sent to an OpenAI-compatible Chat Completions endpoint (vLLM, Ollama, llama.cpp's server, TGI, LM Studio, OpenAI, a gateway) with a declared prompt (--prompt: dices-safety, judge-bench, guard, or a TOML file of your own), and its answer read as the prompt's answers table says (Yes = unsafe for dices-safety, Yes = safe for judge-bench). An answer that cannot be read is kept raw and counted, never guessed. The key comes from $OPENAI_API_KEY (or the variable --api-key-env names) and is written nowhere.
 
 Every answer is cached in the data directory (DIR/judge/; dices sql sees it as judge_calls): running the same command again asks nothing, and a run stopped by Ctrl-C, kill -9 or a failing server resumes where it stopped. The predictions (model, item_id, label, score, p_*, prompt, persona) are what dices evaluate reads; -o FILE also gets FILE.judge.json, the run's manifest.
 
