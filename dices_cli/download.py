@@ -51,6 +51,8 @@ from dices_cli.source import DEFAULT_MAX_SIZE, format_size
 from dices_cli.terminal_text import printable
 
 Progress = Callable[[str, float], None]  # (the file being fetched, fraction of it done)
+# (the file's title, what its source did, the seconds before the next try): said as it happens
+Retrying = Callable[[str, "SourceFailed", float], None]
 Message = tuple[str | Option, ...]  # a message in parts, as `DicesError` takes it
 
 BASE_VARIABLE = "DICES_DOWNLOAD_BASE"  # a mirror of every file, under the same paths
@@ -109,10 +111,20 @@ class Fetched:
 
 
 class SourceFailed(DicesError):
-    """One source did not serve a file: its address, then what it did."""
+    """One source did not serve a file: its address, then what it did; `unreachable` when
+    no answer came from it at all (no network, a wrong host, a firewall)."""
 
-    def __init__(self, url: str, did: Message) -> None:
+    def __init__(self, url: str, did: Message, unreachable: bool = False) -> None:
         super().__init__(printable(url), " ", *did)
+        self.unreachable = unreachable
+
+
+class NoSourceServed(DicesError):
+    """Every source of a file failed: what each did, in order."""
+
+    def __init__(self, *message: str | Option, unreachable: bool) -> None:
+        super().__init__(*message)
+        self.unreachable = unreachable
 
 
 def plan(choice: str, url: str | None = None, sha256: str | None = None) -> list[WantedFile]:
@@ -157,12 +169,16 @@ def download(
     retries: int = DEFAULT_RETRIES,
     max_size: int = DEFAULT_MAX_SIZE,
     progress: Progress | None = None,
+    retrying: Retrying | None = None,
 ) -> Iterator[Fetched]:
     """Fetch each file into `directory`, one after another, yielding each as it is done.
     A file already there that matches its checksum is kept; one that does not is an error
     unless `force`. `max_size` bounds a file without a published size; `deadline` bounds the
-    time each source has for a file, `timeout` each wait for a byte."""
-    settings = _Settings(force, timeout, deadline, retries, max_size, progress or _silent)
+    time each source has for a file, `timeout` each wait for a byte. `retrying` hears of
+    each fault that is tried again, before the wait."""
+    settings = _Settings(
+        force, timeout, deadline, retries, max_size, progress or _silent, retrying or _unheard
+    )
     for wanted in files:
         yield _fetch(wanted, directory, settings)
 
@@ -193,9 +209,14 @@ class _Settings:
     retries: int
     max_size: int
     progress: Progress
+    retrying: Retrying
 
 
 def _silent(_stage: str, _fraction: float) -> None:
+    return None
+
+
+def _unheard(_title: str, _failed: SourceFailed, _wait: float) -> None:
     return None
 
 
@@ -213,7 +234,7 @@ def _fetch(wanted: WantedFile, directory: Path, settings: _Settings) -> Fetched:
         try:
             digest = _fetch_from(url, wanted, target, settings)
         except _SourceFault as fault:
-            failed.append(SourceFailed(url, fault.did))
+            failed.append(SourceFailed(url, fault.did, fault.unreachable))
             continue
         for other in wanted.urls:
             if other != url:
@@ -224,7 +245,7 @@ def _fetch(wanted: WantedFile, directory: Path, settings: _Settings) -> Fetched:
     said: list[str | Option] = [f"no source served the {wanted.title} file: "]
     for number, failure in enumerate(failed):
         said += ["; " if number else "", *failure.message]
-    raise DicesError(*said)
+    raise NoSourceServed(*said, unreachable=all(failure.unreachable for failure in failed))
 
 
 def _part_path(target: Path, url: str) -> Path:
@@ -294,9 +315,10 @@ def _mismatch(wanted: WantedFile, digest: Digest) -> str | None:
 class _SourceFault(Exception):
     """This source cannot serve the file; `did` says what it did instead."""
 
-    def __init__(self, *did: str | Option) -> None:
+    def __init__(self, *did: str | Option, unreachable: bool = False) -> None:
         super().__init__("".join(map(str, did)))
         self.did: Message = did
+        self.unreachable = unreachable
 
 
 class _Interrupted(_SourceFault):
@@ -317,7 +339,8 @@ def _fetch_from(url: str, wanted: WantedFile, target: Path, settings: _Settings)
                 raise _SourceFault(f"served different bytes ({mismatch}), which were not kept")
             os.replace(part.path, target)
         except _Interrupted as failure:  # tries or time spent: perhaps resumable later
-            raise _SourceFault(*failure.did, _left_behind(part)) from None
+            did = (*failure.did, _left_behind(part))
+            raise _SourceFault(*did, unreachable=failure.unreachable) from None
         except KeyboardInterrupt:
             _left_behind(part)
             raise
@@ -548,12 +571,14 @@ class _FromSource:
             try:
                 self._transfer()
                 return
-            except _Interrupted:
+            except _Interrupted as fault:
                 if self.deadline.passed:
                     raise self._late() from None
                 if attempt == self.settings.retries:
                     raise
-            time.sleep(min(BACKOFF_SECONDS * 2**attempt, self.deadline.remaining()))
+                wait = min(BACKOFF_SECONDS * 2**attempt, self.deadline.remaining())
+                self.settings.retrying(self.wanted.title, SourceFailed(self.url, fault.did), wait)
+            time.sleep(wait)
             if self.deadline.passed:
                 raise self._late()
 
@@ -594,7 +619,9 @@ class _FromSource:
             raise _SourceFault(answer) from None
         except (OSError, HTTPException) as error:  # URLError is an OSError
             reason = error.reason if isinstance(error, urllib.error.URLError) else error
-            raise _Interrupted(f"could not be reached: {self._reason(reason)}") from None
+            raise _Interrupted(
+                f"could not be reached: {self._reason(reason)}", unreachable=True
+            ) from None
 
     def _receive(self, response: HTTPResponse) -> None:
         written = self.written

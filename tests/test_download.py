@@ -25,6 +25,7 @@ from fixtures.dices_csv import build
 from typer.testing import CliRunner, Result
 
 from dices_cli import download as download_module
+from dices_cli.commands.download import WAYS_ROUND
 from dices_cli.main import app
 from dices_cli.source import DEFAULT_MAX_SIZE, parse_size
 
@@ -321,6 +322,8 @@ def test_an_interrupted_download_keeps_its_part_for_the_next_run(
     part = tmp_path / part_name(NAME_350, url)
     assert result.exit_code == 1
     assert result.stderr == (
+        f"DICES-350: {url} broke off after {half:,} of {len(BODY_350):,} bytes: the server "
+        "closed the connection; trying again in 0 s\n"
         f"Error: {url} broke off after {fetched:,} of {len(BODY_350):,} bytes: the server "
         f"closed the connection (the {fetched:,} bytes fetched are kept in {part} to resume)\n"
     )
@@ -417,8 +420,9 @@ def test_a_silent_server_times_out(runner: CliRunner, server: Server, tmp_path: 
     server.stall = threading.Event()
     result = fetch_350(runner, server, tmp_path, "--timeout", "0.2", "--retries", "1")
     assert result.exit_code == 1
+    said = f"{server.url}/350.csv could not be reached: no answer within 0.2 s"
     assert result.stderr == (
-        f"Error: {server.url}/350.csv could not be reached: no answer within 0.2 s\n"
+        f"DICES-350: {said}; trying again in 0 s\n{WAYS_ROUND}\nError: {said}\n"
     )
     assert len(server.requests) == 2
     assert listing(tmp_path) == []
@@ -443,8 +447,13 @@ def test_5xx_is_tried_again(runner: CliRunner, server: Server, tmp_path: Path) -
     server.failures = 5
     result = fetch_350(runner, server, tmp_path / "again", "--retries", "2")
     assert result.exit_code == 1
-    assert result.stderr == f"Error: {server.url}/350.csv answered 503 Service Unavailable\n"
+    said = f"{server.url}/350.csv answered 503 Service Unavailable"
+    # Each fault tried again is said as it happens (issue 23); -q says none of them.
+    assert result.stderr == f"DICES-350: {said}; trying again in 0 s\n" * 2 + f"Error: {said}\n"
     assert listing(tmp_path / "again") == []
+    server.failures = 5
+    result = fetch_350(runner, server, tmp_path / "quiet", "--retries", "2", "-q")
+    assert result.stderr == f"Error: {said}\n"
 
 
 def test_no_network_is_one_line(runner: CliRunner, tmp_path: Path) -> None:
@@ -452,10 +461,17 @@ def test_no_network_is_one_line(runner: CliRunner, tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/350.csv"
-    result = runner.invoke(app, ["download", "350", "--dir", str(tmp_path), "--url", url])
+    arguments = ["download", "350", "--dir", str(tmp_path), "--url", url, "--retries", "1"]
+    result = runner.invoke(app, arguments)
     assert result.exit_code == 1
-    assert result.stderr == f"Error: {url} could not be reached: Connection refused\n"
+    said = f"{url} could not be reached: Connection refused"
+    # The try again is said as it happens; the end names the ways round (issue 23).
+    assert result.stderr == (
+        f"DICES-350: {said}; trying again in 0 s\n{WAYS_ROUND}\nError: {said}\n"
+    )
     assert listing(tmp_path) == []
+    result = runner.invoke(app, [*arguments, "-q"])
+    assert (result.exit_code, result.stderr) == (1, f"Error: {said}\n")
 
 
 def test_proxy_from_the_environment(
@@ -648,6 +664,7 @@ def test_when_every_source_fails_one_line_says_what_each_did(
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr == (
+        f"DICES-350: {three[1]} answered 503 Service Unavailable; trying again in 0 s\n"
         "Error: no source served the DICES-350 file: "
         f"{three[0]} served different bytes (13 bytes, expected {len(BODY_350):,}), which were "
         f"not kept; {three[1]} answered 503 Service Unavailable; "
@@ -995,6 +1012,7 @@ def test_what_a_server_says_reaches_the_terminal_escaped(
     result = fetch_350(runner, server, tmp_path, "--retries", "0")
     assert result.exit_code == 1
     assert result.stderr == (
+        f"{WAYS_ROUND}\n"
         f"Error: {server.url}/350.csv could not be reached: HTTP/1.1 2\\x1b[31m00 OK\\r\\n\n"
     )
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -15,7 +17,7 @@ from dices_cli.commands.options import DEFAULT_MAX_SIZE, DataDir, size_limit
 from dices_cli.render import progress_bar, say
 
 if TYPE_CHECKING:
-    from dices_cli.download import Fetched, WantedFile
+    from dices_cli.download import Fetched, SourceFailed, WantedFile
 
 DEFAULT_TIMEOUT = 30.0  # dices_cli.download.DEFAULT_TIMEOUT, spelled for --help
 DEFAULT_DEADLINE = 3600.0  # dices_cli.download.DEFAULT_DEADLINE
@@ -197,7 +199,7 @@ def download(
         return
     fetched: list[Fetched] = []
     try:
-        with progress_bar(enabled=True) as progress:
+        with progress_bar(enabled=True) as progress, ways_round():
             fetching = fetch(
                 wanted,
                 directory,
@@ -207,6 +209,7 @@ def download(
                 retries=retries,
                 max_size=limit,
                 progress=progress,
+                retrying=_say_retry,
             )
             for done in fetching:
                 fetched.append(done)
@@ -221,6 +224,33 @@ def download(
         # stands alone, and ingest recognises a file's dataset from its contents.
         for _dataset, files in groupby(fetched, key=lambda done: done.wanted.dataset):
             ingest_files([done.path for done in files], data=data, force=force)
+
+
+def _say_retry(title: str, failed: SourceFailed, wait: float) -> None:
+    from dices_cli.commands.wording import worded
+
+    say(f"{title}: {worded(failed)}; trying again in {wait:.3g} s")
+
+
+WAYS_ROUND = (
+    "hint: no source could be reached. Without a network here, fetch the files from a "
+    "mirror (--url URL for one file, DICES_DOWNLOAD_BASE=URL for all of them), or download "
+    "them by hand (dices download all --dry-run lists their addresses and SHA-256) and run "
+    "dices ingest FILE"
+)
+
+
+@contextlib.contextmanager
+def ways_round() -> Iterator[None]:
+    """A download whose sources could not be reached ends with the other ways to the files."""
+    from dices_cli.download import NoSourceServed, SourceFailed
+
+    try:
+        yield
+    except (NoSourceServed, SourceFailed) as error:
+        if error.unreachable:
+            say(WAYS_ROUND)
+        raise
 
 
 def _report(fetched: list[Fetched]) -> None:
