@@ -5,8 +5,10 @@ is left on disk."""
 
 from __future__ import annotations
 
+import csv
 import fcntl
 import hashlib
+import io
 import os
 import re
 import socket
@@ -759,7 +761,9 @@ def test_dry_run_lists_every_source_and_fetches_nothing(
 
     monkeypatch.setattr(download_module.urllib.request, "build_opener", once_per_run)
     (tmp_path / NAME_990).write_bytes(b"something else\n")
-    result = runner.invoke(app, ["download", "all", "--dry-run", "--dir", str(tmp_path)])
+    result = runner.invoke(
+        app, ["download", "all", "--dry-run", "--dir", str(tmp_path), "-f", "csv"]
+    )
     assert result.exit_code == 0, result.output
     repository = "https://raw.githubusercontent.com/google-research-datasets/dices-dataset"
     commits = (
@@ -773,39 +777,48 @@ def test_dry_run_lists_every_source_and_fetches_nothing(
         "990": f"here, and not the published file (15 bytes, expected 50,399,432): "
         f"{tmp_path / NAME_990}",
     }
-    expected = []
+    expected = [["dataset", "file", "size", "sha256", "source", "url", "here"]]
     for name, size, digest in (
         ("350", 31_143_485, "63cb8620eb04e64957f9e45b1f7cb3d079c4eed8e8b28909f46e0b7038ce4301"),
         ("990", 50_399_432, "14332b6391cdee80383b765c734de3bebf6d8553141ee7d2f47ef0910a12fcf7"),
     ):
         file = f"diverse_safety_adversarial_dialog_{name}.csv"
-        expected.append(f"DICES-{name} {file}: {size:,} bytes, SHA-256 {digest}")
         expected += [
-            f"  source {n}: {repository}/{c}/{name}/{file}" for n, c in enumerate(commits, 1)
+            [f"DICES-{name}", file, str(size), digest, str(n), url, here[name]]
+            for n, url in enumerate((f"{repository}/{c}/{name}/{file}" for c in commits), 1)
         ]
-        expected.append(f"  {here[name]}")
     for split in ("train", "valid", "test"):
-        expected += [
-            f"ProsocialDialog prosocial/{split}.json: size not published, SHA-256 not published",
-            f"  source 1: {hugging}/{split}.json",
-            f"  not here yet: {tmp_path / 'prosocial' / f'{split}.json'}",
-        ]
-    assert result.stdout.splitlines() == expected
+        where = tmp_path / "prosocial" / f"{split}.json"
+        expected.append(
+            [
+                *("ProsocialDialog", f"prosocial/{split}.json", "", "", "1"),
+                *(f"{hugging}/{split}.json", f"not here yet: {where}"),
+            ]
+        )
+    assert list(csv.reader(io.StringIO(result.stdout))) == expected
     assert result.stderr == ""
     assert listing(tmp_path) == [NAME_990]
 
 
 def test_dry_run_says_what_is_here(runner: CliRunner, three: list[str], tmp_path: Path) -> None:
     (tmp_path / NAME_350).write_bytes(BODY_350)
-    result = runner.invoke(app, ["download", "350", "--dry-run", "--dir", str(tmp_path)])
+    plan = ["download", "350", "--dry-run", "--dir", str(tmp_path), "--columns", "here"]
+    result = runner.invoke(app, [*plan, "--limit", "1", "-f", "csv"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[-1] == f"  here and verified: {tmp_path / NAME_350}"
+    assert result.stdout == f"here\nhere and verified: {tmp_path / NAME_350}\n"
     (tmp_path / NAME_350).unlink()
     (tmp_path / NAME_350).mkdir()
-    result = runner.invoke(app, ["download", "350", "--dry-run", "--dir", str(tmp_path)])
+    result = runner.invoke(app, [*plan, "--limit", "1", "-f", "csv"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[-1] == (
-        f"  {tmp_path / NAME_350} is a directory, not a file; move it away"
+    assert list(csv.reader(io.StringIO(result.stdout))) == [
+        ["here"],
+        [f"{tmp_path / NAME_350} is a directory, not a file; move it away"],
+    ]
+    result = runner.invoke(app, ["download", "350", "--columns", "here"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "Error: --format, --columns, --sort and --limit shape the --dry-run listing; a "
+        "download prints the paths of its files\n"
     )
     result = runner.invoke(app, ["download", "350", "--dry-run", "--ingest"])
     assert result.exit_code == 2

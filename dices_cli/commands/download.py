@@ -13,11 +13,20 @@ from typer._click import core as click_core
 from typer._click import types as click_types
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
-from dices_cli.commands.options import DEFAULT_MAX_SIZE, DataDir, size_limit
+from dices_cli.commands.options import (
+    DEFAULT_MAX_SIZE,
+    ColumnsOption,
+    DataDir,
+    LimitOption,
+    OutputFormat,
+    SortOption,
+    size_limit,
+)
 from dices_cli.render import progress_bar, say
 
 if TYPE_CHECKING:
     from dices_cli.download import Fetched, SourceFailed, WantedFile
+    from dices_cli.output import Format
 
 DEFAULT_TIMEOUT = 30.0  # dices_cli.download.DEFAULT_TIMEOUT, spelled for --help
 DEFAULT_DEADLINE = 3600.0  # dices_cli.download.DEFAULT_DEADLINE
@@ -157,10 +166,15 @@ def download(
         bool,
         typer.Option(
             "--dry-run",
-            help="Print each file's sources in order, size and SHA-256, and whether it is in "
-            "DIR and verified; fetch nothing.",
+            help="List each file's sources in order, size and SHA-256, and whether it is in "
+            "DIR and verified, one row per source (a table, or --format csv|json...); fetch "
+            "nothing.",
         ),
     ] = False,
+    fmt: OutputFormat = None,
+    keep_columns: ColumnsOption = None,
+    sort: SortOption = None,
+    limit: LimitOption = None,
 ) -> None:
     """Fetch the official files, verify their size and SHA-256, print their paths.
 
@@ -189,14 +203,19 @@ def download(
     from dices_cli.errors import UsageError
 
     wanted = plan(dataset, url, sha256)
-    limit = size_limit(max_size)
+    most = size_limit(max_size)
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"--dir {directory} is not a directory")
     if dry_run:
         if ingest:
             raise UsageError("--dry-run fetches nothing, so there is nothing to --ingest")
-        _show_plan(wanted, directory)
+        _show_plan(wanted, directory, fmt, keep_columns, sort, limit)
         return
+    if fmt is not None or keep_columns is not None or sort is not None or limit is not None:
+        raise UsageError(
+            "--format, --columns, --sort and --limit shape the --dry-run listing; a download "
+            "prints the paths of its files"
+        )
     fetched: list[Fetched] = []
     try:
         with progress_bar(enabled=True) as progress, ways_round():
@@ -207,7 +226,7 @@ def download(
                 timeout=timeout,
                 deadline=deadline,
                 retries=retries,
-                max_size=limit,
+                max_size=most,
                 progress=progress,
                 retrying=_say_retry,
             )
@@ -272,21 +291,34 @@ def _report(fetched: list[Fetched]) -> None:
             stdout.write(os.fsencode(done.path) + b"\n")
 
 
-def _show_plan(wanted: list[WantedFile], directory: Path) -> None:
-    """On stdout, per file: what it must be, its sources in the order they are tried, and
-    what is in `directory` now. Nothing is fetched."""
-    from dices_cli.download import status
-    from dices_cli.output import open_stdout
-    from dices_cli.terminal_text import printable
+PLAN_COLUMNS = ("dataset", "file", "size", "sha256", "source", "url", "here")
 
-    with open_stdout() as stdout:
-        for file in wanted:
-            size = f"{file.size:,} bytes" if file.size is not None else "size not published"
-            sha256 = f"SHA-256 {file.sha256}" if file.sha256 else "SHA-256 not published"
-            lines = [f"{file.title} {file.file_name}: {size}, {sha256}"]
-            lines += [f"  source {n}: {printable(url)}" for n, url in enumerate(file.urls, 1)]
-            lines.append(f"  {status(file, directory)}")
-            stdout.write(os.fsencode("".join(line + "\n" for line in lines)))
+
+def _show_plan(
+    wanted: list[WantedFile],
+    directory: Path,
+    fmt: Format | None,
+    keep_columns: str | None,
+    sort: str | None,
+    limit: int | None,
+) -> None:
+    """Per file and source, in the order they are tried: what the file must be, where it is
+    fetched from, and what is in `directory` now. Nothing is fetched."""
+    from dices_cli.commands.options import show_shaped
+    from dices_cli.download import status
+    from dices_cli.output import Output, table_from_rows
+    from dices_cli.shape import Shape
+    from dices_cli.tabular import Focus
+
+    shape = Shape.parse(keep_columns, sort, limit)
+    rows = []
+    for file in wanted:
+        here = status(file, directory)
+        for number, url in enumerate(file.urls, 1):
+            rows.append((file.title, file.file_name, file.size, file.sha256, number, url, here))
+    table = table_from_rows(list(PLAN_COLUMNS), rows)
+    focus = Focus(keys=("dataset",), answer=("source", "url", "here"))
+    show_shaped(table, shape, Output.build(fmt, None, False, []), "Download plan", focus=focus)
 
 
 def register(app: typer.Typer) -> None:
