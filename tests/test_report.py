@@ -703,3 +703,15 @@ def test_the_audit_summary_is_a_column_per_dataset_and_headers_break_after_under
     assert [r[0] for r in summary.rows][:3] == ["raters", "raters_kept", "raters_removed"]
     wide = table_from_rows(["conversations_without_ratings"], [(1,)])
     assert "<th scope=col>conversations_<wbr>without_<wbr>ratings</th>" in table_html(wide)
+
+
+def test_a_p_value_just_under_the_legends_threshold_reads_under_it() -> None:
+    """50 of 1,001 relabellings give p = 0.04995, drawn as significant under "p < 0.05": its
+    table cell must not read 0.050 (the report once showed 0.050 where the CLI gave 0.120,
+    from 200 relabellings; both now use 1,000)."""
+    from dices_cli.report.page import table_html
+
+    table = table_from_rows(["p_value", "share"], [(50 / 1001, 0.611), (2 / 1001, 0.0626)])
+    cells = re.findall(r"<td class=number>([^<]*)</td>", table_html(table))
+    assert cells == ["0.04995", "0.611", "0.001998", "0.0626"]
+    assert float(cells[0]) < 0.05

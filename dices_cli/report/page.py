@@ -93,10 +93,10 @@ def _cell(value: Any) -> tuple[str, bool]:
     if isinstance(value, int):
         return f"{value:,}", True
     if isinstance(value, float | Decimal):
-        # Three significant digits below 0.1, so that a p-value of 0.0497 drawn under a
-        # "p < 0.05" legend does not read 0.050 in its table.
+        # Four significant digits below 0.1, so that a p-value of 0.04995 (50 of 1,001
+        # relabellings) drawn under a "p < 0.05" legend does not read 0.050 in its table.
         if 0 < abs(float(value)) < 0.1:
-            return f"{value:.3g}", True
+            return f"{value:.4g}", True
         return f"{value:,.3f}", True
     if isinstance(value, list | tuple):
         return ", ".join(map(str, value)), False
