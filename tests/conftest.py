@@ -66,6 +66,18 @@ def ingested(
     return data
 
 
+@pytest.fixture(scope="session")
+def sample_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding the packaged sample (40 + 80 conversations). Read-only."""
+    from dices_cli.demo import sample_paths
+
+    data = tmp_path_factory.mktemp("sample")
+    paths = [str(path) for path in sample_paths()]
+    result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data), "-q"])
+    assert result.exit_code == 0, result.output
+    return data
+
+
 @pytest.fixture
 def ingested_copy(ingested: Path, tmp_path: Path) -> Path:
     """A private copy of `ingested` that a test may change."""

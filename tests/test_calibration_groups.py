@@ -13,22 +13,15 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy.stats import binom
-from typer.testing import CliRunner
 
 from dices_cli.audit import exact_independence_p
-from dices_cli.demo import sample_paths
-from dices_cli.main import app
 from dices_cli.metrics.permutation import permutation_test
 from dices_cli.schema import PUBLISHED_REMOVED
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = tmp_path_factory.mktemp("sample")
-    paths = [str(path) for path in sample_paths()]
-    result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data), "-q"])
-    assert result.exit_code == 0, result.output
-    return data
+def sample(sample_data: Path) -> Path:
+    return sample_data
 
 
 def within_level(p_values: list[float], level: float = 0.05) -> tuple[int, int, float]:

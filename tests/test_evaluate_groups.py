@@ -15,27 +15,19 @@ import polars as pl
 import pytest
 from scipy.stats import binom
 from sklearn.metrics import cohen_kappa_score
-from typer.testing import CliRunner
 
 from dices_cli.commands.evaluate import dices_votes
-from dices_cli.demo import sample_paths
 from dices_cli.evaluate.evaluation import Settings, _aligned, evaluate
 from dices_cli.evaluate.groups import members_of, permuted_differences
 from dices_cli.evaluate.predictions import Predictions
 from dices_cli.evaluate.references import Votes
-from dices_cli.main import app
 from dices_cli.queries.engine import RaterSelection
 from dices_cli.store import Store
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding the packaged sample (40 + 80 conversations)."""
-    data = tmp_path_factory.mktemp("sample")
-    paths = [str(path) for path in sample_paths()]
-    result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data), "-q"])
-    assert result.exit_code == 0, result.output
-    return data
+def sample(sample_data: Path) -> Path:
+    return sample_data
 
 
 def models(data: Path, dataset: str, seed: int = 1) -> dict[str, pl.DataFrame]:

@@ -15,7 +15,6 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from dices_cli.demo import sample_paths
 from dices_cli.main import app
 
 DRAWS = "20"  # bootstrap resamples: the same in every run, so rows compare cell by cell
@@ -31,13 +30,8 @@ LAYOUTS = [
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding the packaged sample (40 + 80 conversations)."""
-    data = tmp_path_factory.mktemp("sample")
-    paths = [str(path) for path in sample_paths()]
-    result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data)])
-    assert result.exit_code == 0, result.output
-    return data
+def sample(sample_data: Path) -> Path:
+    return sample_data
 
 
 def name(kinds: Kinds) -> str:
