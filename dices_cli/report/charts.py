@@ -560,6 +560,11 @@ class Drawer:
     script again, and a script calling the app without a main guard would fail. One
     process, charts in order, so the SVGs are those drawn here byte for byte (vl-convert
     numbers the gradients it defines per process: gradient_0, gradient_1, ...).
+
+    Under an address-space cap (`ulimit -v`) too small for vl-convert's JavaScript engine,
+    which reserves about 65 GiB at its start whatever it draws, every chart's `Future` gives
+    None instead of an SVG, and `not_drawn` says why and how to lift the cap: the report is
+    then written with each figure's table in place of its chart.
     """
 
     def __enter__(self) -> Drawer:
@@ -577,6 +582,7 @@ class Drawer:
         home = str(Path(dices_cli.__file__).resolve().parents[1])
         path = os.pathsep.join(filter(None, (home, os.environ.get("PYTHONPATH"))))
         self._process: subprocess.Popen[bytes] | None = None
+        self.not_drawn: str | None = None  # why no chart could be drawn, once known
         # What the child says on stderr is a crash's report (V8's or Rust's, pages of stack
         # frames): kept aside, and summed up in one line should the child stop.
         self._errors = tempfile.TemporaryFile()
@@ -593,10 +599,14 @@ class Drawer:
         self._talk = ThreadPoolExecutor(1, thread_name_prefix="charts")
         return self
 
-    def draw(self, spec: dict[str, Any]) -> Future[str]:
+    def draw(self, spec: dict[str, Any]) -> Future[str | None]:
+        """The chart as SVG, or None when the renderer cannot run under this process's
+        address-space cap (`not_drawn`)."""
         return self._talk.submit(self._ask, spec)
 
-    def _ask(self, spec: dict[str, Any]) -> str:
+    def _ask(self, spec: dict[str, Any]) -> str | None:
+        if self.not_drawn is not None:
+            return None
         if self._process is None:
             return to_svg(spec)
         assert self._process.stdin is not None and self._process.stdout is not None
@@ -609,7 +619,11 @@ class Drawer:
         if not reply:  # killed, say, or out of memory
             code = self._process.wait()
             self._errors.seek(0)
-            raise DicesError(_stopped(code, self._errors.read().decode(errors="replace")))
+            errors = self._errors.read().decode(errors="replace")
+            self.not_drawn = _capped(errors)
+            if self.not_drawn is not None:
+                return None
+            raise DicesError(_stopped(code, errors))
         answer: dict[str, str] = json.loads(reply)
         if "error" in answer:
             raise DicesError(answer["error"])
@@ -625,25 +639,34 @@ class Drawer:
         self._errors.close()
 
 
-# What vl-convert's V8 reserves at its start, as address space: `dices report -d 350` under
-# `bash -c 'ulimit -v N; ...'` drew its charts from N = 68,000,000 KiB and stopped at 67,000,000
-# (vl-convert-python 1.9.0, Linux x86-64). V8 cannot be told to reserve less through
-# vl-convert, which takes no V8 flags.
+# What vl-convert's V8 reserves at its start, as address space, and the `ulimit -v` (KiB) under
+# which the report draws its charts. Measured on Linux x86-64 (vl-convert-python 1.9.0.post1):
+# the drawing process alone starts at 67,437,500 KiB and aborts at 67,421,875; `dices report
+# -d all` on the two replica datasets draws every chart at 68,000,000. V8 cannot be told to
+# reserve less: vl-convert passes it no flags (1.9; 2.0.0rc7 neither: it reserves about 48 GiB,
+# and its max_v8_heap_size_mb bounds the heap, not this reservation).
 RENDERER_ADDRESS_SPACE = "about 65 GiB"
+RENDERER_ULIMIT_KIB = 68_000_000
+
+
+def _capped(errors: str) -> str | None:
+    """Why no chart can be drawn, when the drawing process stopped (its stderr: `errors`) for
+    want of address space under this process's cap; None when it stopped for another reason."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if "Fatal process out of memory" not in errors or limit == resource.RLIM_INFINITY:
+        return None
+    return (
+        "the charts are not drawn, each figure shows its table instead: the chart renderer "
+        f"(vl-convert) reserves {RENDERER_ADDRESS_SPACE} of address space at its start, and this "
+        f"process may use {limit / 2**30:.1f} GiB (ulimit -v {limit // 1024}); to draw them, "
+        f"run under ulimit -v {RENDERER_ULIMIT_KIB} or more, or ulimit -v unlimited"
+    )
 
 
 def _stopped(code: int, errors: str) -> str:
     """Why the drawing process stopped, in one line, from its exit code and its stderr."""
-    import resource
-
-    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if "Fatal process out of memory" in errors and limit != resource.RLIM_INFINITY:
-        return (
-            "the chart renderer (vl-convert) could not reserve its memory: its JavaScript "
-            f"engine reserves {RENDERER_ADDRESS_SPACE} of address space at start, and this "
-            f"process may use {limit / 2**30:.1f} GiB (ulimit -v); raise or lift that limit "
-            "to draw the charts"
-        )
     fatal = re.search(r"Fatal process out of memory: ([^\n]*)", errors)
     reason = f": out of memory ({fatal[1].strip()})" if fatal else ""
     return f"the process drawing the charts stopped (exit code {code}){reason}"
