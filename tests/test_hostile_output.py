@@ -38,6 +38,9 @@ from dices_cli.terminal_text import printable
 # form of CSI (0x9b) that some terminals take for ESC [.
 SEQUENCES = ["\x1b[31m", "\x1b[2J\x1b[H", "\x1b]0;pwned\x07", "\x9b31m", "\x1b[1A\r"]
 CONTROLS = [chr(c) for c in (*range(1, 32), *range(0x7F, 0xA0))] + ["\ufffe", "\uffff"]
+# Characters that reorder text (the bidirectional controls: "Trojan Source") or hide it.
+FORMATS = [*"\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"]
+FORMATS += [*"\u200b\u2060\ufeff\u00ad\U000e0041"]
 # A value of the data: text with controls and sequences among ordinary (and wide) characters.
 # NUL is left out: the DICES CSV refuses it (`nul-character`).
 hostile_text = (
@@ -45,6 +48,7 @@ hostile_text = (
         st.one_of(
             st.sampled_from(SEQUENCES),
             st.sampled_from(CONTROLS),
+            st.sampled_from(FORMATS),
             st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=4),
         ),
         min_size=1,
@@ -56,13 +60,25 @@ hostile_text = (
 
 
 def visible(text: str) -> str:
-    """The reference for `printable`, from Unicode's own categories: a control (Cc) or a
-    surrogate (Cs) character, or U+FFFE/U+FFFF, as a \\x or \\u escape."""
+    """The reference for `printable`, from Unicode's own categories: a control (Cc), a
+    surrogate (Cs) or a format character (Cf, but the joiners U+200C and U+200D), or
+    U+FFFE/U+FFFF, as a \\x, \\u or \\U escape."""
     out = []
     for character in text:
-        if unicodedata.category(character) in ("Cc", "Cs") or character in "\ufffe\uffff":
+        category = unicodedata.category(character)
+        if (
+            category in ("Cc", "Cs")
+            or character in "\ufffe\uffff"
+            or (category == "Cf" and character not in "\u200c\u200d")
+        ):
             code = ord(character)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+            out.append(
+                f"\\x{code:02x}"
+                if code < 0x100
+                else f"\\u{code:04x}"
+                if code < 0x10000
+                else f"\\U{code:08x}"
+            )
         else:
             out.append(character)
     return "".join(out)
@@ -160,14 +176,16 @@ def test_every_terminal_surface_shows_control_characters_escaped(values: list[st
 
 
 WORST = ["\x01one", "\x1b[31mred", "form\x0cfeed", "non\ufffechar", "\uffffend", "c1\x85\x9b"]
+WORST += ["\u202eevil\u2066 fo\u200bo"]  # reorders, hides
 
 
 def test_the_report_draws_control_characters_escaped_and_keeps_its_tables(
     tmp_path: Path,
 ) -> None:
-    """Rater values and model names holding \\x01, ESC, \\x0c, U+FFFE, U+FFFF and C1
-    controls: the report is written (vl-convert used to abort the whole process), its
-    charts and tables show each value escaped, and no control character is in the page."""
+    """Rater values and model names holding \\x01, ESC, \\x0c, U+FFFE, U+FFFF, C1 controls,
+    bidirectional controls and U+200B: the report is written (vl-convert used to abort the
+    whole process), its charts and tables show each value escaped, and no control or format
+    character is in the page."""
     values = [*WORST, 'url(#clip1) id="x" href="#y"']
     with ingested_values(values) as data:
         models = predictions_file(tmp_path, values)
