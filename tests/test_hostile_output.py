@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import html
 import io
 import json
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import regex
 from fixtures.dices_csv import header, rows, to_csv
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -214,22 +216,23 @@ def drawer() -> Iterator[charts.Drawer]:
         yield drawing
 
 
-# Outside the BMP left out: Vega cuts an axis label longer than its labelLimit inside a
-# UTF-16 surrogate pair, and vl-convert then fails to measure it ("unexpected end of hex
-# escape"), with or without control characters: a separate, known failure (see
-# docs/reliability.md, "The HTML report").
-bmp_text = st.lists(
+# Beyond the BMP included: Vega cut an axis label longer than its labelLimit inside a UTF-16
+# surrogate pair, and vl-convert then failed to measure it ("unexpected end of hex escape").
+# Long runs of wide and astral characters put one at the cut.
+any_text = st.lists(
     st.one_of(
         st.sampled_from(SEQUENCES),
         st.sampled_from(CONTROLS),
-        st.text(st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs", "Cc")), max_size=4),
+        st.sampled_from(FORMATS),
+        st.sampled_from(["W" * 37, "😀" * 21, "\U00011375" * 40, "👩‍💻" * 9, "🇫🇷" * 11]),
+        st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=4),
     ),
     min_size=1,
     max_size=6,
 ).map("".join)
 
 
-@given(labels=st.lists(bmp_text, min_size=1, max_size=4, unique=True))
+@given(labels=st.lists(any_text, min_size=1, max_size=4, unique=True))
 def test_any_text_is_drawn_by_the_chart_renderer(drawer: charts.Drawer, labels: list[str]) -> None:
     """Any text as labels, titles and panel names: vl-convert draws it (in its own process,
     so that an abort is an error here, not the end of the test run), escaped."""
@@ -237,6 +240,109 @@ def test_any_text_is_drawn_by_the_chart_renderer(drawer: charts.Drawer, labels: 
     spec = charts.bars(labels[0], labels[-1], data, ("group", None), charts.count("n", "n"))
     svg = drawer.draw(spec).result()
     assert unprintable(svg) == []
+
+
+# The value that failed (typed with real backslashes), an astral character at Vega's cut.
+AT_THE_CUT = [
+    r"\x1b[31m\x1b[31m\x1b[2J\x1b[H\x1b[2J\x1b[H0" + "\U00011375",
+    "W" * 38 + "😀" * 10,
+    "x" * 30 + "👩‍💻" * 10,
+    "🇫🇷" * 25,
+]
+
+
+def test_labels_beyond_the_bmp_at_the_cut_are_drawn_cut_between_characters(
+    drawer: charts.Drawer,
+) -> None:
+    """Each of these made vl-convert fail; each is now drawn, cut by dices (an ellipsis
+    after whole characters: a flag, a joined emoji) before Vega sees it."""
+    for value in AT_THE_CUT:
+        data = [{"group": value, "n": 1, "panel": value}]
+        spec = charts.bars("t", "d", data, ("group", None), charts.count("n", "n"))
+        svg = drawer.draw(spec).result()
+        assert svg is not None
+        cut = charts.short(value, charts.LABEL_COLUMNS)
+        assert cut != value and cut.endswith("…")
+        assert f">{cut}</text>" in svg  # the axis label and the panel's header
+        assert value not in svg
+
+
+def test_the_report_draws_rater_values_and_model_names_beyond_the_bmp_at_the_cut(
+    tmp_path: Path,
+) -> None:
+    """The values above as rater groups and model names: the report is written (it ended
+    with exit 1), each chart label cut between characters, each table cell whole."""
+    with ingested_values(AT_THE_CUT) as data:
+        models = predictions_file(tmp_path, AT_THE_CUT)
+        target = tmp_path / "report.html"
+        code, _, stderr = invoke(
+            "report",
+            *("-d", "350", "--by", "rater_gender", "--permutations", "20"),
+            *("--predictions", str(models), "--bootstrap", "20"),
+            *("--data", str(data), "-o", str(target)),
+        )
+    assert (code, stderr) == (0, f"wrote {target}\n")
+    page = target.read_text(encoding="utf-8")
+    for value in AT_THE_CUT:
+        assert f"<td>{html.escape(value)}</td>" in page
+        assert f">{html.escape(charts.short(value, charts.LABEL_COLUMNS))}</text>" in page
+        assert f">{html.escape(charts.short(value, 24))}</text>" in page  # a model's label
+
+
+def test_texts_cut_alike_are_kept_apart(drawer: charts.Drawer) -> None:
+    """Two groups whose names differ only past the cut stay two groups (bars), not one."""
+    names = ["x" * 50 + "1", "x" * 50 + "2"]
+    data = [{"group": name, "n": i + 1, "panel": "p"} for i, name in enumerate(names)]
+    spec = charts.bars("t", "d", data, ("group", None), charts.count("n", "n"))
+    svg = drawer.draw(spec).result()
+    assert svg is not None
+    cut = "x" * (charts.LABEL_COLUMNS - 1) + "…"
+    assert [f">{cut}</text>" in svg, f">{cut} (2)</text>" in svg] == [True, True]
+    assert svg.count('role="graphics-symbol" aria-roledescription="bar"') == 2
+
+
+# Letters, combining marks (Mn, Mc), joiners, emoji with skin tones and emoji style, the
+# halves of flags (regional indicators, tags), CJK: what labels are cut between.
+CLUSTERED = [
+    *"aeW 日é",
+    *"\u0301\u0308\u093f\u200c\u200d\ufe0f",
+    *"😀👩💻❤🏴",
+    *"\U0001f3fd\U0001f1eb\U0001f1f7\U000e0067\U000e007f",
+]
+
+
+@given(st.text(st.sampled_from(CLUSTERED)))
+def test_user_perceived_characters_are_unicodes_grapheme_clusters(text: str) -> None:
+    """`_graphemes` against the `regex` module's \\X (Unicode's extended grapheme clusters)."""
+    assert list(charts._graphemes(text)) == regex.findall(r"\X", text)
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",))), st.integers(2, 60))
+def test_a_cut_label_is_whole_characters_within_its_columns(text: str, limit: int) -> None:
+    """`short`, against Unicode's own widths: the text itself when it fits, else whole
+    user-perceived characters from its start and an ellipsis, within `limit` columns."""
+    cut = charts.short(text, limit)
+    clusters = list(charts._graphemes(text))
+    assert "".join(clusters) == text
+
+    def columns(part: str) -> int:
+        """Wide: East Asian Wide or Fullwidth, a regional indicator (half a flag), U+FE0F."""
+        return sum(
+            2
+            if unicodedata.east_asian_width(c[0]) in "WF"
+            or 0x1F1E6 <= ord(c[0]) <= 0x1F1FF
+            or "\ufe0f" in c
+            else 1
+            for c in charts._graphemes(part)
+        )
+
+    if columns(text) <= limit:
+        assert cut == text
+    else:
+        kept = cut.removesuffix("…")
+        assert cut.endswith("…") and columns(kept) + 1 <= limit
+        assert kept == "".join(clusters[: len(list(charts._graphemes(kept)))])
+        assert columns(kept) + 1 + columns(clusters[len(list(charts._graphemes(kept)))]) > limit
 
 
 def test_ids_are_scoped_in_attributes_only() -> None:
