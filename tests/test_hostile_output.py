@@ -16,6 +16,7 @@ import html
 import io
 import json
 import re
+import shlex
 import tempfile
 import unicodedata
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ from typer.testing import CliRunner
 
 from dices_cli.main import app
 from dices_cli.report import charts
-from dices_cli.report.page import NOT_DRAWN, _scoped
+from dices_cli.report.page import NOT_DRAWN, Provenance, _scoped, page
 from dices_cli.schema import GENDER
 from dices_cli.terminal_text import printable
 
@@ -343,6 +344,57 @@ def test_a_cut_label_is_whole_characters_within_its_columns(text: str, limit: in
         assert cut.endswith("…") and columns(kept) + 1 <= limit
         assert kept == "".join(clusters[: len(list(charts._graphemes(kept)))])
         assert columns(kept) + 1 + columns(clusters[len(list(charts._graphemes(kept)))]) > limit
+
+
+# Text that reads in another order than it is written: bidirectional controls among
+# Hebrew and Arabic letters, digits, and the rest of a path or an argument.
+reordering_text = st.text(
+    st.one_of(
+        st.sampled_from(FORMATS),
+        st.characters(min_codepoint=0x5D0, max_codepoint=0x5EA),
+        st.characters(min_codepoint=0x627, max_codepoint=0x64A),
+        st.sampled_from("ab 01-_./'\"<>&;"),
+    ),
+    min_size=1,
+)
+
+
+@given(
+    arguments=st.lists(reordering_text, min_size=1, max_size=3),
+    source=reordering_text,
+    stored=reordering_text,
+    selection=reordering_text,
+)
+def test_text_from_outside_cannot_reorder_the_provenance(
+    arguments: list[str], source: str, stored: str, selection: str
+) -> None:
+    """The command's arguments, the source and stored file names, the filter and the rater
+    selection: each escaped (no bidirectional control or other format character is left on
+    the page: `\\u202e`), and each in a <bdi> of its own, so that right-to-left letters in
+    one cannot move the text around it."""
+    manifest = {
+        "title": "DICES-350",
+        "source": {"name": source, "sha256": "0" * 64},
+        "files": {stored: {"sha256": "1" * 64}},
+        "counts": {"conversations": 1, "raters": 2, "ratings": 3},
+        "created": "2026-01-01T00:00:00+00:00",
+        "filter": {"description": selection},
+    }
+    command = shlex.join(["dices", "report", *arguments])
+    made = Provenance(command, "1.0", "2026-01-01T00:00:00+00:00", selection, [manifest])
+    document = page([], [], made)
+    assert unprintable(document) == []
+
+    def isolated(text: str) -> str:
+        return f"<bdi>{html.escape(printable(text))}</bdi>"
+
+    shown = " ".join(isolated(shlex.quote(part)) for part in ["dices", "report", *arguments])
+    assert f"<code>{shown}</code>" in document
+    assert f"<td>{isolated(source)}<br>" in document
+    assert f"<td>{isolated(stored)}: <span class=hash>" in document
+    assert f"<dt>Raters</dt><dd>{isolated(selection)}</dd>" in document
+    assert f"<td>{isolated(selection)}</td>" in document  # the filter
+    assert f"<p>Raters: {isolated(selection)}. " in document
 
 
 def test_ids_are_scoped_in_attributes_only() -> None:

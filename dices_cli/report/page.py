@@ -80,6 +80,12 @@ def _escaped(text: str) -> str:
     return html.escape("\n".join(map(printable, text.split("\n"))))
 
 
+def _isolated(text: str) -> str:
+    """`text` from outside (`_escaped`) in a bidirectional run of its own (<bdi>): the
+    letters of a right-to-left script in it cannot reorder the text around it, nor it."""
+    return f"<bdi>{_escaped(text)}</bdi>"
+
+
 def _cell(value: Any) -> tuple[str, bool]:
     """A value as table text (rounded for people) and whether it is a number."""
     if value is None:
@@ -200,30 +206,36 @@ def _warning(text: str, link: str | None = None) -> str:
 
 
 def provenance_html(made: Provenance) -> str:
+    """How the report was made. Each text from outside (an argument of the command, a file
+    name, the rater selection) is `_isolated`: escaped, and in a bidirectional run of its own."""
+    import shlex
+
+    # The command is shlex-joined: each argument back on its own, quoted as it was.
+    command = " ".join(_isolated(shlex.quote(part)) for part in shlex.split(made.command))
     facts = [
-        ("Command", f"<code>{_escaped(made.command)}</code>"),
+        ("Command", f"<code>{command}</code>"),
         ("dices version", _escaped(made.version)),
         ("Created", _escaped(made.created)),
-        ("Raters", _escaped(made.selection)),
+        ("Raters", _isolated(made.selection)),
     ]
     rows = []
     for manifest in made.datasets:
         source = manifest["source"]
         files = manifest.get("files", {})
         stored = "<br>".join(
-            f"{_escaped(name)}: <span class=hash>{_escaped(record['sha256'])}</span>"
+            f"{_isolated(name)}: <span class=hash>{_escaped(record['sha256'])}</span>"
             for name, record in files.items()
         )
         counts = manifest["counts"]
         filtered = (manifest.get("filter") or {}).get("description", "")
         rows.append(
             f"<tr><td>{_escaped(manifest['title'])}</td>"
-            f"<td>{_escaped(source['name'])}<br>"
+            f"<td>{_isolated(source['name'])}<br>"
             f"<span class=hash>sha256 {_escaped(source['sha256'])}</span></td>"
             f"<td class=number>{counts['conversations']:,}</td>"
             f"<td class=number>{counts['raters']:,}</td>"
             f"<td class=number>{counts['ratings']:,}</td>"
-            f"<td>{_escaped(manifest['created'])}</td><td>{_escaped(filtered)}</td>"
+            f"<td>{_escaped(manifest['created'])}</td><td>{_isolated(filtered)}</td>"
             f"<td>{stored}</td></tr>"
         )
     head = "".join(
@@ -273,7 +285,7 @@ def page(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>dices report: {_escaped(titles)}</title><style>{STYLE}</style></head>"
         f"<body><header><h1>DICES safety ratings: {_escaped(titles)}</h1>"
-        f"<p>Raters: {_escaped(made.selection)}. Every chart is drawn from the canned queries "
+        f"<p>Raters: {_isolated(made.selection)}. Every chart is drawn from the canned queries "
         "of <code>dices query</code>; the numbers behind each are in the table below it.</p>"
         f"{warnings}{missing}<nav aria-label=Contents><ol>{toc}</ol></nav></header>"
         f"<main>{''.join(body)}{provenance_html(made)}</main></body></html>\n"
