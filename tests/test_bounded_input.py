@@ -56,13 +56,16 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)
 """
 
 
-def run_capped(args: list[str], stdin: bytes | None = None) -> tuple[int, str, int]:
-    """Run `dices ARGS` in a fresh process under the memory cap: (exit code, stderr, peak RSS).
+def run_capped(
+    args: list[str], stdin: bytes | None = None, cap: int = MEMORY_CAP
+) -> tuple[int, str, int]:
+    """Run `dices ARGS` in a fresh process under the memory cap (`cap` bytes of address
+    space): (exit code, stderr, peak RSS).
 
     A process killed by a signal gives a negative exit code.
     """
     result = subprocess.run(
-        [sys.executable, "-c", LAUNCHER, str(MEMORY_CAP), *args],
+        [sys.executable, "-c", LAUNCHER, str(cap), *args],
         input=stdin if stdin is not None else b"",
         capture_output=True,
         check=True,

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import html
 import io
 import json
-import subprocess
-import sys
+import re
+import shlex
 import tempfile
 import unicodedata
 from collections.abc import Iterator
@@ -23,14 +24,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import regex
 from fixtures.dices_csv import header, rows, to_csv
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_bounded_input import run_capped
 from typer.testing import CliRunner
 
 from dices_cli.main import app
 from dices_cli.report import charts
-from dices_cli.report.page import _scoped
+from dices_cli.report.page import NOT_DRAWN, Provenance, _scoped, page
 from dices_cli.schema import GENDER
 from dices_cli.terminal_text import printable
 
@@ -38,6 +41,9 @@ from dices_cli.terminal_text import printable
 # form of CSI (0x9b) that some terminals take for ESC [.
 SEQUENCES = ["\x1b[31m", "\x1b[2J\x1b[H", "\x1b]0;pwned\x07", "\x9b31m", "\x1b[1A\r"]
 CONTROLS = [chr(c) for c in (*range(1, 32), *range(0x7F, 0xA0))] + ["\ufffe", "\uffff"]
+# Characters that reorder text (the bidirectional controls: "Trojan Source") or hide it.
+FORMATS = [*"\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"]
+FORMATS += [*"\u200b\u2060\ufeff\u00ad\U000e0041"]
 # A value of the data: text with controls and sequences among ordinary (and wide) characters.
 # NUL is left out: the DICES CSV refuses it (`nul-character`).
 hostile_text = (
@@ -45,6 +51,7 @@ hostile_text = (
         st.one_of(
             st.sampled_from(SEQUENCES),
             st.sampled_from(CONTROLS),
+            st.sampled_from(FORMATS),
             st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=4),
         ),
         min_size=1,
@@ -56,13 +63,25 @@ hostile_text = (
 
 
 def visible(text: str) -> str:
-    """The reference for `printable`, from Unicode's own categories: a control (Cc) or a
-    surrogate (Cs) character, or U+FFFE/U+FFFF, as a \\x or \\u escape."""
+    """The reference for `printable`, from Unicode's own categories: a control (Cc), a
+    surrogate (Cs) or a format character (Cf, but the joiners U+200C and U+200D), or
+    U+FFFE/U+FFFF, as a \\x, \\u or \\U escape."""
     out = []
     for character in text:
-        if unicodedata.category(character) in ("Cc", "Cs") or character in "\ufffe\uffff":
+        category = unicodedata.category(character)
+        if (
+            category in ("Cc", "Cs")
+            or character in "\ufffe\uffff"
+            or (category == "Cf" and character not in "\u200c\u200d")
+        ):
             code = ord(character)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+            out.append(
+                f"\\x{code:02x}"
+                if code < 0x100
+                else f"\\u{code:04x}"
+                if code < 0x10000
+                else f"\\U{code:08x}"
+            )
         else:
             out.append(character)
     return "".join(out)
@@ -160,14 +179,16 @@ def test_every_terminal_surface_shows_control_characters_escaped(values: list[st
 
 
 WORST = ["\x01one", "\x1b[31mred", "form\x0cfeed", "non\ufffechar", "\uffffend", "c1\x85\x9b"]
+WORST += ["\u202eevil\u2066 fo\u200bo"]  # reorders, hides
 
 
 def test_the_report_draws_control_characters_escaped_and_keeps_its_tables(
     tmp_path: Path,
 ) -> None:
-    """Rater values and model names holding \\x01, ESC, \\x0c, U+FFFE, U+FFFF and C1
-    controls: the report is written (vl-convert used to abort the whole process), its
-    charts and tables show each value escaped, and no control character is in the page."""
+    """Rater values and model names holding \\x01, ESC, \\x0c, U+FFFE, U+FFFF, C1 controls,
+    bidirectional controls and U+200B: the report is written (vl-convert used to abort the
+    whole process), its charts and tables show each value escaped, and no control or format
+    character is in the page."""
     values = [*WORST, 'url(#clip1) id="x" href="#y"']
     with ingested_values(values) as data:
         models = predictions_file(tmp_path, values)
@@ -196,22 +217,23 @@ def drawer() -> Iterator[charts.Drawer]:
         yield drawing
 
 
-# Outside the BMP left out: Vega cuts an axis label longer than its labelLimit inside a
-# UTF-16 surrogate pair, and vl-convert then fails to measure it ("unexpected end of hex
-# escape"), with or without control characters: a separate, known failure (see
-# docs/reliability.md, "The HTML report").
-bmp_text = st.lists(
+# Beyond the BMP included: Vega cut an axis label longer than its labelLimit inside a UTF-16
+# surrogate pair, and vl-convert then failed to measure it ("unexpected end of hex escape").
+# Long runs of wide and astral characters put one at the cut.
+any_text = st.lists(
     st.one_of(
         st.sampled_from(SEQUENCES),
         st.sampled_from(CONTROLS),
-        st.text(st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs", "Cc")), max_size=4),
+        st.sampled_from(FORMATS),
+        st.sampled_from(["W" * 37, "😀" * 21, "\U00011375" * 40, "👩‍💻" * 9, "🇫🇷" * 11]),
+        st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=4),
     ),
     min_size=1,
     max_size=6,
 ).map("".join)
 
 
-@given(labels=st.lists(bmp_text, min_size=1, max_size=4, unique=True))
+@given(labels=st.lists(any_text, min_size=1, max_size=4, unique=True))
 def test_any_text_is_drawn_by_the_chart_renderer(drawer: charts.Drawer, labels: list[str]) -> None:
     """Any text as labels, titles and panel names: vl-convert draws it (in its own process,
     so that an abort is an error here, not the end of the test run), escaped."""
@@ -219,6 +241,160 @@ def test_any_text_is_drawn_by_the_chart_renderer(drawer: charts.Drawer, labels: 
     spec = charts.bars(labels[0], labels[-1], data, ("group", None), charts.count("n", "n"))
     svg = drawer.draw(spec).result()
     assert unprintable(svg) == []
+
+
+# The value that failed (typed with real backslashes), an astral character at Vega's cut.
+AT_THE_CUT = [
+    r"\x1b[31m\x1b[31m\x1b[2J\x1b[H\x1b[2J\x1b[H0" + "\U00011375",
+    "W" * 38 + "😀" * 10,
+    "x" * 30 + "👩‍💻" * 10,
+    "🇫🇷" * 25,
+]
+
+
+def test_labels_beyond_the_bmp_at_the_cut_are_drawn_cut_between_characters(
+    drawer: charts.Drawer,
+) -> None:
+    """Each of these made vl-convert fail; each is now drawn, cut by dices (an ellipsis
+    after whole characters: a flag, a joined emoji) before Vega sees it."""
+    for value in AT_THE_CUT:
+        data = [{"group": value, "n": 1, "panel": value}]
+        spec = charts.bars("t", "d", data, ("group", None), charts.count("n", "n"))
+        svg = drawer.draw(spec).result()
+        assert svg is not None
+        cut = charts.short(value, charts.LABEL_COLUMNS)
+        assert cut != value and cut.endswith("…")
+        assert f">{cut}</text>" in svg  # the axis label and the panel's header
+        assert value not in svg
+
+
+def test_the_report_draws_rater_values_and_model_names_beyond_the_bmp_at_the_cut(
+    tmp_path: Path,
+) -> None:
+    """The values above as rater groups and model names: the report is written (it ended
+    with exit 1), each chart label cut between characters, each table cell whole."""
+    with ingested_values(AT_THE_CUT) as data:
+        models = predictions_file(tmp_path, AT_THE_CUT)
+        target = tmp_path / "report.html"
+        code, _, stderr = invoke(
+            "report",
+            *("-d", "350", "--by", "rater_gender", "--permutations", "20"),
+            *("--predictions", str(models), "--bootstrap", "20"),
+            *("--data", str(data), "-o", str(target)),
+        )
+    assert (code, stderr) == (0, f"wrote {target}\n")
+    page = target.read_text(encoding="utf-8")
+    for value in AT_THE_CUT:
+        assert f"<td>{html.escape(value)}</td>" in page
+        assert f">{html.escape(charts.short(value, charts.LABEL_COLUMNS))}</text>" in page
+        assert f">{html.escape(charts.short(value, 24))}</text>" in page  # a model's label
+
+
+def test_texts_cut_alike_are_kept_apart(drawer: charts.Drawer) -> None:
+    """Two groups whose names differ only past the cut stay two groups (bars), not one."""
+    names = ["x" * 50 + "1", "x" * 50 + "2"]
+    data = [{"group": name, "n": i + 1, "panel": "p"} for i, name in enumerate(names)]
+    spec = charts.bars("t", "d", data, ("group", None), charts.count("n", "n"))
+    svg = drawer.draw(spec).result()
+    assert svg is not None
+    cut = "x" * (charts.LABEL_COLUMNS - 1) + "…"
+    assert [f">{cut}</text>" in svg, f">{cut} (2)</text>" in svg] == [True, True]
+    assert svg.count('role="graphics-symbol" aria-roledescription="bar"') == 2
+
+
+# Letters, combining marks (Mn, Mc), joiners, emoji with skin tones and emoji style, the
+# halves of flags (regional indicators, tags), CJK: what labels are cut between.
+CLUSTERED = [
+    *"aeW 日é",
+    *"\u0301\u0308\u093f\u200c\u200d\ufe0f",
+    *"😀👩💻❤🏴",
+    *"\U0001f3fd\U0001f1eb\U0001f1f7\U000e0067\U000e007f",
+]
+
+
+@given(st.text(st.sampled_from(CLUSTERED)))
+def test_user_perceived_characters_are_unicodes_grapheme_clusters(text: str) -> None:
+    """`_graphemes` against the `regex` module's \\X (Unicode's extended grapheme clusters)."""
+    assert list(charts._graphemes(text)) == regex.findall(r"\X", text)
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",))), st.integers(2, 60))
+def test_a_cut_label_is_whole_characters_within_its_columns(text: str, limit: int) -> None:
+    """`short`, against Unicode's own widths: the text itself when it fits, else whole
+    user-perceived characters from its start and an ellipsis, within `limit` columns."""
+    cut = charts.short(text, limit)
+    clusters = list(charts._graphemes(text))
+    assert "".join(clusters) == text
+
+    def columns(part: str) -> int:
+        """Wide: East Asian Wide or Fullwidth, a regional indicator (half a flag), U+FE0F."""
+        return sum(
+            2
+            if unicodedata.east_asian_width(c[0]) in "WF"
+            or 0x1F1E6 <= ord(c[0]) <= 0x1F1FF
+            or "\ufe0f" in c
+            else 1
+            for c in charts._graphemes(part)
+        )
+
+    if columns(text) <= limit:
+        assert cut == text
+    else:
+        kept = cut.removesuffix("…")
+        assert cut.endswith("…") and columns(kept) + 1 <= limit
+        assert kept == "".join(clusters[: len(list(charts._graphemes(kept)))])
+        assert columns(kept) + 1 + columns(clusters[len(list(charts._graphemes(kept)))]) > limit
+
+
+# Text that reads in another order than it is written: bidirectional controls among
+# Hebrew and Arabic letters, digits, and the rest of a path or an argument.
+reordering_text = st.text(
+    st.one_of(
+        st.sampled_from(FORMATS),
+        st.characters(min_codepoint=0x5D0, max_codepoint=0x5EA),
+        st.characters(min_codepoint=0x627, max_codepoint=0x64A),
+        st.sampled_from("ab 01-_./'\"<>&;"),
+    ),
+    min_size=1,
+)
+
+
+@given(
+    arguments=st.lists(reordering_text, min_size=1, max_size=3),
+    source=reordering_text,
+    stored=reordering_text,
+    selection=reordering_text,
+)
+def test_text_from_outside_cannot_reorder_the_provenance(
+    arguments: list[str], source: str, stored: str, selection: str
+) -> None:
+    """The command's arguments, the source and stored file names, the filter and the rater
+    selection: each escaped (no bidirectional control or other format character is left on
+    the page: `\\u202e`), and each in a <bdi> of its own, so that right-to-left letters in
+    one cannot move the text around it."""
+    manifest = {
+        "title": "DICES-350",
+        "source": {"name": source, "sha256": "0" * 64},
+        "files": {stored: {"sha256": "1" * 64}},
+        "counts": {"conversations": 1, "raters": 2, "ratings": 3},
+        "created": "2026-01-01T00:00:00+00:00",
+        "filter": {"description": selection},
+    }
+    command = shlex.join(["dices", "report", *arguments])
+    made = Provenance(command, "1.0", "2026-01-01T00:00:00+00:00", selection, [manifest])
+    document = page([], [], made)
+    assert unprintable(document) == []
+
+    def isolated(text: str) -> str:
+        return f"<bdi>{html.escape(printable(text))}</bdi>"
+
+    shown = " ".join(isolated(shlex.quote(part)) for part in ["dices", "report", *arguments])
+    assert f"<code>{shown}</code>" in document
+    assert f"<td>{isolated(source)}<br>" in document
+    assert f"<td>{isolated(stored)}: <span class=hash>" in document
+    assert f"<dt>Raters</dt><dd>{isolated(selection)}</dd>" in document
+    assert f"<td>{isolated(selection)}</td>" in document  # the filter
+    assert f"<p>Raters: {isolated(selection)}. " in document
 
 
 def test_ids_are_scoped_in_attributes_only() -> None:
@@ -332,27 +508,38 @@ def test_excel_safe_outside_csv_is_a_usage_error(
     assert stderr == f"Error: {message}; leave it out\nTry 'dices export -h' for help.\n"
 
 
-def test_the_report_under_an_address_space_cap_fails_with_one_clear_line(
-    tmp_path: Path,
+@pytest.mark.parametrize("gib", [4, 2])
+def test_the_report_under_an_address_space_cap_shows_its_tables_in_place_of_its_charts(
+    gib: int, tmp_path: Path
 ) -> None:
     """`ulimit -v` below what vl-convert's JavaScript engine reserves at its start (measured:
-    about 65 GiB; see `charts.RENDERER_ADDRESS_SPACE`): exit 1, one line saying so, no
-    report and no crash dump; the queries themselves ran within the cap."""
-    with ingested_values(["Man"]) as data:
+    about 65 GiB; see `charts.RENDERER_ADDRESS_SPACE`), in a fresh process: the report is
+    written whole (exit 0), each figure's table open in place of its chart, with one warning
+    line naming the cap and the fix, on stderr and atop the page; no crash dump."""
+    with ingested_values(["Man", "Woman"]) as data:
+        models = predictions_file(tmp_path, ["model-a"])
         target = tmp_path / "report.html"
-        command = [sys.executable, "-m", "dices_cli", "report", "-d", "350"]
-        command += ["--data", str(data), "-o", str(target)]
-        capped = subprocess.run(
-            ["bash", "-c", 'ulimit -v 8388608 && exec "$@"', "capped", *command],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=300,
+        code, stderr, _ = run_capped(
+            [
+                *("report", "-d", "350", "--by", "rater_gender", "--permutations", "20"),
+                *("--predictions", str(models), "--bootstrap", "20"),
+                *("--data", str(data), "-o", str(target)),
+            ],
+            cap=gib << 30,
         )
-    assert (capped.returncode, capped.stdout) == (1, "")
-    assert capped.stderr == (
-        "Error: the chart renderer (vl-convert) could not reserve its memory: its JavaScript "
-        "engine reserves about 65 GiB of address space at start, and this process may use "
-        "8.0 GiB (ulimit -v); raise or lift that limit to draw the charts\n"
+    why = (
+        "the charts are not drawn, each figure shows its table instead: the chart renderer "
+        "(vl-convert) reserves about 65 GiB of address space at its start, and this process "
+        f"may use {gib}.0 GiB (ulimit -v {gib << 20}); to draw them, run under "
+        "ulimit -v 68000000 or more, or ulimit -v unlimited"
     )
-    assert not target.exists()
+    assert (code, stderr) == (0, f"warning: {why}\nwrote {target}\n")
+    page = target.read_text(encoding="utf-8")
+    figures = re.findall(r"<figure id=.*?</figure>", page)
+    assert len(figures) == 11  # every figure of this report
+    for figure in figures:
+        assert f'<p class="note">{NOT_DRAWN}</p>' in figure
+        assert "<details open><summary>Numbers behind figure" in figure
+    assert "<svg" not in page
+    assert page.count(f'<p class="note">Note: {why}.</p>') == 1
+    assert page.endswith("</section></main></body></html>\n")  # whole, provenance included

@@ -143,9 +143,11 @@ def test_the_report_records_how_it_was_made(report: Path, ingested: Path) -> Non
     options = f"{' '.join(BY)} --permutations {PERMUTATIONS} --seed 0 --predictions {DEMO}"
     options += f" --bootstrap {BOOTSTRAP} --baseline raters:1 --ties exclude --threshold 0.5"
     command = f"dices report --dataset all {options} -o {report}"
-    assert f"<code>{command}</code>" in page
+    # Each argument in a bidirectional run of its own (`page._isolated`).
+    isolated = " ".join(f"<bdi>{part}</bdi>" for part in command.split(" "))
+    assert f"<code>{isolated}</code>" in page
     assert f"<dt>dices version</dt><dd>{__version__}</dd>" in page
-    assert "<dt>Raters</dt><dd>all raters</dd>" in page
+    assert "<dt>Raters</dt><dd><bdi>all raters</bdi></dd>" in page
     for name in ("350", "990"):
         manifest = json.loads((ingested / name / "manifest.json").read_text())
         assert f"sha256 {manifest['source']['sha256']}" in page
@@ -350,7 +352,7 @@ def test_one_dataset_without_by_leaves_out_what_does_not_apply(
     keys = re.findall(r'<section id="([a-z]+)">', page)
     assert keys == ["overview", "shares", "disagreement", "quality", "provenance"]  # no gold
     assert "Share of Yes (unsafe) per rater_race x rater_gender" in page  # the default groups
-    assert "<dt>Raters</dt><dd>without the raters the DICES authors removed</dd>" in page
+    assert "<dt>Raters</dt><dd><bdi>without the raters the DICES authors removed</bdi></dd>" in page
     assert page.count("<svg") == 7  # no group gaps, no agreement without --by
 
 

@@ -69,8 +69,9 @@ def normalised(page: str) -> str:
     """The report without what differs between two reports of one version: times, the
     output path, stored files' paths and checksums (a new ingest writes new files)."""
     page = re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+(\+00:00|Z)?", "TIME", page)
-    page = re.sub(r" -o \S+</code>", " -o FILE</code>", page)
-    return re.sub(r"(\w+\.parquet): <span class=hash>[0-9a-f]{64}", r"\1: HASH", page)
+    # Each argument and file name in a <bdi> of its own (`page._isolated`).
+    page = re.sub(r"<bdi>-o</bdi> <bdi>\S+</bdi></code>", "<bdi>-o</bdi> FILE</code>", page)
+    return re.sub(r"(\w+\.parquet)</bdi>: <span class=hash>[0-9a-f]{64}", r"\1</bdi>: HASH", page)
 
 
 @pytest.fixture(scope="module")

@@ -67,6 +67,8 @@ def build_report(
     each warning about the scores (coverage, a suspected flipped polarity) is given to `warn`
     as soon as they are scored, as well as shown on the page, and with `strict` a suspected
     flipped polarity is a `DicesError` (as for `dices evaluate`), raised before any drawing.
+    Where the chart renderer cannot run under this process's address-space cap, why is given
+    to `warn` and each figure shows its table in place of its chart.
     Every part, the rater selection's quality scores included, reads the same version of
     each dataset (`Store.pinned`), whatever ingests replace it meanwhile.
     """
@@ -105,6 +107,8 @@ def build_report(
                 sections.append(section)
                 charts.append([drawer.draw(figure.spec) for figure in section.figures])
         svgs = [[chart.result() for chart in section_charts] for section_charts in charts]
+        if drawer.not_drawn is not None:  # under an address-space cap: tables, no charts
+            warn(drawer.not_drawn)
         made = Provenance(
             command=command,
             version=__version__,
@@ -112,7 +116,7 @@ def build_report(
             selection="; ".join(selection.description) or "all raters",
             datasets=[store.open(name).manifest for name in context.datasets],
         )
-    return page(sections, svgs, made)
+    return page(sections, svgs, made, drawer.not_drawn)
 
 
 def agreement_options(permutations: int | None, seed: int | None) -> tuple[int, int]:

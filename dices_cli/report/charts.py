@@ -39,25 +39,120 @@ Axis = tuple[str, str | None]
 
 # Text large enough at 100% zoom and in print. vl-convert measures every label with the
 # Liberation Sans it carries (`to_svg`); a browser draws it in the first of these it has,
-# all three of the same letter widths, so what it shows is what was measured.
+# all three of the same letter widths, so what it shows is what was measured. Vega cuts no
+# label (labelLimit 0): it cuts by UTF-16 code unit, inside a character beyond the BMP (an
+# emoji), which vl-convert then cannot measure ("unexpected end of hex escape"); `to_svg`
+# gives it labels cut to LABEL_COLUMNS, between characters.
 CONFIG: dict[str, Any] = {
     "font": "'Liberation Sans', Arial, Helvetica, sans-serif",
     "title": {"fontSize": 15, "anchor": "start", "offset": 10},
-    "axis": {"labelFontSize": 12, "titleFontSize": 13, "labelLimit": 260},
-    "legend": {"labelFontSize": 12, "titleFontSize": 13, "labelLimit": 320},
-    "header": {"labelFontSize": 13, "titleFontSize": 13},
+    "axis": {"labelFontSize": 12, "titleFontSize": 13, "labelLimit": 0},
+    "legend": {"labelFontSize": 12, "titleFontSize": 13, "labelLimit": 0},
+    "header": {"labelFontSize": 13, "titleFontSize": 13, "labelLimit": 0},
     "range": {"category": CATEGORICAL},
     "view": {"stroke": "#bbb"},
 }
 
 
+# The widest line of a chart's label, in columns (a wide character, CJK or emoji, counts 2):
+# about the 260 px that Vega's labelLimit used to allow, at 12 px (6-7 px a letter).
+LABEL_COLUMNS = 40
+LABEL_LINES = 2  # the lines of a `wrapped` label: each group of a chart has room for two
+_JOINER = "\u200d"  # ZERO WIDTH JOINER: joins the characters either side into one
+_REGIONAL_INDICATORS = range(0x1F1E6, 0x1F200)  # two of them are a flag
+
+
+def _graphemes(text: str) -> Iterator[str]:
+    """`text` in user-perceived characters (Unicode's extended grapheme clusters, near
+    enough: Hangul jamo and prepended marks aside): a character with the combining marks,
+    variation selectors, emoji modifiers, tag characters and joiners that follow it, the
+    symbol a ZERO WIDTH JOINER joins to it (an emoji sequence), and a flag's pair of
+    regional indicators. One at a time: a cut reads no further than it keeps."""
+    import unicodedata
+
+    cluster = ""
+    # `chain`: the cluster so far is a symbol and extending characters; `joined`: a joiner
+    # ends it, so a symbol next joins it (Unicode's rule GB11: 👩‍💻).
+    chain = joined = False
+    for character in text:
+        code = ord(character)
+        category = unicodedata.category(character)
+        symbol = _pictographic(character)
+        extends = (
+            category in ("Mn", "Me")
+            or 0x1F3FB <= code <= 0x1F3FF  # skin tones
+            or 0xE0020 <= code <= 0xE007F  # tags (a subdivision flag)
+            or character in ("\u200c", _JOINER)
+        )
+        flag = (  # the second of two regional indicators
+            code in _REGIONAL_INDICATORS
+            and len(cluster) == 1
+            and ord(cluster) in _REGIONAL_INDICATORS
+        )
+        if cluster and (extends or category == "Mc" or flag or (joined and symbol)):
+            cluster += character
+            # A spacing mark (Mc), a second joiner, anything but Extend ends the chain.
+            chain, joined = (
+                (joined and symbol) or (chain and extends and character != _JOINER),
+                chain and character == _JOINER,
+            )
+        else:
+            if cluster:
+                yield cluster
+            cluster, chain, joined = character, symbol, False
+    if cluster:
+        yield cluster
+
+
+def _pictographic(character: str) -> bool:
+    """An emoji or another symbol (category So), what a ZERO WIDTH JOINER joins (Unicode's
+    Extended_Pictographic, near enough); not half a flag."""
+    import unicodedata
+
+    return unicodedata.category(character) == "So" and ord(character) not in _REGIONAL_INDICATORS
+
+
+def _columns(cluster: str) -> int:
+    """How wide a user-perceived character is drawn: 2 for a wide one (East Asian Wide or
+    Fullwidth, most emoji), a flag, or a character in emoji style (U+FE0F); else 1."""
+    import unicodedata
+
+    wide = unicodedata.east_asian_width(cluster[0]) in ("W", "F")
+    return 2 if wide or ord(cluster[0]) in _REGIONAL_INDICATORS or "\ufe0f" in cluster else 1
+
+
 def short(label: str, limit: int) -> str:
-    """`label` cut to `limit` characters with an ellipsis. Cut here rather than by Vega's
-    labelLimit, whose search for the longest fitting text doubles a chart's drawing time."""
-    return label if len(label) <= limit else label[: limit - 1] + "…"
+    """`label` cut to `limit` columns (a wide character counts 2) with an ellipsis, between
+    user-perceived characters (`_graphemes`): never inside an emoji, an accented letter or
+    a flag. Cut here rather than by Vega's labelLimit, which cuts inside a character beyond
+    the BMP (see CONFIG) and whose search for the longest fitting text doubled a chart's
+    drawing time."""
+    if len(label) * 2 <= limit:  # fits whatever its characters (quick: most labels)
+        return label
+    if label.isascii():  # a character a column (quick)
+        return label if len(label) <= limit else label[: limit - 1] + "…"
+    used = end = 0  # the columns so far; where a cut goes, a column left for the ellipsis
+    for cluster in _graphemes(label):
+        used += _columns(cluster)
+        if used > limit:
+            return label[:end] + "…"
+        if used < limit:
+            end += len(cluster)
+    return label
 
 
 LINE_BREAK = "|"  # where a label `wrapped` for a multi-line axis label breaks
+
+
+def label_text(value: str) -> str:
+    """A chart's text value as Vega gets it: each of its first LABEL_LINES lines (split at
+    LINE_BREAK) cut to LABEL_COLUMNS (`short`), an ellipsis ending the last when more
+    lines follow."""
+    lines = value.split(LINE_BREAK)
+    kept = [short(line, LABEL_COLUMNS) for line in lines[:LABEL_LINES]]
+    if len(lines) > LABEL_LINES:
+        kept[-1] = short(kept[-1], LABEL_COLUMNS - 1).removesuffix("…") + "…"
+    return LINE_BREAK.join(kept)
 
 
 def wrapped(label: str, width: int) -> str:
@@ -286,7 +381,7 @@ def estimates(
     """A point per group at `value` (any number), with a line across its `interval` (low,
     high fields), both coloured by `colour` (value -> colour); a dashed line at the field
     `reference` (one value per panel) when given. Each panel has its own scales."""
-    y = _nominal(*group, axis={"labelLimit": 0})  # labels come cut (`short`)
+    y = _nominal(*group)
     x = {
         "type": "quantitative",
         "scale": {"zero": False, "nice": True},
@@ -417,7 +512,7 @@ def dumbbell(
 ) -> dict[str, Any]:
     """A grey line per row between two shares, `ends` (field, legend label) low then high."""
     (low, low_label), (high, high_label) = ends
-    y = _nominal(*label, axis={"labelLimit": 0})  # labels come cut to size (`short`)
+    y = _nominal(*label)
     x = _share("share", x_title)
     ends_legend = {
         "field": "end",
@@ -505,7 +600,7 @@ def dots(
     "filled" or "hollow"), over a grey bar across its `interval` (low, high fields; none
     where they are null); each panel has its own scales. Group labels come `wrapped`: each
     line of one is drawn on its own line, each group given room for two."""
-    axis = {"labelLimit": 0, "labelExpr": f"split(datum.label, '{LINE_BREAK}')"}
+    axis = {"labelExpr": f"split(datum.label, '{LINE_BREAK}')"}
     y = _nominal(*group, axis=axis)
     x = {
         "type": "quantitative",
@@ -560,6 +655,11 @@ class Drawer:
     script again, and a script calling the app without a main guard would fail. One
     process, charts in order, so the SVGs are those drawn here byte for byte (vl-convert
     numbers the gradients it defines per process: gradient_0, gradient_1, ...).
+
+    Under an address-space cap (`ulimit -v`) too small for vl-convert's JavaScript engine,
+    which reserves about 65 GiB at its start whatever it draws, every chart's `Future` gives
+    None instead of an SVG, and `not_drawn` says why and how to lift the cap: the report is
+    then written with each figure's table in place of its chart.
     """
 
     def __enter__(self) -> Drawer:
@@ -577,6 +677,7 @@ class Drawer:
         home = str(Path(dices_cli.__file__).resolve().parents[1])
         path = os.pathsep.join(filter(None, (home, os.environ.get("PYTHONPATH"))))
         self._process: subprocess.Popen[bytes] | None = None
+        self.not_drawn: str | None = None  # why no chart could be drawn, once known
         # What the child says on stderr is a crash's report (V8's or Rust's, pages of stack
         # frames): kept aside, and summed up in one line should the child stop.
         self._errors = tempfile.TemporaryFile()
@@ -593,10 +694,14 @@ class Drawer:
         self._talk = ThreadPoolExecutor(1, thread_name_prefix="charts")
         return self
 
-    def draw(self, spec: dict[str, Any]) -> Future[str]:
+    def draw(self, spec: dict[str, Any]) -> Future[str | None]:
+        """The chart as SVG, or None when the renderer cannot run under this process's
+        address-space cap (`not_drawn`)."""
         return self._talk.submit(self._ask, spec)
 
-    def _ask(self, spec: dict[str, Any]) -> str:
+    def _ask(self, spec: dict[str, Any]) -> str | None:
+        if self.not_drawn is not None:
+            return None
         if self._process is None:
             return to_svg(spec)
         assert self._process.stdin is not None and self._process.stdout is not None
@@ -609,7 +714,11 @@ class Drawer:
         if not reply:  # killed, say, or out of memory
             code = self._process.wait()
             self._errors.seek(0)
-            raise DicesError(_stopped(code, self._errors.read().decode(errors="replace")))
+            errors = self._errors.read().decode(errors="replace")
+            self.not_drawn = _capped(errors)
+            if self.not_drawn is not None:
+                return None
+            raise DicesError(_stopped(code, errors))
         answer: dict[str, str] = json.loads(reply)
         if "error" in answer:
             raise DicesError(answer["error"])
@@ -625,25 +734,34 @@ class Drawer:
         self._errors.close()
 
 
-# What vl-convert's V8 reserves at its start, as address space: `dices report -d 350` under
-# `bash -c 'ulimit -v N; ...'` drew its charts from N = 68,000,000 KiB and stopped at 67,000,000
-# (vl-convert-python 1.9.0, Linux x86-64). V8 cannot be told to reserve less through
-# vl-convert, which takes no V8 flags.
+# What vl-convert's V8 reserves at its start, as address space, and the `ulimit -v` (KiB) under
+# which the report draws its charts. Measured on Linux x86-64 (vl-convert-python 1.9.0.post1):
+# the drawing process alone starts at 67,437,500 KiB and aborts at 67,421,875; `dices report
+# -d all` on the two replica datasets draws every chart at 68,000,000. V8 cannot be told to
+# reserve less: vl-convert passes it no flags (1.9; 2.0.0rc7 neither: it reserves about 48 GiB,
+# and its max_v8_heap_size_mb bounds the heap, not this reservation).
 RENDERER_ADDRESS_SPACE = "about 65 GiB"
+RENDERER_ULIMIT_KIB = 68_000_000
+
+
+def _capped(errors: str) -> str | None:
+    """Why no chart can be drawn, when the drawing process stopped (its stderr: `errors`) for
+    want of address space under this process's cap; None when it stopped for another reason."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if "Fatal process out of memory" not in errors or limit == resource.RLIM_INFINITY:
+        return None
+    return (
+        "the charts are not drawn, each figure shows its table instead: the chart renderer "
+        f"(vl-convert) reserves {RENDERER_ADDRESS_SPACE} of address space at its start, and this "
+        f"process may use {limit / 2**30:.1f} GiB (ulimit -v {limit // 1024}); to draw them, "
+        f"run under ulimit -v {RENDERER_ULIMIT_KIB} or more, or ulimit -v unlimited"
+    )
 
 
 def _stopped(code: int, errors: str) -> str:
     """Why the drawing process stopped, in one line, from its exit code and its stderr."""
-    import resource
-
-    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if "Fatal process out of memory" in errors and limit != resource.RLIM_INFINITY:
-        return (
-            "the chart renderer (vl-convert) could not reserve its memory: its JavaScript "
-            f"engine reserves {RENDERER_ADDRESS_SPACE} of address space at start, and this "
-            f"process may use {limit / 2**30:.1f} GiB (ulimit -v); raise or lift that limit "
-            "to draw the charts"
-        )
     fatal = re.search(r"Fatal process out of memory: ([^\n]*)", errors)
     reason = f": out of memory ({fatal[1].strip()})" if fatal else ""
     return f"the process drawing the charts stopped (exit code {code}){reason}"
@@ -683,7 +801,7 @@ def to_svg(spec: dict[str, Any]) -> str:
     try:
         with _own_fonts_only():
             svg: str = vl_convert.vegalite_to_svg(
-                _printable_text(spec), config=CONFIG, allowed_base_urls=[]
+                _cut_labels(_printable_text(spec)), config=CONFIG, allowed_base_urls=[]
             )
     except ValueError as error:  # vl-convert reports a bad specification as ValueError
         raise DicesError(f"cannot draw the chart {spec.get('title')!r}: {error}") from error
@@ -699,6 +817,44 @@ def _printable_text(value: Any) -> Any:
         return {printable(key): _printable_text(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_printable_text(item) for item in value]
+    return value
+
+
+def _cut_labels(spec: dict[str, Any]) -> dict[str, Any]:
+    """`spec` with each text of its rows that is too long for a label (`label_text`) cut,
+    wherever it is written: in the rows, and in the sort orders and scale domains that name
+    it. Two texts cut alike are kept apart, by " (2)", " (3)"... after the cut, so a chart
+    draws as many groups as its rows hold."""
+    texts = {
+        value
+        for row in spec.get("data", {}).get("values", [])
+        for value in row.values()
+        if isinstance(value, str)
+    }
+    cuts: dict[str, str] = {}
+    taken = set(texts)
+    tried: dict[str, int] = {}  # per cut, the last number tried (a thousand alike: no search)
+    for text in sorted(texts):
+        cut = label_text(text)
+        if cut == text:
+            continue
+        number = tried.get(cut, 0)
+        while (unique := cut if number <= 1 else f"{cut} ({number})") in taken:
+            number = max(number, 1) + 1
+        tried[cut] = number
+        cuts[text] = unique
+        taken.add(unique)
+    return _replaced(spec, cuts) if cuts else spec
+
+
+def _replaced(value: Any, cuts: dict[str, str]) -> Any:
+    """`value` with every string that is a key of `cuts` (not a dict's key) replaced."""
+    if isinstance(value, str):
+        return cuts.get(value, value)
+    if isinstance(value, dict):
+        return {key: _replaced(item, cuts) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replaced(item, cuts) for item in value]
     return value
 
 

@@ -80,6 +80,12 @@ def _escaped(text: str) -> str:
     return html.escape("\n".join(map(printable, text.split("\n"))))
 
 
+def _isolated(text: str) -> str:
+    """`text` from outside (`_escaped`) in a bidirectional run of its own (<bdi>): the
+    letters of a right-to-left script in it cannot reorder the text around it, nor it."""
+    return f"<bdi>{_escaped(text)}</bdi>"
+
+
 def _cell(value: Any) -> tuple[str, bool]:
     """A value as table text (rounded for people) and whether it is a number."""
     if value is None:
@@ -123,8 +129,9 @@ def table_html(table: Table, caption: str | None = None) -> str:
     )
 
 
-def _folded(table: Table, summary: str) -> str:
-    state = " open" if len(table.rows) <= OPEN_TABLE_ROWS else ""
+def _folded(table: Table, summary: str, opened: bool = False) -> str:
+    """The table under its `summary`, folded when long unless `opened`."""
+    state = " open" if opened or len(table.rows) <= OPEN_TABLE_ROWS else ""
     rows = f"{len(table.rows):,} row{'s' if len(table.rows) != 1 else ''}"
     return (
         f"<details{state}><summary>{_escaped(summary)} ({rows})</summary>"
@@ -161,7 +168,12 @@ def _scoped(svg: str, prefix: str) -> str:
     return _TAG.sub(lambda tag: _ATTRIBUTE.sub(attribute, tag[0]), svg)
 
 
-def section_html(section: Section, svgs: Sequence[str], first_figure: int) -> str:
+# In place of a chart the renderer could not draw (see the note atop the page).
+NOT_DRAWN = "Chart not drawn (see the note at the top of the page): its numbers are below."
+
+
+def section_html(section: Section, svgs: Sequence[str | None], first_figure: int) -> str:
+    """The section, each figure drawn from its SVG, or as its table alone where None."""
     parts = [f'<section id="{section.key}"><h2>{_escaped(section.title)}</h2>']
     parts += [_warning(text) for text in section.warnings]
     parts += [f'<p class="note">{_escaped(note)}</p>' for note in section.notes]
@@ -169,14 +181,19 @@ def section_html(section: Section, svgs: Sequence[str], first_figure: int) -> st
         key = f"figure-{number}"
         title = _escaped(str(figure.spec["title"]))
         description = _escaped(str(figure.spec["description"]))
-        parts.append(
-            f'<figure id="{key}">'
+        chart = (
             f'<div class="chart" role="img" aria-label="{title}: {description}" '
             f'aria-describedby="{key}-read">{_scoped(svg, key)}</div>'
+            if svg is not None
+            else f'<p class="note">{NOT_DRAWN}</p>'
+        )
+        numbers = f"Numbers behind figure {number}"
+        parts.append(
+            f'<figure id="{key}">{chart}'
             f"<figcaption><strong>Figure {number}. {title}.</strong> "
             f'<span class="read" id="{key}-read">How to read it: '
             f"{_escaped(figure.how_to_read)}</span></figcaption>"
-            f"{_folded(figure.table, f'Numbers behind figure {number}')}</figure>"
+            f"{_folded(figure.table, numbers, opened=svg is None)}</figure>"
         )
     parts += [table_html(table, caption) for caption, table in section.tables]
     parts.append("</section>")
@@ -189,30 +206,36 @@ def _warning(text: str, link: str | None = None) -> str:
 
 
 def provenance_html(made: Provenance) -> str:
+    """How the report was made. Each text from outside (an argument of the command, a file
+    name, the rater selection) is `_isolated`: escaped, and in a bidirectional run of its own."""
+    import shlex
+
+    # The command is shlex-joined: each argument back on its own, quoted as it was.
+    command = " ".join(_isolated(shlex.quote(part)) for part in shlex.split(made.command))
     facts = [
-        ("Command", f"<code>{_escaped(made.command)}</code>"),
+        ("Command", f"<code>{command}</code>"),
         ("dices version", _escaped(made.version)),
         ("Created", _escaped(made.created)),
-        ("Raters", _escaped(made.selection)),
+        ("Raters", _isolated(made.selection)),
     ]
     rows = []
     for manifest in made.datasets:
         source = manifest["source"]
         files = manifest.get("files", {})
         stored = "<br>".join(
-            f"{_escaped(name)}: <span class=hash>{_escaped(record['sha256'])}</span>"
+            f"{_isolated(name)}: <span class=hash>{_escaped(record['sha256'])}</span>"
             for name, record in files.items()
         )
         counts = manifest["counts"]
         filtered = (manifest.get("filter") or {}).get("description", "")
         rows.append(
             f"<tr><td>{_escaped(manifest['title'])}</td>"
-            f"<td>{_escaped(source['name'])}<br>"
+            f"<td>{_isolated(source['name'])}<br>"
             f"<span class=hash>sha256 {_escaped(source['sha256'])}</span></td>"
             f"<td class=number>{counts['conversations']:,}</td>"
             f"<td class=number>{counts['raters']:,}</td>"
             f"<td class=number>{counts['ratings']:,}</td>"
-            f"<td>{_escaped(manifest['created'])}</td><td>{_escaped(filtered)}</td>"
+            f"<td>{_escaped(manifest['created'])}</td><td>{_isolated(filtered)}</td>"
             f"<td>{stored}</td></tr>"
         )
     head = "".join(
@@ -237,14 +260,20 @@ def provenance_html(made: Provenance) -> str:
     )
 
 
-def page(sections: Sequence[Section], svgs: Sequence[Sequence[str]], made: Provenance) -> str:
-    """The whole HTML document."""
+def page(
+    sections: Sequence[Section],
+    svgs: Sequence[Sequence[str | None]],
+    made: Provenance,
+    not_drawn: str | None = None,
+) -> str:
+    """The whole HTML document; `not_drawn`: why the charts (None in `svgs`) are missing."""
     titles = " and ".join(m["title"] for m in made.datasets)
     toc = "".join(
         f'<li><a href="#{s.key}">{_escaped(s.title)}</a></li>' for s in [*sections, _PROVENANCE]
     )
     # A warning (a model's flipped polarity) also heads the page: it changes every reading.
     warnings = "".join(_warning(text, s.key) for s in sections for text in s.warnings)
+    missing = "" if not_drawn is None else f'<p class="note">Note: {_escaped(not_drawn)}.</p>'
     body = []
     figure = 1
     for section, drawn in zip(sections, svgs, strict=True):
@@ -256,9 +285,9 @@ def page(sections: Sequence[Section], svgs: Sequence[Sequence[str]], made: Prove
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>dices report: {_escaped(titles)}</title><style>{STYLE}</style></head>"
         f"<body><header><h1>DICES safety ratings: {_escaped(titles)}</h1>"
-        f"<p>Raters: {_escaped(made.selection)}. Every chart is drawn from the canned queries "
+        f"<p>Raters: {_isolated(made.selection)}. Every chart is drawn from the canned queries "
         "of <code>dices query</code>; the numbers behind each are in the table below it.</p>"
-        f"{warnings}<nav aria-label=Contents><ol>{toc}</ol></nav></header>"
+        f"{warnings}{missing}<nav aria-label=Contents><ol>{toc}</ol></nav></header>"
         f"<main>{''.join(body)}{provenance_html(made)}</main></body></html>\n"
     )
 
