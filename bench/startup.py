@@ -59,8 +59,7 @@ SELECT dataset, count(DISTINCT item_id) AS conversations, count(DISTINCT rater_i
 FROM RATINGS GROUP BY dataset ORDER BY dataset
 """
 IMPORT_SCRIPT = (
-    "import time; start = time.perf_counter(); import dices_cli; "
-    "print(time.perf_counter() - start)"
+    "import time; start = time.perf_counter(); import dices_cli; print(time.perf_counter() - start)"
 )
 
 
@@ -208,9 +207,7 @@ def main(argv: list[str] | None = None) -> None:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         found = bench(data, runs)
     if args.json:
-        results = {
-            name: {"wall_s": case.wall, "cpu_s": case.cpu} for name, case in found.items()
-        }
+        results = {name: {"wall_s": case.wall, "cpu_s": case.cpu} for name, case in found.items()}
         print(json.dumps({"runs": runs, "summary": summary(found), "results": results}, indent=2))
     else:
         print(report(found, runs))
