@@ -97,6 +97,38 @@ def test_a_canned_query_loads_neither_arrow_nor_numpy(fmt: str, ingested: Path) 
     loaded = modules_after("query", "overview", "--data", str(ingested), "-f", fmt)
     assert not loaded & {"pyarrow", "numpy", "polars", "pandas"}
     assert ("rich" in loaded) == (fmt == "table")
+    # Nor the thread pool of the checksums (`dices verify`'s), which brings logging: 10 ms.
+    assert not loaded & {"concurrent.futures", "logging"}
+
+
+def test_a_canned_query_opens_only_the_views_it_reads(ingested: Path) -> None:
+    """Binding a view takes DuckDB up to 50 ms: `overview` reads ratings, and only its
+    stored files are registered."""
+    from dices_cli.queries import engine
+
+    opened: list[str] = []
+    register = engine.register_stored
+
+    def record(con: object, stored: object, path: Path, name: str, *args: object) -> None:
+        opened.append(name)
+        register(con, stored, path, name, *args)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine, "register_stored", record)
+        query = ["query", "overview", "--data", str(ingested), "-f", "csv"]
+        result = CliRunner().invoke(app, query)
+    assert result.exit_code == 0, result.output
+    assert sorted(opened) == ["ratings_350", "ratings_990"]
+    assert result.stdout.startswith("dataset,conversations,raters,ratings,share_no,")
+
+
+def test_dices_sql_loads_arrow_to_read_but_neither_polars_nor_rich(ingested: Path) -> None:
+    """The sandbox reads the stored files through Arrow (`sandbox.ParquetStream`: DuckDB's
+    own reader would need the local file system, which the sandbox closes), so pyarrow and
+    the NumPy it imports are loaded; nothing else that a count does not need is."""
+    loaded = modules_after("sql", "SELECT count(*) AS n FROM ratings", "--data", str(ingested))
+    assert {"duckdb", "pyarrow"} <= loaded
+    assert not loaded & {"polars", "pandas", "rich"}
 
 
 def test_a_share_interval_loads_neither_pandas_nor_arrow_compute(ingested: Path) -> None:
