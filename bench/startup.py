@@ -170,7 +170,7 @@ def report(found: dict[str, Case], runs: int) -> str:
             goal, met = f"< {GOAL_HELP_S}", value < GOAL_HELP_S
         else:
             goal, met = f"< {GOAL_IMPORT_S}", value < GOAL_IMPORT_S
-        lines.append(f"{name}: {value:.3f} (goal {goal}: {'met' if met else 'NOT met'})")
+        lines.append(f"{name}: {value:.4f} (goal {goal}: {'met' if met else 'NOT met'})")
     return "\n".join(lines)
 
 
