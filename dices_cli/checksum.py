@@ -17,9 +17,12 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 CHUNK = 1 << 18  # hashed, then counted twice (line breaks, quotes), while in the CPU cache
 BOM = b"\xef\xbb\xbf"
@@ -142,6 +145,10 @@ def prefetch(paths: Iterable[Path]) -> None:
         except OSError:
             continue
         key = _plain_file_key(fd)
+        # Here, not at the top: concurrent.futures imports logging, 10 ms of every query's
+        # start (the store imports this module for `dices verify`).
+        from concurrent.futures import Future
+
         future: Future[Scan | None] = Future()
         with _lock:
             new = key is not None and key not in _started

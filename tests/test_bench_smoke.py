@@ -45,6 +45,7 @@ SCRIPTS = {
     "calibration_groups": ["--quick", "--data", "{tiny}/data"],
     "calibration_shares": ["--quick", "--data", "{tiny}/data"],
     "judge": ["--runs", "1", "--quick", "--data", "{tiny}/data"],
+    "startup": ["--smoke", "--data", "{tiny}/data"],
 }
 
 

@@ -15,6 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "dices_cli"
 CLI = {
     "dices_cli.__main__",
+    "dices_cli.launch",
     "dices_cli.main",
     "dices_cli.render",
     "dices_cli.bars",

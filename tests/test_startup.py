@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import fcntl
 import inspect
 import json
+import os
+import pty
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
 import typer.main
 from typer.testing import CliRunner
 
+from dices_cli import launch
+from dices_cli.commands import cli_docs
 from dices_cli.main import COMMANDS, DicesGroup, ListedCommand, app
 
 # Run in a fresh interpreter: the modules `dices ARGS` imported, as JSON, after it ran.
@@ -90,6 +97,38 @@ def test_a_canned_query_loads_neither_arrow_nor_numpy(fmt: str, ingested: Path) 
     loaded = modules_after("query", "overview", "--data", str(ingested), "-f", fmt)
     assert not loaded & {"pyarrow", "numpy", "polars", "pandas"}
     assert ("rich" in loaded) == (fmt == "table")
+    # Nor the thread pool of the checksums (`dices verify`'s), which brings logging: 10 ms.
+    assert not loaded & {"concurrent.futures", "logging"}
+
+
+def test_a_canned_query_opens_only_the_views_it_reads(ingested: Path) -> None:
+    """Binding a view takes DuckDB up to 50 ms: `overview` reads ratings, and only its
+    stored files are registered."""
+    from dices_cli.queries import engine
+
+    opened: list[str] = []
+    register = engine.register_stored
+
+    def record(con: object, stored: object, path: Path, name: str, *args: object) -> None:
+        opened.append(name)
+        register(con, stored, path, name, *args)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine, "register_stored", record)
+        query = ["query", "overview", "--data", str(ingested), "-f", "csv"]
+        result = CliRunner().invoke(app, query)
+    assert result.exit_code == 0, result.output
+    assert sorted(opened) == ["ratings_350", "ratings_990"]
+    assert result.stdout.startswith("dataset,conversations,raters,ratings,share_no,")
+
+
+def test_dices_sql_loads_arrow_to_read_but_neither_polars_nor_rich(ingested: Path) -> None:
+    """The sandbox reads the stored files through Arrow (`sandbox.ParquetStream`: DuckDB's
+    own reader would need the local file system, which the sandbox closes), so pyarrow and
+    the NumPy it imports are loaded; nothing else that a count does not need is."""
+    loaded = modules_after("sql", "SELECT count(*) AS n FROM ratings", "--data", str(ingested))
+    assert {"duckdb", "pyarrow"} <= loaded
+    assert not loaded & {"polars", "pandas", "rich"}
 
 
 def test_a_share_interval_loads_neither_pandas_nor_arrow_compute(ingested: Path) -> None:
@@ -113,3 +152,105 @@ def test_a_mistyped_command_is_still_suggested() -> None:
     result = CliRunner().invoke(app, ["ingets"])
     assert result.exit_code == 2
     assert "No such command 'ingets'. Did you mean 'ingest'?" in result.output
+
+
+# The console script in a fresh interpreter, as `dices ARGS`: `dices_cli.{module}.run`, which
+# leaves through os._exit, after which the modules it loaded are written to stderr.
+CONSOLE_SCRIPT = """
+import json, os, sys
+sys.argv[0] = "dices"
+from dices_cli.{module} import run
+exit_now = os._exit
+def said(code):
+    sys.stdout.flush()
+    if os.isatty(1):
+        os.close(1)  # the end of what a terminal shows
+    sys.stderr.write(json.dumps(sorted(sys.modules)))
+    sys.stderr.flush()
+    exit_now(code)
+os._exit = said
+run()
+"""
+FRONT_END = {"typer", "click", "rich", "duckdb", "pyarrow", "polars", "numpy"}
+
+
+def _environment(**settings: str) -> dict[str, str]:
+    """This environment without the settings that change the help's drawing, and `settings`."""
+    kept = {n: v for n, v in os.environ.items() if n not in launch.DRAWING_SETTINGS}
+    return {**kept, **settings}
+
+
+def console(module: str, *args: str, **settings: str) -> tuple[int, bytes, set[str]]:
+    """`dices ARGS` through `dices_cli.MODULE.run` into a pipe, with `settings`: its exit
+    code, its output and the modules it loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", CONSOLE_SCRIPT.format(module=module), *args],
+        capture_output=True,
+        env=_environment(**settings),
+        timeout=60,
+    )
+    return done.returncode, done.stdout, set(json.loads(done.stderr))
+
+
+def test_the_stored_drawings_of_the_help_are_typers_own() -> None:
+    """The drawings `dices --help` prints without Typer are those Typer makes (regenerate
+    them with `python -m dices_cli.commands.cli_docs`)."""
+    for path, drawing in cli_docs.stored_helps().items():
+        assert path.read_bytes() == drawing, f"{path.name} is out of date: {cli_docs.REGENERATE}"
+    code, typer_drew, _ = console("main", "--help")
+    assert (code, typer_drew) == (0, launch.PLAIN_HELP.read_bytes())
+
+
+@pytest.mark.parametrize("asked", ["--help", "-h"])
+def test_dices_help_in_a_pipe_loads_neither_typer_nor_rich(asked: str) -> None:
+    code, shown, loaded = console("launch", asked)
+    assert (code, shown) == (0, launch.PLAIN_HELP.read_bytes())
+    assert not {module.split(".")[0] for module in loaded} & FRONT_END
+    assert {m for m in loaded if m.startswith("dices_cli")} == {"dices_cli", "dices_cli.launch"}
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [{"COLUMNS": "100"}, {"NO_COLOR": "1"}, {"FORCE_COLOR": "1"}, {"TERMINAL_WIDTH": "60"}],
+)
+def test_a_setting_that_changes_the_drawing_leaves_it_to_typer(setting: dict[str, str]) -> None:
+    code, shown, loaded = console("launch", "--help", **setting)
+    assert (code, shown) == console("main", "--help", **setting)[:2]
+    assert "typer" in loaded
+
+
+def test_other_arguments_go_to_typer() -> None:
+    code, shown, loaded = console("launch", "--version")
+    assert (code, shown) == (0, b"dices 0.1.0\n")
+    assert "typer" in loaded
+
+
+def on_a_terminal(module: str, columns: int) -> bytes:
+    """What `dices --help` through `dices_cli.MODULE.run` shows on a terminal `columns` wide."""
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child, on the terminal; its stderr goes nowhere
+        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        script = CONSOLE_SCRIPT.format(module=module)
+        environment = _environment(TERM="xterm-256color", LANG="C.UTF-8")
+        os.execve(sys.executable, [sys.executable, "-c", script, "--help"], environment)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.waitpid(pid, 0)
+    os.close(terminal)
+    return shown.replace(b"\r\n", b"\n")  # the terminal's line ends, as written
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_on_a_terminal_dices_help_is_typers_drawing(columns: int) -> None:
+    """With colours, 80 columns wide as stored; any other width is drawn by Typer."""
+    typer_drew = on_a_terminal("main", columns)
+    assert on_a_terminal("launch", columns) == typer_drew
+    assert (typer_drew == launch.TERMINAL_HELP.read_bytes()) == (columns == launch.HELP_WIDTH)

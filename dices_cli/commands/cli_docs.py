@@ -1,6 +1,7 @@
-"""Documentation generated from the code: docs/cli.md and the README's table of queries.
+"""Documentation generated from the code: docs/cli.md, the README's table of queries, and
+the stored drawings of `dices --help` that the console script prints (`dices_cli.launch`).
 
-    python -m dices_cli.commands.cli_docs      # rewrites both; CI fails when they drift
+    python -m dices_cli.commands.cli_docs      # rewrites them all; CI fails when they drift
 
 docs/cli.md holds the `--help` of every command and subcommand, each query's included,
 drawn at a fixed width without colours; the README's table is made from the catalogue.
@@ -41,15 +42,17 @@ def commands() -> Iterator[tuple[list[str], Any]]:
 
 
 @contextlib.contextmanager
-def _plain_help() -> Iterator[None]:
-    """Help drawn HELP_WIDTH columns wide, without colours, whatever the terminal."""
+def _help_drawn(width: int, terminal: bool = False) -> Iterator[None]:
+    """Help drawn `width` columns wide, whatever the terminal: without colours, or with
+    those of a `terminal` (Typer's styles are all of the 8 standard colours, which every
+    colour system draws alike)."""
     from typer import rich_utils
 
     saved = rich_utils.MAX_WIDTH, rich_utils.COLOR_SYSTEM, rich_utils.FORCE_TERMINAL
     rich_utils.MAX_WIDTH, rich_utils.COLOR_SYSTEM, rich_utils.FORCE_TERMINAL = (
-        HELP_WIDTH,
-        None,
-        False,
+        width,
+        "standard" if terminal else None,
+        terminal,
     )
     try:
         yield
@@ -57,18 +60,34 @@ def _plain_help() -> Iterator[None]:
         rich_utils.MAX_WIDTH, rich_utils.COLOR_SYSTEM, rich_utils.FORCE_TERMINAL = saved
 
 
-def help_text(words: list[str]) -> str:
-    """`dices WORDS --help`, as docs/cli.md shows it (no trailing blanks)."""
+def _help_output(words: list[str], width: int, terminal: bool = False) -> bytes:
     from typer.testing import CliRunner
 
     from dices_cli.main import app
 
-    with _plain_help():
+    with _help_drawn(width, terminal):
         result = CliRunner().invoke(app, [*words, "--help"], prog_name="dices")
     if result.exit_code != 0:
         raise RuntimeError(f"dices {' '.join(words)} --help failed: {result.output}")
-    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    return result.stdout_bytes
+
+
+def help_text(words: list[str]) -> str:
+    """`dices WORDS --help`, as docs/cli.md shows it (no trailing blanks)."""
+    text = _help_output(words, HELP_WIDTH).decode()
+    lines = [line.rstrip() for line in text.splitlines()]
     return "\n".join(lines).strip("\n") + "\n"
+
+
+def stored_helps() -> dict[Path, bytes]:
+    """The drawings of `dices --help` that `dices_cli.launch` prints, by file: Typer's own
+    bytes, as wide as Typer draws in a pipe, without colours and with a terminal's."""
+    from dices_cli import launch
+
+    return {
+        launch.PLAIN_HELP: _help_output([], launch.HELP_WIDTH),
+        launch.TERMINAL_HELP: _help_output([], launch.HELP_WIDTH, terminal=True),
+    }
 
 
 def cli_markdown() -> str:
@@ -139,7 +158,12 @@ def readme_with_table(readme: str) -> str:
 def main() -> None:
     CLI_DOC.write_text(cli_markdown(), encoding="utf-8")
     README.write_text(readme_with_table(README.read_text(encoding="utf-8")), encoding="utf-8")
-    print(f"wrote {CLI_DOC.relative_to(REPOSITORY)} and the query table of README.md")
+    for path, drawing in stored_helps().items():
+        path.write_bytes(drawing)
+    print(
+        f"wrote {CLI_DOC.relative_to(REPOSITORY)}, the query table of README.md and the "
+        "stored drawings of `dices --help`"
+    )
 
 
 if __name__ == "__main__":
