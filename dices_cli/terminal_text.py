@@ -21,34 +21,50 @@ exact.
 from __future__ import annotations
 
 import re
+import unicodedata
 
-# Unicode's format characters (Cf) as of Unicode 14 (Python 3.11's `unicodedata`), less
-# U+200C and U+200D; `tests/test_terminal_text.py` checks them against every code point.
-_FORMAT = (
-    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b\u200e\u200f"
-    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
-    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-    "\U000e0020-\U000e007f"
-)
-# A run of characters to escape; the tags of an emoji tag sequence are such a run, after 🏴.
-# (One character class: an alternation for the flag made the search four times slower.)
-_UNSHOWABLE = re.compile(f"[\x00-\x1f\x7f-\x9f\ufffe\uffff\ud800-\udfff{_FORMAT}]+")
+# The joiners pass (see above), and a flag's tag run after 🏴 is how the flag is written.
+_JOINERS = "\u200c\u200d"
 _FLAG_TAGS = re.compile("[\U000e0020-\U000e007e]+\U000e007f")
 
 
-def _escape(match: re.Match[str]) -> str:
-    run, start = match[0], match.start()
-    flag = _FLAG_TAGS.match(run) if match.string[start - 1 : start] == "🏴" else None
-    kept = flag[0] if flag else ""  # a flag's tags are how it is written
-    # Each of the rest is written as an escape, never as itself (none is a quote or a
-    # backslash, which repr would write otherwise).
-    return kept + repr(run[len(kept) :])[1:-1]
+def _unshowable(character: str) -> bool:
+    # From the running Python's Unicode database, so a newer Unicode's format characters
+    # are escaped too (Unicode 15 added seven).
+    category = unicodedata.category(character)
+    return (
+        category in ("Cc", "Cs")
+        or character in "\ufffe\uffff"
+        or (category == "Cf" and character not in _JOINERS)
+    )
+
+
+def _shown(character: str) -> str:
+    # `isprintable` first: a C-level test that passes almost every character.
+    if character.isprintable() or not _unshowable(character):
+        return character
+    return repr(character)[1:-1]  # none is a quote or a backslash, which repr would alter
+
+
+def _escaped(text: str) -> str:
+    if "🏴" not in text:
+        return "".join(map(_shown, text))
+    pieces: list[str] = []
+    index = 0
+    while index < len(text):
+        flag = _FLAG_TAGS.match(text, index + 1) if text[index] == "🏴" else None
+        end = flag.end() if flag else index + 1
+        pieces.append(text[index:end] if flag else _shown(text[index]))
+        index = end
+    return "".join(pieces)
 
 
 def printable(text: str) -> str:
     """`text` with each control character, U+FFFE, U+FFFF, lone surrogate and format
     character (but ZWNJ, ZWJ and emoji tag sequences) replaced by its escape as Python
     writes it (`\\n`, `\\x1b`, `\\x85`, `\\ufffe`, `\\ud800`, `\\u202e`, `\\U000e0041`)."""
-    if text.isprintable():  # none of them (all are "non-printable" to Python): the usual case
+    # Every character escaped is "non-printable" to Python, so printable text, the usual
+    # case, is returned at the cost of one C-level scan.
+    if text.isprintable():
         return text
-    return _UNSHOWABLE.sub(_escape, text)
+    return _escaped(text)
