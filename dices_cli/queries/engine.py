@@ -197,9 +197,9 @@ class Session:
         self.con: duckdb.DuckDBPyConnection = connection or duckdb.connect(":memory:")
         stored = [store.open(dataset.name) for dataset in self.datasets]
         for name, values in enum_types(_new_values(stored)).items():
-            self.con.execute(f"CREATE TYPE {name} AS ENUM ({_literals(values)})")
+            self.con.execute(f"CREATE TYPE {name} AS ENUM ({sql_literals(values)})")
         self.con.execute(CROWD_LABEL_TYPE)
-        self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({_literals(list(DATASETS))})")
+        self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({sql_literals(list(DATASETS))})")
         views, tables = views_and_tables(named)
         self._load(stored, materialize, scan, tables)
         self._create_views(views)
@@ -425,7 +425,7 @@ def _arrow(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
         return cursor.to_arrow_table()
 
 
-def _literals(values: Sequence[str]) -> str:
+def sql_literals(values: Sequence[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
