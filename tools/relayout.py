@@ -27,6 +27,7 @@ import argparse
 import ast
 import functools
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -328,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     for old, new in sorted(moved.items()):
         (REPOSITORY / new).parent.mkdir(parents=True, exist_ok=True)
         git("mv", old, new)
+    for folder in (old for old in moves if old.endswith("/")):
+        # Emptied of tracked files, a folder left behind (with its __pycache__) would still
+        # import, as a namespace package.
+        shutil.rmtree(REPOSITORY / folder, ignore_errors=True)
     git(
         "commit",
         "-q",
@@ -388,7 +393,10 @@ def main(argv: list[str] | None = None) -> int:
     if found := leftovers(git("ls-files").split("\n"), moved):
         print("partial paths of moved files, to read (often right as they are):")
         print("\n".join(f"  {line}" for line in found))
-    print("done: two commits; run the tests, and `python -m dices_cli.cli.commands.cli_docs`")
+    print(
+        "done: two commits. The entry point moved: `pip install -e .` again, then the tests,"
+        " and `python -m dices_cli.cli.commands.cli_docs` (it must change nothing)"
+    )
     return 0
 
 
