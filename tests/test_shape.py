@@ -75,6 +75,43 @@ MODULES = {
     _relayout.new_module(module): {_relayout.new_module(name) for name in imported}
     for module, imported in MODULES.items()
 }
+
+
+def test_the_relayout_rewrites_every_way_of_naming_a_module() -> None:
+    moves = {
+        "dices_cli/store.py": "dices_cli/store/datasets.py",
+        "dices_cli/commands/": "dices_cli/cli/commands/",
+        "dices_cli/checksum.py": "dices_cli/read/checksum.py",
+        "dices_cli/raters.py": "dices_cli/raters/id_list.py",
+    }
+    files = ["dices_cli/store.py", "dices_cli/commands/data.py", "dices_cli/checksum.py"]
+    moved = _relayout.file_moves([*files, "dices_cli/raters.py"], moves)
+    assert moved["dices_cli/commands/data.py"] == "dices_cli/cli/commands/data.py"
+    modules = _relayout.module_map(moved, moves)
+    new_names = {"dices_cli.store", "dices_cli.store.datasets", "dices_cli.raters.quality"}
+    code = (
+        "from dices_cli import __version__, checksum, raters\n"
+        "from dices_cli.store import Store  # dices_cli.store.Store, dices_cli/store.py\n"
+        'patch("dices_cli.commands.data.x"); import_module(f"dices_cli.commands.{name}")\n'
+        "REPO = Path(__file__).resolve().parents[2]  # dices_cli.raters.quality stays\n"
+    )
+    rewritten = _relayout.rewrite_text(
+        _relayout.rewrite_imports_from(code, modules), modules, new_names, moves | moved
+    ).replace(_relayout.WRITTEN, "dices_cli")
+    assert _relayout.with_depth(rewritten, "dices_cli/commands/x.py", "dices_cli/cli/c/x.py") == (
+        "from dices_cli import __version__\n"
+        "from dices_cli.read import checksum\n"
+        "from dices_cli.raters import id_list as raters\n"
+        "from dices_cli.store.datasets import Store"
+        "  # dices_cli.store.datasets.Store, dices_cli/store/datasets.py\n"
+        'patch("dices_cli.cli.commands.data.x"); import_module(f"dices_cli.cli.commands.{name}")\n'
+        "REPO = Path(__file__).resolve().parents[3]  # dices_cli.raters.quality stays\n"
+    )
+    assert _relayout.unplaced(["dices_cli/new.py", "dices_cli/commands/new.py"], moves, ()) == [
+        "dices_cli/new.py"
+    ]
+
+
 # relayout: end
 
 
