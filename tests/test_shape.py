@@ -90,7 +90,7 @@ def test_the_relayout_rewrites_every_way_of_naming_a_module() -> None:
     modules = _relayout.module_map(moved, moves)
     new_names = {"dices_cli.store", "dices_cli.store.datasets", "dices_cli.raters.quality"}
     code = (
-        "from dices_cli import __version__, checksum, raters\n"
+        "from dices_cli import __version__, checksum, raters  # three\n"
         "from dices_cli.store import Store  # dices_cli.store.Store, dices_cli/store.py\n"
         'patch("dices_cli.commands.data.x"); import_module(f"dices_cli.commands.{name}")\n'
         "REPO = Path(__file__).resolve().parents[2]  # dices_cli.raters.quality stays\n"
@@ -101,7 +101,7 @@ def test_the_relayout_rewrites_every_way_of_naming_a_module() -> None:
     assert _relayout.with_depth(rewritten, "dices_cli/commands/x.py", "dices_cli/cli/c/x.py") == (
         "from dices_cli import __version__\n"
         "from dices_cli.read import checksum\n"
-        "from dices_cli.raters import id_list as raters\n"
+        "from dices_cli.raters import id_list as raters  # three\n"
         "from dices_cli.store.datasets import Store"
         "  # dices_cli.store.datasets.Store, dices_cli/store/datasets.py\n"
         'patch("dices_cli.cli.commands.data.x"); import_module(f"dices_cli.cli.commands.{name}")\n'

@@ -235,6 +235,8 @@ def rewrite_imports_from(text: str, modules: dict[str, str]) -> str:
             statements.append(
                 f"from {WRITTEN}{parent.removeprefix(PACKAGE)} import {leaf}{alias_part}"
             )
+        last_line = lines[(node.end_lineno or node.lineno) - 1]
+        statements[-1] += last_line[node.end_col_offset :].rstrip("\n")  # a comment, say
         edits.append((node.lineno, node.end_lineno, indent, statements))
     for first, last, indent, statements in sorted(edits, reverse=True):
         block = "".join(f"{indent}{statement}\n" for statement in statements)
@@ -344,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     after = [moved.get(name, name) for name in files]
     new_names = {dotted(n) for n in after if n.startswith(f"{PACKAGE}/") and n.endswith(".py")}
     new_names |= {dotted(package) for package in NEW_PACKAGES}
-    paths = {old: new for old, new in moves.items()} | moved
+    paths = moves | moved
     for name in after:
         if name == SELF:
             continue
