@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             raise Refused(
                 "modules in no place: "
                 + ", ".join(left)
-                + "; give each --move OLD=NEW or --stay PATH (and add it to the table)"
+                + "; give each --move OLD=NEW or --stay PATH (or add it to the table, and commit)"
             )
     except Refused as refusal:
         print(f"relayout: refused: {refusal}", file=sys.stderr)
