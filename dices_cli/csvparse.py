@@ -245,7 +245,7 @@ def read_header(prefix: bytes) -> Header:
     except csv.Error as error:
         if full and "unexpected end of data" in str(error):
             raise HeaderError(_header_too_long()) from error
-        raise HeaderError(_structure_problems(1, error, [])[0]) from error
+        raise HeaderError(structure_problems(1, error, [])[0]) from error
     if full and not consumed[-1].endswith(b"\n"):
         raise HeaderError(_header_too_long())
     return Header(cells, len(consumed), b"".join(consumed))
@@ -447,7 +447,7 @@ def _strict_parse(source: Source, types: Mapping[str, pl.DataType]) -> ParsedFil
                 header_read = True
                 continue
             first = lines.first
-            problems = _structure_problems(first, cells, names)
+            problems = structure_problems(first, cells, names)
             if problems:
                 parsed.add_bad(first, lines.count - first + 1, problems)
             elif cells:  # a record of one empty cell (a line of only a BOM, say) holds nothing
@@ -478,7 +478,7 @@ def _is_utf8(cell: str) -> bool:
     return True
 
 
-def _structure_problems(line: int, cells: list[str] | csv.Error, names: list[str]) -> list[Problem]:
+def structure_problems(line: int, cells: list[str] | csv.Error, names: list[str]) -> list[Problem]:
     if isinstance(cells, csv.Error):
         unterminated = "unexpected end of data" in str(cells)
         kind = ProblemType.UNTERMINATED_QUOTE if unterminated else ProblemType.BAD_QUOTING

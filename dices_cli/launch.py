@@ -17,7 +17,7 @@ from pathlib import Path
 
 HELP_ARGUMENTS = (["--help"], ["-h"])
 HELP_WIDTH = 80  # columns: what Typer draws in a pipe
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[0] / "data"  # parents[N]: the relayout keeps it
 PLAIN_HELP = DATA / "help.txt"  # without colours: a pipe or a file
 TERMINAL_HELP = DATA / "help-terminal.txt"  # with a terminal's colours
 # Settings that change Typer's or Rich's drawing: its width, colours, boxes or Rich itself;

@@ -42,6 +42,10 @@ def set_quiet(on: bool) -> None:
     _Quiet.on = on
 
 
+def is_quiet() -> bool:
+    return _Quiet.on
+
+
 def say(message: str) -> None:
     """A line for the person at the terminal: on stderr, never mixed into the data. Its
     lines are shown `printable`: a value from the data cannot send the terminal a control

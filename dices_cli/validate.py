@@ -2,9 +2,9 @@
 
 `validate_file` opens one input, tells its family (`dices_cli.families.families_of_files`, as
 ingest does) and calls the validator that family's declaration names. DICES's is here:
-`check_file` reads one DICES file (structure, header, cells, consistency: the row checks
-are in `dices_cli.checks`) and keeps what a writer needs; `validate_dices` is its report
-alone. Nothing here writes.
+`check_file` reads one DICES file (structure, header, cells, consistency: the row
+checks are in `dices_cli.checks`) and keeps what a writer needs;
+`validate_dices` is its report alone. Nothing here writes.
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def test_info_and_verify_read_the_family_from_its_declaration(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its tables (what verify checks) and its manifest's shape (what info reads) are the
-    declaration's: no line of store.py names the toy."""
+    declaration's: no line of the store (`dices_cli.store`) names the toy."""
     register_toy(monkeypatch)
     toy, data = tmp_path / "toy.jsonl", tmp_path / "data"
     toy.write_bytes(TOY_LINES)

@@ -397,7 +397,7 @@ ANSWERED = """-- name: q
 def test_the_answer_line_says_what_a_table_keeps() -> None:
     query = parse_query(Path("q.sql"), ANSWERED + "-- answer: share, low\nSELECT 1")
     assert query.answer == ("share", "low")
-    assert query.focus({"by": ["rater_gender"]}) == Focus(("rater_gender",), ("share", "low"))
+    assert query.expanded_answer({"by": ["rater_gender"]}) == ["share", "low"]
 
 
 def test_an_answer_line_naming_an_undeclared_column_is_refused() -> None:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from dices_cli.queries.catalog import Parameter, ParameterError, Query
     from dices_cli.shape import Shape
     from dices_cli.store import Store
+    from dices_cli.tabular import Focus
 
 QUERY_HELP = """Run a canned query: the field's standard questions, as documented SQL.
 
@@ -504,7 +505,7 @@ def run_query(
         store = Store(resolve_data_dir(data))
         result = run_family_query(canned, given, family, show_sql, store, typed)
         own = family_queries(family.name)[canned.name]
-        emit_shaped(result, shape, fmt, output, canned.name, force, inputs, focus=own.focus({}))
+        emit_shaped(result, shape, fmt, output, canned.name, force, inputs, focus=_focus(own, {}))
         return
     written = Output.build(fmt, output, force, inputs, chart=True)
     try:  # a repeated option's values come as a tuple, () when not given
@@ -548,8 +549,15 @@ def run_query(
         say(f"raters: {'; '.join(session.selection.description)}")
     result = session.run(canned, parameters, typed=written.format is Format.PARQUET)
     chart = canned.chart.resolved(parameters) if canned.chart is not None else None
-    focus = canned.focus(parameters)
+    focus = _focus(canned, parameters)
     emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart, focus)
+
+
+def _focus(query: Query, parameters: dict[str, Any]) -> Focus:
+    """What a table of the result always shows: its group columns and its answer."""
+    from dices_cli.tabular import Focus
+
+    return Focus(tuple(query.group_columns(parameters)), tuple(query.expanded_answer(parameters)))
 
 
 def _note_other_families(canned: Query, store: Store) -> None:

@@ -286,9 +286,9 @@ def show_dry_run(store: Store, settings: Settings) -> None:
 @contextlib.contextmanager
 def progress_shown() -> Iterator[Callable[[Progress], None] | None]:
     """A progress bar on stderr when it is a terminal and -q is not given."""
-    from dices_cli.render import _Quiet, stderr_console
+    from dices_cli.render import is_quiet, stderr_console
 
-    if _Quiet.on or not sys.stderr.isatty():
+    if is_quiet() or not sys.stderr.isatty():
         yield None
         return
     import time

@@ -33,7 +33,7 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dices_cli.csvparse import _structure_problems
+from dices_cli.csvparse import structure_problems
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 from dices_cli.file_formats import file_format, parquet_file
 from dices_cli.json_lines import JsonLineError, json_lines, parsed
@@ -333,7 +333,7 @@ def _delimited_rows(source: Source, delimiter: str, report: Report) -> _Rows | N
                 continue
             if rows is None:
                 if isinstance(cells, csv.Error):
-                    report.add(_structure_problems(lines.first, cells, []))
+                    report.add(structure_problems(lines.first, cells, []))
                     return None
                 positions, width = _header(cells, lines.first, report), len(cells)
                 rows = _Rows([name for name in COLUMNS if name in positions])
@@ -343,7 +343,7 @@ def _delimited_rows(source: Source, delimiter: str, report: Report) -> _Rows | N
             if not cells:
                 continue
             rows.records += 1
-            problems = _structure_problems(lines.first, cells, [""] * width)
+            problems = structure_problems(lines.first, cells, [""] * width)
             if problems:
                 report.add(problems)
                 report.rows_rejected += 1

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from dices_cli.errors import DicesError
 from dices_cli.families.prosocial import ANNOTATIONS, SAFETY_LABELS, SPLITS
 from dices_cli.metrics.agreement import Array
-from dices_cli.metrics.compute import _decode, _enum_codes, _group_codes, _values
+from dices_cli.metrics.compute import array_values, enum_codes, group_codes, group_key
 from dices_cli.queries.catalog import internal_sql
 
 if TYPE_CHECKING:
@@ -145,18 +145,18 @@ def load_votes(session: Session, group_columns: Sequence[str]) -> Votes:
         raise DicesError(f"the ratings could not be read: {error}") from error
     item_ids = np.array([item_id for item_id, _ in items], dtype=np.int64)
     gold = np.array([bool(g) for _, g in items]) if session.datasets[0].has_gold else None
-    rated = _values(ratings.column("item_id").combine_chunks()).astype(np.int64)
-    rater_ids = _values(ratings.column("rater_id").combine_chunks())
-    answers, _ = _enum_codes(ratings.column("Q_overall"))  # the answer ENUM: No, Yes, Unsure
+    rated = array_values(ratings.column("item_id").combine_chunks()).astype(np.int64)
+    rater_ids = array_values(ratings.column("rater_id").combine_chunks())
+    answers, _ = enum_codes(ratings.column("Q_overall"))  # the answer ENUM: No, Yes, Unsure
     answered = answers < CATEGORIES  # a missing answer (coded after them) is no vote
     if not answered.all():
         ratings = ratings.filter(answered)
         rated, rater_ids, answers = rated[answered], rater_ids[answered], answers[answered]
     present = [c for c in group_columns if c in ratings.column_names]
     if present:
-        combined, values = _group_codes(ratings, present)
+        combined, values = group_codes(ratings, present)
         codes, group = np.unique(combined, return_inverse=True)
-        keys = [_decode(int(code), values) for code in codes]
+        keys = [group_key(int(code), values) for code in codes]
     else:
         group, keys = np.zeros(len(rated), dtype=np.intp), [()]
     return Votes(

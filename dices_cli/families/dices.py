@@ -46,7 +46,7 @@ DICES = Family(
             sha256="14332b6391cdee80383b765c734de3bebf6d8553141ee7d2f47ef0910a12fcf7",
         ),
     ),
-    recognised_by="a CSV header that matches one release's columns (dices_cli.schema.detect)",
+    recognised_by="a CSV header with one release's columns (dices_cli.schema.detect)",
     recognises=None,  # every file no other family recognises: its checks say what is amiss
     validates="dices_cli.validate:validate_dices",
     ingests="dices_cli.dices_ingest:ingest_dices",

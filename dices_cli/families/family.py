@@ -63,7 +63,8 @@ class Family:
     enums: dict[str, tuple[str, ...]]  # column -> values, in their order
     published: dict[str, dict[str, int]]  # member -> count name -> published count
     # What the commands read from a stored version's manifest beyond what every family's
-    # holds (`dices_cli.store.MANIFEST_SHAPE`): key -> type, or the shape of a nested object.
+    # holds (`dices_cli.store.MANIFEST_SHAPE`): key -> type, or the shape of a nested
+    # object.
     # The files it was made from are "sources", a list, or DICES's one "source".
     manifest: dict[str, Any]
     queries: tuple[str, ...]  # the canned queries that apply

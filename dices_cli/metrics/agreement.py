@@ -20,7 +20,7 @@ CATEGORY = -2  # axes of a counts array
 CONVERSATION = -1
 
 
-def _ratio(numerator: Array, denominator: Array) -> Array:
+def ratio(numerator: Array, denominator: Array) -> Array:
     """numerator / denominator, NaN where the denominator is 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denominator != 0, numerator / denominator, np.nan)
@@ -40,7 +40,7 @@ def krippendorff_alpha_nominal(counts: Array) -> Array:
     per_category = (counts * pairable[..., None, :]).sum(axis=CONVERSATION)
     values = per_category.sum(axis=-1)
     expected = values**2 - (per_category**2).sum(axis=-1)
-    return 1 - _ratio((values - 1) * coincidences.sum(axis=CONVERSATION), expected)
+    return 1 - ratio((values - 1) * coincidences.sum(axis=CONVERSATION), expected)
 
 
 def cross_replication_reliability(x: Array, y: Array) -> Array:
@@ -57,12 +57,12 @@ def cross_replication_reliability(x: Array, y: Array) -> Array:
     weight = np.where(both, x_ratings + y_ratings, 0.0)
     pairs = np.where(both, x_ratings * y_ratings, 1.0)
     disagreement = 1 - (x * y).sum(axis=CATEGORY) / pairs
-    observed = _ratio((weight * disagreement).sum(axis=CONVERSATION), weight.sum(axis=-1))
+    observed = ratio((weight * disagreement).sum(axis=CONVERSATION), weight.sum(axis=-1))
     x_pooled = (x * both[..., None, :]).sum(axis=CONVERSATION)
     y_pooled = (y * both[..., None, :]).sum(axis=CONVERSATION)
     all_pairs = x_pooled.sum(axis=-1) * y_pooled.sum(axis=-1)
-    expected = 1 - _ratio((x_pooled * y_pooled).sum(axis=-1), all_pairs)
-    return 1 - _ratio(observed, expected)
+    expected = 1 - ratio((x_pooled * y_pooled).sum(axis=-1), all_pairs)
+    return 1 - ratio(observed, expected)
 
 
 def normalised_xrr(xrr: Array, irr_x: Array, irr_y: Array) -> Array:
@@ -95,7 +95,7 @@ def negentropy(counts: Array) -> Array:
         n_log_n = np.where(counts > 0, counts * np.log(counts), 0.0).sum(axis=CATEGORY)
     per_conversation = np.log(counts.shape[CATEGORY]) + n_log_n / divisor - np.log(divisor)
     total = np.where(rated, per_conversation, 0.0).sum(axis=CONVERSATION)
-    return _ratio(total, rated.sum(axis=CONVERSATION))
+    return ratio(total, rated.sum(axis=CONVERSATION))
 
 
 def plurality_size(counts: Array) -> Array:
@@ -104,4 +104,4 @@ def plurality_size(counts: Array) -> Array:
     rated = ratings > 0
     share = counts.max(axis=CATEGORY) / np.where(rated, ratings, 1.0)
     total = np.where(rated, share, 0.0).sum(axis=CONVERSATION)
-    return _ratio(total, rated.sum(axis=CONVERSATION))
+    return ratio(total, rated.sum(axis=CONVERSATION))

@@ -47,7 +47,7 @@ class _Ratings:
 # pyarrow.compute) import pandas when it is installed, which takes 0.2 s.
 
 
-def _values(array: pa.Array) -> NDArray[Any]:
+def array_values(array: pa.Array) -> NDArray[Any]:
     """A fixed-width array's values, whatever lies under its NULLs."""
     data = np.frombuffer(array.buffers()[1], dtype=array.type.to_pandas_dtype())
     return data[array.offset : array.offset + len(array)]
@@ -61,12 +61,12 @@ def _nulls(array: pa.Array) -> NDArray[np.bool_]:
     return bits[array.offset : array.offset + len(array)] == 0
 
 
-def _enum_codes(column: pa.ChunkedArray) -> tuple[Codes, list[Any]]:
+def enum_codes(column: pa.ChunkedArray) -> tuple[Codes, list[Any]]:
     """Codes of an ENUM column (Arrow dictionary-encoded) in the ENUM's order, NULL coded
     after every value; and the value of each code, None for NULL."""
     encoded = column.unify_dictionaries().combine_chunks()
     values = encoded.dictionary.to_pylist()
-    codes = _values(encoded.indices).astype(np.intp)
+    codes = array_values(encoded.indices).astype(np.intp)
     codes[_nulls(encoded.indices)] = len(values)
     return codes, [*values, None]
 
@@ -80,21 +80,21 @@ def _text_codes(column: pa.ChunkedArray) -> tuple[Codes, list[Any]]:
     return np.fromiter((code[cell] for cell in cells), dtype=np.intp, count=len(cells)), values
 
 
-def _group_codes(table: pa.Table, group_columns: Sequence[str]) -> tuple[Codes, list[list[Any]]]:
+def group_codes(table: pa.Table, group_columns: Sequence[str]) -> tuple[Codes, list[list[Any]]]:
     """One code per row for its combination of group values, sorting as the combinations
-    sort; and each column's values, to decode it (see _decode)."""
+    sort; and each column's values, to decode it (see group_key)."""
     combined = np.zeros(table.num_rows, dtype=np.intp)
     values = []
     for name in group_columns:
         column = table.column(name)
         is_enum = pa.types.is_dictionary(column.type)
-        codes, column_values = (_enum_codes if is_enum else _text_codes)(column)
+        codes, column_values = (enum_codes if is_enum else _text_codes)(column)
         combined = combined * len(column_values) + codes
         values.append(column_values)
     return combined, values
 
 
-def _decode(combined: int, values: list[list[Any]]) -> tuple[Any, ...]:
+def group_key(combined: int, values: list[list[Any]]) -> tuple[Any, ...]:
     key = []
     for column_values in reversed(values):
         combined, code = divmod(combined, len(column_values))
@@ -102,7 +102,7 @@ def _decode(combined: int, values: list[list[Any]]) -> tuple[Any, ...]:
     return tuple(reversed(key))
 
 
-def _dense(codes: Codes) -> tuple[Codes, Codes]:
+def dense_codes(codes: Codes) -> tuple[Codes, Codes]:
     """np.unique(codes, return_inverse=True) for small non-negative codes: by counting
     rather than sorting."""
     present = np.flatnonzero(np.bincount(codes))
@@ -119,14 +119,14 @@ def _ratings(
     answer: Codes,
     categories: int,
 ) -> _Ratings:
-    groups, group_of_row = _dense(group)
+    groups, group_of_row = dense_codes(group)
     rater_ids, rater_of_row = np.unique(rater, return_inverse=True)
-    units, unit_of_row = _dense(group_of_row * len(rater_ids) + rater_of_row)
+    units, unit_of_row = dense_codes(group_of_row * len(rater_ids) + rater_of_row)
     items, item_of_row = np.unique(item, return_inverse=True)
     answers = np.zeros((len(units), categories, len(items)))
     answers[unit_of_row, answer, item_of_row] = 1.0
     labels = units // len(rater_ids)
-    return _Ratings([_decode(int(g), values) for g in groups], labels, answers)
+    return _Ratings([group_key(int(g), values) for g in groups], labels, answers)
 
 
 def _read(
@@ -134,13 +134,13 @@ def _read(
 ) -> dict[str, _Ratings | None]:
     """Each dataset's counted ratings, None for a dataset with none. An answer that is not
     a category (NULL, or Unsure with --unsure missing) is missing."""
-    group, values = _group_codes(table, group_columns)
-    answer_codes, answer_values = _enum_codes(table.column(question))
+    group, values = group_codes(table, group_columns)
+    answer_codes, answer_values = enum_codes(table.column(question))
     category = np.array([categories.index(v) if v in categories else -1 for v in answer_values])
     answer = category[answer_codes]
-    datasets, names = _enum_codes(table.column("dataset"))
-    rater = _values(table.column("rater_id").combine_chunks())
-    item = _values(table.column("item_id").combine_chunks())
+    datasets, names = enum_codes(table.column("dataset"))
+    rater = array_values(table.column("rater_id").combine_chunks())
+    item = array_values(table.column("item_id").combine_chunks())
     ratings: dict[str, _Ratings | None] = {}
     for code in np.unique(datasets):
         counted = (datasets == code) & (answer >= 0)

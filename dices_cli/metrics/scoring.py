@@ -33,7 +33,7 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dices_cli.metrics.agreement import Array, _ratio
+from dices_cli.metrics.agreement import Array, ratio
 
 # Predicted probabilities are clipped to this before the logarithm of the cross-entropy, as
 # scikit-learn's log_loss used to: a confident wrong answer costs ln(1e15) ~ 34.5, not infinity.
@@ -208,12 +208,12 @@ def confusion_metrics(tp: Array, fp: Array, fn: Array, tn: Array) -> Metrics:
     chance_disagreements = actual_yes * predicted_no + actual_no * predicted_yes
     return {
         "n": n,
-        "accuracy": _ratio(tp + tn, n),
-        "precision": _ratio(tp, predicted_yes),
-        "recall": _ratio(tp, actual_yes),
-        "f1": _ratio(2 * tp, 2 * tp + fp + fn),
-        "kappa": 1 - _ratio((fp + fn) * n, chance_disagreements),
-        "mcc": _ratio(
+        "accuracy": ratio(tp + tn, n),
+        "precision": ratio(tp, predicted_yes),
+        "recall": ratio(tp, actual_yes),
+        "f1": ratio(2 * tp, 2 * tp + fp + fn),
+        "kappa": 1 - ratio((fp + fn) * n, chance_disagreements),
+        "mcc": ratio(
             tp * tn - fp * fn, np.sqrt(predicted_yes * predicted_no * actual_yes * actual_no)
         ),
     }
@@ -269,10 +269,10 @@ def score_metrics(
     outranked, hits = (np.stack([r[k] for r in ranked], axis=-1).reshape(n.shape) for k in range(2))
     safe_total = n - unsafe_total
     return {
-        "roc_auc": _ratio(outranked, unsafe_total * safe_total),
-        "average_precision": _ratio(hits, unsafe_total),
-        "brier": _ratio(squared_error, n),
-        "ece": _ratio(np.abs(sums[:, 3:]).sum(axis=1), n),
+        "roc_auc": ratio(outranked, unsafe_total * safe_total),
+        "average_precision": ratio(hits, unsafe_total),
+        "brier": ratio(squared_error, n),
+        "ece": ratio(np.abs(sums[:, 3:]).sum(axis=1), n),
     }
 
 
@@ -367,7 +367,7 @@ def distribution_metrics(
         predicted[items], stacked[items, :, references]
     )
     sums = resamples_of(weights).sums(columns, None)
-    means = _ratio(sums[:, 1:], sums[:, :1])
+    means = ratio(sums[:, 1:], sums[:, :1])
     if observed.ndim == 2:
         means = means[..., 0]
     return dict(zip(["cross_entropy", "jsd", "tvd"], np.moveaxis(means, 1, 0), strict=True))
@@ -444,7 +444,7 @@ def correlation_side(
         n, sum_x = (weights @ np.column_stack([np.ones(len(x)), x_used])).T
         # Deviations from each resample's own mean (Pearson's in two passes), so a resample
         # whose values sit far from the others' loses no digits to the offset.
-        weighted_deviations = np.subtract(x_used, _ratio(sum_x, n)[:, None])
+        weighted_deviations = np.subtract(x_used, ratio(sum_x, n)[:, None])
         spread = np.einsum("bi,bi,bi->b", weights, weighted_deviations, weighted_deviations)
         weighted_deviations *= weights
         lowest_first.sides[key] = CorrelationSide(
@@ -494,11 +494,11 @@ def correlation_metrics(
     # Mid-ranks are multiples of 1/2 and their mean is (n + 1) / 2: every sum below is exact,
     # so a single value has a spread of exactly 0.
     n_times_mean_squared = n * (n + 1) ** 2 / 4
-    spearman = _ratio(
+    spearman = ratio(
         np.einsum("bv,bv->b", twice_x_ranks_at, y_ranks) / 2 - n_times_mean_squared,
         np.sqrt((x_side.rank_squares - n_times_mean_squared) * (y_squares - n_times_mean_squared)),
     )
-    y_mean = _ratio(y_at @ y_values, n)
+    y_mean = ratio(y_at @ y_values, n)
     y_deviations = y_values - y_mean[:, None]
     # The covariance, sum(count * x's deviation * (y - y's mean)), is sum(count * x's
     # deviation * y) - y's mean * sum(count * x's deviation): one product over the items for
@@ -506,7 +506,7 @@ def correlation_metrics(
     with_y, alone = (x_side.weighted_deviations @ np.column_stack([np.where(used, y, 0.0), used])).T
     covariance = with_y - y_mean * alone
     y_spread = np.einsum("bv,bv,bv->b", y_at, y_deviations, y_deviations)
-    pearson = np.clip(_ratio(covariance, np.sqrt(x_side.spread * y_spread)), -1, 1)
+    pearson = np.clip(ratio(covariance, np.sqrt(x_side.spread * y_spread)), -1, 1)
     return {
         # A mean of copies of one value may differ from it in the last bit: no spread then.
         "pearson": np.where(single_value, np.nan, pearson),

@@ -34,7 +34,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from dices_cli.metrics.bootstrap import bootstrap_weights, percentile_interval, rater_weights
-from dices_cli.metrics.compute import _dense, _values
+from dices_cli.metrics.compute import array_values, dense_codes
 from dices_cli.output import Table
 
 # The columns of the SQL that list a row's ratings; the step reads and drops them.
@@ -129,8 +129,8 @@ def _counts(
     """A row's raters, its conversations, and its [rater, Yes | all] count matrix (Yes per
     conversation, then ratings per conversation)."""
     part = slice(ratings.starts[row], ratings.starts[row + 1])
-    raters, rater_of = _dense(ratings.rater[part])
-    conversations, conversation_of = _dense(ratings.conversation[part])
+    raters, rater_of = dense_codes(ratings.rater[part])
+    conversations, conversation_of = dense_codes(ratings.conversation[part])
     cell = rater_of * len(conversations) + conversation_of
     size = len(raters) * len(conversations)
     yes = np.bincount(cell, weights=ratings.yes[part], minlength=size)
@@ -160,7 +160,7 @@ def _list_column(table: pa.Table, name: str) -> tuple[NDArray[np.intp], NDArray[
     """A list column's offsets (row r's items are [offsets[r], offsets[r + 1])) and items.
     Read from the buffers: `flatten` would import pyarrow.compute (0.12 s)."""
     lists = table.column(name).combine_chunks()
-    return _values(lists.offsets).astype(np.intp), _values(lists.values)
+    return array_values(lists.offsets).astype(np.intp), array_values(lists.values)
 
 
 def _dataset_ratings(
@@ -173,7 +173,7 @@ def _dataset_ratings(
     rater, conversation, yes = (values[taken] for values in lists)
     rater_ids, rater_of = np.unique(rater, return_inverse=True)
     stratum = np.repeat(np.asarray(strata, dtype=np.intp), np.diff(starts))
-    units, unit_of = _dense(stratum * len(rater_ids) + rater_of)
+    units, unit_of = dense_codes(stratum * len(rater_ids) + rater_of)
     conversation_ids, conversation_of = np.unique(conversation, return_inverse=True)
     return Ratings(
         starts,

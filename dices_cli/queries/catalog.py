@@ -77,7 +77,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from dices_cli.output import Table
-    from dices_cli.tabular import Focus
 
 # Rater and rating columns a result can be broken down by.
 GROUP_COLUMNS = (
@@ -324,13 +323,9 @@ class Query:
         """The rater columns the bound `parameters` break the result down by."""
         return [c for p in self.parameters if p.type == "columns" for c in parameters[p.name]]
 
-    def focus(self, parameters: dict[str, Any]) -> Focus:
-        """What a table of the result always shows: its group columns and its answer."""
-        from dices_cli.tabular import Focus
-
-        return Focus(
-            tuple(self.group_columns(parameters)), tuple(_expanded(self.answer, parameters))
-        )
+    def expanded_answer(self, parameters: dict[str, Any]) -> list[str]:
+        """The columns that answer the question, for the bound `parameters`."""
+        return _expanded(self.answer, parameters)
 
 
 def missing_group_column(dataset: Dataset, columns: Sequence[str]) -> str | None:

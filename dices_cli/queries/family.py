@@ -24,9 +24,9 @@ from dices_cli.queries.engine import (
     NothingIngestedError,
     RaterSelection,
     Session,
-    _literals,
     open_session,
     register_stored,
+    sql_literals,
     views_and_tables,
 )
 from dices_cli.store import Store, StoredDataset
@@ -75,13 +75,13 @@ class FamilySession(Session):
         self.selection = RaterSelection()
         self.con = connection or duckdb.connect(":memory:")
         for enum, values in family.enums.items():
-            self.con.execute(f"CREATE TYPE {enum}_t AS ENUM ({_literals(values)})")
+            self.con.execute(f"CREATE TYPE {enum}_t AS ENUM ({sql_literals(values)})")
         annotations = family.enums["annotation"]
         self.con.execute(
-            f"CREATE TYPE annotation_plurality AS ENUM ({_literals([*annotations, 'tie'])})"
+            f"CREATE TYPE annotation_plurality AS ENUM ({sql_literals([*annotations, 'tie'])})"
         )
         self.con.execute(CROWD_LABEL_TYPE)
-        self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({_literals([name])})")
+        self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({sql_literals([name])})")
         stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
         views, tables = views_and_tables(
             named, {table: () for table in family.tables}, family.tables, [name]
