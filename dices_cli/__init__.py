@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -39,27 +39,6 @@ __all__ = [
 ]
 # The public names defined in dices_cli.errors; the others are dices_cli.api's.
 _ERRORS = frozenset(name for name in __all__ if name.endswith("Error"))
-
-if TYPE_CHECKING:
-    from dices_cli.api import (
-        Data,
-        DicesNote,
-        IngestSummary,
-        RaterFilterResult,
-        ValidationReport,
-        ingest,
-        open,
-        validate,
-    )
-    from dices_cli.errors import (
-        DamagedDataError,
-        DatasetExistsError,
-        DicesError,
-        InvalidInputError,
-        LockedError,
-        NotIngestedError,
-        UsageError,
-    )
 
 
 def __getattr__(name: str) -> Any:

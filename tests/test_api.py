@@ -164,6 +164,10 @@ def test_evaluate_gives_the_command_lines_rows_for_a_file_and_frames(
     with pytest.warns(dices.DicesNote):
         frame = d.evaluate(given.to_pandas(), by=by, bootstrap=30, permutations=20, seed=3)
     assert_same_rows(written, frame)
+    if by:  # one column, as a query takes it
+        with pytest.warns(dices.DicesNote):
+            alone = d.evaluate(given, by=by[0], bootstrap=30, permutations=20, seed=3)
+        assert_same_rows(written, alone)
 
 
 def test_filter_raters_gives_the_command_lines_table_ids_and_audit(sample_data: Path) -> None:

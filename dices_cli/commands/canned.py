@@ -176,7 +176,7 @@ def _datasets_said(query: Query) -> str:
     from dices_cli.queries.catalog import family_queries
 
     said = ", ".join(family_of(d).title_of(d) for d in query.datasets)
-    from dices_cli.api import other_families
+    from dices_cli.runs import other_families
 
     for family in other_families():
         own = family_queries(family.name).get(query.name)
@@ -307,7 +307,7 @@ def query_command(query: Query) -> QueryCommand:
 
 def _no_such_query(name: str) -> str:
     """There is no query `name`: the API's message, and where the queries are described."""
-    from dices_cli.api import no_such_query
+    from dices_cli.runs import no_such_query
 
     return f"{no_such_query(name)} (`dices query --list` describes them)"
 
@@ -363,9 +363,9 @@ def query_group(
 
 
 def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: bool) -> None:
-    from dices_cli.api import other_families
     from dices_cli.output import Table
     from dices_cli.queries.catalog import command_queries, family_queries
+    from dices_cli.runs import other_families
     from dices_cli.tabular import Focus
 
     rows = [
@@ -444,8 +444,8 @@ def run_query(
     # OpenBLAS's threads only fight for the cores (the bootstrap of `qoverall-by-demographic
     # --by rater_race -d all`, on 2 busy cores: 1.0 s -> 0.5 s). Set before numpy is imported.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from dices_cli.api import run_canned
     from dices_cli.output import Format, Output
+    from dices_cli.runs import run_canned
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
 

@@ -190,10 +190,10 @@ def evaluate(
     # fight the work for the cores (bench/evaluate.py, DICES-990 on 2 cores: 12.1 s -> 7.8 s).
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from dices_cli.api import evaluation_settings, run_evaluation
     from dices_cli.errors import UsageError
     from dices_cli.families import FAMILIES
     from dices_cli.output import Format, Output
+    from dices_cli.runs import evaluation_settings, run_evaluation
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
     from dices_cli.tabular import Focus

@@ -91,7 +91,7 @@ def no_rater_selection(
 ) -> None:
     """A usage error (exit 2) when a rater selection option is given for `family`, a family
     whose raters cannot be chosen."""
-    from dices_cli.api import refuse_rater_selection
+    from dices_cli.runs import refuse_rater_selection
 
     refuse_rater_selection(family, exclude_removed or raters is not None or min_quality is not None)
 
@@ -150,8 +150,8 @@ def rater_selection(
     exclude_removed: bool, raters: str | None, min_quality: float | None = None
 ) -> RaterSelection:
     """The rater selection every query honours, from the shared options."""
-    from dices_cli.api import rater_selection as selection_of
     from dices_cli.raters import parse_rater_ids
+    from dices_cli.runs import rater_selection as selection_of
 
     if raters is None:
         return selection_of(exclude_removed, min_quality=min_quality)

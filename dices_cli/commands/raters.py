@@ -113,9 +113,9 @@ def filter_raters(
     from dices_cli.commands.options import dices_only
 
     dices_only(dataset, "dices filter-raters")
-    from dices_cli.api import run_rater_filter
     from dices_cli.audit import audit_table
     from dices_cli.quality import RaterFilter, quality_table, write_filtered
+    from dices_cli.runs import run_rater_filter
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
     from dices_cli.tabular import Focus
