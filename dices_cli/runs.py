@@ -141,7 +141,7 @@ def run_canned(
     from dices_cli.schema import DATASETS
     from dices_cli.selection import resolve
 
-    family = _family_asked(canned, dataset, store)
+    family = family_asked(canned, dataset, store)
     if family is not None:
         refuse_rater_selection(family, chooses(selection))
         own = family_queries(family.name).get(canned.name)
@@ -180,7 +180,7 @@ def run_canned(
     return CannedRun(session.run(canned, parameters, typed=typed), canned, parameters)
 
 
-def _family_asked(canned: Query, dataset: str, store: Store) -> Family | None:
+def family_asked(canned: Query, dataset: str, store: Store) -> Family | None:
     """The family other than DICES a run is for: the one `dataset` names; with all, the one a
     query of its own belongs to, or the one with its own version of a DICES query when no
     DICES dataset is ingested. None for DICES."""

@@ -35,6 +35,7 @@ from dices_cli.commands.options import (
     RatersFile,
     SortOption,
     emit_shaped,
+    no_rater_selection,
     rater_selection,
     read_paths,
 )
@@ -445,7 +446,7 @@ def run_query(
     # --by rater_race -d all`, on 2 busy cores: 1.0 s -> 0.5 s). Set before numpy is imported.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from dices_cli.output import Format, Output
-    from dices_cli.runs import run_canned
+    from dices_cli.runs import family_asked, run_canned
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
 
@@ -454,6 +455,9 @@ def run_query(
         raise _no_chart(canned)
     inputs = read_paths(data, raters)
     store = Store(resolve_data_dir(data))
+    family = family_asked(canned, dataset, store)
+    if family is not None:  # before --raters FILE is read
+        no_rater_selection(family, exclude_removed, raters, min_quality)
     written = Output.build(fmt, output, force, inputs, chart=True)
     # A repeated option's values come as a tuple, () when not given.
     given = {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}
