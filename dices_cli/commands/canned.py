@@ -175,10 +175,9 @@ def _datasets_said(query: Query) -> str:
     """The datasets a query applies to, and the families whose own version it has."""
     from dices_cli.families import family_of
     from dices_cli.queries.catalog import family_queries
-
-    said = ", ".join(family_of(d).title_of(d) for d in query.datasets)
     from dices_cli.runs import other_families
 
+    said = ", ".join(family_of(d).title_of(d) for d in query.datasets)
     for family in other_families():
         own = family_queries(family.name).get(query.name)
         if own is not None and own is not query:
