@@ -84,9 +84,9 @@ def evaluate_calibration(
     sys.path.insert(0, str(HERE))
     from evaluate import make_predictions
 
-    from dices_cli.commands.evaluate import dices_votes
     from dices_cli.evaluate.evaluation import Settings, evaluate
     from dices_cli.queries.engine import RaterSelection
+    from dices_cli.runs import dices_votes
     from dices_cli.store import Store
 
     predictions = work / f"predictions_{dataset}.csv"

@@ -33,6 +33,9 @@ from dices_cli.main import app
 from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source, parse_size
 from dices_cli.validate import check_file, validate_file
 
+# The module, not the API's function `dices_cli.validate` (which a dotted name would find).
+validate_module = sys.modules["dices_cli.validate"]
+
 MiB = 1 << 20
 MEMORY_CAP = 2 << 30
 FIXED_MEMORY = 300 * MiB
@@ -278,7 +281,7 @@ def test_a_file_replaced_while_it_is_ingested_keeps_the_checksum_of_what_was_rea
         os.replace(other, path)  # another file under the same name
         return parsed
 
-    monkeypatch.setattr("dices_cli.validate.parse", parse_then_replace)
+    monkeypatch.setattr(validate_module, "parse", parse_then_replace)
     result = runner.invoke(app, ["ingest", str(path), "--data", str(tmp_path / "data")])
 
     assert result.exit_code == 0, result.output
@@ -309,7 +312,7 @@ def test_a_file_rewritten_while_it_is_ingested_is_refused(
                 stream.write(b"more")
         return parsed
 
-    monkeypatch.setattr("dices_cli.validate.parse", parse_then_rewrite)
+    monkeypatch.setattr(validate_module, "parse", parse_then_rewrite)
     result = runner.invoke(app, ["ingest", str(path), "--data", str(tmp_path / "data")])
 
     assert result.exit_code == 1

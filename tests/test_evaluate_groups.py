@@ -16,12 +16,12 @@ import pytest
 from scipy.stats import binom
 from sklearn.metrics import cohen_kappa_score
 
-from dices_cli.commands.evaluate import dices_votes
 from dices_cli.evaluate.evaluation import Settings, _aligned, evaluate
 from dices_cli.evaluate.groups import members_of, permuted_differences
 from dices_cli.evaluate.predictions import Predictions
 from dices_cli.evaluate.references import Votes
 from dices_cli.queries.engine import RaterSelection
+from dices_cli.runs import dices_votes
 from dices_cli.store import Store
 
 

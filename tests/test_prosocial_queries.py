@@ -182,7 +182,7 @@ def test_the_list_says_which_queries_prosocial_has() -> None:
         ),
         (
             ["label-check", "-d", "350"],
-            "label-check applies to ProsocialDialog only: give -d prosocial",
+            "label-check applies to ProsocialDialog only: give --dataset prosocial",
         ),
     ],
 )

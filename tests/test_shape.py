@@ -25,6 +25,7 @@ FLOORS = (
     ("__main__",),
     ("cli",),
     ("api",),
+    ("runs",),
     ("report",),
     ("evaluate", "judge"),
     ("raters", "formats"),

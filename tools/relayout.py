@@ -83,6 +83,7 @@ STAYS: tuple[str, ...] = (
     "dices_cli/__init__.py",
     "dices_cli/__main__.py",
     "dices_cli/api.py",
+    "dices_cli/runs.py",
     "dices_cli/errors.py",
     "dices_cli/problems.py",
     "dices_cli/terminal_text.py",

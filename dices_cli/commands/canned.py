@@ -46,11 +46,9 @@ from dices_cli.render import say
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from dices_cli.families import Family
-    from dices_cli.output import Format, Result
-    from dices_cli.queries.catalog import Parameter, ParameterError, Query
+    from dices_cli.output import Format
+    from dices_cli.queries.catalog import Parameter, Query
     from dices_cli.shape import Shape
-    from dices_cli.store import Store
     from dices_cli.tabular import Focus
 
 QUERY_HELP = """Run a canned query: the field's standard questions, as documented SQL.
@@ -178,20 +176,15 @@ def _datasets_said(query: Query) -> str:
     """The datasets a query applies to, and the families whose own version it has."""
     from dices_cli.families import family_of
     from dices_cli.queries.catalog import family_queries
+    from dices_cli.runs import other_families
 
     said = ", ".join(family_of(d).title_of(d) for d in query.datasets)
-    for family in _other_families():
+    for family in other_families():
         own = family_queries(family.name).get(query.name)
         if own is not None and own is not query:
             sql = f"{own.path.parent.name}/{own.path.name}"
             said += f"; {family.title} with -d {family.name} ({sql}: its own columns)"
     return said
-
-
-def _other_families() -> list[Family]:
-    from dices_cli.families import FAMILIES
-
-    return [family for name, family in FAMILIES.items() if name != "dices"]
 
 
 def _chart_help(query: Query) -> str:
@@ -314,24 +307,10 @@ def query_command(query: Query) -> QueryCommand:
 
 
 def _no_such_query(name: str) -> str:
-    """There is no query `name`: the nearest name first, then every query, the ones of a
-    family other than DICES marked with it."""
-    import difflib
+    """There is no query `name`: the API's message, and where the queries are described."""
+    from dices_cli.runs import no_such_query
 
-    from dices_cli.families import family_of
-    from dices_cli.queries.catalog import command_queries
-
-    queries = command_queries()
-    nearest = difflib.get_close_matches(name, list(queries), n=1)
-    guess = f": did you mean {nearest[0]!r}? The" if nearest else "; the"
-    listed = []
-    for query in queries.values():
-        owner = family_of(query.datasets[0])
-        listed.append(query.name if owner.name == "dices" else f"{query.name} ({owner.title} only)")
-    return (
-        f"no query {name!r}{guess} queries are: {', '.join(listed)} "
-        "(`dices query --list` describes them)"
-    )
+    return f"{no_such_query(name)} (`dices query --list` describes them)"
 
 
 class QueryGroup(ListingGroup):
@@ -387,6 +366,7 @@ def query_group(
 def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: bool) -> None:
     from dices_cli.output import Table
     from dices_cli.queries.catalog import command_queries, family_queries
+    from dices_cli.runs import other_families
     from dices_cli.tabular import Focus
 
     rows = [
@@ -396,7 +376,7 @@ def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: 
                 dict.fromkeys(
                     [
                         *q.datasets,
-                        *(f.name for f in _other_families() if q.name in family_queries(f.name)),
+                        *(f.name for f in other_families() if q.name in family_queries(f.name)),
                     ]
                 )
             ),
@@ -432,28 +412,16 @@ def _explain(query: Query) -> None:
         handle.write(("\n".join(lines) + "\n").encode("utf-8"))
 
 
-def worded(error: ParameterError) -> UsageError:
-    """A parameter's error as the command line says it: with the options' names."""
-    from dices_cli.queries.catalog import ConditionError, MissingParameterError
-
-    option = option_name(error.parameter)
-    if isinstance(error, ConditionError):
-        return UsageError(f"{option} applies only with {option_name(error.other)} {error.value}")
-    if isinstance(error, MissingParameterError):
-        return UsageError(f"this query needs {option}")
-    return UsageError(f"{option} {error.reason}")
-
-
 def checked_by(by: list[str] | None) -> list[str]:
     """The --by columns, each one a result can be grouped by; a usage error naming the first
     that is not, with the ones there are."""
     from dices_cli.layouts import group_columns
-    from dices_cli.queries.catalog import ParameterError
+    from dices_cli.queries.catalog import ParameterError, usage_error
 
     try:
         return group_columns(by or [])
     except ParameterError as error:
-        raise worded(error) from None
+        raise usage_error(error) from None
 
 
 def run_query(
@@ -477,19 +445,9 @@ def run_query(
     # OpenBLAS's threads only fight for the cores (the bootstrap of `qoverall-by-demographic
     # --by rater_race -d all`, on 2 busy cores: 1.0 s -> 0.5 s). Set before numpy is imported.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    import duckdb
 
     from dices_cli.output import Format, Output
-    from dices_cli.queries.catalog import (
-        ParameterError,
-        family_queries,
-        missing_group_column,
-        render_sql,
-    )
-    from dices_cli.queries.engine import open_session
-    from dices_cli.queries.sandbox import statement_tables
-    from dices_cli.schema import DATASETS
-    from dices_cli.selection import resolve
+    from dices_cli.runs import family_asked, run_canned
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
 
@@ -497,60 +455,32 @@ def run_query(
     if fmt is Format.CHART and canned.chart is None:  # before the work
         raise _no_chart(canned)
     inputs = read_paths(data, raters)
-    family = _family_asked(canned, dataset, Store(resolve_data_dir(data)))
-    if family is not None:
-        no_rater_selection(family, exclude_removed, raters, min_quality)
-        written = Output.build(fmt, output, force, inputs)
-        typed = written.format is Format.PARQUET
-        store = Store(resolve_data_dir(data))
-        result = run_family_query(canned, given, family, show_sql, store, typed)
-        own = family_queries(family.name)[canned.name]
-        emit_shaped(result, shape, fmt, output, canned.name, force, inputs, focus=_focus(own, {}))
-        return
-    written = Output.build(fmt, output, force, inputs, chart=True)
-    try:  # a repeated option's values come as a tuple, () when not given
-        parameters = canned.bind(
-            {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}
-        )
-    except ParameterError as error:
-        raise worded(error) from None
-    selection = rater_selection(exclude_removed, raters, min_quality)
-    if show_sql:
-        say(f"-- parameters: {parameters}\n{render_sql(canned)}")
     store = Store(resolve_data_dir(data))
-    columns = canned.group_columns(parameters)
-    selection = resolve(store, dataset, selection, needs=canned.datasets, columns=columns)
-    # Only the views the query reads, and the stored files behind them: binding a view takes
-    # DuckDB 2-50 ms (ratings_wide 20-37 ms, which `overview` does not read).
-    connection = duckdb.connect(":memory:")
-    named = statement_tables(render_sql(canned), connection)
-    session = open_session(
+    family = family_asked(canned, dataset, store)
+    if family is not None:  # before --raters FILE is read
+        no_rater_selection(family, exclude_removed, raters, min_quality)
+    written = Output.build(fmt, output, force, inputs, chart=True)
+    # A repeated option's values come as a tuple, () when not given.
+    given = {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}
+    selection = rater_selection(exclude_removed, raters, min_quality)
+    run = run_canned(
         store,
+        canned,
+        given,
         dataset,
         selection,
-        needs=canned.datasets,
-        columns=columns,
-        named=named,
-        connection=connection,
+        typed=written.format is Format.PARQUET,
+        tell=say,
+        show_sql=say if show_sql else None,
     )
-    queried = {d.name for d in session.datasets}
-    for skipped in sorted(set(store.available()) - queried if dataset == "all" else ()):
-        if lacking := missing_group_column(DATASETS[skipped], columns):
-            note = f"{lacking}, so it is left out"
-        else:
-            note = (
-                f"{canned.name} does not apply to DICES-{skipped}; "
-                "showing the datasets it applies to"
-            )
-        say(f"note: {note}")
-    if dataset == "all":
-        _note_other_families(canned, store)
-    if session.selection.description:
-        say(f"raters: {'; '.join(session.selection.description)}")
-    result = session.run(canned, parameters, typed=written.format is Format.PARQUET)
-    chart = canned.chart.resolved(parameters) if canned.chart is not None else None
-    focus = _focus(canned, parameters)
-    emit_shaped(result, shape, fmt, output, canned.name, force, inputs, chart, focus)
+    if run.parameters is None:  # another family's own query: no chart, no group columns
+        emit_shaped(
+            run.result, shape, fmt, output, canned.name, force, inputs, focus=_focus(run.query, {})
+        )
+        return
+    chart = canned.chart.resolved(run.parameters) if canned.chart is not None else None
+    focus = _focus(canned, run.parameters)
+    emit_shaped(run.result, shape, fmt, output, canned.name, force, inputs, chart, focus)
 
 
 def _focus(query: Query, parameters: dict[str, Any]) -> Focus:
@@ -558,74 +488,6 @@ def _focus(query: Query, parameters: dict[str, Any]) -> Focus:
     from dices_cli.tabular import Focus
 
     return Focus(tuple(query.group_columns(parameters)), tuple(query.expanded_answer(parameters)))
-
-
-def _note_other_families(canned: Query, store: Store) -> None:
-    """A note for each other family that is ingested and has its own version of `canned`:
-    -d all is DICES's datasets, so the person learns how to see the other's."""
-    from dices_cli.queries.catalog import family_queries
-
-    ingested = set(store.ingested())
-    for family in _other_families():
-        if ingested & set(family.members) and canned.name in family_queries(family.name):
-            say(
-                f"note: {family.title} is ingested too; -d {family.name} runs its own {canned.name}"
-            )
-
-
-def _family_asked(canned: Query, dataset: str, store: Store) -> Family | None:
-    """The family other than DICES a run is for: the one -d names; with -d all, the one a
-    query of its own belongs to, or the one with its own version of a DICES query when no
-    DICES dataset is ingested. None for DICES."""
-    from dices_cli.families import FAMILIES, family_of
-    from dices_cli.queries.catalog import family_queries
-
-    if dataset in FAMILIES:
-        return FAMILIES[dataset]
-    owner = family_of(canned.datasets[0])
-    if owner.name == "dices":
-        if dataset != "all" or store.available():
-            return None
-        ingested = set(store.ingested())
-        return next(
-            (
-                family
-                for family in _other_families()
-                if ingested & set(family.members) and canned.name in family_queries(family.name)
-            ),
-            None,
-        )
-    if dataset != "all":
-        raise UsageError(f"{canned.name} applies to {owner.title} only: give -d {owner.name}")
-    return owner
-
-
-def run_family_query(
-    canned: Query,
-    given: dict[str, Any],
-    family: Family,
-    show_sql: bool,
-    store: Store,
-    typed: bool = True,
-) -> Result:
-    """Run the family's own version of `canned` (`typed`, as for `Session.run`); an option it
-    does not take, or a query it does not have, is a usage error that says what the family
-    lacks."""
-    from dices_cli.queries.catalog import family_queries, render_sql
-    from dices_cli.queries.family import FamilySession
-
-    own = family_queries(family.name).get(canned.name)
-    if own is None:
-        raise UsageError(f"{family.lacks()}; {canned.name} needs them")
-    taken = {p.name for p in own.parameters}
-    for name, value in given.items():
-        if name not in taken and value not in (None, (), []):
-            lacks = family.lacks("rater ids", "demographics")
-            raise UsageError(f"{lacks}; `{canned.name} {option_name(name)}` needs them")
-    parameters = own.bind({k: v for k, v in given.items() if k in taken})
-    if show_sql:
-        say(f"-- parameters: {parameters}\n{render_sql(own)}")
-    return FamilySession(store, family.members[0]).run(own, parameters, typed)
 
 
 def _no_chart(canned: Query) -> UsageError:

@@ -31,12 +31,8 @@ from dices_cli.metrics import defaults
 from dices_cli.render import say
 
 if TYPE_CHECKING:
-    from dices_cli.evaluate.predictions import Predictions
-    from dices_cli.evaluate.references import Votes
     from dices_cli.output import Table
     from dices_cli.queries.catalog import Chart
-    from dices_cli.queries.engine import RaterSelection
-    from dices_cli.store import Store
 
 EVALUATE_HELP = """Score a model's predictions against the experts and the raters of DICES, or against ProsocialDialog's published labels and annotations.
 
@@ -194,12 +190,10 @@ def evaluate(
     # fight the work for the cores (bench/evaluate.py, DICES-990 on 2 cores: 12.1 s -> 7.8 s).
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from dices_cli.commands.canned import checked_by
-    from dices_cli.errors import DicesError, UsageError
-    from dices_cli.evaluate.baseline import parse_baseline
-    from dices_cli.evaluate.evaluation import Settings, chosen_references, combined
-    from dices_cli.evaluate.evaluation import evaluate as run_evaluation
+    from dices_cli.errors import UsageError
+    from dices_cli.families import FAMILIES
     from dices_cli.output import Format, Output
+    from dices_cli.runs import evaluation_settings, run_evaluation
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
     from dices_cli.tabular import Focus
@@ -211,52 +205,23 @@ def evaluate(
         raise UsageError("give a predictions file (or - for stdin), or --explain")
     if predictions == "-" and raters == "-":
         raise UsageError("only one of PREDICTIONS and --raters can be - (stdin)")
-    from dices_cli.evaluate.evaluation import PROSOCIAL_REFERENCES, REFERENCES
-    from dices_cli.families.prosocial import MEMBER as PROSOCIAL
-
     shape = Shape.parse(keep_columns, sort, limit)
-    prosocial = dataset == PROSOCIAL
-    if prosocial:
-        refuse_for_prosocial(by, baseline, ties, exclude_removed, raters, min_quality)
-    by = checked_by(by)
-    known = PROSOCIAL_REFERENCES if prosocial else REFERENCES
-    for reference in against or []:
-        if reference not in known:
-            raise UsageError(f"--against {reference}: choose from {', '.join(known)}")
+    settings = evaluation_settings(
+        dataset, against, ties, threshold, bootstrap, permutations, interval, seed, by, baseline
+    )
+    if dataset in FAMILIES:
+        no_rater_selection(FAMILIES[dataset], exclude_removed, raters, min_quality)
     inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
     Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
-    settings = Settings(
-        against=tuple(against) if against else None,
-        ties=ties,
-        threshold=threshold,
-        bootstrap=bootstrap,
-        permutations=permutations,
-        interval=interval,
-        seed=seed,
-        by=tuple(dict.fromkeys(by or [])),
-        baselines=tuple(parse_baseline(spec) for spec in baseline or []),
-    )
-    datasets: list[str] = ["350", "990"] if dataset == "all" else [dataset]
-    for name in datasets:
-        chosen_references(settings, name)  # before the work
     store = Store(resolve_data_dir(data))
-    if prosocial:
-        votes, read = prosocial_votes(store, predictions, one_means)
-    else:
-        chosen = rater_selection(exclude_removed, raters, min_quality)  # reads --raters once
-        votes, read = dices_votes(store, datasets, chosen, settings.by, predictions, one_means)
-    wanted = {r for name in datasets for r in chosen_references(settings, name)}
-    if wanted == {"crowd-share"} and not {"score", "distribution"} & read.kinds:
-        raise UsageError(
-            f"--against crowd-share compares a score or a distribution with the shares; "
-            f"{read.source} gives labels only"
+    chosen = rater_selection(exclude_removed, raters, min_quality)  # reads --raters once
+    with one_means_hinted():
+        result = run_evaluation(
+            store, predictions, dataset, settings, chosen, one_means, strict, tell=say
         )
-    result = combined([run_evaluation(v, read, settings) for v in votes])
     for note in result.warnings:
         say(f"warning: {note}")
-    for suspect in result.suspects:
-        if strict:
-            raise DicesError(f"{suspect.message()} (--strict)")
+    for suspect in result.suspects:  # an error with --strict, raised by run_evaluation
         say(f"warning: {suspect.message()}")
     chart_table, chart = headline_chart(result.table, settings.by)
     shown = chart_table if fmt is Format.CHART else result.table
@@ -264,78 +229,6 @@ def evaluate(
     emit_shaped(shown, shape, fmt, output, "evaluate", force, inputs, chart, focus)
     if result.summary and stderr_is_terminal():
         say("\n".join(result.summary))
-
-
-def dices_votes(
-    store: Store,
-    datasets: list[str],
-    chosen: RaterSelection,
-    by: tuple[str, ...],
-    predictions: str,
-    one_means: str | None,
-) -> tuple[list[Votes], Predictions]:
-    """Each DICES dataset's selected raters' votes, and the predictions read against them."""
-    from dices_cli.evaluate.predictions import read_predictions
-    from dices_cli.evaluate.references import load_votes
-    from dices_cli.queries.engine import open_session
-    from dices_cli.selection import resolve
-
-    columns = list(by)
-    votes = []
-    for name in datasets:
-        session = open_session(store, name, resolve(store, name, chosen), columns=columns)
-        if session.selection.description:
-            say(f"raters: {'; '.join(session.selection.description)}")
-        votes.append(load_votes(session, columns))
-    with one_means_hinted():
-        read = read_predictions(
-            predictions, {v.dataset: v.item_ids.tolist() for v in votes}, one_means
-        )
-    return votes, read
-
-
-def prosocial_votes(
-    store: Store, predictions: str, one_means: str | None
-) -> tuple[list[Votes], Predictions]:
-    """ProsocialDialog's votes on the utterances the predictions cover, and the predictions."""
-    from dices_cli.evaluate.predictions import PROSOCIAL_ITEMS, read_predictions
-    from dices_cli.evaluate.references import load_prosocial_votes
-    from dices_cli.families.prosocial import MEMBER
-
-    every = load_prosocial_votes(store)
-    with one_means_hinted():
-        read = read_predictions(
-            predictions, {MEMBER: every.item_ids.tolist()}, one_means, kind=PROSOCIAL_ITEMS
-        )
-    # The bootstrap resamples the utterances predicted, not all 165,681: a file usually
-    # covers one split, and (resamples x items) arrays of all of them would take gigabytes.
-    return [every.covering(read.frame["item_id"].unique().to_numpy())], read
-
-
-def refuse_for_prosocial(
-    by: list[str] | None,
-    baseline: list[str] | None,
-    ties: str,
-    exclude_removed: bool,
-    raters: str | None,
-    min_quality: float | None,
-) -> None:
-    """The options that need DICES's raters, refused for ProsocialDialog in one line each."""
-    from dices_cli.errors import UsageError
-    from dices_cli.families import FAMILIES
-
-    family = FAMILIES["prosocial"]
-    if by:
-        lacks = family.lacks("rater ids", "demographics")
-        raise UsageError(f"{lacks}; `evaluate --by` needs them")
-    if baseline:
-        raise UsageError(f"{family.lacks('rater ids')}; `evaluate --baseline` needs them")
-    no_rater_selection(family, exclude_removed, raters, min_quality)
-    if ties != "exclude":
-        raise UsageError(
-            "--ties decides a tied crowd plurality; ProsocialDialog's label has no ties "
-            "(two of three workers decide it)"
-        )
 
 
 def headline_chart(table: Table, by: tuple[str, ...]) -> tuple[Table, Chart]:

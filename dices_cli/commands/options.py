@@ -91,13 +91,9 @@ def no_rater_selection(
 ) -> None:
     """A usage error (exit 2) when a rater selection option is given for `family`, a family
     whose raters cannot be chosen."""
-    if exclude_removed or raters is not None or min_quality is not None:
-        from dices_cli.errors import UsageError
+    from dices_cli.runs import refuse_rater_selection
 
-        raise UsageError(
-            f"{family.lacks('rater ids')}; --exclude-removed, --raters and --min-quality "
-            "choose raters"
-        )
+    refuse_rater_selection(family, exclude_removed or raters is not None or min_quality is not None)
 
 
 ExcludeRemoved = Annotated[
@@ -154,25 +150,21 @@ def rater_selection(
     exclude_removed: bool, raters: str | None, min_quality: float | None = None
 ) -> RaterSelection:
     """The rater selection every query honours, from the shared options."""
-    from dices_cli.queries.engine import RaterSelection
     from dices_cli.raters import parse_rater_ids
+    from dices_cli.runs import rater_selection as selection_of
 
-    selection = RaterSelection(exclude_removed=exclude_removed, min_quality=min_quality)
-    if exclude_removed:
-        selection.description.append("without the raters the DICES authors removed")
-    if raters is not None:
-        if raters == "-":
-            data, source = sys.stdin.buffer.read(), "stdin"
-        else:
-            try:
-                data, source = Path(raters).read_bytes(), raters
-            except OSError as error:
-                from dices_cli.errors import DicesError
+    if raters is None:
+        return selection_of(exclude_removed, min_quality=min_quality)
+    if raters == "-":
+        data, source = sys.stdin.buffer.read(), "stdin"
+    else:
+        try:
+            data, source = Path(raters).read_bytes(), raters
+        except OSError as error:
+            from dices_cli.errors import DicesError
 
-                raise DicesError(f"cannot read --raters {raters}: {error.strerror}") from error
-        selection.keep_ids = parse_rater_ids(data, source)
-        selection.description.append(f"{len(selection.keep_ids)} raters from {source}")
-    return selection
+            raise DicesError(f"cannot read --raters {raters}: {error.strerror}") from error
+    return selection_of(exclude_removed, parse_rater_ids(data, source), source, min_quality)
 
 
 def read_paths(data: Path | None, raters: str | None) -> list[Path]:

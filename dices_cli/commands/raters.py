@@ -113,15 +113,9 @@ def filter_raters(
     from dices_cli.commands.options import dices_only
 
     dices_only(dataset, "dices filter-raters")
-    from dices_cli.audit import audit, audit_table
-    from dices_cli.quality import (
-        RaterFilter,
-        kept_raters,
-        quality_table,
-        score_raters,
-        write_filtered,
-    )
-    from dices_cli.queries.engine import open_session
+    from dices_cli.audit import audit_table
+    from dices_cli.quality import RaterFilter, quality_table, write_filtered
+    from dices_cli.runs import run_rater_filter
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
     from dices_cli.tabular import Focus
@@ -135,10 +129,8 @@ def filter_raters(
     # Before --write writes anything. Plain ids are the same in any format.
     requested = Format.CSV if ids_only else fmt or (Format.JSON if audit_only else None)
     out = Output.build(requested, output, force, [store.root])
-    session = open_session(store, dataset)
-    raters = score_raters(session)
-    kept = kept_raters(raters, rule)
-    audits = audit(session, raters, kept)
+    run = run_rater_filter(store, dataset, min_quality, preset)
+    raters, kept, audits = run.raters, run.kept, run.audits
     written = [] if write is None else write_filtered(store, Store(write), raters, rule, force)
     _report(audits, rule, full=audit_only)
     for stored in written:

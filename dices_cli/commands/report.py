@@ -154,11 +154,10 @@ def report(
 
         dices report --by rater_gender --predictions judge.csv -o judge.html
     """
-    from dices_cli.commands.canned import worded
     from dices_cli.commands.evaluate import one_means_hinted
     from dices_cli.errors import UsageError
     from dices_cli.output import check_output, open_output
-    from dices_cli.queries.catalog import ParameterError, missing_group_column
+    from dices_cli.queries.catalog import ParameterError, missing_group_column, usage_error
     from dices_cli.queries.engine import chosen_datasets
     from dices_cli.report import agreement_options, build_report, check_charts_available
     from dices_cli.schema import DATASETS
@@ -191,7 +190,7 @@ def report(
     try:
         permutations, seed = agreement_options(permutations, seed)
     except ParameterError as error:
-        raise worded(error) from None
+        raise usage_error(error) from None
     if by:
         command += ["--permutations", str(permutations), "--seed", str(seed)]
     models = None
@@ -227,7 +226,7 @@ def report(
                 strict=strict,
             )
     except ParameterError as error:
-        raise worded(error) from None
+        raise usage_error(error) from None
     with open_output(output, force, inputs) as handle:
         handle.write(document.encode("utf-8"))
     if dataset == "all":

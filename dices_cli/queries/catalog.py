@@ -70,7 +70,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dices_cli.errors import UsageError
+from dices_cli.errors import Option, UsageError
 from dices_cli.schema import DATASETS, Dataset, Entity, answer_columns
 
 if TYPE_CHECKING:
@@ -148,6 +148,17 @@ class ConditionError(ParameterError):
         super().__init__(parameter, f"applies only when {other} is {value}")
         self.other = other
         self.value = value
+
+
+def usage_error(error: ParameterError) -> UsageError:
+    """A parameter's error as the caller says it, each parameter an `Option`: the command
+    line says `--threshold must be ...`, the Python API `threshold must be ...`."""
+    option = Option(error.parameter)
+    if isinstance(error, ConditionError):
+        return UsageError(option, " applies only with ", Option(error.other), f" {error.value}")
+    if isinstance(error, MissingParameterError):
+        return UsageError("this query needs ", option)
+    return UsageError(option, f" {error.reason}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,34 @@
+"""The doctests of the Python API (dices_cli/api.py, docs/python.md): each runs in a
+temporary working directory of its own, with `dices` imported and `d`, a data directory
+holding the packaged sample (read-only), ready."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest.doctest import DoctestItem
+
+
+@pytest.fixture(scope="session")
+def _sample_directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import dices_cli as dices
+    from dices_cli.demo import sample_paths
+
+    directory = tmp_path_factory.mktemp("doctest-sample")
+    dices.ingest(sample_paths(), directory)
+    return directory
+
+
+@pytest.fixture(autouse=True)
+def _doctest_session(request: pytest.FixtureRequest) -> None:
+    if not isinstance(request.node, DoctestItem):
+        return
+    import dices_cli as dices
+    from dices_cli.demo import sample_paths
+
+    namespace: dict[str, Any] = request.getfixturevalue("doctest_namespace")
+    request.getfixturevalue("monkeypatch").chdir(request.getfixturevalue("tmp_path"))
+    sample = request.getfixturevalue("_sample_directory")
+    namespace.update(dices=dices, sample_paths=sample_paths, d=dices.open(sample))

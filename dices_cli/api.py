@@ -1,0 +1,481 @@
+"""The Python API: what every `dices` command does, as functions that return Polars frames.
+
+`dices_cli.open(DIR)` gives a `Data` over a data directory; its methods are the commands
+that read one (`query`, `sql`, `evaluate`, `filter_raters`, `report`), and `ingest` and
+`validate` are the two that read CSV files. Each calls the function the command calls
+(`dices_cli.runs`, or the core function itself) and returns its result as a Polars frame where
+the command renders it: so a command's CSV and the method's frame hold the same rows
+(tests/test_api.py holds them equal).
+
+Parameters are checked as on the command line: a canned query's from its `.sql` header,
+the others against the same ranges and choices. A failure is one of dices' own exceptions
+(`dices_cli.errors`) with the command line's message, options said by their parameter's
+name (`threshold`, not `--threshold`); never a `SystemExit`. What the command line says on
+stderr as `note:` or `warning:` is a `DicesNote` warning.
+
+Heavy libraries are imported by the function that needs them: `import dices_cli` loads none.
+docs/python.md is a worked session; the examples here run as doctests over the packaged
+sample (`dices demo`'s):
+
+>>> import dices_cli as dices
+>>> from dices_cli.demo import sample_paths
+>>> dices.ingest(sample_paths(), "dices-data")
+IngestSummary(rows_read=10775, rows_written=10775, rows_rejected=0, datasets=('350', '990'))
+>>> d = dices.open("dices-data")
+>>> d.query("overview").select("dataset", "conversations", "raters").rows()
+[('350', 40, 123), ('990', 80, 173)]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.runs import (
+    check_choice,
+    chooses,
+    evaluation_settings,
+    no_such_query,
+    rater_selection,
+    refuse_rater_selection,
+    run_canned,
+    run_evaluation,
+    run_rater_filter,
+)
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from dices_cli.output import Result
+    from dices_cli.queries.engine import RaterSelection
+
+# Predictions or a table of one's own: a file (CSV, TSV, JSON Lines, Parquet) or a frame.
+Frame = Any  # str | os.PathLike | polars.DataFrame | pandas.DataFrame
+
+
+class DicesNote(UserWarning):
+    """What the command line says on stderr as `note:` or `warning:` (a dataset left out,
+    a coverage under 100%, a suspected flipped polarity): given as a Python warning."""
+
+
+def _warn(text: str) -> None:
+    """`text` as a `DicesNote`; the raters a result is of, which the caller chose, are not
+    news to the caller (the command line says them on stderr)."""
+    if not text.startswith("raters: "):
+        warnings.warn(text, DicesNote, stacklevel=3)
+
+
+# --- the rater selection: which raters a query sees ------------------------------------------
+
+
+@dataclass(frozen=True)
+class RaterFilterResult:
+    """What `Data.filter_raters` found: one row per rater (`raters`: score, components, kept),
+    the `audit` of what the filter changes (one row per dataset), and the `kept` rater ids,
+    which `raters=` of the other methods takes as it is."""
+
+    raters: pl.DataFrame
+    audit: pl.DataFrame
+    kept: frozenset[int]
+    description: str
+
+
+def _selection(
+    raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None,
+    exclude_removed: bool,
+    min_quality: float | None,
+) -> RaterSelection:
+    """`raters=` as the API takes it: a `RaterFilterResult`, rater ids, or an ids file."""
+    from dices_cli.raters import parse_rater_ids
+
+    if raters is None:
+        return rater_selection(exclude_removed, min_quality=min_quality)
+    if isinstance(raters, RaterFilterResult):
+        ids, source = raters.kept, "filter_raters"
+    elif isinstance(raters, str | os.PathLike):
+        try:
+            data = Path(raters).read_bytes()
+        except OSError as error:
+            raise DicesError(
+                "cannot read ", Option("raters"), f" {raters}: {error.strerror}"
+            ) from error
+        ids, source = parse_rater_ids(data, str(raters)), str(raters)
+    else:
+        ids, source = frozenset(int(i) for i in raters), "a list"
+    return rater_selection(exclude_removed, ids, source, min_quality)
+
+
+# --- results as frames ------------------------------------------------------------------------
+
+
+def frame(result: Result) -> pl.DataFrame:
+    """A result as a Polars frame: a stream's Arrow types kept (ENUMs as categoricals), a
+    table's Python values typed by Polars."""
+    import polars as pl
+
+    from dices_cli.output import Table
+
+    if isinstance(result, Table):
+        return pl.DataFrame(
+            result.rows, schema=result.columns, orient="row", infer_schema_length=None
+        )
+    import pyarrow as pa
+
+    table = pa.Table.from_batches(list(result.batches), schema=result.schema)
+    converted = pl.from_arrow(table)
+    assert isinstance(converted, pl.DataFrame)
+    return converted
+
+
+def _names(given: str | Sequence[str] | None) -> Sequence[str] | None:
+    """One name or several: `by="rater_race"` is `by=["rater_race"]`, as for a query."""
+    return [given] if isinstance(given, str) else given
+
+
+@contextlib.contextmanager
+def _as_file(given: Frame, name: str) -> Iterator[str]:
+    """A path for `given`: a file's own, or a frame written to a temporary Parquet file
+    `name`.parquet (read back as the command line reads any Parquet file)."""
+    if isinstance(given, str | os.PathLike):
+        yield os.fspath(given)
+        return
+    import polars as pl
+
+    if not isinstance(given, pl.DataFrame):
+        try:
+            given = pl.from_pandas(given)
+        except TypeError:
+            raise UsageError(
+                Option(name),
+                " is a path, a polars or a pandas DataFrame, not ",
+                type(given).__name__,
+            ) from None
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dices-") as directory:
+        path = Path(directory) / f"{name}.parquet"
+        given.write_parquet(path)
+        yield str(path)
+
+
+# --- the public API ---------------------------------------------------------------------------
+
+
+def open(path: str | os.PathLike[str] | None = None) -> Data:
+    """The data directory `path`; None: $DICES_DATA, else ./dices-data (as the command line
+    resolves it). Nothing is read until a method asks.
+
+    >>> import dices_cli as dices
+    >>> dices.open("/tmp/nowhere").query("overview")
+    Traceback (most recent call last):
+    ...
+    dices_cli.queries.engine.NothingIngestedError: nothing is ingested in /tmp/nowhere
+    """
+    from dices_cli.store import resolve_data_dir
+
+    return Data(resolve_data_dir(None if path is None else Path(path)))
+
+
+class Data:
+    """An ingested data directory: the commands that read it, as methods that return Polars
+    frames. Every method takes the rater selection of the command line: `exclude_removed`,
+    `raters` (a `filter_raters` result, rater ids, or an ids file) and `min_quality`."""
+
+    def __init__(self, root: Path) -> None:
+        from dices_cli.store import Store
+
+        self.root = root
+        self._store = Store(root)
+
+    def __repr__(self) -> str:
+        return f"Data({str(self.root)!r})"
+
+    def query(
+        self,
+        name: str,
+        dataset: str = "all",
+        *,
+        exclude_removed: bool = False,
+        raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None = None,
+        min_quality: float | None = None,
+        **params: Any,
+    ) -> pl.DataFrame:
+        """The canned query `name` (`dices query NAME`), with its parameters by name as its
+        `.sql` header declares them (`by=["rater_gender"]`, `threshold=0.3`).
+
+        >>> shares = d.query("qoverall-by-demographic", dataset="350", by=["rater_gender"])
+        >>> shares.select("rater_gender", "raters", "ratings").rows()
+        [('Man', 61, 2440), ('Woman', 62, 2480)]
+        >>> d.query("gold-vs-crowd", threshold=2)
+        Traceback (most recent call last):
+        ...
+        dices_cli.errors.UsageError: threshold must be a number between 0 and 1 (got 2)
+        """
+        from dices_cli.queries.catalog import command_queries
+
+        check_choice("dataset", dataset, ("all", "350", "990", "prosocial"))
+        canned = command_queries().get(name)
+        if canned is None:
+            raise UsageError(no_such_query(name))
+        taken = {p.name for p in canned.parameters}
+        for given in params:
+            if given not in taken:
+                takes = [part for p in canned.parameters for part in (", ", Option(p.name))][1:]
+                raise UsageError(
+                    f"{name} does not take ",
+                    Option(given),
+                    "; it takes: ",
+                    *(takes or ["no parameters"]),
+                )
+        selection = _selection(raters, exclude_removed, min_quality)
+        run = run_canned(self._store, canned, params, dataset, selection, tell=_warn)
+        return frame(run.result)
+
+    def sql(
+        self,
+        text: str,
+        tables: Mapping[str, Frame] | None = None,
+        dataset: str = "all",
+        *,
+        timeout: float = 60.0,
+        exclude_removed: bool = False,
+        raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None = None,
+        min_quality: float | None = None,
+    ) -> pl.DataFrame:
+        """One read-only SELECT over the views (`dices sql`), in the same sandbox; `tables`
+        are tables of one's own by name: files, or polars or pandas frames.
+
+        >>> d.sql("SELECT dataset, count(*) AS n FROM ratings GROUP BY 1 ORDER BY 1").rows()
+        [('350', 4920), ('990', 5855)]
+        """
+        from dices_cli.families import FAMILIES
+        from dices_cli.queries.sandbox import run_sql, user_tables
+        from dices_cli.selection import resolve
+
+        check_choice("dataset", dataset, ("all", "350", "990", "prosocial"))
+        selection = _selection(raters, exclude_removed, min_quality)
+        if dataset in FAMILIES:
+            refuse_rater_selection(FAMILIES[dataset], chooses(selection))
+        with contextlib.ExitStack() as files:
+            paths = {n: files.enter_context(_as_file(t, n)) for n, t in (tables or {}).items()}
+            named = user_tables([f"{n}={p}" for n, p in paths.items()])
+            chosen = None if dataset in FAMILIES else resolve(self._store, dataset, selection)
+            with run_sql(self._store, dataset, text, chosen, timeout, named) as result:
+                return frame(result)
+
+    def evaluate(
+        self,
+        predictions: Frame,
+        dataset: str = "350",
+        against: str | Sequence[str] | None = None,
+        by: str | Sequence[str] | None = None,
+        *,
+        ties: str = "exclude",
+        threshold: float = 0.5,
+        bootstrap: int | None = None,
+        permutations: int | None = None,
+        interval: str = "clustered",
+        seed: int | None = None,
+        baseline: str | Sequence[str] | None = None,
+        one_means: str | None = None,
+        strict: bool = False,
+        exclude_removed: bool = False,
+        raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None = None,
+        min_quality: float | None = None,
+    ) -> pl.DataFrame:
+        """Score a model's predictions (`dices evaluate`): a file, or a polars or pandas frame
+        with item_id and a label, score or distribution. One row per model x reference
+        (x group); warnings (coverage, a suspected flipped polarity) are `DicesNote`s.
+
+        >>> from dices_cli.demo import demo_predictions_path
+        >>> scored = d.evaluate(demo_predictions_path(), against=["gold"], bootstrap=50)
+        >>> scored.select("model", "reference", "n", "accuracy").rows()
+        [('five-raters', 'gold', 40, 0.75), ('five-raters-flipped', 'gold', 40, 0.25)]
+        """
+        if one_means is not None:
+            check_choice("one_means", one_means, ("unsafe", "safe"))
+        settings = evaluation_settings(
+            dataset,
+            _names(against),
+            ties,
+            threshold,
+            bootstrap,
+            permutations,
+            interval,
+            seed,
+            _names(by),
+            _names(baseline),
+        )
+        selection = _selection(raters, exclude_removed, min_quality)
+        with _as_file(predictions, "predictions") as path:
+            result = run_evaluation(
+                self._store, path, dataset, settings, selection, one_means, strict, tell=_warn
+            )
+        for note in result.warnings:
+            _warn(f"warning: {note}")
+        for suspect in result.suspects:
+            _warn(f"warning: {suspect.message()}")
+        return frame(result.table)
+
+    def filter_raters(
+        self,
+        min_quality: float | None = None,
+        preset: str | None = None,
+        dataset: str = "all",
+        *,
+        explain: bool = False,
+    ) -> RaterFilterResult:
+        """Score every rater's quality and keep the good ones (`dices filter-raters`): the
+        rater table, the audit, and the kept ids to pass as `raters=`.
+
+        >>> good = d.filter_raters(min_quality=0.6)
+        >>> good.raters.columns[:3]
+        ['dataset', 'rater_id', 'score']
+        >>> d.query("overview", raters=good)["raters"].to_list()
+        [88, 163]
+        """
+        from dices_cli.audit import audit_table
+        from dices_cli.quality import RaterFilter, quality_table
+
+        if preset is not None:
+            check_choice("preset", preset, ("authors",))
+        check_choice("dataset", dataset, ("all", "350", "990", "prosocial"))
+        run = run_rater_filter(self._store, dataset, min_quality, preset)
+        rule = RaterFilter(min_quality=min_quality, preset=preset)  # type: ignore[arg-type]
+        return RaterFilterResult(
+            raters=frame(quality_table(run.raters, rule, explain)),
+            audit=frame(audit_table(run.audits, rule.description)),
+            kept=frozenset(r.rater_id for r in run.raters if r.key in run.kept),
+            description=rule.description,
+        )
+
+    def report(
+        self,
+        path: str | os.PathLike[str],
+        by: str | Sequence[str] | None = None,
+        dataset: str = "all",
+        *,
+        permutations: int | None = None,
+        seed: int | None = None,
+        force: bool = False,
+        exclude_removed: bool = False,
+        raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None = None,
+        min_quality: float | None = None,
+    ) -> Path:
+        """Write the HTML report (`dices report`) to `path` and return it; `force` replaces
+        an existing file. Needs the `report` extra (vl-convert) for its charts."""
+        from dices_cli.layouts import group_columns
+        from dices_cli.output import OUTPUT, check_output, open_output
+        from dices_cli.queries.catalog import ParameterError, usage_error
+        from dices_cli.report import agreement_options, build_report, check_charts_available
+
+        check_choice("dataset", dataset, ("all", "350", "990"))
+        target = Path(path)
+        check_output(target, force, [self.root], option=OUTPUT)
+        check_charts_available()
+        try:
+            columns = group_columns(_names(by) or [])
+            permutations, seed = agreement_options(permutations, seed)
+        except ParameterError as error:
+            raise usage_error(error) from None
+        selection = _selection(raters, exclude_removed, min_quality)
+        call = f"dices_cli.open({str(self.root)!r}).report({str(target)!r}, by={columns!r})"
+        document = build_report(
+            self._store, dataset, selection, columns, call, permutations, seed, warn=_warn
+        )
+        with open_output(target, force, [self.root]) as handle:
+            handle.write(document.encode("utf-8"))
+        return target
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What `ingest` did: rows read from the files, written to the data directory, and
+    rejected (only with `rejects`), and the datasets stored."""
+
+    rows_read: int
+    rows_written: int
+    rows_rejected: int
+    datasets: tuple[str, ...]
+
+
+def ingest(
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    dir: str | os.PathLike[str] | None = None,
+    dataset: str = "auto",
+    *,
+    force: bool = False,
+    rejects: str | os.PathLike[str] | None = None,
+) -> IngestSummary:
+    """Validate DICES CSV files (or ProsocialDialog's JSON Lines) and store them in the data
+    directory `dir` (None: as `open` resolves it), as `dices ingest` does: all or nothing,
+    unless `rejects` names a file for the rejected rows.
+
+    >>> dices.ingest(sample_paths(), d.root)
+    Traceback (most recent call last):
+    ...
+    dices_cli.errors.DatasetExistsError: DICES-350 is already ingested in ...; use force to ...
+
+    """
+    from dices_cli.ingest import ingest as run_ingest
+    from dices_cli.store import Store, resolve_data_dir
+
+    check_choice("dataset", dataset, ("auto", "350", "990"))
+    given = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
+    store = Store(resolve_data_dir(None if dir is None else Path(dir)))
+    results = run_ingest(given, store, dataset, force, None if rejects is None else Path(rejects))
+    return IngestSummary(
+        rows_read=sum(r.report.rows_read for r in results),
+        rows_written=sum(r.report.rows_valid for r in results),
+        rows_rejected=sum(r.report.rows_rejected for r in results),
+        datasets=tuple(r.stored.name for r in results),
+    )
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """What `validate` found in one file: `ok` (no errors), every problem as a row of
+    `problems` (type, severity, line, column, value, message), and the `summary` line
+    `dices validate` prints."""
+
+    ok: bool
+    problems: pl.DataFrame
+    rows_read: int
+    rows_rejected: int
+    summary: str
+
+
+def validate(path: str | os.PathLike[str], dataset: str = "auto") -> ValidationReport:
+    """Check one DICES CSV file (or ProsocialDialog JSON Lines file) without ingesting it
+    (`dices validate`).
+
+    >>> report = dices.validate(sample_paths()[0])
+    >>> report.ok
+    True
+    >>> report.problems.select("type", "severity", "value").rows()
+    [('incomplete-dataset', 'warning', '40 of 350 conversations'),
+     ('incomplete-dataset', 'warning', '4,920 of 43,050 ratings')]
+    """
+    import polars as pl
+
+    from dices_cli.problems import PROBLEM_FIELDS
+    from dices_cli.validate import validate_file
+
+    check_choice("dataset", dataset, ("auto", "350", "990"))
+    report = validate_file(os.fspath(path), dataset)
+    records = [problem.as_record() for problem in report.problems]
+    schema = {name: pl.Int64 if name == "line" else pl.String for name in PROBLEM_FIELDS}
+    problems = pl.DataFrame(
+        [tuple(r[name] for name in PROBLEM_FIELDS) for r in records],
+        schema=schema,
+        orient="row",
+    )
+    return ValidationReport(
+        report.ok, problems, report.rows_read, report.rows_rejected, report.summary()
+    )
