@@ -402,12 +402,12 @@ def _header_cells(source: Source, delimiter: str) -> list[str]:
 def _simple_lines(source: Source, layout: str) -> tuple[int, int]:
     """The lines, and the bytes of the longest, of a file that PyArrow reads exactly as the
     record reader does, one record a line; _NotSimple for any other. Such a file is UTF-8,
-    with no blank line and no line longer than MAX_RECORD_BYTES; a CSV or TSV file has CR
-    only before LF, no line end inside quotes, and quotes only around whole cells (PyArrow
-    reads "a"b as ab, where Python's csv module refuses it); a JSON Lines file starts every
-    line with {, escapes no UTF-16 surrogate (\\ud800) and nests at most MAX_DEPTH deep
-    (counting every [ and { of a line). One pass over the bytes, a block at a time, at
-    numpy speed."""
+    with no NUL byte, no blank line and no line longer than MAX_RECORD_BYTES; a CSV or TSV
+    file has CR only before LF, no line end inside quotes, and quotes only around whole
+    cells (PyArrow reads "a"b as ab, where Python's csv module refuses it); a JSON Lines
+    file starts every line with {, escapes no UTF-16 surrogate (\\ud800) and nests at most
+    MAX_DEPTH deep (counting every [ and { of a line). One pass over the bytes, a block at
+    a time, at numpy speed."""
     import numpy as np
 
     json = layout == "jsonl"
@@ -427,6 +427,8 @@ def _simple_lines(source: Source, layout: str) -> tuple[int, int]:
         except UnicodeDecodeError:
             raise _NotSimple from None
         data = np.frombuffer(chunk, np.uint8)
+        if not data.all():
+            raise _NotSimple  # a NUL byte, which the record reader reports
         after = np.append(data, np.uint8(_LF))  # a file's end is after a line end
         block = data[:length]
         feeds = np.flatnonzero(block == _LF)
