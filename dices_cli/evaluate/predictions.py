@@ -52,7 +52,7 @@ from dices_cli.problems import (
     Report,
     Severity,
 )
-from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source
+from dices_cli.source import DEFAULT_MAX_SIZE, Source, format_size, open_source
 
 if TYPE_CHECKING:
     import polars as pl
@@ -69,6 +69,10 @@ LABELS = {"yes": "Yes", "no": "No", "unsure": "Unsure", "unsafe": "Yes", "safe":
 ONE_OR_TRUE, ZERO_OR_FALSE = ("1", "true"), ("0", "false")
 ONE_MEANS = {"unsafe": ("Yes", "No"), "safe": ("No", "Yes")}  # what 1/true, 0/false become
 BATCH_ROWS = 8192
+# A model name, an item id, a label or a number is a few bytes: a longer cell of a Parquet
+# file is refused before Polars copies it.
+MAX_CELL_BYTES = 4096
+PARQUET_BATCH_BYTES = 16 << 20  # of stored data per batch of Parquet rows
 VALIDATED_ROWS = 1 << 18  # rows typed and checked at a time
 LINE = "_line"  # the line of a row, beside the file's own columns
 # Kinds of prediction (`kinds_of`), besides LABEL and SCORE: a distribution (p_no, p_yes),
@@ -698,6 +702,9 @@ def _json_problem(line: int, text: str | None) -> Problem | dict[str, object]:
 
 
 def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None:
+    """A batch of rows at a time, each batch about PARQUET_BATCH_BYTES; a cell longer than
+    MAX_CELL_BYTES stops the reading, before Polars copies it (64 MiB of 64 KiB labels
+    ended in SIGABRT under a 2 GiB address-space cap)."""
     import polars as pl
 
     parquet = parquet_file(source, max_size)
@@ -706,8 +713,19 @@ def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None
     if not report.ok:
         return rows
     names = [parquet.schema_arrow.names[positions[name]] for name in rows.columns]
+    metadata = parquet.metadata
+    stored = sum(metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups))
+    per_row = max(stored // max(metadata.num_rows, 1), 1)
     first = 2
-    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=names):
+    for batch in parquet.iter_batches(
+        batch_size=max(1, min(BATCH_ROWS, PARQUET_BATCH_BYTES // per_row)), columns=names
+    ):
+        too_long = _too_long_cell(batch, first, rows.columns)
+        if too_long is not None:
+            report.add([too_long])
+            report.rows_rejected += 1
+            rows.records = report.rows_read = (too_long.line or first) - 1
+            return rows
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
         try:
@@ -723,6 +741,30 @@ def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None
         first += cells.height
     rows.records = report.rows_read = first - 2
     return rows
+
+
+def _too_long_cell(batch: pa.RecordBatch, first: int, columns: list[str]) -> Problem | None:
+    """The problem of the first cell of `batch` (rows from line `first`; its columns are
+    `columns`) longer than MAX_CELL_BYTES, if any: measured by PyArrow, nothing copied."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name, column in zip(columns, batch.columns, strict=True):
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            continue  # numbers have a width; Polars refuses binary and nested columns
+        long = pc.greater(pc.binary_length(column), MAX_CELL_BYTES)
+        if pc.any(long).as_py():
+            row = pc.index(long, True).as_py()
+            value = pc.utf8_slice_codeunits(column[row : row + 1], 0, SHOWN_VALUE_CHARS)
+            message = (
+                f"the {name} cell is {format_size(len(column[row].as_py().encode()))} long, "
+                f"and a {name} is a few bytes (at most {MAX_CELL_BYTES} here); reading stopped "
+                "at this row"
+            )
+            return Problem(
+                PredictionProblemType.CELL_TOO_LONG, first + row, name, value[0].as_py(), message
+            )
+    return None
 
 
 # --- validation: every problem of the cells, as records ---------------------------------------
