@@ -40,6 +40,13 @@ def record_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(predictions, "_read_columnar", declined)
 
 
+def columnar_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*_: object) -> None:
+        raise AssertionError("read by the record reader")
+
+    monkeypatch.setattr(predictions, "_read_records", refused)
+
+
 def assert_read_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ours = outcome(path)
     with monkeypatch.context() as patched:
@@ -155,11 +162,7 @@ def test_plain_files_are_read_by_the_columnar_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fast path is taken for the files it is for (gzip and stdin spool to a plain file)."""
-
-    def refused(*_: object) -> None:
-        raise AssertionError("read by the record reader")
-
-    monkeypatch.setattr(predictions, "_read_records", refused)
+    columnar_only(monkeypatch)
     text = "model,item_id,label,score\n" + "".join(
         f"m{m},{i},Yes,0.5\n" for m in range(3) for i in ITEMS
     )
@@ -178,12 +181,15 @@ def test_a_file_of_many_blocks_keeps_its_line_numbers(
     (a duplicate in another block) span blocks."""
     monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
     monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
-    lines = [f"m{m},{i},Yes,0.5\n" for m in range(400) for i in ITEMS]
+    # Quoted names (some with a quote or a comma inside) put quotes on block edges.
+    lines = [f'"m{m}",{i},Yes,0.5\n' for m in range(400) for i in ITEMS]
+    lines[500:600] = [f'"m,""{n}""",1,"No",0.5\r\n' for n in range(100)]
     lines[1000] = "m0,2,No,0.5\n"  # m0's item 2 again, blocks after line 3
     lines[1100] = "m9,1,Yes,7\n"
     path = tmp_path / "p.csv"
     path.write_text("model,item_id,label,score\n" + "".join(lines))
     assert_read_alike(path, monkeypatch)
+    columnar_only(monkeypatch)  # and the columnar reader read it
     records, *_ = outcome(path)  # type: ignore[misc]
     assert records == [
         (
