@@ -98,15 +98,16 @@ class Result:
         }
 
 
-def measure(command: list[str]) -> Run:
-    """Run `command` in a fresh process; wall time and the child's own peak RSS (wait4)."""
+def measure(command: list[str], expected: int = 0) -> Run:
+    """Run `command` in a fresh process; wall time and the child's own peak RSS (wait4).
+    Any exit code but `expected` stops the benchmark."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-        if process.returncode != 0:
+        if process.returncode != expected:
             err.seek(0)
             message = err.read().decode(errors="replace")
             sys.exit(f"failed ({process.returncode}): {' '.join(command)}\n{message}")

@@ -57,6 +57,7 @@ class PredictionProblemType(StrEnum):
     AMBIGUOUS_LABEL = "ambiguous-label"
     NOT_A_NUMBER = "not-a-number"
     BAD_DISTRIBUTION = "bad-distribution"
+    CELL_TOO_LONG = "cell-too-long"
 
 
 class JsonProblemType(StrEnum):

@@ -42,6 +42,7 @@ SCRIPTS = {
     "evaluate": ["--runs", "1", "--bootstrap", "10", "--data", "{tiny}/data"],
     "report": ["--runs", "1", "--permutations", "10", "--data", "{tiny}/data"],
     "prosocial": ["--runs", "1", "--rows", "200"],
+    "predictions": ["--smoke", "--data", "{tiny}/data"],
     "calibration_groups": ["--quick", "--data", "{tiny}/data"],
     "calibration_shares": ["--quick", "--data", "{tiny}/data"],
     "judge": ["--runs", "1", "--quick", "--data", "{tiny}/data"],

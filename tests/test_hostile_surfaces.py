@@ -256,6 +256,28 @@ def test_a_parquet_dictionary_bomb_is_refused_before_it_is_read(
     assert peak < FIXED_MEMORY
 
 
+def test_parquet_labels_of_64_kib_are_refused_before_polars_copies_them(
+    sample: Path, tmp_path: Path
+) -> None:
+    """64 MiB of 64 KiB labels, within --max-size: Polars' working copies ended in SIGABRT
+    under a 2 GiB address-space cap. Now the first long cell stops the reading. PyArrow
+    reads a row group's column chunk whole (here the 64 MiB of labels) before the check."""
+    rows = 1024
+    labels = pa.array([os.urandom(32 << 10).hex() for _ in range(rows)])
+    table = pa.table({"item_id": pa.array(range(1, rows + 1), pa.int64()), "label": labels})
+    path = tmp_path / "long.parquet"
+    pq.write_table(table, path, compression="none", use_dictionary=False)
+
+    code, stderr, peak = run_capped(["evaluate", str(path), "-d", "350", "--data", str(sample)])
+
+    assert_clean(code, stderr, 1)
+    assert stderr.splitlines()[-1] == (
+        "  line 2, column label: the label cell is 64 KiB long, and a label is a few bytes "
+        "(at most 4096 here); reading stopped at this row [cell-too-long]"
+    )
+    assert peak < FIXED_MEMORY + 2 * 64 * MiB, f"{peak / MiB:.0f} MiB"
+
+
 # --- sql --table -------------------------------------------------------------------------------
 
 TABLE_LINES = {

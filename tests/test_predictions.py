@@ -408,3 +408,22 @@ def test_a_column_a_model_leaves_empty_is_no_kind_of_its_predictions(tmp_path: P
     assert set(read.of("350").kinds) == set(read.kinds)  # rows of no named dataset are kept
     only = write(tmp_path, "q.csv", "item_id,label,score\n1,Yes,\n2,No,\n")
     assert read_predictions(str(only), ITEMS).kinds == {"label"}
+
+
+def test_a_parquet_cell_too_long_for_a_prediction_stops_the_reading(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    long = "Yes" + "s" * (2 * predictions.MAX_CELL_BYTES - 3)
+    table = pa.table({"item_id": [1, 2, 3], "label": ["Yes", long, long]})
+    pq.write_table(table, tmp_path / "p.parquet")
+    assert problems(tmp_path / "p.parquet") == [
+        (
+            "cell-too-long",
+            3,
+            "label",
+            long[: predictions.SHOWN_VALUE_CHARS],
+            "the label cell is 8 KiB long, and a label is a few bytes (at most 4096 here); "
+            "reading stopped at this row",
+        )
+    ]

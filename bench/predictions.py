@@ -1,0 +1,122 @@
+"""Time how `dices evaluate` reads a big predictions file against pandas reading it.
+
+A predictions file may have millions of rows (1,000 models x 990 conversations is a million).
+The file built here has `--rows` rows (models x the 350 conversations of DICES-350, a label
+and a score each) and repeats its first prediction on its last row: `dices evaluate` reads
+and validates all of it, then refuses it (exit 1, "already has a prediction"), so what is
+timed is the reading and the validation, not the metrics. The baseline is pandas reading
+the same file (`read_csv`, or `read_json(lines=True)`), in a fresh process too.
+
+    python bench/predictions.py                     # 10M rows, CSV and JSON Lines, 3 runs
+    python bench/predictions.py --rows 1000000 --formats csv --runs 5
+    python bench/predictions.py --data DIR          # an existing data directory
+    python bench/predictions.py --smoke             # 2,000 rows, one run (the CI smoke test)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
+
+PANDAS = {
+    "csv": "import pandas, sys; pandas.read_csv(sys.argv[1])",
+    "jsonl": "import pandas, sys; pandas.read_json(sys.argv[1], lines=True)",
+}
+
+
+def make_predictions(data: Path, rows: int, layout: str, path: Path) -> None:
+    """`rows` predictions of DICES-350's conversations, the last repeating the first."""
+    import numpy as np
+    import polars as pl
+
+    items = pl.read_parquet(data / "350" / "items.parquet")["item_id"].sort().to_numpy()
+    row = np.arange(rows - 1)
+    score = np.random.default_rng(350).random(rows - 1).round(6)
+    frame = pl.DataFrame(
+        {"m": row // len(items), "item_id": items[row % len(items)], "score": score}
+    )
+    frame = frame.select(
+        pl.format("model-{}", "m").alias("model"),
+        "item_id",
+        pl.when(pl.col("score") >= 0.5).then(pl.lit("Yes")).otherwise(pl.lit("No")).alias("label"),
+        "score",
+    )
+    frame = pl.concat([frame, frame.head(1)])  # a duplicate at the end: refused after a full read
+    if layout == "csv":
+        frame.write_csv(path)
+    else:
+        frame.write_ndjson(path)
+
+
+def bench(data: Path, rows: int, layouts: list[str], runs: int, work: Path) -> list[dict[str, Any]]:
+    results = []
+    for layout in layouts:
+        path = work / f"predictions.{layout}"
+        print(f"writing {rows:,} rows to {path.name} ...", file=sys.stderr)
+        make_predictions(data, rows, layout, path)
+        ours = [*dices_command(), "evaluate", str(path), "-d", "350", "--data", str(data)]
+        theirs = [sys.executable, "-c", PANDAS[layout], str(path)]
+        dices, pandas = [], []
+        for run in range(runs):  # alternated, so that drift in the machine hits both alike
+            print(f"{layout} run {run + 1}/{runs} ...", file=sys.stderr)
+            dices.append(measure(ours, expected=1))
+            pandas.append(measure(theirs))
+        results.append(
+            {
+                "format": layout,
+                "rows": rows,
+                "size_mb": path.stat().st_size / 1e6,
+                "dices_wall_s": statistics.median(r.wall for r in dices),
+                "dices_peak_mb": statistics.median(r.peak_rss_mb for r in dices),
+                "pandas_wall_s": statistics.median(r.wall for r in pandas),
+                "pandas_peak_mb": statistics.median(r.peak_rss_mb for r in pandas),
+            }
+        )
+        path.unlink()
+    return results
+
+
+def table(results: list[dict[str, Any]], runs: int) -> str:
+    lines = [
+        f"dices evaluate (read + validate, refused) vs pandas reading the file; median of {runs}",
+        "format  rows          MB   dices s  dices MB  pandas s  pandas MB  dices/pandas",
+    ]
+    for r in results:
+        lines.append(
+            f"{r['format']:<6}  {r['rows']:>10,}  {r['size_mb']:>6.0f}  {r['dices_wall_s']:>7.2f}"
+            f"  {r['dices_peak_mb']:>8.0f}  {r['pandas_wall_s']:>8.2f}  {r['pandas_peak_mb']:>9.0f}"
+            f"  {r['dices_wall_s'] / r['pandas_wall_s']:>12.2f}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the file")
+    parser.add_argument("--formats", nargs="+", choices=sorted(PANDAS), default=sorted(PANDAS))
+    parser.add_argument("--runs", type=int, default=3, help="runs per tool and format")
+    parser.add_argument("--data", type=Path, help="an ingested data directory (no generating)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--smoke", action="store_true", help="2,000 rows, one run: does it run")
+    add_shared_dir_argument(parser)
+    args = parser.parse_args(argv)
+    rows, runs = (2000, 1) if args.smoke else (args.rows, args.runs)
+    with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
+        data = args.data or ingested_replicas(args.shared_dir, Path(temp))
+        results = bench(data, rows, args.formats, runs, Path(temp))
+    if args.json:
+        print(json.dumps({"runs": runs, "results": results}, indent=2))
+    else:
+        print(table(results, runs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The columnar reader of predictions files (PyArrow, a block at a time) reads every file as
+the record reader does: the same rows and values, or the same problem records.
+
+Each case is read twice: as `dices evaluate` reads it, and with the columnar reader turned
+off, so that the record reader (csv module, json per line) reads it. A case the columnar
+reader cannot vouch for must go to the record reader, never be read differently.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from dices_cli.evaluate import predictions
+from dices_cli.evaluate.predictions import InvalidPredictionsError, read_predictions
+
+ITEMS = (1, 2, 3)
+
+
+def outcome(path: Path) -> object:
+    """The frame read from `path`, or its problem records and counts."""
+    try:
+        return read_predictions(str(path), ITEMS).frame
+    except InvalidPredictionsError as error:
+        report = error.report
+        records = [(str(p.type), p.line, p.column, p.value, p.message) for p in report.problems]
+        return records, report.rows_read, report.rows_rejected, report.not_kept
+
+
+def record_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    def declined(*_: object) -> None:
+        raise predictions._NotSimple
+
+    monkeypatch.setattr(predictions, "_read_columnar", declined)
+
+
+def columnar_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*_: object) -> None:
+        raise AssertionError("read by the record reader")
+
+    monkeypatch.setattr(predictions, "_read_records", refused)
+
+
+def assert_read_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ours = outcome(path)
+    with monkeypatch.context() as patched:
+        record_reader(patched)
+        theirs = outcome(path)
+    if isinstance(ours, pl.DataFrame) and isinstance(theirs, pl.DataFrame):
+        assert_frame_equal(ours, theirs)
+    else:
+        assert ours == theirs
+
+
+CSV_CASES = {
+    "plain": b"model,item_id,label,score\nm,1,Yes,0.9\nm,2,No,0.1\n",
+    "crlf": b"model,item_id,label,score\r\nm,1,Yes,0.9\r\nm,2,No,0.1\r\n",
+    "no final line end": b"item_id,label\n1,Yes\n2,No",
+    "bom": b"\xef\xbb\xbfitem_id,label\n1,Yes\n",
+    "quoted cells": b'model,item_id,label\n"a,b",1,"Yes"\n"say ""hi""",2,""\n"",3,No\n',
+    "text after a closing quote": b'item_id,label\n1,"Ye"s\n',
+    "a quote inside a cell": b'item_id,label\n1,Ye"s\n',
+    "a line end inside quotes": b'model,item_id,label\n"a\nb",1,Yes\n',
+    "an unclosed quote": b'item_id,label\n1,"Yes\n',
+    "a lone CR": b"item_id,label\r1,Yes\r2,No\r",
+    "a CR inside a cell": b"item_id,label\n1,Ye\rs\n",
+    "blank lines": b"item_id,label\n\n1,Yes\n\n\n2,No\n",
+    "a blank line of spaces": b"item_id,label\n1,Yes\n  \n",
+    "too many cells": b"item_id,label\n1,Yes,x\n",
+    "too few cells": b"item_id,label\n1\n",
+    "invalid UTF-8 in a known column": b"item_id,label\n1,Y\xffs\n",
+    "invalid UTF-8 elsewhere": b"item_id,label,note\n1,Yes,\xff\n",
+    "a duplicate column": b"item_id,label,Label\n1,Yes,No\n",
+    "blanks around names and cells": b" Item_ID ,label\n 1 , yes \n",
+    "problems": b"model,item_id,label,score\nm,1,maybe,2\nm,1,Yes,x\n,9,,\n",
+    "a header only": b"item_id,label\n",
+    "no item_id": b"label\nYes\n",
+    "a NUL": b"item_id,label\n1,Yes\x00\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CSV_CASES))
+def test_csv_cases_are_read_alike(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "p.csv"
+    path.write_bytes(CSV_CASES[case])
+    assert_read_alike(path, monkeypatch)
+
+
+JSON_CASES = {
+    "plain": b'{"model":"m","item_id":1,"label":"Yes","score":0.9}\n{"item_id":2,"score":1}\n',
+    "crlf": b'{"item_id":1,"label":"Yes"}\r\n{"item_id":2,"label":"No"}\r\n',
+    "bom": b'\xef\xbb\xbf{"item_id":1,"label":"Yes"}\n',
+    "a fraction as an item id": b'{"item_id":1.0,"label":"Yes"}\n',
+    "a fraction as a label": b'{"item_id":1,"label":1.0}\n',
+    "a number as a label": b'{"item_id":1,"label":1}\n',
+    "true as a label": b'{"item_id":1,"label":true}\n',
+    "a score of 5.0": b'{"item_id":1,"score":5.0}\n',
+    "a score of 1e-7": b'{"item_id":1,"score":1e-7}\n{"item_id":2,"score":0.5}\n',
+    "NaN": b'{"item_id":1,"score":NaN}\n',
+    "a list": b'{"item_id":1,"label":["Yes"]}\n',
+    "an object elsewhere": b'{"item_id":1,"label":"Yes","meta":{"a":1}}\n',
+    "a duplicate key": b'{"item_id":1,"label":"Yes","label":"No"}\n',
+    "a duplicate key nested": b'{"item_id":1,"label":"Yes","m":{"a":1,"a":2}}\n',
+    "keys naming one column": b'{"item_id":1,"label":"Yes","Label":"No"}\n',
+    "keys naming one column on two lines": (
+        b'{"item_id":1,"label":"Yes"}\n{"item_id":2,"Label":"No"}\n'
+    ),
+    "a lone surrogate": b'{"item_id":1,"label":"\\ud800"}\n',
+    "a surrogate pair": b'{"item_id":1,"label":"Yes","note":"\\ud83d\\ude00"}\n',
+    "invalid UTF-8": b'{"item_id":1,"label":"Yes","note":"\xff"}\n',
+    "deep nesting": b'{"item_id":1,"label":"Yes","n":' + b"[" * 70 + b"]" * 70 + b"}\n",
+    "two objects on a line": b'{"item_id":1,"label":"Yes"}{"item_id":2,"label":"No"}\n\n',
+    "not an object": b'{"item_id":1,"label":"Yes"}\n[1,2]\n',
+    "blank lines": b'{"item_id":1,"label":"Yes"}\n\n  \n{"item_id":2,"label":"No"}\n',
+    "a raw tab in a string": b'{"item_id":1,"label":"Ye\ts"}\n',
+    "a type changing": b'{"item_id":1,"label":"Yes"}\n{"item_id":"2","label":"No"}\n',
+    "a key appearing late": (
+        b'{"item_id":1,"label":"Yes"}\n{"item_id":2,"label":"No","score":0.5}\n'
+    ),
+    "a timestamp-like string": b'{"item_id":1,"label":"Yes","model":"2024-01-01"}\n',
+    "a duplicate prediction": b'{"item_id":1,"label":"Yes"}\n{"item_id":1,"label":"No"}\n',
+    "invalid JSON": b'{"item_id":1,"label":"Yes"}\n{"item_id":2,\n',
+}
+
+
+@pytest.mark.parametrize("case", sorted(JSON_CASES))
+def test_json_lines_cases_are_read_alike(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(JSON_CASES[case])
+    assert_read_alike(path, monkeypatch)
+
+
+CELL = st.text(alphabet='ab, "\t\r\n1Y\xe9', max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.tuples(CELL, CELL), max_size=5), tsv=st.booleans())
+def test_any_small_table_is_read_alike(rows: list[tuple[str, str]], tsv: bool) -> None:
+    """Cells of quotes, delimiters, CRs, LFs and tabs, joined without escaping: whatever
+    that makes of the file, both readers make the same of it."""
+    import tempfile
+
+    delimiter = "\t" if tsv else ","
+    text = "item_id" + delimiter + "label\n" + "".join(delimiter.join(r) + "\n" for r in rows)
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+        path = Path(folder) / ("p.tsv" if tsv else "p.csv")
+        path.write_bytes(text.encode())
+        assert_read_alike(path, patch)
+
+
+def test_plain_files_are_read_by_the_columnar_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast path is taken for the files it is for (gzip and stdin spool to a plain file)."""
+    columnar_only(monkeypatch)
+    text = "model,item_id,label,score\n" + "".join(
+        f"m{m},{i},Yes,0.5\n" for m in range(3) for i in ITEMS
+    )
+    (tmp_path / "p.csv").write_text(text)
+    (tmp_path / "p.tsv").write_text(text.replace(",", "\t"))
+    (tmp_path / "p.csv.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "p.jsonl").write_text('{"item_id":1,"label":"Yes"}\n{"item_id":2,"score":0.5}\n')
+    for name in ("p.csv", "p.tsv", "p.csv.gz", "p.jsonl"):
+        assert read_predictions(str(tmp_path / name), ITEMS).frame.height in (9, 2)
+
+
+def test_a_file_of_many_blocks_keeps_its_line_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks of a few KB, so that rows, line numbers and the checks over several rows
+    (a duplicate in another block) span blocks."""
+    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    # Quoted names (some with a quote or a comma inside) put quotes on block edges.
+    lines = [f'"m{m}",{i},Yes,0.5\n' for m in range(400) for i in ITEMS]
+    lines[500:600] = [f'"m,""{n}""",1,"No",0.5\r\n' for n in range(100)]
+    lines[1000] = "m0,2,No,0.5\n"  # m0's item 2 again, blocks after line 3
+    lines[1100] = "m9,1,Yes,7\n"
+    path = tmp_path / "p.csv"
+    path.write_text("model,item_id,label,score\n" + "".join(lines))
+    assert_read_alike(path, monkeypatch)
+    columnar_only(monkeypatch)  # and the columnar reader read it
+    records, *_ = outcome(path)  # type: ignore[misc]
+    assert records == [
+        (
+            "duplicate-prediction",
+            1002,
+            "item_id",
+            "2",
+            "model m0 already has a prediction for item 2 (line 3)",
+        ),
+        (
+            "duplicate-prediction",
+            1102,
+            "item_id",
+            "1",
+            "model m9 already has a prediction for item 1 (line 29)",
+        ),
+        ("out-of-range", 1102, "score", "7", "7 is outside [0, 1]; score is a probability"),
+    ]
