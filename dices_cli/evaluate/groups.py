@@ -33,6 +33,8 @@ from dices_cli.metrics.scoring import confusion_metrics
 # Group count cells (rows x groups x categories x conversations) per batch of relabellings:
 # each temporary is a few MB whatever the number of permutations.
 BATCH_CELLS = 2_000_000
+# Cells per gather of the crowd-share test (labellings x groups x conversations).
+GATHER_CELLS = 100_000
 
 
 @dataclass(frozen=True)
@@ -132,54 +134,75 @@ def _binary_entropy_bits(share: Array) -> Array:
 
 
 class _Cells:
-    """Every count a set of the pool's raters can give a conversation, y Yes of m ratings
-    (m up to the pool's ratings of it), numbered conversation by conversation.
+    """The counts a set of the pool's raters can give a conversation, y Yes of m ratings
+    (m up to the pool's ratings of it), numbered conversation by conversation; and, once
+    the relabellings' sets are all seen (`of`), the cells they hold numbered densely
+    (`number`).
 
-    A relabelling's sets only ever hold such counts, so a model's divergence from the shares
-    is computed once per cell and looked up: per model, one pass over the cells and a gather
-    per relabelled set instead of some twenty passes over [relabelling, group, conversation]
-    arrays (DICES-990, 10 models, --by rater_race, 1000 permutations: the crowd-share
-    test took 9.7 s of CPU computing every divergence, 2.4 s with the table; in-process,
-    one run each)."""
+    A model's divergence from a set's shares depends on the set through its cell alone, so
+    it is computed once per cell the sets hold, for all models, and gathered per set:
+    instead of some twenty passes over [relabelling, group, conversation] arrays per model,
+    one gather. DICES-990, 10 models, --by rater_race, 1000 permutations, in-process: the
+    crowd-share test took 9.7 s of CPU with every divergence computed per set, 2.0-2.6 s
+    with a table of every possible cell (2.7 million, 16% of them held), 0.8-1.1 s with
+    the held cells only (three runs each, interleaved, a loaded machine)."""
 
     def __init__(self, most: NDArray[np.intp]) -> None:
         sizes = (most + 1) * (most + 2) // 2  # per conversation: (m, y) with 0 <= y <= m <= most
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
         top = int(most.max(initial=0))
-        ratings = np.repeat(np.arange(top + 1), np.arange(top + 1) + 1)
-        yes = np.arange(len(ratings)) - ratings * (ratings + 1) // 2
-        self.conversation = np.repeat(np.arange(len(most)), sizes)
-        local = np.arange(int(sizes.sum())) - self.offsets[self.conversation]
-        self.rated = ratings[local] > 0
-        self.share = yes[local] / np.maximum(ratings[local], 1)
-        self.entropy = _binary_entropy_bits(self.share)  # H(q), the same for every model
+        self._ratings = np.repeat(np.arange(top + 1), np.arange(top + 1) + 1)  # per local number
+        self._held = np.zeros(int(sizes.sum()), dtype=bool)
 
     def of(self, side: Array) -> NDArray[np.int32]:
-        """[..., conversation] the cell of each set's counts [..., category, conversation]."""
+        """[..., conversation] the cell of each set's counts [..., category, conversation],
+        remembered as held."""
         ratings = side.sum(axis=-2).astype(np.intp)
         local = ratings * (ratings + 1) // 2 + side[..., YES, :].astype(np.intp)
-        return (self.offsets + local).astype(np.int32)
+        cells = (self.offsets + local).astype(np.int32)
+        self._held[cells] = True
+        return cells
 
-    def divergences(self, probability: Array) -> Array:
-        """Per cell, the Jensen-Shannon divergence (bits) of [1 - p, p] from its shares,
-        H((p + q) / 2) - (H(p) + H(q)) / 2 (equal to the relative-entropy form of
-        metrics.scoring.item_divergences to the last bits); NaN where the model gives no p
-        or the cell has no rating."""
+    def number(self) -> HeldCells:
+        """The held cells, numbered densely in cell order."""
+        held = np.flatnonzero(self._held)
+        conversation = np.searchsorted(self.offsets, held, side="right") - 1
+        local = held - self.offsets[conversation]
+        ratings = self._ratings[local]
+        yes = local - ratings * (ratings + 1) // 2
+        numbers = np.cumsum(self._held, dtype=np.int32) - 1
+        share = yes / np.maximum(ratings, 1)
+        return HeldCells(numbers, conversation, ratings > 0, share, _binary_entropy_bits(share))
+
+
+@dataclass(frozen=True)
+class HeldCells:
+    """The cells the relabellings' sets hold, numbered densely."""
+
+    numbers: NDArray[np.int32]  # per cell of _Cells: its dense number (held cells only)
+    conversation: NDArray[np.intp]  # per held cell
+    rated: Mask  # per held cell: m > 0
+    share: Array  # per held cell: y / m, the share of Yes (0 where m = 0)
+    entropy: Array  # per held cell: H(q) of its share q
+
+    def divergences(self, probability: Array, entropy: Array) -> Array:
+        """Per held cell, the Jensen-Shannon divergence (bits) of [1 - p, p] from its
+        shares, H((p + q) / 2) - (H(p) + H(q)) / 2 (equal to the relative-entropy form of
+        metrics.scoring.item_divergences to the last bits); 0 where the model gives no p
+        (probability per conversation NaN; H(p) its `entropy`) or the cell has no rating
+        (left out of the means: `defined`)."""
         p = probability[self.conversation]
-        table = (
-            _binary_entropy_bits((p + self.share) / 2)
-            - (_binary_entropy_bits(p) + self.entropy) / 2
-        )
-        return np.where(self.rated, table, np.nan)
+        table = _binary_entropy_bits((p + self.share) / 2)
+        table -= (entropy[self.conversation] + self.entropy) / 2
+        return np.where(self.rated & ~np.isnan(p), table, 0.0)
 
-    @staticmethod
-    def mean(table: Array, sets: NDArray[np.int32]) -> Array:
-        """[...] the mean over conversations of table's value of each set's cell, sets
-        [..., conversation]; the NaN cells left out."""
-        values = table[sets]
-        use = ~np.isnan(values)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(use, values, 0.0).sum(axis=-1) / use.sum(axis=-1)
+    def defined(self, numbers: NDArray[np.intp], has_p: NDArray[np.float32]) -> Array:
+        """[..., model] per set of held cells `numbers` [..., conversation]: the conversations
+        where it has a rating and the model a p (has_p [conversation, model], 1 where it
+        has): one product, in float32 (half the bytes; counts up to 2^24 are exact)."""
+        rated = self.rated[numbers].reshape(-1, numbers.shape[-1]).astype(np.float32)
+        counts = (rated @ has_p).astype(np.float64)
+        return counts.reshape(*numbers.shape[:-1], has_p.shape[1])
 
 
 def _jsds(side: Array, predictions: Sequence[Prediction]) -> Array:
@@ -225,11 +248,11 @@ def _share_differences(
     cells = _Cells(pool.sum(axis=0).astype(np.intp))
     shape = (len(labellings), members.groups, pool.shape[-1])
     inside_cells, outside_cells = np.empty(shape, np.int32), np.empty(shape, np.int32)
-    binary = [_yes_only(prediction) for prediction in predictions]
+    yes_only = [_yes_only(prediction) for prediction in predictions]
     three = [
         m
         for m, prediction in enumerate(predictions)
-        if binary[m] is None and prediction.distribution is not None
+        if yes_only[m] is None and prediction.distribution is not None
     ]
     for rows, inside in _batches(members, labellings):
         outside = pool - inside
@@ -238,10 +261,32 @@ def _share_differences(
             chosen = [predictions[m] for m in three]
             difference = _jsds(inside, chosen) - _jsds(outside, chosen)
             result[rows, three] = np.moveaxis(difference, -1, 1)
-    for m, probability in enumerate(binary):
-        if probability is not None:
-            table = cells.divergences(probability)
-            result[:, m] = cells.mean(table, inside_cells) - cells.mean(table, outside_cells)
+    given = [(m, probability) for m, probability in enumerate(yes_only) if probability is not None]
+    if not given:
+        return result
+    binary = [m for m, _ in given]
+    held = cells.number()
+    probabilities = np.stack([probability for _, probability in given])
+    tables = [
+        held.divergences(probability, _binary_entropy_bits(probability))
+        for probability in probabilities
+    ]
+    has_p = (~np.isnan(probabilities)).T.astype(np.float32)  # [conversation, model]
+    sums = np.empty((2, *shape[:-1], len(binary)))  # inside, outside
+    defined = np.empty_like(sums)
+    # A few labellings at a time: the gathers' indices and results stay a few MB, not
+    # 40 MB arrays per model and side.
+    step = max(1, GATHER_CELLS // (shape[1] * shape[2]))
+    for side, sets in enumerate((inside_cells, outside_cells)):
+        for start in range(0, len(labellings), step):
+            rows = slice(start, start + step)
+            numbers = np.take(held.numbers, sets[rows]).astype(np.intp)
+            for column, table in enumerate(tables):
+                sums[side, rows, :, column] = np.take(table, numbers).sum(axis=-1)
+            defined[side, rows] = held.defined(numbers, has_p)
+    with np.errstate(invalid="ignore", divide="ignore"):  # NaN where nothing is defined
+        means = sums / defined
+    result[:, binary] = np.moveaxis(means[0] - means[1], -1, 1)
     return result
 
 
