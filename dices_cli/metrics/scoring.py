@@ -333,10 +333,18 @@ def _ranked_metrics(
     return outranked, np.einsum("bt,bt->b", unsafe_at, precision)
 
 
+def _summed(by_category: Array) -> Array:
+    """The sum over the categories of (k, n) values, left to right as numpy sums a row."""
+    total = by_category[0].copy()
+    for values in by_category[1:]:
+        total += values
+    return total
+
+
 def _relative_entropy(p: Array, q: Array) -> Array:
-    """sum_k p log(p / q) per row (natural log), with 0 log 0 = 0."""
+    """sum_k p log(p / q) per item of (k, n) distributions (natural log), with 0 log 0 = 0."""
     with np.errstate(divide="ignore", invalid="ignore"):  # fixed by the where
-        return np.where(p > 0, p * np.log(p / q), 0.0).sum(axis=1)
+        return _summed(np.where(p > 0, p * np.log(p / q), 0.0))
 
 
 def distribution_metrics(
@@ -374,14 +382,20 @@ def distribution_metrics(
 
 
 def item_divergences(predicted: Array, observed: Array) -> Array:
-    """Per item (rows): 1, the cross-entropy, the JSD and the TVD, (n, 4)."""
-    cross_entropy = -(observed * np.log(np.clip(predicted, PROBABILITY_FLOOR, 1))).sum(axis=1)
-    p = predicted / predicted.sum(axis=1, keepdims=True)
-    q = observed / observed.sum(axis=1, keepdims=True)
+    """Per item (rows): 1, the cross-entropy, the JSD and the TVD, (n, 4).
+
+    Computed category by category, on (k, n) arrays: numpy's sums over a short last axis
+    cost a step per item (the 317,000 items of a model's clustered rows on DICES-990 with
+    --by rater_race: 0.054-0.067 s -> 0.022-0.037 s of CPU, k = 2 and 3, two runs each);
+    the sums are taken in the same order, so the values are the same to the bit."""
+    predicted, observed = np.ascontiguousarray(predicted.T), np.ascontiguousarray(observed.T)
+    cross_entropy = -_summed(observed * np.log(np.clip(predicted, PROBABILITY_FLOOR, 1)))
+    p = predicted / _summed(predicted)
+    q = observed / _summed(observed)
     middle = (p + q) / 2
     jsd = (_relative_entropy(p, middle) + _relative_entropy(q, middle)) / (2 * np.log(2))
-    tvd = np.abs(predicted - observed).sum(axis=1) / 2
-    return np.column_stack([np.ones(len(p)), cross_entropy, jsd, tvd])
+    tvd = _summed(np.abs(predicted - observed)) / 2
+    return np.column_stack([np.ones(p.shape[1]), cross_entropy, jsd, tvd])
 
 
 def _mid_ranks(
