@@ -89,8 +89,8 @@ def test_the_tests_observed_difference_is_the_rows_difference(
         if kind != "label+score" and reference == "crowd":
             assert all(r["difference"] is not None for r in rows)
         observed = permuted_differences(
-            members, members.group[None, :], [prediction], reference, "exclude", 0.5
-        )[0, 0]
+            members, members.group[None, :], [prediction], [reference], "exclude", 0.5
+        )[reference][0, 0]
         assert len(rows) == len(observed) == 5
         for row, value in zip(rows, observed, strict=True):
             assert math.isclose(row["difference"], value, rel_tol=1e-12, abs_tol=1e-12)
@@ -99,8 +99,8 @@ def test_the_tests_observed_difference_is_the_rows_difference(
 def test_the_crowd_share_test_does_not_depend_on_its_batches(
     sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The relabellings' counts and their gathers from the held cells' table, in batches
-    of any size, give the same differences to the bit."""
+    """The relabellings' counts, and the crowd-share test's gathers from its table of held
+    cells, in batches of any size give the same differences to the bit."""
     from dices_cli.evaluate import groups
     from dices_cli.metrics.permutation import shuffled_labellings
 
@@ -112,7 +112,9 @@ def test_the_crowd_share_test_does_not_depend_on_its_batches(
     (prediction,) = _aligned(read.of("350"), votes)
 
     def differences() -> np.ndarray:
-        return permuted_differences(members, labellings, [prediction], "crowd-share", "", 0.5)
+        both = ["crowd", "crowd-share"]
+        permuted = permuted_differences(members, labellings, [prediction], both, "exclude", 0.5)
+        return np.stack([permuted[reference] for reference in both])
 
     whole = differences()
     cells = members.groups * members.answers[0].size

@@ -348,18 +348,17 @@ def _group_tests(
     references: Sequence[str],
 ) -> dict[tuple[str, str, int], _Test]:
     """Per model, reference and group: the permutation test of its difference from the rest."""
-    if settings.permutations == 0:
+    tested = [r for r in ("crowd", "crowd-share") if r in references]
+    if settings.permutations == 0 or not tested:
         return {}
     labellings = np.vstack(
         [members.group, shuffled_labellings(members.group, settings.permutations, settings.seed)]
     )
     tests = {}
-    for reference in ("crowd", "crowd-share"):
-        if reference not in references:
-            continue
-        differences = permuted_differences(
-            members, labellings, predictions, reference, settings.ties, settings.threshold
-        )
+    permuted = permuted_differences(
+        members, labellings, predictions, tested, settings.ties, settings.threshold
+    )
+    for reference, differences in permuted.items():
         observed, null = differences[0], differences[1:]
         p_values = two_sided_p_values(observed, null)
         with warnings.catch_warnings():  # a difference no relabelling defines: NaN
