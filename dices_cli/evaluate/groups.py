@@ -119,7 +119,7 @@ def _entropy_bits(distribution: Array) -> Array:
 def _divergences(predicted: Array, observed: Array) -> Array:
     """Jensen-Shannon divergence (bits) of predicted [..., category, item] from observed
     [..., category, item] (broadcast): H((p + q) / 2) - (H(p) + H(q)) / 2, which equals the
-    relative-entropy form of metrics.scoring.item_divergences to the last bits."""
+    relative-entropy form of metrics.scoring.category_divergences to the last bits."""
     predicted = predicted / predicted.sum(axis=-2, keepdims=True)
     middle = _entropy_bits((predicted + observed) / 2)
     return middle - (_entropy_bits(predicted) + _entropy_bits(observed)) / 2
@@ -188,7 +188,7 @@ class HeldCells:
     def divergences(self, probability: Array, entropy: Array) -> Array:
         """Per held cell, the Jensen-Shannon divergence (bits) of [1 - p, p] from its
         shares, H((p + q) / 2) - (H(p) + H(q)) / 2 (equal to the relative-entropy form of
-        metrics.scoring.item_divergences to the last bits); 0 where the model gives no p
+        metrics.scoring.category_divergences to the last bits); 0 where the model gives no p
         (probability per conversation NaN; H(p) its `entropy`) or the cell has no rating
         (left out of the means: `defined`)."""
         p = probability[self.conversation]
