@@ -69,12 +69,18 @@ def loaded(
     return votes[0], read
 
 
-@pytest.mark.parametrize("kind", ["label+score", "score", "two", "three"])
+@pytest.mark.parametrize("kind", ["label+score", "score", "two", "three", "score on 2/3"])
 def test_the_tests_observed_difference_is_the_rows_difference(
     sample: Path, tmp_path: Path, kind: str
 ) -> None:
+    """Also for a model that predicts some conversations only: its test once counted the
+    others as divergences of -H(q) / 2 (a missing p read as no entropy)."""
     by = ("rater_race",)
-    votes, read = loaded(sample, "350", models(sample, "350")[kind], tmp_path, by)
+    if kind == "score on 2/3":
+        frame = models(sample, "350")["score"].filter(pl.int_range(pl.len()) % 3 != 0)
+    else:
+        frame = models(sample, "350")[kind]
+    votes, read = loaded(sample, "350", frame, tmp_path, by)
     table = evaluate(votes, read, Settings(by=by, bootstrap=0, permutations=0)).table
     members = members_of(votes)
     (prediction,) = _aligned(read.of("350"), votes)
@@ -83,11 +89,39 @@ def test_the_tests_observed_difference_is_the_rows_difference(
         if kind != "label+score" and reference == "crowd":
             assert all(r["difference"] is not None for r in rows)
         observed = permuted_differences(
-            members, members.group[None, :], [prediction], reference, "exclude", 0.5
-        )[0, 0]
+            members, members.group[None, :], [prediction], [reference], "exclude", 0.5
+        )[reference][0, 0]
         assert len(rows) == len(observed) == 5
         for row, value in zip(rows, observed, strict=True):
             assert math.isclose(row["difference"], value, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_the_crowd_share_test_does_not_depend_on_its_batches(
+    sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relabellings' counts, and the crowd-share test's gathers from its table of held
+    cells, in batches of any size give the same differences to the bit."""
+    from dices_cli.evaluate import groups
+    from dices_cli.metrics.permutation import shuffled_labellings
+
+    by = ("rater_race",)
+    frame = models(sample, "350")["score"].filter(pl.int_range(pl.len()) % 3 != 0)
+    votes, read = loaded(sample, "350", frame, tmp_path, by)
+    members = members_of(votes)
+    labellings = shuffled_labellings(members.group, 23, seed=5)
+    (prediction,) = _aligned(read.of("350"), votes)
+
+    def differences() -> np.ndarray:
+        both = ["crowd", "crowd-share"]
+        permuted = permuted_differences(members, labellings, [prediction], both, "exclude", 0.5)
+        return np.stack([permuted[reference] for reference in both])
+
+    whole = differences()
+    cells = members.groups * members.answers[0].size
+    monkeypatch.setattr(groups, "BATCH_CELLS", 4 * cells)
+    monkeypatch.setattr(groups, "GATHER_CELLS", 3 * members.groups * votes.conversations)
+    assert np.array_equal(differences(), whole, equal_nan=True)
+    assert not np.isnan(whole).any()
 
 
 def test_p_values_count_the_observed_labelling_and_are_never_zero(

@@ -33,6 +33,8 @@ from dices_cli.metrics.scoring import confusion_metrics
 # Group count cells (rows x groups x categories x conversations) per batch of relabellings:
 # each temporary is a few MB whatever the number of permutations.
 BATCH_CELLS = 2_000_000
+# Cells per gather of the crowd-share test (labellings x groups x conversations).
+GATHER_CELLS = 20_000
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def _entropy_bits(distribution: Array) -> Array:
 def _divergences(predicted: Array, observed: Array) -> Array:
     """Jensen-Shannon divergence (bits) of predicted [..., category, item] from observed
     [..., category, item] (broadcast): H((p + q) / 2) - (H(p) + H(q)) / 2, which equals the
-    relative-entropy form of metrics.scoring.item_divergences to the last bits."""
+    relative-entropy form of metrics.scoring.category_divergences to the last bits."""
     predicted = predicted / predicted.sum(axis=-2, keepdims=True)
     middle = _entropy_bits((predicted + observed) / 2)
     return middle - (_entropy_bits(predicted) + _entropy_bits(observed)) / 2
@@ -132,54 +134,84 @@ def _binary_entropy_bits(share: Array) -> Array:
 
 
 class _Cells:
-    """Every count a set of the pool's raters can give a conversation, y Yes of m ratings
-    (m up to the pool's ratings of it), numbered conversation by conversation.
+    """The counts a set of the pool's raters can give a conversation, y Yes of m ratings
+    (m up to the pool's ratings of it), numbered conversation by conversation; and, once
+    the relabellings' sets are all seen (`of`), the cells they hold numbered densely
+    (`number`).
 
-    A relabelling's sets only ever hold such counts, so a model's divergence from the shares
-    is computed once per cell and looked up: per model, one pass over the cells and a gather
-    per relabelled set instead of some twenty passes over [relabelling, group, conversation]
-    arrays (DICES-990, 10 models, --by rater_race, 1000 permutations: the crowd-share
-    test took 9.7 s of CPU computing every divergence, 2.4 s with the table; in-process,
-    one run each)."""
+    A model's divergence from a set's shares depends on the set through its cell alone, so
+    it is computed once per cell the sets hold, for all models, and gathered per set:
+    instead of some twenty passes over [relabelling, group, conversation] arrays per model,
+    one gather. DICES-990, 10 models, --by rater_race, 1000 permutations, in-process: the
+    crowd-share test took 9.7 s of CPU with every divergence computed per set, 2.0-2.6 s
+    with a table of every possible cell (2.7 million, 16% of them held), 0.8-1.1 s with
+    the held cells only (three runs each, interleaved, a loaded machine). Only the groups'
+    cells are held: a rest's cell follows from its group's (the pool minus the group)."""
 
     def __init__(self, most: NDArray[np.intp]) -> None:
         sizes = (most + 1) * (most + 2) // 2  # per conversation: (m, y) with 0 <= y <= m <= most
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
         top = int(most.max(initial=0))
-        ratings = np.repeat(np.arange(top + 1), np.arange(top + 1) + 1)
-        yes = np.arange(len(ratings)) - ratings * (ratings + 1) // 2
-        self.conversation = np.repeat(np.arange(len(most)), sizes)
-        local = np.arange(int(sizes.sum())) - self.offsets[self.conversation]
-        self.rated = ratings[local] > 0
-        self.share = yes[local] / np.maximum(ratings[local], 1)
-        self.entropy = _binary_entropy_bits(self.share)  # H(q), the same for every model
+        self._ratings = np.repeat(np.arange(top + 1), np.arange(top + 1) + 1)  # per local number
+        self._held = np.zeros(int(sizes.sum()), dtype=bool)
 
     def of(self, side: Array) -> NDArray[np.int32]:
-        """[..., conversation] the cell of each set's counts [..., category, conversation]."""
+        """[..., conversation] the cell of each set's counts [..., category, conversation],
+        remembered as held."""
         ratings = side.sum(axis=-2).astype(np.intp)
         local = ratings * (ratings + 1) // 2 + side[..., YES, :].astype(np.intp)
-        return (self.offsets + local).astype(np.int32)
+        cells = (self.offsets + local).astype(np.int32)
+        self._held[cells] = True
+        return cells
 
-    def divergences(self, probability: Array) -> Array:
-        """Per cell, the Jensen-Shannon divergence (bits) of [1 - p, p] from its shares,
-        H((p + q) / 2) - (H(p) + H(q)) / 2 (equal to the relative-entropy form of
-        metrics.scoring.item_divergences to the last bits); NaN where the model gives no p
-        or the cell has no rating."""
+    def number(self, pool: Array) -> HeldCells:
+        """The held cells, numbered densely in cell order, each with its rest's cell: the
+        pool's counts `pool` [category, conversation] minus the set's."""
+        held = np.flatnonzero(self._held)
+        conversation = np.searchsorted(self.offsets, held, side="right") - 1
+        local = held - self.offsets[conversation]
+        ratings = self._ratings[local]
+        yes = local - ratings * (ratings + 1) // 2
+        ratings = np.stack([ratings, pool.sum(axis=0)[conversation] - ratings])  # set, rest
+        yes = np.stack([yes, pool[YES][conversation] - yes])
+        numbers = np.cumsum(self._held, dtype=np.int32) - 1
+        share = yes / np.maximum(ratings, 1)
+        return HeldCells(numbers, conversation, ratings > 0, share, _binary_entropy_bits(share))
+
+
+@dataclass(frozen=True)
+class HeldCells:
+    """The cells the relabellings' groups hold, numbered densely; each with the cell of its
+    rest (the pool without the group), as side 1 of the [side, held cell] arrays."""
+
+    numbers: NDArray[np.int32]  # per cell of _Cells: its dense number (held cells only)
+    conversation: NDArray[np.intp]  # per held cell
+    rated: Mask  # [side, held cell]: m > 0
+    share: Array  # [side, held cell]: y / m, the share of Yes (0 where m = 0)
+    entropy: Array  # [side, held cell]: H(q) of its share q
+
+    def divergences(self, probability: Array, entropy: Array) -> Array:
+        """[side, held cell] the Jensen-Shannon divergence (bits) of [1 - p, p] from the
+        shares, H((p + q) / 2) - (H(p) + H(q)) / 2 (equal to the relative-entropy form of
+        metrics.scoring.category_divergences to the last bits); 0 where the model gives no
+        p (probability per conversation NaN; H(p) its `entropy`) or the cell has no rating
+        (left out of the means: `defined`)."""
         p = probability[self.conversation]
-        table = (
-            _binary_entropy_bits((p + self.share) / 2)
-            - (_binary_entropy_bits(p) + self.entropy) / 2
-        )
-        return np.where(self.rated, table, np.nan)
+        table = _binary_entropy_bits((p + self.share) / 2)
+        table -= (entropy[self.conversation] + self.entropy) / 2
+        return np.where(self.rated & ~np.isnan(p), table, 0.0)
 
-    @staticmethod
-    def mean(table: Array, sets: NDArray[np.int32]) -> Array:
-        """[...] the mean over conversations of table's value of each set's cell, sets
-        [..., conversation]; the NaN cells left out."""
-        values = table[sets]
-        use = ~np.isnan(values)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(use, values, 0.0).sum(axis=-1) / use.sum(axis=-1)
+    def defined(self, numbers: NDArray[np.intp], has_p: NDArray[np.float32]) -> Array:
+        """[..., side, model] per group of held cells `numbers` [..., conversation] and its
+        rest: the conversations where it has a rating and the model a p (has_p
+        [conversation, model], 1 where it has): a product, in float32 (half the bytes;
+        counts up to 2^24 are exact)."""
+        counts = [
+            self.rated[side][numbers].reshape(-1, numbers.shape[-1]).astype(np.float32) @ has_p
+            for side in (0, 1)
+        ]
+        stacked = np.stack(counts, axis=1).astype(np.float64)
+        return stacked.reshape(*numbers.shape[:-1], 2, has_p.shape[1])
 
 
 def _jsds(side: Array, predictions: Sequence[Prediction]) -> Array:
@@ -215,54 +247,105 @@ def _yes_only(prediction: Prediction) -> Array | None:
     return np.where(np.isnan(probability), np.nan, share)
 
 
-def _share_differences(
-    members: Members, labellings: NDArray[np.intp], predictions: Sequence[Prediction]
-) -> Array:
-    """[labelling, model, group] the Jensen-Shannon divergence of each model from each
-    group's shares minus from the rest's (NaN for a model with labels only)."""
-    result = np.full((len(labellings), len(predictions), members.groups), np.nan)
-    pool = members.answers.sum(axis=0)
-    cells = _Cells(pool.sum(axis=0).astype(np.intp))
-    shape = (len(labellings), members.groups, pool.shape[-1])
-    inside_cells, outside_cells = np.empty(shape, np.int32), np.empty(shape, np.int32)
-    binary = [_yes_only(prediction) for prediction in predictions]
-    three = [
-        m
-        for m, prediction in enumerate(predictions)
-        if binary[m] is None and prediction.distribution is not None
-    ]
-    for rows, inside in _batches(members, labellings):
-        outside = pool - inside
-        inside_cells[rows], outside_cells[rows] = cells.of(inside), cells.of(outside)
-        if three:
-            chosen = [predictions[m] for m in three]
+class _ShareTest:
+    """The crowd-share rows' test: [labelling, model, group] the Jensen-Shannon divergence
+    of each model from each group's shares minus from the rest's (NaN for a model with
+    labels only), fed the relabellings' counts a batch at a time (`add`)."""
+
+    def __init__(
+        self, members: Members, labellings: NDArray[np.intp], predictions: Sequence[Prediction]
+    ) -> None:
+        self.predictions = predictions
+        self.result = np.full((len(labellings), len(predictions), members.groups), np.nan)
+        pool = members.answers.sum(axis=0)
+        self.cells = _Cells(pool.sum(axis=0).astype(np.intp))
+        self.shape = (len(labellings), members.groups, pool.shape[-1])
+        self.pool = pool
+        self.inside = np.empty(self.shape, np.int32)  # the groups' cells (their rests': HeldCells)
+        self.yes_only = [_yes_only(prediction) for prediction in predictions]
+        self.three = [
+            m
+            for m, prediction in enumerate(predictions)
+            if self.yes_only[m] is None and prediction.distribution is not None
+        ]
+
+    def add(self, rows: slice, inside: Array, outside: Array) -> None:
+        """The counts of a batch of labellings' groups (`inside`) and rests (`outside`)."""
+        self.inside[rows] = self.cells.of(inside)
+        if self.three:
+            chosen = [self.predictions[m] for m in self.three]
             difference = _jsds(inside, chosen) - _jsds(outside, chosen)
-            result[rows, three] = np.moveaxis(difference, -1, 1)
-    for m, probability in enumerate(binary):
-        if probability is not None:
-            table = cells.divergences(probability)
-            result[:, m] = cells.mean(table, inside_cells) - cells.mean(table, outside_cells)
-    return result
+            self.result[rows, self.three] = np.moveaxis(difference, -1, 1)
+
+    def differences(self) -> Array:
+        given = [(m, p) for m, p in enumerate(self.yes_only) if p is not None]
+        if not given:
+            return self.result
+        binary = [m for m, _ in given]
+        held = self.cells.number(self.pool)
+        probabilities = np.stack([probability for _, probability in given])
+        # [held cell, side, model]: a group's and its rest's values for every model in one
+        # row, gathered at once, instead of a gather per model and side from its own table
+        # (the rest's cells numbered apart): DICES-990, 10 models, --by rater_race, 1000
+        # permutations, both tests: 1.21-1.33 s -> 0.82-0.97 s of CPU (in-process, four
+        # runs each, interleaved, load 19). The sums over conversations then run along a
+        # strided axis, in another order: differences move by up to 7e-16.
+        table = np.stack(
+            [
+                held.divergences(probability, _binary_entropy_bits(probability))
+                for probability in probabilities
+            ],
+            axis=-1,
+        )
+        table = np.ascontiguousarray(np.moveaxis(table, 0, 1)).reshape(table.shape[1], -1)
+        has_p = (~np.isnan(probabilities)).T.astype(np.float32)  # [conversation, model]
+        sums = np.empty((*self.shape[:-1], 2, len(binary)))  # [labelling, group, side, model]
+        defined = np.empty_like(sums)
+        # A few labellings at a time: the gathers' indices and results stay a few MB.
+        step = max(1, GATHER_CELLS // (self.shape[1] * self.shape[2]))
+        for start in range(0, self.shape[0], step):
+            rows = slice(start, start + step)
+            numbers = np.take(held.numbers, self.inside[rows]).astype(np.intp)
+            gathered = np.take(table, numbers, axis=0).sum(axis=-2)
+            sums[rows] = gathered.reshape(sums[rows].shape)
+            defined[rows] = held.defined(numbers, has_p)
+        with np.errstate(invalid="ignore", divide="ignore"):  # NaN where nothing is defined
+            means = np.moveaxis(sums / defined, -2, 0)
+        self.result[:, binary] = np.moveaxis(means[0] - means[1], -1, 1)
+        return self.result
 
 
 def permuted_differences(
     members: Members,
     labellings: NDArray[np.intp],
     predictions: Sequence[Prediction],
-    reference: str,
+    references: Sequence[str],
     ties: str,
     threshold: float,
-) -> Array:
-    """[labelling, model, group] the headline metric of each model against each group minus
-    against the rest of the pool, under each labelling of the members: kappa against the
-    crowd label (reference "crowd"), Jensen-Shannon divergence from the shares
-    ("crowd-share")."""
-    if reference == "crowd-share":
-        return _share_differences(members, labellings, predictions)
-    result = np.empty((len(labellings), len(predictions), members.groups))
+) -> dict[str, Array]:
+    """Per reference: [labelling, model, group] the headline metric of each model against
+    each group minus against the rest of the pool, under each labelling of the members:
+    kappa against the crowd label (reference "crowd"), Jensen-Shannon divergence from the
+    shares ("crowd-share"). The relabellings' counts are made once for both (DICES-990,
+    --by rater_race, 1000 permutations: 0.2-0.25 s of CPU each time)."""
     pool = members.answers.sum(axis=0)
+    kappas = (
+        np.empty((len(labellings), len(predictions), members.groups))
+        if "crowd" in references
+        else None
+    )
+    shares = _ShareTest(members, labellings, predictions) if "crowd-share" in references else None
     for rows, inside in _batches(members, labellings):
-        group = _kappas(inside, predictions, ties, threshold)
-        rest = _kappas(pool - inside, predictions, ties, threshold)
-        result[rows] = np.moveaxis(group - rest, -1, 1)
+        outside = pool - inside
+        if kappas is not None:
+            group = _kappas(inside, predictions, ties, threshold)
+            rest = _kappas(outside, predictions, ties, threshold)
+            kappas[rows] = np.moveaxis(group - rest, -1, 1)
+        if shares is not None:
+            shares.add(rows, inside, outside)
+    result = {}
+    if kappas is not None:
+        result["crowd"] = kappas
+    if shares is not None:
+        result["crowd-share"] = shares.differences()
     return result

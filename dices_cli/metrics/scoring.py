@@ -333,10 +333,18 @@ def _ranked_metrics(
     return outranked, np.einsum("bt,bt->b", unsafe_at, precision)
 
 
+def _summed(by_category: Array) -> Array:
+    """The sum over the categories of (k, ...) values, left to right as numpy sums a row."""
+    total = by_category[0].copy()
+    for values in by_category[1:]:
+        total += values
+    return total
+
+
 def _relative_entropy(p: Array, q: Array) -> Array:
-    """sum_k p log(p / q) per row (natural log), with 0 log 0 = 0."""
+    """sum_k p log(p / q) per item of (k, ...) distributions (natural log), 0 log 0 = 0."""
     with np.errstate(divide="ignore", invalid="ignore"):  # fixed by the where
-        return np.where(p > 0, p * np.log(p / q), 0.0).sum(axis=1)
+        return _summed(np.where(p > 0, p * np.log(p / q), 0.0))
 
 
 def distribution_metrics(
@@ -358,13 +366,15 @@ def distribution_metrics(
     stacked = observed if observed.ndim == 3 else observed[..., None]
     used = _everything(used, stacked.shape[:1] + stacked.shape[2:])
     used = used if used.ndim == 2 else used[:, None]
-    columns = np.zeros((len(predicted), 4, stacked.shape[2]))
-    # Every (item, reference) pair used, in one call, not one call per reference: evaluate's
+    # Every (item, reference) pair at once, the pairs not used zeroed after: evaluate's
     # clustered group rows stack 2 x 32 references per group and model (320 calls per model
-    # with --by rater_race), each call's fixed cost then outweighing its arithmetic.
-    items, references = np.nonzero(used)
-    columns[items, :, references] = item_divergences(
-        predicted[items], stacked[items, :, references]
+    # with --by rater_race, one per reference, cost more in their fixed costs than in their
+    # arithmetic; picking the used pairs out and back cost as much again).
+    categories = np.broadcast_to(predicted.T[..., None], np.moveaxis(stacked, 1, 0).shape)
+    with np.errstate(divide="ignore", invalid="ignore"):  # pairs not used: anything
+        divergences = category_divergences(categories, np.moveaxis(stacked, 1, 0))
+    columns = np.concatenate(
+        [used[:, None], np.where(used[:, None], np.moveaxis(divergences, 0, 1), 0.0)], axis=1
     )
     sums = resamples_of(weights).sums(columns, None)
     means = ratio(sums[:, 1:], sums[:, :1])
@@ -373,15 +383,21 @@ def distribution_metrics(
     return dict(zip(["cross_entropy", "jsd", "tvd"], np.moveaxis(means, 1, 0), strict=True))
 
 
-def item_divergences(predicted: Array, observed: Array) -> Array:
-    """Per item (rows): 1, the cross-entropy, the JSD and the TVD, (n, 4)."""
-    cross_entropy = -(observed * np.log(np.clip(predicted, PROBABILITY_FLOOR, 1))).sum(axis=1)
-    p = predicted / predicted.sum(axis=1, keepdims=True)
-    q = observed / observed.sum(axis=1, keepdims=True)
+def category_divergences(predicted: Array, observed: Array) -> Array:
+    """The cross-entropy, the JSD and the TVD, (3, ...), of distributions given category by
+    category, (k, ...).
+
+    Category by category, not item by item: numpy's sums over a short last axis cost a
+    step per item (the 317,000 items of a model's clustered rows on DICES-990 with --by
+    rater_race: 0.054-0.067 s -> 0.022-0.037 s of CPU, k = 2 and 3, two runs each); the
+    sums over the categories are taken left to right, as numpy sums a row."""
+    cross_entropy = -_summed(observed * np.log(np.clip(predicted, PROBABILITY_FLOOR, 1)))
+    p = predicted / _summed(predicted)
+    q = observed / _summed(observed)
     middle = (p + q) / 2
     jsd = (_relative_entropy(p, middle) + _relative_entropy(q, middle)) / (2 * np.log(2))
-    tvd = np.abs(predicted - observed).sum(axis=1) / 2
-    return np.column_stack([np.ones(len(p)), cross_entropy, jsd, tvd])
+    tvd = _summed(np.abs(predicted - observed)) / 2
+    return np.stack([cross_entropy, jsd, tvd])
 
 
 def _mid_ranks(
