@@ -17,7 +17,7 @@ from scipy.stats import binom
 from sklearn.metrics import cohen_kappa_score
 
 from dices_cli.commands.evaluate import dices_votes
-from dices_cli.evaluate.evaluation import Settings, _aligned, evaluate
+from dices_cli.evaluate.evaluation import Settings, aligned_predictions, evaluate
 from dices_cli.evaluate.groups import members_of, permuted_differences
 from dices_cli.evaluate.predictions import Predictions
 from dices_cli.evaluate.references import Votes
@@ -77,7 +77,7 @@ def test_the_tests_observed_difference_is_the_rows_difference(
     votes, read = loaded(sample, "350", models(sample, "350")[kind], tmp_path, by)
     table = evaluate(votes, read, Settings(by=by, bootstrap=0, permutations=0)).table
     members = members_of(votes)
-    (prediction,) = _aligned(read.of("350"), votes)
+    (prediction,) = aligned_predictions(read.of("350"), votes)
     for reference in ("crowd", "crowd-share"):
         rows = [r for r in table.records() if r["reference"] == reference and r["rater_race"]]
         if kind != "label+score" and reference == "crowd":

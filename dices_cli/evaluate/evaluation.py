@@ -180,7 +180,7 @@ COLUMN_HELP = {
 }
 
 
-def _aligned(predictions: Predictions, votes: Votes) -> list[Prediction]:
+def aligned_predictions(predictions: Predictions, votes: Votes) -> list[Prediction]:
     """Each model's predictions on the dataset's conversations, models in file order, each
     with the kinds of prediction its own rows give."""
     import polars as pl
@@ -273,7 +273,7 @@ def _measure(
 
 
 @dataclass(frozen=True)
-class _Crossed:
+class Crossed:
     """The two-way resamples of the group rows: rater draws (within groups) crossed with
     conversation resamples."""
 
@@ -281,7 +281,7 @@ class _Crossed:
     counts: Array  # [rater draw, group, category, conversation]
 
 
-def _crossed(members: Members, weights: NDArray[np.int32], settings: Settings) -> _Crossed | None:
+def crossed_resamples(members: Members, weights: NDArray[np.int32], settings: Settings) -> Crossed | None:
     """ceil(sqrt(B)) rater draws crossed with as many conversation resamples (B =
     --bootstrap): every pair is a two-way resample, and each draw's groups are scored on all
     the conversation resamples at once, by the same stacked metrics as the other rows
@@ -291,7 +291,7 @@ def _crossed(members: Members, weights: NDArray[np.int32], settings: Settings) -
     side = math.ceil(math.sqrt(settings.bootstrap))
     seed = int(np.random.SeedSequence([settings.seed, 1]).generate_state(1)[0])
     draws = rater_weights(members.group, side, seed)[1:]
-    return _Crossed(Resamples(weights[: side + 1]), crossed_counts(members, draws))
+    return Crossed(Resamples(weights[: side + 1]), crossed_counts(members, draws))
 
 
 def _clustered(
@@ -300,7 +300,7 @@ def _clustered(
     votes: Votes,
     settings: Settings,
     references: Sequence[str],
-    crossed: _Crossed,
+    crossed: Crossed,
 ) -> dict[_Key, Measured]:
     """`figures` with the group rows' (and their rests') resampled values replaced by those
     of the two-way resamples; point estimates, n and ties stay."""
@@ -441,11 +441,11 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     weights = bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed)
     resamples = Resamples(weights)
     members = members_of(votes) if settings.by else None
-    crossed = None if members is None else _crossed(members, weights, settings)
+    crossed = None if members is None else crossed_resamples(members, weights, settings)
     notes: list[str] = []
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
-    aligned = _aligned(predictions.of(votes.dataset), votes)
+    aligned = aligned_predictions(predictions.of(votes.dataset), votes)
     sets = _sets(votes, settings)
     for prediction in aligned:
         figures = _measure(prediction, votes, settings, references, resamples, sets)

@@ -81,7 +81,7 @@ def crossed_counts(members: Members, rater_draws: NDArray[np.int32]) -> Array:
     return members.counts(membership * rater_draws[:, None, :].astype(np.float64))
 
 
-def _batches(members: Members, labellings: NDArray[np.intp]) -> Iterator[tuple[slice, Array]]:
+def labelled_batches(members: Members, labellings: NDArray[np.intp]) -> Iterator[tuple[slice, Array]]:
     """The group counts of the labellings, a batch of rows at a time."""
     cells = members.groups * members.answers[0].size
     size = max(1, BATCH_CELLS // cells)
@@ -231,7 +231,7 @@ def _share_differences(
         for m, prediction in enumerate(predictions)
         if binary[m] is None and prediction.distribution is not None
     ]
-    for rows, inside in _batches(members, labellings):
+    for rows, inside in labelled_batches(members, labellings):
         outside = pool - inside
         inside_cells[rows], outside_cells[rows] = cells.of(inside), cells.of(outside)
         if three:
@@ -261,7 +261,7 @@ def permuted_differences(
         return _share_differences(members, labellings, predictions)
     result = np.empty((len(labellings), len(predictions), members.groups))
     pool = members.answers.sum(axis=0)
-    for rows, inside in _batches(members, labellings):
+    for rows, inside in labelled_batches(members, labellings):
         group = _kappas(inside, predictions, ties, threshold)
         rest = _kappas(pool - inside, predictions, ties, threshold)
         result[rows] = np.moveaxis(group - rest, -1, 1)

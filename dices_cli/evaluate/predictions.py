@@ -3,7 +3,9 @@
 A predictions file (CSV, TSV, JSON Lines or Parquet; gzip-compressed text too; `-` for
 stdin) has an `item_id` column, an optional `model` column (several models side by side),
 an optional `dataset` column (350 or 990: the dataset of the row's item, needed to evaluate
-both datasets at once, as item ids repeat across them) and at least one kind of prediction:
+both datasets at once, as item ids repeat across them), an optional `persona` column
+(`dices judge --persona`'s COL=value: a row per conversation and simulated rater group,
+scored by dices_cli.evaluate.personas) and at least one kind of prediction:
 
     label                 Yes / No / Unsure in the DICES sense (Yes = unsafe); unsafe / safe
                           too. 1/0 and true/false only when told which one 1 means.
@@ -55,8 +57,9 @@ if TYPE_CHECKING:
     import polars as pl
 
 MODEL, DATASET, ITEM_ID, LABEL, SCORE = "model", "dataset", "item_id", "label", "score"
+PERSONA = "persona"
 DISTRIBUTION = ("p_no", "p_yes", "p_unsure")
-COLUMNS = (MODEL, DATASET, ITEM_ID, LABEL, SCORE, *DISTRIBUTION)
+COLUMNS = (MODEL, DATASET, ITEM_ID, LABEL, SCORE, *DISTRIBUTION, PERSONA)
 DATASET_NAMES = ("350", "990")
 PROBABILITIES = (SCORE, *DISTRIBUTION)
 DEFAULT_MODEL = "model"  # the model of a file without a model column
@@ -117,7 +120,7 @@ class Predictions:
     file has no dataset column, null if that is not named), item_id (Int64; String for
     ProsocialDialog), label (String:
     Yes/No/Unsure, or null), score, p_no, p_yes, p_unsure (Float64 or null; p_unsure null
-    when only p_no and p_yes are given).
+    when only p_no and p_yes are given), persona (String: COL=value, or null).
     """
 
     frame: pl.DataFrame
@@ -520,6 +523,7 @@ def _validated(
             else cells.get_column(ITEM_ID).cast(pl.Int64, strict=False),
             LABEL: labels,
             **numbers,
+            PERSONA: cells.get_column(PERSONA),
         }
     )
     present = [name for name in raw.columns if name != LINE]
@@ -594,7 +598,7 @@ def _checks(
     # Columns over several rows are computed here, on every row: the checks run again on
     # the rows with problems only (`_report`), where a window would see those alone.
     both = pl.concat([cells.rename(lambda c: f"raw_{c}"), typed], how="horizontal").with_columns(
-        pl.col(LINE).min().over(MODEL, DATASET, ITEM_ID).alias("first_line"),
+        pl.col(LINE).min().over(MODEL, DATASET, ITEM_ID, PERSONA).alias("first_line"),
         # p_unsure is each model's choice: a model that gives it on no row predicts two shares.
         pl.col(f"raw_{P_UNSURE}").is_not_null().any().over(MODEL).alias("gives_p_unsure"),
     )
@@ -690,9 +694,12 @@ def _checks(
             ITEM_ID,
             raw(ITEM_ID),
             pl.format(
-                "model {} already has a prediction for item {} (line {})",
+                "model {} already has a prediction for item {}{} (line {})",
                 _shown(pl.col(MODEL)),
                 pl.col(ITEM_ID),
+                pl.when(pl.col(PERSONA).is_null())
+                .then(pl.lit(""))
+                .otherwise(pl.format(" as {}", _shown(pl.col(PERSONA)))),
                 first_line,
             ),
         )
