@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -31,6 +32,7 @@ from dices_cli.metrics import defaults
 from dices_cli.render import say
 
 if TYPE_CHECKING:
+    from dices_cli.evaluate.evaluation import Settings
     from dices_cli.evaluate.predictions import Predictions
     from dices_cli.evaluate.references import Votes
     from dices_cli.output import Table
@@ -199,6 +201,7 @@ def evaluate(
     from dices_cli.evaluate.baseline import parse_baseline
     from dices_cli.evaluate.evaluation import Settings, chosen_references, combined
     from dices_cli.evaluate.evaluation import evaluate as run_evaluation
+    from dices_cli.evaluate.personas import evaluate_personas
     from dices_cli.output import Format, Output
     from dices_cli.shape import Shape
     from dices_cli.store import Store, resolve_data_dir
@@ -245,6 +248,20 @@ def evaluate(
     else:
         chosen = rater_selection(exclude_removed, raters, min_quality)  # reads --raters once
         votes, read = dices_votes(store, datasets, chosen, settings.by, predictions, one_means)
+        persona = persona_of(read, settings)
+        if persona is not None:
+            settings = replace(settings, by=(persona,))
+            votes = dices_votes_only(store, datasets, chosen, settings.by)
+            result = combined([evaluate_personas(v, read, settings, persona) for v in votes])
+            from dices_cli.evaluate.personas import ANSWER, persona_chart
+
+            chart_table, chart = persona_chart(result.table)
+            shown = chart_table if fmt is Format.CHART else result.table
+            focus = Focus(("persona", "group"), ANSWER)
+            emit_shaped(shown, shape, fmt, output, "evaluate", force, inputs, chart, focus)
+            if result.summary and stderr_is_terminal():
+                say("\n".join(result.summary))
+            return
     wanted = {r for name in datasets for r in chosen_references(settings, name)}
     if wanted == {"crowd-share"} and not {"score", "distribution"} & read.kinds:
         raise UsageError(
@@ -266,16 +283,10 @@ def evaluate(
         say("\n".join(result.summary))
 
 
-def dices_votes(
-    store: Store,
-    datasets: list[str],
-    chosen: RaterSelection,
-    by: tuple[str, ...],
-    predictions: str,
-    one_means: str | None,
-) -> tuple[list[Votes], Predictions]:
-    """Each DICES dataset's selected raters' votes, and the predictions read against them."""
-    from dices_cli.evaluate.predictions import read_predictions
+def dices_votes_only(
+    store: Store, datasets: list[str], chosen: RaterSelection, by: tuple[str, ...]
+) -> list[Votes]:
+    """Each DICES dataset's selected raters' votes, in the groups of `by`."""
     from dices_cli.evaluate.references import load_votes
     from dices_cli.queries.engine import open_session
     from dices_cli.selection import resolve
@@ -287,6 +298,21 @@ def dices_votes(
         if session.selection.description:
             say(f"raters: {'; '.join(session.selection.description)}")
         votes.append(load_votes(session, columns))
+    return votes
+
+
+def dices_votes(
+    store: Store,
+    datasets: list[str],
+    chosen: RaterSelection,
+    by: tuple[str, ...],
+    predictions: str,
+    one_means: str | None,
+) -> tuple[list[Votes], Predictions]:
+    """Each DICES dataset's selected raters' votes, and the predictions read against them."""
+    from dices_cli.evaluate.predictions import read_predictions
+
+    votes = dices_votes_only(store, datasets, chosen, by)
     with one_means_hinted():
         read = read_predictions(
             predictions, {v.dataset: v.item_ids.tolist() for v in votes}, one_means
@@ -310,6 +336,28 @@ def prosocial_votes(
     # The bootstrap resamples the utterances predicted, not all 165,681: a file usually
     # covers one split, and (resamples x items) arrays of all of them would take gigabytes.
     return [every.covering(read.frame["item_id"].unique().to_numpy())], read
+
+
+def persona_of(read: Predictions, settings: Settings) -> str | None:
+    """The rater column of a persona file's personas (None: not a persona file), refusing
+    the options that do not apply to one."""
+    from dices_cli.errors import UsageError
+    from dices_cli.evaluate.personas import persona_column
+
+    column = persona_column(read)
+    if column is None:
+        return None
+    if settings.by and settings.by != (column,):
+        raise UsageError(
+            f"{read.source} simulates groups of {column}: its personas are compared with "
+            f"those groups; --by {', '.join(settings.by)} does not apply"
+        )
+    if settings.baselines:
+        raise UsageError(
+            f"{read.source} is a persona file: --baseline applies to the groups' rows of "
+            "an ordinary predictions file"
+        )
+    return column
 
 
 def refuse_for_prosocial(

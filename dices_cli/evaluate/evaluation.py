@@ -281,7 +281,9 @@ class Crossed:
     counts: Array  # [rater draw, group, category, conversation]
 
 
-def crossed_resamples(members: Members, weights: NDArray[np.int32], settings: Settings) -> Crossed | None:
+def crossed_resamples(
+    members: Members, weights: NDArray[np.int32], settings: Settings
+) -> Crossed | None:
     """ceil(sqrt(B)) rater draws crossed with as many conversation resamples (B =
     --bootstrap): every pair is a two-way resample, and each draw's groups are scored on all
     the conversation resamples at once, by the same stacked metrics as the other rows

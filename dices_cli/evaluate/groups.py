@@ -81,7 +81,9 @@ def crossed_counts(members: Members, rater_draws: NDArray[np.int32]) -> Array:
     return members.counts(membership * rater_draws[:, None, :].astype(np.float64))
 
 
-def labelled_batches(members: Members, labellings: NDArray[np.intp]) -> Iterator[tuple[slice, Array]]:
+def labelled_batches(
+    members: Members, labellings: NDArray[np.intp]
+) -> Iterator[tuple[slice, Array]]:
     """The group counts of the labellings, a batch of rows at a time."""
     cells = members.groups * members.answers[0].size
     size = max(1, BATCH_CELLS // cells)
