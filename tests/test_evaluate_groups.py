@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from drivers.shuffled import shuffled_groups
 from scipy.stats import binom
 from sklearn.metrics import cohen_kappa_score
 
@@ -102,16 +103,6 @@ def test_p_values_count_the_observed_labelling_and_are_never_zero(
     assert all(0.1 <= p <= 1 and math.isclose(p * 10, round(p * 10)) for p in p_values)
     nulls = [r["difference_null"] for r in table.records() if r["rater_race"]]
     assert all(value is not None for value in nulls)
-
-
-def shuffled_groups(votes: Votes, rng: np.random.Generator) -> Votes:
-    """The votes with each rater's group given to another rater (group sizes kept)."""
-    from dataclasses import replace
-
-    assert votes.rater is not None
-    group_of_rater = np.zeros(int(votes.rater.max()) + 1, dtype=np.intp)
-    group_of_rater[votes.rater] = votes.group
-    return replace(votes, group=rng.permutation(group_of_rater)[votes.rater])
 
 
 @pytest.mark.parametrize("dataset", ["350", "990"])
