@@ -173,7 +173,18 @@ def test_dry_run_counts_requests_and_the_cache(
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[:3] == ["calls: 12", "cached: 0", "requests to make: 12"]
-    assert int(lines[3].split(": ")[1]) > 12 * 16  # the prompts' tokens, plus max tokens
+    prompt_line, answer_line, total_line = lines[3:6]
+    assert prompt_line.startswith(
+        "prompt tokens (estimated, offline: words, numbers and punctuation as GPT-style "
+        "tokenizers split them, plus the chat format's): "
+    )
+    assert answer_line == "answer tokens (at most: --max-tokens 16 x 12 requests): 192"
+    prompts = int(prompt_line.rpartition(": ")[2])
+    assert (
+        total_line == f"estimated tokens (at most the prompts' and the answers'): {prompts + 192}"
+    )
+    # Each request is a system and a user message of a few hundred characters.
+    assert 12 * 40 < prompts < 12 * 400
     assert judge(runner, data, server, "--limit", "3", "--samples", "2").exit_code == 0
     result = judge(runner, data, server, "--limit", "6", "--samples", "2", "--dry-run")
     assert result.stdout.splitlines()[:3] == ["calls: 12", "cached: 6", "requests to make: 6"]
@@ -816,3 +827,12 @@ def test_an_answer_dribbled_a_byte_at_a_time_times_out_as_a_whole(
     assert result.exit_code == 0, result.output
     assert "1 failed attempts retried" in result.stderr
     assert time.monotonic() - started < 5  # not the 10 s the server would dribble for
+
+
+def test_prompt_tokens_count_the_pieces_a_gpt_style_tokenizer_never_merges_across() -> None:
+    """Counted by hand as cl100k splits: Hello | , | _world | ! | _ | 123 | 45 | _it | 's |
+    \n | I | 'm | _fine | _:) (9 + 5), plus 3 per message and 3 for the reply."""
+    from dices_cli.judge.run import prompt_tokens
+
+    messages = [{"content": "Hello, world! 12345 it's"}, {"content": "\nI'm fine :)"}]
+    assert prompt_tokens(messages) == 14 + 2 * 3 + 3
