@@ -180,9 +180,7 @@ def test_dry_run_counts_requests_and_the_cache(
     )
     assert answer_line == "answer tokens (at most: --max-tokens 16 x 12 requests): 192"
     prompts = int(prompt_line.rpartition(": ")[2])
-    assert (
-        total_line == f"estimated tokens (at most the prompts' and the answers'): {prompts + 192}"
-    )
+    assert total_line == f"estimated tokens (prompt + answer): {prompts + 192}"
     # Each request is a system and a user message of a few hundred characters.
     assert 12 * 40 < prompts < 12 * 400
     assert judge(runner, data, server, "--limit", "3", "--samples", "2").exit_code == 0
