@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -834,3 +835,38 @@ def test_prompt_tokens_count_the_pieces_a_gpt_style_tokenizer_never_merges_acros
 
     messages = [{"content": "Hello, world! 12345 it's"}, {"content": "\nI'm fine :)"}]
     assert prompt_tokens(messages) == 14 + 2 * 3 + 3
+
+
+def test_the_progress_bar_shows_every_field_on_a_terminal_and_nothing_with_q(
+    data: Path, server: JudgeServer, tmp_path: Path
+) -> None:
+    """stderr on a pseudo-terminal, as a person runs it: the bar (drawn, then cleared, as
+    Rich's transient bars are) shows done/total, the ETA, the rate, the tokens, the cache
+    hits and the failed attempts; -q shows none of it."""
+    from tests.drivers.terminal import on_terminal
+
+    def run(limit: int, name: str, *more: str) -> tuple[int, str, list[list[str]]]:
+        screen = on_terminal(
+            160,
+            *("judge", "--model", "m", "--base-url", server.base_url, "--data", str(data)),
+            *("--limit", str(limit), "-o", str(tmp_path / name), *more),
+            env={"OPENAI_API_KEY": KEY},
+            stream="stderr",
+        )
+        frames = [line.split() for line in re.split(r"[\r\n]", screen.stderr)]
+        return screen.code, screen.stderr, [f for f in frames if f[:1] == ["judging"]]
+
+    server.script.append("500")  # one failed attempt, retried
+    code, said, frames = run(10, "a.csv")
+    assert code == 0, said
+    # judging, the bar, done/total, ETA, rate, tokens (101 a request), cache hits, failures
+    done, eta, rate, *rest = frames[-1][2:]
+    assert (done, eta) == ("10/10", "0:00:00")
+    assert re.fullmatch(r"\d+\.\d/s,", rate)
+    assert rest == ["1,010", "tokens,", "0", "cached,", "1", "failed"]
+    code, said, frames = run(20, "b.csv")
+    assert code == 0, said
+    assert frames[-1][2:4] == ["20/20", "0:00:00"]
+    assert frames[-1][5:] == ["1,010", "tokens,", "10", "cached,", "0", "failed"]
+    code, said, frames = run(20, "c.csv", "-q")
+    assert code == 0 and said == "" and frames == []
