@@ -392,3 +392,50 @@ def test_persona_file_errors(
     result = runner.invoke(app, ["evaluate", str(path), "--data", str(sample_data), *extra])
     assert result.exit_code == code, result.output
     assert "Error:" in result.stderr and message in " ".join(result.stderr.split())
+
+
+def test_the_report_shows_a_persona_file_as_its_persona_figures(
+    sample_data: Path, tmp_path: Path
+) -> None:
+    """Not the last persona of each conversation scored as if it were the model: the
+    persona figures, in a section of their own."""
+    out = tmp_path / "p.csv"
+    judged = runner.invoke(
+        app,
+        [
+            "judge",
+            "--model",
+            "baseline:random",
+            "--persona",
+            "rater_gender",
+            "--data",
+            str(sample_data),
+            "-o",
+            str(out),
+            "-q",
+        ],
+    )
+    assert judged.exit_code == 0, judged.output
+    page = tmp_path / "r.html"
+    result = runner.invoke(
+        app,
+        [
+            "report",
+            "--predictions",
+            str(out),
+            "-d",
+            "350",
+            "--data",
+            str(sample_data),
+            "--bootstrap",
+            "20",
+            "-o",
+            str(page),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert "Simulated rater_gender groups against the real ones" in html
+    assert "Simulated raters are not raters" in html
+    assert html.count("kappa_difference") == 2  # a row per group (Man, Woman)
+    assert "difference_pearson" in html and "Each model against the experts" not in html
