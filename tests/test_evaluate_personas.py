@@ -439,3 +439,46 @@ def test_the_report_shows_a_persona_file_as_its_persona_figures(
     assert "Simulated raters are not raters" in html
     assert html.count("kappa_difference") == 2  # a row per group (Man, Woman)
     assert "difference_pearson" in html and "Each model against the experts" not in html
+
+
+def test_a_label_only_persona_file_has_no_jsd_rows_and_labels_as_shares(
+    sample_data: Path, tmp_path: Path
+) -> None:
+    """Labels only: no crowd-share figures per group (no probability to compare with the
+    shares), and a simulated group's unsafe share is its label, 1 for Yes and 0 for No or
+    Unsure (pandas' spread of those)."""
+    column = "rater_gender"
+    frame = ratings(sample_data, "350", column)
+    cells = persona_file(tmp_path / "unused.csv", frame, column, seed=6)
+    labels = np.array(["Yes", "No", "Unsure"])[(cells["score"].to_numpy() * 3).astype(int)]
+    path = tmp_path / "labels.csv"
+    pl.DataFrame(
+        {
+            "item_id": cells["item_id"].to_numpy(),
+            "label": labels,
+            "persona": [f"{column}={g}" for g in cells[column]],
+        }
+    ).write_csv(path)
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            str(path),
+            "--data",
+            str(sample_data),
+            "--bootstrap",
+            "0",
+            "--permutations",
+            "0",
+            "--format",
+            "csv",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = rows_of(result.stdout)
+    assert not [r for r in rows if r["figure"].startswith("jsd")]
+    cells["unsafe"] = (labels == "Yes").astype(float)
+    expected = cells.groupby("item_id")["unsafe"].std(ddof=0).mean()
+    (spread,) = [r for r in rows if r["figure"] == "spread_simulated"]
+    assert math.isclose(float(spread["value"]), expected, rel_tol=1e-12)
+    assert spread["p_value"] == spread["low"] == ""  # no relabelling, no resample

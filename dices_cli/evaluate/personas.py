@@ -53,7 +53,7 @@ from dices_cli.evaluate.measure import (
     against_binary,
     against_shares,
 )
-from dices_cli.evaluate.references import YES, Votes, crowd_binary
+from dices_cli.evaluate.references import UNRATED, YES, Votes, crowd_binary
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.bootstrap import bootstrap_weights, percentile_interval
 from dices_cli.metrics.permutation import (
@@ -140,9 +140,12 @@ def persona_column(predictions: Predictions) -> str | None:
             f"{predictions.source}: some rows have a persona and some do not; a persona file "
             "(dices judge --persona) gives one on every row"
         )
-    columns = {cell.partition("=")[0] for cell in given if "=" in cell}
-    bad = [cell for cell in given if "=" not in cell or cell.partition("=")[0] not in columns]
-    if bad or len(columns) != 1 or not columns <= set(PERSONA_COLUMNS):
+    columns = {cell.partition("=")[0] for cell in given}
+    if (
+        not all("=" in cell for cell in given)
+        or len(columns) != 1
+        or not columns <= set(PERSONA_COLUMNS)
+    ):
         raise UsageError(
             f"{predictions.source}: a persona is COL=value with one rater column COL of "
             f"{', '.join(PERSONA_COLUMNS)} on every row, not {', '.join(sorted(given)[:3])}"
@@ -162,7 +165,7 @@ def _personas(votes: Votes, predictions: Predictions, column: str) -> list[_Pers
     """Per model, its prediction for each of the votes' groups (every group simulated)."""
     import polars as pl
 
-    from dices_cli.evaluate.predictions import MODEL, PERSONA
+    from dices_cli.evaluate.predictions import MODEL, PERSONA, Predictions
 
     groups = [str(key[0]) for key in votes.group_keys]
     frame = predictions.of(votes.dataset).frame
@@ -182,7 +185,7 @@ def _personas(votes: Votes, predictions: Predictions, column: str) -> list[_Pers
         per_group = []
         for group in groups:
             rows = part.filter(pl.col(PERSONA) == f"{column}={group}")
-            (prediction,) = aligned_predictions(type(predictions)(rows, predictions.source), votes)
+            (prediction,) = aligned_predictions(Predictions(rows, predictions.source), votes)
             per_group.append(prediction)
         result.append(_Personas(model, per_group))
     return result
@@ -260,9 +263,10 @@ def simulated_shares(personas: Sequence[Prediction]) -> Array:
     rows = []
     for prediction in personas:
         probability = prediction.probability()
-        if probability is None:
-            answer = prediction.answer(0.5)
-            probability = np.where(answer >= 0, (answer == YES).astype(np.float64), np.nan)
+        if probability is None:  # labels only
+            assert prediction.label is not None
+            label = prediction.label
+            probability = np.where(label != UNRATED, (label == YES).astype(np.float64), np.nan)
         rows.append(np.where(prediction.covered, probability, np.nan))
     return np.array(rows, dtype=np.float64)
 
