@@ -482,3 +482,21 @@ def test_a_label_only_persona_file_has_no_jsd_rows_and_labels_as_shares(
     (spread,) = [r for r in rows if r["figure"] == "spread_simulated"]
     assert math.isclose(float(spread["value"]), expected, rel_tol=1e-12)
     assert spread["p_value"] == spread["low"] == ""  # no relabelling, no resample
+
+
+def test_the_relabellings_correlations_are_scipys_row_by_row() -> None:
+    """The null's correlations, all rows at once: scipy's pearsonr and spearmanr on each
+    row's cells that both sides define, ties (shares take few values) and NaN included."""
+    from dices_cli.evaluate.personas import correlation_rows
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 6, 40) / 5 - 0.5
+    y = rng.integers(0, 4, (30, 40)) / 3 - rng.integers(0, 3, (30, 40)) / 2
+    x[[3, 17]] = np.nan
+    y[rng.random((30, 40)) < 0.1] = np.nan
+    pearson, spearman = correlation_rows(x, y)
+    for row in range(30):
+        used = ~np.isnan(x) & ~np.isnan(y[row])
+        assert pearson[row] == pytest.approx(pearsonr(x[used], y[row][used]).statistic, abs=1e-12)
+        expected = spearmanr(x[used], y[row][used]).statistic
+        assert spearman[row] == pytest.approx(expected, abs=1e-12)

@@ -53,7 +53,7 @@ from dices_cli.evaluate.measure import (
     against_binary,
     against_shares,
 )
-from dices_cli.evaluate.references import UNRATED, YES, Votes, crowd_binary
+from dices_cli.evaluate.references import UNRATED, YES, Mask, Votes, crowd_binary
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.bootstrap import bootstrap_weights, percentile_interval
 from dices_cli.metrics.permutation import (
@@ -322,6 +322,44 @@ class _Summary:
     tests: dict[str, tuple[float, float]]  # p-value, the value expected under the null
 
 
+def _pearson_rows(x: Array, y: Array, used: Mask) -> Array:
+    """Pearson's correlation of x and each row of y over the row's `used` cells."""
+    n = used.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dx = np.where(used, x - (np.where(used, x, 0.0).sum(axis=-1) / n)[:, None], 0.0)
+        dy = np.where(used, y - (np.where(used, y, 0.0).sum(axis=-1) / n)[:, None], 0.0)
+        return (dx * dy).sum(axis=-1) / np.sqrt((dx * dx).sum(axis=-1) * (dy * dy).sum(axis=-1))
+
+
+def _mid_ranks_rows(values: Array, used: Mask) -> Array:
+    """Each row's mid-ranks (1 up, ties sharing their mean rank) among its `used` cells;
+    the others' ranks are meaningless."""
+    shifted = np.where(used, values, np.inf)  # the unused sort last, after every used cell
+    order = np.argsort(shifted, axis=-1, kind="stable")
+    ordered = np.take_along_axis(shifted, order, axis=-1)
+    position = np.broadcast_to(np.arange(values.shape[-1]), values.shape)
+    starts = np.ones(values.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(values.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=-1)
+    last = np.minimum.accumulate(np.where(ends, position, values.shape[-1])[:, ::-1], axis=-1)
+    ranks = np.empty(values.shape)
+    np.put_along_axis(ranks, order, (first + last[:, ::-1]) / 2 + 1, axis=-1)
+    return ranks
+
+
+def correlation_rows(x: Array, y: Array) -> tuple[Array, Array]:
+    """Pearson's and Spearman's correlation of the cells x [cell] with each row of y [row,
+    cell], over the cells both define: the relabellings' correlations at once (scipy's
+    pearsonr and spearmanr per row; NaN where a side is constant)."""
+    used = ~np.isnan(x) & ~np.isnan(y)
+    tiled = np.broadcast_to(x, y.shape)
+    return _pearson_rows(x, y, used), _pearson_rows(
+        _mid_ranks_rows(tiled, used), _mid_ranks_rows(y, used), used
+    )
+
+
 def _correlations(x: Array, y: Array, weights: Any) -> dict[str, Array]:
     """difference_pearson and _spearman of the cells x and y, per resample row of the
     conversations' `weights`."""
@@ -374,15 +412,19 @@ def _summary(
     n = dict.fromkeys(SPREAD, int(both.sum())) | dict.fromkeys(CORRELATIONS, int(cells.sum()))
     tests = {}
     if len(labellings) > 1:
-        null: dict[str, list[float]] = {name: [] for name in TESTED}
-        ones = np.ones((1, votes.conversations), dtype=np.int32)
-        for _, inside in labelled_batches(members, labellings[1:]):
-            for relabelled in inside:
-                found = figures(relabelled, ones)
-                for name in TESTED:
-                    null[name].append(float(found[name][0]))
+        null = {name: np.empty(len(labellings) - 1) for name in TESTED}
+        for rows, inside in labelled_batches(members, labellings[1:]):
+            permuted_own, permuted_rest = real_shares(inside)  # [labelling, group, conversation]
+            real_spread = np.where(~np.isnan(simulated_spread), _spread(permuted_own), np.nan)
+            null["spread_real"][rows] = _mean_over(np.ones(votes.conversations), real_spread)
+            y = _cells(permuted_own - permuted_rest)
+            pearson, spearman = correlation_rows(x, y)
+            null["difference_pearson"][rows], null["difference_spearman"][rows] = (
+                pearson,
+                spearman,
+            )
         for name in TESTED:
-            permuted = np.array(null[name])[:, None]
+            permuted = null[name][:, None]
             p = two_sided_p_values(values[name][:1], permuted)[0]
             with warnings.catch_warnings():  # no relabelling defines it: NaN
                 warnings.simplefilter("ignore", RuntimeWarning)
