@@ -354,7 +354,7 @@ def test_one_shuffled_store_end_to_end(sample_data: Path, tmp_path: Path) -> Non
             ["rater_gender=Man", None],
             [],
             2,
-            "some rows have a persona and some do not; a persona file (dices judge --persona) "
+            "some rows have a persona and some do not; a persona file (dices judge's persona mode) "
             "gives one on every row",
         ),
         (

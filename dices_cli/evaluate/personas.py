@@ -114,7 +114,7 @@ COLUMN_HELP = {
     "n": "Conversations measured (difference correlations: cells).",
     "value": "The figure.",
     "low/high": "Its 95% percentile bootstrap interval: raters resampled within their "
-    "groups and conversations (--interval conversations: conversations only).",
+    "groups and conversations (the conversations interval: conversations only).",
     "null": "*_difference, spread_real and difference_*: the value expected when group "
     "labels carry no information (mean over the relabellings of the raters): sampling "
     "noise alone makes groups differ, so spread_real's null is above 0.",
@@ -138,7 +138,7 @@ def persona_column(predictions: Predictions) -> str | None:
     if predictions.frame[PERSONA].null_count():
         raise UsageError(
             f"{predictions.source}: some rows have a persona and some do not; a persona file "
-            "(dices judge --persona) gives one on every row"
+            "(dices judge's persona mode) gives one on every row"
         )
     columns = {cell.partition("=")[0] for cell in given}
     if (
