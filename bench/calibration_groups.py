@@ -11,7 +11,11 @@ binomial bound), and no p-value should be 0.
 - evaluate: `dices evaluate --by rater_race` group rows (kappa against each group's crowd,
   jsd against its shares), 10 noisy judges (bench/evaluate.py's), --bootstrap 0;
 - agreement: `dices query agreement --by rater_race`, every metric's p-value;
-- audit: the filter audit's exact test of removal (the DICES authors' list) against race.
+- audit: the filter audit's exact test of removal (the DICES authors' list) against race;
+- personas: `dices evaluate` of a persona file simulating rater_race with random scores
+  (dices_cli/evaluate/personas.py): each group's kappa difference (own - rest), the real
+  spread, the difference correlations (Pearson, Spearman), and whether the Pearson
+  correlation's clustered interval (--bootstrap 100) misses 0 (a "rejection" there).
 
 The figures go in docs/metrics.md ("Calibration"). The CI's fast versions of these checks
 are tests/test_evaluate_groups.py and tests/test_calibration_groups.py.
@@ -107,6 +111,63 @@ def evaluate_calibration(
     ]
 
 
+def persona_calibration(
+    data: Path, dataset: str, shuffles: int, permutations: int, work: Path
+) -> list[dict[str, Any]]:
+    import polars as pl
+
+    from dices_cli.commands.evaluate import dices_votes
+    from dices_cli.evaluate.evaluation import Settings
+    from dices_cli.evaluate.personas import CORRELATIONS, evaluate_personas
+    from dices_cli.queries.engine import RaterSelection
+    from dices_cli.store import Store
+
+    column = "rater_race"
+    raters = pl.read_parquet(data / dataset / "raters.parquet").select("rater_id", column)
+    cells = (
+        pl.read_parquet(data / dataset / "ratings.parquet")
+        .join(raters, on="rater_id")
+        .select("item_id", pl.col(column).cast(pl.String))
+        .unique()
+        .sort("item_id", column)
+    )
+    rng = np.random.default_rng(24)
+    path = work / f"personas_{dataset}.csv"
+    cells.select(
+        "item_id",
+        pl.Series("score", rng.uniform(0, 1, cells.height)),
+        (pl.lit(f"{column}=") + pl.col(column)).alias("persona"),
+    ).write_csv(path)
+    by = (column,)
+    votes, read = dices_votes(Store(data), [dataset], RaterSelection(), by, str(path), None)
+    found: dict[str, list[float]] = {
+        name: [] for name in ("kappa_difference", "spread_real", *CORRELATIONS)
+    }
+    covered: list[bool] = []
+    for shuffle in range(shuffles):
+        settings = Settings(
+            against=("crowd",), by=by, bootstrap=100, permutations=permutations, seed=shuffle
+        )
+        table = evaluate_personas(_shuffled(votes[0], rng), read, settings, column).table
+        for row in table.records():
+            if row["figure"] in found and row["p_value"] is not None:
+                found[row["figure"]].append(row["p_value"])
+            if row["figure"] == "difference_pearson":
+                covered.append(row["low"] <= 0 <= row["high"])
+    return [
+        *(_summary(f"personas {name}", dataset, p) for name, p in found.items()),
+        {  # an interval that misses 0 is the rejection here; there is no p-value
+            "test": "personas pearson misses 0",
+            "dataset": dataset,
+            "tests": len(covered),
+            "rejected": covered.count(False),
+            "rate": covered.count(False) / len(covered),
+            "bound_rate": _bound(len(covered)) / len(covered),
+            "min_p": float("nan"),
+        },
+    ]
+
+
 def agreement_calibration(
     data: Path, dataset: str, shuffles: int, permutations: int
 ) -> dict[str, Any]:
@@ -166,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
         for dataset in ("350", "990"):
             results += evaluate_calibration(data, dataset, shuffles, permutations, work)
             results.append(agreement_calibration(data, dataset, shuffles, permutations))
+            results += persona_calibration(data, dataset, shuffles, permutations, work)
         results.append(audit_calibration(data, shuffles * 50))
     if args.json:
         print(json.dumps(results, indent=2))

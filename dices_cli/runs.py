@@ -10,7 +10,7 @@ to the user on the way (a note, the raters seen) goes to the caller's `tell`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
@@ -371,6 +371,13 @@ def run_evaluation(
         votes, read = dices_votes(
             store, datasets, selection, settings.by, predictions, one_means, tell
         )
+        persona = persona_of(read, settings)
+        if persona is not None:  # the raters in the groups the personas simulate
+            from dices_cli.evaluate.personas import evaluate_personas
+
+            settings = replace(settings, by=(persona,))
+            votes = dices_votes_only(store, datasets, selection, settings.by, unsaid)
+            return combined([evaluate_personas(v, read, settings, persona) for v in votes])
     wanted = {r for name in datasets for r in chosen_references(settings, name)}
     if wanted == {"crowd-share"} and not {"score", "distribution"} & read.kinds:
         raise UsageError(
@@ -384,17 +391,14 @@ def run_evaluation(
     return result
 
 
-def dices_votes(
+def dices_votes_only(
     store: Store,
     datasets: list[str],
     chosen: RaterSelection,
     by: tuple[str, ...],
-    predictions: str,
-    one_means: str | None,
     tell: Tell = unsaid,
-) -> tuple[list[Votes], Predictions]:
-    """Each DICES dataset's selected raters' votes, and the predictions read against them."""
-    from dices_cli.evaluate.predictions import read_predictions
+) -> list[Votes]:
+    """Each DICES dataset's selected raters' votes, in the groups of `by`."""
     from dices_cli.evaluate.references import load_votes
     from dices_cli.queries.engine import open_session
     from dices_cli.selection import resolve
@@ -406,8 +410,48 @@ def dices_votes(
         if session.selection.description:
             tell(f"raters: {'; '.join(session.selection.description)}")
         votes.append(load_votes(session, columns))
+    return votes
+
+
+def dices_votes(
+    store: Store,
+    datasets: list[str],
+    chosen: RaterSelection,
+    by: tuple[str, ...],
+    predictions: str,
+    one_means: str | None,
+    tell: Tell = unsaid,
+) -> tuple[list[Votes], Predictions]:
+    """Each DICES dataset's selected raters' votes, and the predictions read against them."""
+    from dices_cli.evaluate.predictions import read_predictions
+
+    votes = dices_votes_only(store, datasets, chosen, by, tell)
     read = read_predictions(predictions, {v.dataset: v.item_ids.tolist() for v in votes}, one_means)
     return votes, read
+
+
+def persona_of(read: Predictions, settings: Settings) -> str | None:
+    """The rater column of a persona file's personas (None: not a persona file), refusing
+    the settings that do not apply to one."""
+    from dices_cli.evaluate.personas import persona_column
+
+    column = persona_column(read)
+    if column is None:
+        return None
+    if settings.by and settings.by != (column,):
+        raise UsageError(
+            f"{read.source} simulates groups of {column}: its personas are compared with "
+            "those groups; ",
+            Option("by"),
+            f" {', '.join(settings.by)} does not apply",
+        )
+    if settings.baselines:
+        raise UsageError(
+            f"{read.source} is a persona file: ",
+            Option("baseline"),
+            " applies to the groups' rows of an ordinary predictions file",
+        )
+    return column
 
 
 def prosocial_votes(

@@ -115,6 +115,11 @@ RAW_RACE_COL = Column(
 AGE_COL = _demographic("rater_age", AGE, "The rater's age group.")
 EDUCATION_COL = _demographic("rater_education", EDUCATION, "The rater's education.")
 LOCALE_COL = _demographic("rater_locale", LOCALE, "The rater's country (DICES-990).")
+# The rater columns a group of raters (and a judge's persona) is named by.
+DEMOGRAPHIC_COLUMNS = tuple(
+    column.name
+    for column in (GENDER_COL, RACE_COL, RAW_RACE_COL, AGE_COL, EDUCATION_COL, LOCALE_COL)
+)
 PHASE_COL = _enum("phase", Entity.RATING, PHASE, "The collection period of this rating.")
 ANSWER_TIME = Column(
     "answer_time_ms",

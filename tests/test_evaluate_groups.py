@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from drivers.shuffled import shuffled_groups
 from scipy.stats import binom
 from sklearn.metrics import cohen_kappa_score
 
-from dices_cli.evaluate.evaluation import Settings, _aligned, evaluate
+from dices_cli.evaluate.evaluation import Settings, aligned_predictions, evaluate
 from dices_cli.evaluate.groups import members_of, permuted_differences
 from dices_cli.evaluate.predictions import Predictions
 from dices_cli.evaluate.references import Votes
@@ -83,7 +84,7 @@ def test_the_tests_observed_difference_is_the_rows_difference(
     votes, read = loaded(sample, "350", frame, tmp_path, by)
     table = evaluate(votes, read, Settings(by=by, bootstrap=0, permutations=0)).table
     members = members_of(votes)
-    (prediction,) = _aligned(read.of("350"), votes)
+    (prediction,) = aligned_predictions(read.of("350"), votes)
     for reference in ("crowd", "crowd-share"):
         rows = [r for r in table.records() if r["reference"] == reference and r["rater_race"]]
         if kind != "label+score" and reference == "crowd":
@@ -109,7 +110,7 @@ def test_the_crowd_share_test_does_not_depend_on_its_batches(
     votes, read = loaded(sample, "350", frame, tmp_path, by)
     members = members_of(votes)
     labellings = shuffled_labellings(members.group, 23, seed=5)
-    (prediction,) = _aligned(read.of("350"), votes)
+    (prediction,) = aligned_predictions(read.of("350"), votes)
 
     def differences() -> np.ndarray:
         both = ["crowd", "crowd-share"]
@@ -136,16 +137,6 @@ def test_p_values_count_the_observed_labelling_and_are_never_zero(
     assert all(0.1 <= p <= 1 and math.isclose(p * 10, round(p * 10)) for p in p_values)
     nulls = [r["difference_null"] for r in table.records() if r["rater_race"]]
     assert all(value is not None for value in nulls)
-
-
-def shuffled_groups(votes: Votes, rng: np.random.Generator) -> Votes:
-    """The votes with each rater's group given to another rater (group sizes kept)."""
-    from dataclasses import replace
-
-    assert votes.rater is not None
-    group_of_rater = np.zeros(int(votes.rater.max()) + 1, dtype=np.intp)
-    group_of_rater[votes.rater] = votes.group
-    return replace(votes, group=rng.permutation(group_of_rater)[votes.rater])
 
 
 @pytest.mark.parametrize("dataset", ["350", "990"])

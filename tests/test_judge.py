@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -173,7 +174,16 @@ def test_dry_run_counts_requests_and_the_cache(
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[:3] == ["calls: 12", "cached: 0", "requests to make: 12"]
-    assert int(lines[3].split(": ")[1]) > 12 * 16  # the prompts' tokens, plus max tokens
+    prompt_line, answer_line, total_line = lines[3:6]
+    assert prompt_line.startswith(
+        "prompt tokens (estimated, offline: words, numbers and punctuation as GPT-style "
+        "tokenizers split them, plus the chat format's): "
+    )
+    assert answer_line == "answer tokens (at most: --max-tokens 16 x 12 requests): 192"
+    prompts = int(prompt_line.rpartition(": ")[2])
+    assert total_line == f"estimated tokens (prompt + answer): {prompts + 192}"
+    # Each request is a system and a user message of a few hundred characters.
+    assert 12 * 40 < prompts < 12 * 400
     assert judge(runner, data, server, "--limit", "3", "--samples", "2").exit_code == 0
     result = judge(runner, data, server, "--limit", "6", "--samples", "2", "--dry-run")
     assert result.stdout.splitlines()[:3] == ["calls: 12", "cached: 6", "requests to make: 6"]
@@ -816,3 +826,47 @@ def test_an_answer_dribbled_a_byte_at_a_time_times_out_as_a_whole(
     assert result.exit_code == 0, result.output
     assert "1 failed attempts retried" in result.stderr
     assert time.monotonic() - started < 5  # not the 10 s the server would dribble for
+
+
+def test_prompt_tokens_count_the_pieces_a_gpt_style_tokenizer_never_merges_across() -> None:
+    """Counted by hand as cl100k splits: Hello | , | _world | ! | _ | 123 | 45 | _it | 's |
+    \n | I | 'm | _fine | _:) (9 + 5), plus 3 per message and 3 for the reply."""
+    from dices_cli.judge.run import prompt_tokens
+
+    messages = [{"content": "Hello, world! 12345 it's"}, {"content": "\nI'm fine :)"}]
+    assert prompt_tokens(messages) == 14 + 2 * 3 + 3
+
+
+def test_the_progress_bar_shows_every_field_on_a_terminal_and_nothing_with_q(
+    data: Path, server: JudgeServer, tmp_path: Path
+) -> None:
+    """stderr on a pseudo-terminal, as a person runs it: the bar (drawn, then cleared, as
+    Rich's transient bars are) shows done/total, the ETA, the rate, the tokens, the cache
+    hits and the failed attempts; -q shows none of it."""
+    from tests.drivers.terminal import on_terminal
+
+    def run(limit: int, name: str, *more: str) -> tuple[int, str, list[list[str]]]:
+        screen = on_terminal(
+            160,
+            *("judge", "--model", "m", "--base-url", server.base_url, "--data", str(data)),
+            *("--limit", str(limit), "-o", str(tmp_path / name), *more),
+            env={"OPENAI_API_KEY": KEY},
+            stream="stderr",
+        )
+        frames = [line.split() for line in re.split(r"[\r\n]", screen.stderr)]
+        return screen.code, screen.stderr, [f for f in frames if f[:1] == ["judging"]]
+
+    server.script.append("500")  # one failed attempt, retried
+    code, said, frames = run(10, "a.csv")
+    assert code == 0, said
+    # judging, the bar, done/total, ETA, rate, tokens (101 a request), cache hits, failures
+    done, eta, rate, *rest = frames[-1][2:]
+    assert (done, eta) == ("10/10", "0:00:00")
+    assert re.fullmatch(r"\d+\.\d/s,", rate)
+    assert rest == ["1,010", "tokens,", "0", "cached,", "1", "failed"]
+    code, said, frames = run(20, "b.csv")
+    assert code == 0, said
+    assert frames[-1][2:4] == ["20/20", "0:00:00"]
+    assert frames[-1][5:] == ["1,010", "tokens,", "10", "cached,", "0", "failed"]
+    code, said, frames = run(20, "c.csv", "-q")
+    assert code == 0 and said == "" and frames == []

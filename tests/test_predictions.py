@@ -219,6 +219,7 @@ def test_json_lines(tmp_path: Path) -> None:
             p_no=None,
             p_yes=None,
             p_unsure=None,
+            persona=None,
         ),
         dict(
             model="model",
@@ -229,6 +230,7 @@ def test_json_lines(tmp_path: Path) -> None:
             p_no=None,
             p_yes=None,
             p_unsure=None,
+            persona=None,
         ),
     ]
 

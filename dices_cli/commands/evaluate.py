@@ -40,6 +40,8 @@ PREDICTIONS is a CSV, TSV, JSON Lines or Parquet file (or - for stdin) with an i
 
 One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95% bootstrap interval. With --by, a group's headline metric is compared with the rest of the pool's: the difference, its interval (raters resampled within their groups and conversations; --interval), the difference expected by chance for a group of that size, and a permutation p-value (group labels shuffled across raters; --permutations). `dices evaluate --explain` says what every column means.
 
+A persona file (dices judge --persona COL: a persona column COL=value, a row per conversation and simulated group) is scored group by group: each simulated group against its own real group's crowd and shares and against the other raters (accuracy, kappa, jsd, own minus rest with its permutation test), and as a whole: the spread of the unsafe share across groups, real and simulated, and the correlation of real and simulated group-minus-rest differences. One figure per row. Simulated raters are not raters: these figures say how far the personas track the real groups' differences.
+
 With --dataset prosocial the item ids are ProsocialDialog's (split-dialogue_id-response_id, as test-0-0), a label is Yes/No or unsafe/safe (or 1/0 with --one-means) and/or a score the probability of unsafe. The references are label, the published safety_label made binary (unsafe: __probably_needs_caution__, __needs_caution__, __needs_intervention__, i.e. two or more needs caution votes or any needs intervention vote; safe: __casual__, __possibly_needs_caution__), and crowd-share, the share of the three annotations that are not casual. The metrics use the utterances the file predicts; the coverage warning says how much of each split that is. ProsocialDialog has no rater ids or demographics: --by, --baseline and the rater selection do not apply.
 
 Examples:
@@ -69,12 +71,16 @@ def stderr_is_terminal() -> bool:
 
 def _explain() -> None:
     from dices_cli.evaluate.evaluation import COLUMN_HELP
+    from dices_cli.evaluate.personas import COLUMN_HELP as PERSONA_HELP
     from dices_cli.output import open_stdout
 
     width = max(len(name) for name in COLUMN_HELP)
     with open_stdout():
         print("Columns of `dices evaluate` (formulas and rules: docs/evaluate.md):\n")
         for name, text in COLUMN_HELP.items():
+            print(f"  {name:<{width}}  {text}")
+        print("\nColumns of a persona file's figures (dices judge --persona):\n")
+        for name, text in PERSONA_HELP.items():
             print(f"  {name:<{width}}  {text}")
         print(
             "\nTies: --ties exclude (default) leaves a tied crowd plurality out, unsafe or safe"
@@ -223,9 +229,15 @@ def evaluate(
         say(f"warning: {note}")
     for suspect in result.suspects:  # an error with --strict, raised by run_evaluation
         say(f"warning: {suspect.message()}")
-    chart_table, chart = headline_chart(result.table, settings.by)
+    if "persona" in result.table.columns:  # a persona file's figures
+        from dices_cli.evaluate.personas import ANSWER, persona_chart
+
+        chart_table, chart = persona_chart(result.table)
+        focus = Focus(("persona", "group"), ANSWER)
+    else:
+        chart_table, chart = headline_chart(result.table, settings.by)
+        focus = Focus(settings.by, EVALUATE_ANSWER)
     shown = chart_table if fmt is Format.CHART else result.table
-    focus = Focus(settings.by, EVALUATE_ANSWER)
     emit_shaped(shown, shape, fmt, output, "evaluate", force, inputs, chart, focus)
     if result.summary and stderr_is_terminal():
         say("\n".join(result.summary))

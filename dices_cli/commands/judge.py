@@ -280,7 +280,16 @@ def show_dry_run(store: Store, settings: Settings) -> None:
     print(f"calls: {planned.calls}")
     print(f"cached: {planned.cached}")
     print(f"requests to make: {planned.to_ask}")
-    print(f"estimated tokens: {planned.estimated_tokens}")
+    # How each figure is reached, on its own line: a person reads the estimate's basis.
+    print(
+        f"prompt tokens (estimated, offline: words, numbers and punctuation as GPT-style "
+        f"tokenizers split them, plus the chat format's): {planned.prompt_tokens}"
+    )
+    print(
+        f"answer tokens (at most: --max-tokens {settings.max_tokens} x "
+        f"{planned.to_ask} requests): {planned.completion_tokens}"
+    )
+    print(f"estimated tokens (prompt + answer): {planned.estimated_tokens}")
 
 
 @contextlib.contextmanager

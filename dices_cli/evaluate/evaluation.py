@@ -180,7 +180,7 @@ COLUMN_HELP = {
 }
 
 
-def _aligned(predictions: Predictions, votes: Votes) -> list[Prediction]:
+def aligned_predictions(predictions: Predictions, votes: Votes) -> list[Prediction]:
     """Each model's predictions on the dataset's conversations, models in file order, each
     with the kinds of prediction its own rows give."""
     import polars as pl
@@ -273,7 +273,7 @@ def _measure(
 
 
 @dataclass(frozen=True)
-class _Crossed:
+class Crossed:
     """The two-way resamples of the group rows: rater draws (within groups) crossed with
     conversation resamples."""
 
@@ -282,7 +282,9 @@ class _Crossed:
     point: Resamples  # row 0 alone: the group rows' point estimates
 
 
-def _crossed(members: Members, weights: NDArray[np.int32], settings: Settings) -> _Crossed | None:
+def crossed_resamples(
+    members: Members, weights: NDArray[np.int32], settings: Settings
+) -> Crossed | None:
     """ceil(sqrt(B)) rater draws crossed with as many conversation resamples (B =
     --bootstrap): every pair is a two-way resample, and each draw's groups are scored on all
     the conversation resamples at once, by the same stacked metrics as the other rows
@@ -292,7 +294,7 @@ def _crossed(members: Members, weights: NDArray[np.int32], settings: Settings) -
     side = math.ceil(math.sqrt(settings.bootstrap))
     seed = int(np.random.SeedSequence([settings.seed, 1]).generate_state(1)[0])
     draws = rater_weights(members.group, side, seed)[1:]
-    return _Crossed(
+    return Crossed(
         Resamples(weights[: side + 1]), crossed_counts(members, draws), Resamples(weights[:1])
     )
 
@@ -302,7 +304,7 @@ def _clustered(
     votes: Votes,
     settings: Settings,
     references: Sequence[str],
-    crossed: _Crossed,
+    crossed: Crossed,
     group_sets: Sequence[_Set],
 ) -> dict[_Key, Measured]:
     """The group rows (and their rests): point estimates, n and ties from the sets
@@ -444,11 +446,11 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     weights = bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed)
     resamples = Resamples(weights)
     members = members_of(votes) if settings.by else None
-    crossed = None if members is None else _crossed(members, weights, settings)
+    crossed = None if members is None else crossed_resamples(members, weights, settings)
     notes: list[str] = []
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
-    aligned = _aligned(predictions.of(votes.dataset), votes)
+    aligned = aligned_predictions(predictions.of(votes.dataset), votes)
     sets = _sets(votes, settings)
     for prediction in aligned:
         if crossed is None:

@@ -83,7 +83,9 @@ def crossed_counts(members: Members, rater_draws: NDArray[np.int32]) -> Array:
     return members.counts(membership * rater_draws[:, None, :].astype(np.float64))
 
 
-def _batches(members: Members, labellings: NDArray[np.intp]) -> Iterator[tuple[slice, Array]]:
+def labelled_batches(
+    members: Members, labellings: NDArray[np.intp]
+) -> Iterator[tuple[slice, Array]]:
     """The group counts of the labellings, a batch of rows at a time."""
     cells = members.groups * members.answers[0].size
     size = max(1, BATCH_CELLS // cells)
@@ -335,7 +337,7 @@ def permuted_differences(
         else None
     )
     shares = _ShareTest(members, labellings, predictions) if "crowd-share" in references else None
-    for rows, inside in _batches(members, labellings):
+    for rows, inside in labelled_batches(members, labellings):
         outside = pool - inside
         if kappas is not None:
             group = _kappas(inside, predictions, ties, threshold)

@@ -3,7 +3,9 @@
 A predictions file (CSV, TSV, JSON Lines or Parquet; gzip-compressed text too; `-` for
 stdin) has an `item_id` column, an optional `model` column (several models side by side),
 an optional `dataset` column (350 or 990: the dataset of the row's item, needed to evaluate
-both datasets at once, as item ids repeat across them) and at least one kind of prediction:
+both datasets at once, as item ids repeat across them), an optional `persona` column
+(`dices judge --persona`'s COL=value: a row per conversation and simulated rater group,
+scored by dices_cli.evaluate.personas) and at least one kind of prediction:
 
     label                 Yes / No / Unsure in the DICES sense (Yes = unsafe); unsafe / safe
                           too. 1/0 and true/false only when told which one 1 means.
@@ -64,8 +66,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 MODEL, DATASET, ITEM_ID, LABEL, SCORE = "model", "dataset", "item_id", "label", "score"
+PERSONA = "persona"
 DISTRIBUTION = ("p_no", "p_yes", "p_unsure")
-COLUMNS = (MODEL, DATASET, ITEM_ID, LABEL, SCORE, *DISTRIBUTION)
+COLUMNS = (MODEL, DATASET, ITEM_ID, LABEL, SCORE, *DISTRIBUTION, PERSONA)
 DATASET_NAMES = ("350", "990")
 PROBABILITIES = (SCORE, *DISTRIBUTION)
 DEFAULT_MODEL = "model"  # the model of a file without a model column
@@ -131,7 +134,7 @@ class Predictions:
     file has no dataset column, null if that is not named), item_id (Int64; String for
     ProsocialDialog), label (String:
     Yes/No/Unsure, or null), score, p_no, p_yes, p_unsure (Float64 or null; p_unsure null
-    when only p_no and p_yes are given).
+    when only p_no and p_yes are given), persona (String: COL=value, or null).
     """
 
     frame: pl.DataFrame
@@ -896,7 +899,7 @@ class _Validation:
                 kept[i] = kept.get(i, 0) + 1
         for i, check in enumerate(self.checks):
             report.count_not_kept(check.type, Severity.ERROR, self.totals[i] - kept.get(i, 0))
-        return typed.select(MODEL, DATASET, ITEM_ID, LABEL, *PROBABILITIES)
+        return typed.select(MODEL, DATASET, ITEM_ID, LABEL, *PROBABILITIES, PERSONA)
 
 
 _BAD, _SHARES_GIVEN, _UNSURE_GIVEN = "_bad", "_shares_given", "_p_unsure_given"
@@ -911,11 +914,11 @@ def _suspects(typed: pl.DataFrame) -> pl.DataFrame:
     otherwise than the frame made Polars copy the frame.)"""
     import polars as pl
 
-    key = pl.struct(MODEL, DATASET, ITEM_ID).hash()
+    key = pl.struct(MODEL, DATASET, ITEM_ID, PERSONA).hash()
     keys = typed.select(key).to_series()
     repeated = keys.filter(~keys.is_first_distinct()).unique().implode()
     return typed.filter(key.is_in(repeated)).with_columns(
-        pl.col(LINE).min().over(MODEL, DATASET, ITEM_ID).alias("first_line")
+        pl.col(LINE).min().over(MODEL, DATASET, ITEM_ID, PERSONA).alias("first_line")
     )
 
 
@@ -923,7 +926,7 @@ def _typed_schema_frame() -> pl.DataFrame:
     """No rows, with the columns of a typed batch."""
     import polars as pl
 
-    strings = dict.fromkeys((MODEL, DATASET, ITEM_ID, LABEL), pl.String)
+    strings = dict.fromkeys((MODEL, DATASET, ITEM_ID, LABEL, PERSONA), pl.String)
     numbers = dict.fromkeys(PROBABILITIES, pl.Float64)
     return pl.DataFrame(schema={LINE: pl.Int64, **strings, **numbers, _BAD: pl.Boolean})
 
@@ -968,6 +971,7 @@ def _typed(
             else cells.get_column(ITEM_ID).cast(pl.Int64, strict=False),
             LABEL: labels,
             **numbers,
+            PERSONA: cells.get_column(PERSONA),
         }
     )
 
@@ -1170,9 +1174,12 @@ def _whole_file_checks(present: list[str]) -> list[_Check]:
             ITEM_ID,
             pl.col(ITEM_ID),
             pl.format(
-                "model {} already has a prediction for item {} (line {})",
+                "model {} already has a prediction for item {}{} (line {})",
                 _shown(pl.col(MODEL)),
                 pl.col(ITEM_ID),
+                pl.when(pl.col(PERSONA).is_null())
+                .then(pl.lit(""))
+                .otherwise(pl.format(" as {}", _shown(pl.col(PERSONA)))),
                 first_line,
             ),
         )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from dices_cli.errors import DicesError, Option, UsageError
 from dices_cli.judge.cache import call_key
 from dices_cli.judge.prompts import Prompt
+from dices_cli.schema import DEMOGRAPHIC_COLUMNS
 
 if TYPE_CHECKING:
     from dices_cli.store import Store
@@ -17,14 +18,7 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BASELINE_PREFIX = "baseline:"
 BASELINES = ("always-unsafe", "always-safe", "random")
-PERSONA_COLUMNS = (
-    "rater_gender",
-    "rater_race",
-    "rater_raw_race",
-    "rater_age",
-    "rater_education",
-    "rater_locale",
-)
+PERSONA_COLUMNS = DEMOGRAPHIC_COLUMNS  # a persona is a group of raters
 SAMPLED_TEMPERATURE = 1.0  # the default with several samples (one sample: 0)
 
 

@@ -7,6 +7,7 @@ the model, every answer cached as it comes, then the predictions
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,21 @@ if TYPE_CHECKING:
     from dices_cli.store import Store
 
 MANIFEST_SUFFIX = ".judge.json"
-CHARS_PER_TOKEN = 4  # a rough estimate of English text, for --dry-run's token count
+# --dry-run's prompt tokens, offline: the pieces GPT-style byte-level BPE tokenizers cut text
+# into before merging bytes (cl100k's split; o200k's and Llama 3's are close): a contraction,
+# a run of letters with the character before it, up to three digits, a run of punctuation,
+# line breaks, spaces. A merge never crosses two pieces, so each is at least one token: a
+# lower bound for those tokenizers, and close for English prose, whose common words are one
+# token each. (Python's `re` has no \p{L}: a letter is a word character that is neither a
+# digit nor an underscore.)
+PRETOKEN = re.compile(
+    r"'(?:s|t|re|ve|m|ll|d)|(?:[^\r\n\w]|_)?[^\W\d_]+|\d{1,3}| ?(?:[^\s\w]|_)+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+",
+    re.IGNORECASE,
+)
+# The chat format's own tokens: each message's role and separators, and the reply's
+# opening (OpenAI's published count for its chat models).
+TOKENS_PER_MESSAGE, TOKENS_PER_REPLY = 3, 3
 
 
 @dataclass
@@ -45,7 +60,12 @@ class DryRun:
     calls: int
     cached: int
     to_ask: int
-    estimated_tokens: int
+    prompt_tokens: int  # estimated: `prompt_tokens`
+    completion_tokens: int  # at most: max tokens x requests
+
+    @property
+    def estimated_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 @dataclass(frozen=True)
@@ -59,20 +79,25 @@ def _cached(store: Store, settings: Settings) -> dict[str, dict[str, Any]]:
     return {} if settings.refresh else completed(store.root)
 
 
+def prompt_tokens(messages: list[dict[str, str]]) -> int:
+    """The estimated tokens of a request's messages: the PRETOKEN pieces of each message's
+    content, plus the chat format's TOKENS_PER_MESSAGE each and TOKENS_PER_REPLY."""
+    pieces = sum(len(PRETOKEN.findall(message["content"])) for message in messages)
+    return pieces + TOKENS_PER_MESSAGE * len(messages) + TOKENS_PER_REPLY
+
+
 def dry_run(store: Store, settings: Settings) -> DryRun:
-    """What a run would ask: the calls, those the cache answers, the tokens of the others
-    (the prompts' characters / 4, plus max_tokens each)."""
+    """What a run would ask: the calls, those the cache answers, and the tokens of the
+    others: their prompts' estimated (`prompt_tokens`), and at most max tokens each of
+    answer (every sample is a request)."""
     calls = plan(settings, load_items(store, settings), persona_groups(store, settings))
     if settings.baseline is not None:
-        return DryRun(len(calls), 0, 0, 0)
+        return DryRun(len(calls), 0, 0, 0, 0)
     cached = _cached(store, settings)
     todo = [call for call in calls if call.key not in cached]
-    tokens = sum(
-        sum(len(m["content"]) for m in request_body(settings, call)["messages"]) // CHARS_PER_TOKEN
-        + settings.max_tokens
-        for call in todo
-    )
-    return DryRun(len(calls), len(calls) - len(todo), len(todo), tokens)
+    prompts = sum(prompt_tokens(request_body(settings, call)["messages"]) for call in todo)
+    answers = settings.max_tokens * len(todo)
+    return DryRun(len(calls), len(calls) - len(todo), len(todo), prompts, answers)
 
 
 def judge(

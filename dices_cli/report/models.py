@@ -42,6 +42,8 @@ class ScoredModels:
     groups: dict[str, Evaluation]  # per group column: that column's groups
     settings: Settings
     judged: Table | None = None  # how `dices judge` made the file: its manifest, if beside it
+    # A persona file's rater column (`pool` then holds dices_cli.evaluate.personas' rows).
+    persona: str | None = None
 
 
 def models_dataset(request: ModelsRequest, datasets: list[str]) -> str:
@@ -65,14 +67,23 @@ def score_models(
 ) -> ScoredModels:
     """Every model of `request` scored by the evaluate core on the report's raters."""
     from dices_cli.evaluate.evaluation import evaluate
+    from dices_cli.evaluate.personas import evaluate_personas, persona_column
     from dices_cli.evaluate.predictions import read_predictions
     from dices_cli.evaluate.references import load_votes
+    from dices_cli.judge.run import judged_settings
     from dices_cli.queries.engine import open_session
 
     dataset = models_dataset(request, datasets)  # the report's datasets have every `by` column
     session = open_session(store, dataset, selection, columns=by)
     votes = load_votes(session, [])
     predictions = read_predictions(request.path, votes.item_ids.tolist(), request.one_means)
+    judged = judged_settings(Path(request.path)) if request.path != "-" else None
+    persona = persona_column(predictions)
+    if persona is not None:  # simulated groups: scored against the real ones, as evaluate does
+        settings = replace(request.settings, by=(persona,), baselines=())
+        grouped = load_votes(open_session(store, dataset, selection, columns=[persona]), [persona])
+        scored = evaluate_personas(grouped, predictions, settings, persona)
+        return ScoredModels(dataset, predictions.source, scored, {}, settings, judged, persona)
     settings = replace(request.settings, by=())
     pool = evaluate(votes, predictions, settings)
     groups = {
@@ -85,7 +96,4 @@ def score_models(
         )
         for column in by
     }
-    from dices_cli.judge.run import judged_settings
-
-    judged = judged_settings(Path(request.path)) if request.path != "-" else None
     return ScoredModels(dataset, predictions.source, pool, groups, settings, judged)

@@ -27,6 +27,7 @@ from dices_cli.report.context import (
 
 if TYPE_CHECKING:
     from dices_cli.evaluate.evaluation import Evaluation
+    from dices_cli.report.models import ScoredModels
 
 # The demographic columns of the rater pool overview, and of the shares without `by`.
 POOL_COLUMNS = ("rater_gender", "rater_race", "rater_age", "rater_education")
@@ -456,6 +457,8 @@ def models(ctx: Context) -> Section | None:
     scored = ctx.models
     if scored is None:
         return None
+    if scored.persona is not None:
+        return _personas(scored)
     suspects = {s.model for s in scored.pool.suspects}
     humans = {baseline_name(k) for k in scored.settings.baselines}
     kinds = {MODEL: charts.BLUE, HUMAN: charts.ORANGE, SUSPECT: charts.VERMILLION}
@@ -523,6 +526,42 @@ def models(ctx: Context) -> Section | None:
         else [],
         notes=notes,
         warnings=[suspect.message() for suspect in scored.pool.suspects],
+    )
+
+
+def _personas(scored: ScoredModels) -> Section:
+    """A persona file (dices judge --persona): dices evaluate's persona figures as a table,
+    each simulated group against its own real group and the rest, and the groups together."""
+    title = dataset_title(scored.dataset)
+    return Section(
+        "models",
+        f"Simulated {scored.persona} groups against the real ones",
+        [],
+        tables=[
+            (
+                f"Each simulated group against its real group and the rest ({title}, "
+                f"{scored.source}): dices evaluate's persona figures",
+                scored.pool.table,
+            ),
+            *(
+                [("How the model was judged (dices judge's manifest)", scored.judged)]
+                if scored.judged is not None
+                else []
+            ),
+        ],
+        notes=[
+            "Simulated raters are not raters: a model prompted as a group says how far its "
+            "personas track the real groups' differences, not what those groups think.",
+            "*_own: against the group's own raters; *_rest: against the other raters; "
+            "*_difference: own minus rest, with the permutation p-value of evaluate's group "
+            "rows. spread_*: per conversation the standard deviation across groups of the "
+            "unsafe share, real and simulated; difference_pearson/_spearman: real "
+            "group-minus-rest shares against simulated ones, over conversation x group cells.",
+            f"Intervals from {scored.settings.bootstrap:,} two-way resamples (raters within "
+            f"their groups, and conversations), {scored.settings.permutations:,} relabellings "
+            f"of the raters, seed {scored.settings.seed}.",
+            *scored.pool.summary,
+        ],
     )
 
 

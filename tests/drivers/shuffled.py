@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dices_cli.evaluate.references import Votes
 from dices_cli.store import Store
 
 
@@ -37,3 +38,13 @@ def shuffled_store(source: Path, target: Path, seed: int) -> Path:
                 assert isinstance(tables["raters"], pl.DataFrame)
             copy.publish(name, tables, stored.manifest)
     return target
+
+
+def shuffled_groups(votes: Votes, rng: np.random.Generator) -> Votes:
+    """The votes with each rater's group given to another rater (group sizes kept)."""
+    from dataclasses import replace
+
+    assert votes.rater is not None
+    group_of_rater = np.zeros(int(votes.rater.max()) + 1, dtype=np.intp)
+    group_of_rater[votes.rater] = votes.group
+    return replace(votes, group=rng.permutation(group_of_rater)[votes.rater])

@@ -19,25 +19,28 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 @dataclass(frozen=True)
 class Screen:
     code: int
-    stdout: str  # what the terminal shows, without colours, lines ending in \n
+    stdout: str  # without colours, lines ending in \n where it is the terminal
     stderr: str
 
 
-def on_terminal(width: int, *arguments: str, env: dict[str, str] | None = None) -> Screen:
-    """`dices ARGUMENTS` with stdout on a pseudo-terminal `width` columns wide (so Rich finds
-    the width the way it does for a person: from the terminal, not from COLUMNS) and stderr
-    on a pipe."""
+def on_terminal(
+    width: int, *arguments: str, env: dict[str, str] | None = None, stream: str = "stdout"
+) -> Screen:
+    """`dices ARGUMENTS` with `stream` (stdout, or stderr: where progress bars go) on a
+    pseudo-terminal `width` columns wide (so Rich finds the width the way it does for a
+    person: from the terminal, not from COLUMNS) and the other stream on a pipe. The
+    terminal's text is returned without colours or cursor moves, as it was written."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
     environment = {**os.environ, **(env or {}), "TERM": "xterm", "NO_COLOR": "1"}
     environment.pop("COLUMNS", None)
     environment.pop("LINES", None)
-    with tempfile.TemporaryFile() as stderr:  # a file: a full pipe would stall the run
+    with tempfile.TemporaryFile() as other:  # a file: a full pipe would stall the run
         process = subprocess.Popen(
             [sys.executable, "-m", "dices_cli", *arguments],
             stdin=subprocess.DEVNULL,
-            stdout=follower,
-            stderr=stderr,
+            stdout=follower if stream == "stdout" else other,
+            stderr=follower if stream == "stderr" else other,
             env=environment,
         )
         os.close(follower)
@@ -52,7 +55,7 @@ def on_terminal(width: int, *arguments: str, env: dict[str, str] | None = None) 
             chunks.append(chunk)
         code = process.wait()
         os.close(leader)
-        stderr.seek(0)
-        said = stderr.read().decode("utf-8")
+        other.seek(0)
+        piped = other.read().decode("utf-8")
     shown = ANSI.sub("", b"".join(chunks).decode("utf-8")).replace("\r\n", "\n")
-    return Screen(code, shown, said)
+    return Screen(code, shown, piped) if stream == "stdout" else Screen(code, piped, shown)
