@@ -32,7 +32,7 @@ from ingest import add_shared_dir_argument, dices_command, generate, measure
 from dices_cli.metrics.compute import compute
 from dices_cli.queries.catalog import get_query, render_sql
 from dices_cli.queries.engine import open_session
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 GOAL_S = 10.0
 COLUMNS_350 = ("rater_gender", "rater_race", "rater_raw_race", "rater_age", "rater_education")

@@ -40,7 +40,7 @@ from dices_cli.metrics.defaults import PERMUTATIONS
 from dices_cli.output import collect
 from dices_cli.queries.catalog import get_query
 from dices_cli.queries.engine import open_session
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 LEVEL = 0.05
 BOUND = 0.999  # one-sided binomial bound on the share of p-values <= LEVEL

@@ -43,7 +43,7 @@ LEVEL = 0.05
 def _data_dir(folder: Path) -> Path:
     from typer.testing import CliRunner
 
-    from dices_cli.main import app
+    from dices_cli.cli.main import app
 
     files = []
     for name in ("350", "990"):
@@ -91,7 +91,7 @@ def evaluate_calibration(
     from dices_cli.evaluate.evaluation import Settings, evaluate
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.runs import dices_votes
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
     predictions = work / f"predictions_{dataset}.csv"
     make_predictions(data, dataset, predictions)
@@ -116,11 +116,11 @@ def persona_calibration(
 ) -> list[dict[str, Any]]:
     import polars as pl
 
-    from dices_cli.commands.evaluate import dices_votes
+    from dices_cli.cli.commands.evaluate import dices_votes
     from dices_cli.evaluate.evaluation import Settings
     from dices_cli.evaluate.personas import CORRELATIONS, evaluate_personas
     from dices_cli.queries.engine import RaterSelection
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
     column = "rater_race"
     raters = pl.read_parquet(data / dataset / "raters.parquet").select("rater_id", column)
@@ -195,8 +195,8 @@ def agreement_calibration(
 def audit_calibration(data: Path, shuffles: int) -> dict[str, Any]:
     import polars as pl
 
-    from dices_cli.audit import exact_independence_p
-    from dices_cli.schema import PUBLISHED_REMOVED
+    from dices_cli.families.schema import PUBLISHED_REMOVED
+    from dices_cli.raters.audit import exact_independence_p
 
     raters = pl.read_parquet(data / "350" / "raters.parquet")
     removed = raters["rater_id"].is_in(list(PUBLISHED_REMOVED["350"])).to_numpy()

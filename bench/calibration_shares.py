@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-# One BLAS thread, as `dices query` runs the step (dices_cli/commands/canned.py).
+# One BLAS thread, as `dices query` runs the step (dices_cli/cli/commands/canned.py).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
@@ -53,7 +53,7 @@ from drivers.two_way import (
 from dices_cli.metrics.shares import Ratings, compute, share_intervals
 from dices_cli.queries.catalog import get_query, render_sql
 from dices_cli.queries.engine import open_session
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 METHODS = ("clustered", "conversations", "wilson")
 Z = 1.959963984540054

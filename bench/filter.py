@@ -40,10 +40,10 @@ def timed(action: Callable[[], Any], runs: int) -> list[float]:
 
 
 def bench(data: Path, runs: int) -> dict[str, list[float]]:
-    from dices_cli.audit import audit
-    from dices_cli.quality import RaterFilter, kept_raters, score_raters
     from dices_cli.queries.engine import open_session
-    from dices_cli.store import Store
+    from dices_cli.raters.audit import audit
+    from dices_cli.raters.quality import RaterFilter, kept_raters, score_raters
+    from dices_cli.store.datasets import Store
 
     store = Store(data)
 

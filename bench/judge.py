@@ -63,7 +63,7 @@ def write_bodies(data: Path, samples: int, path: Path) -> int:
     sys.path.insert(0, str(REPO))
     from dices_cli.judge.plan import Settings, load_items, plan, request_body
     from dices_cli.judge.prompts import load_prompt
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
     settings = Settings(
         model="m", prompt=load_prompt("dices-safety"), dataset="990", samples=samples

@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 import duckdb
 from dices_cli.queries.engine import open_session
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 data, statement, target, fmt = sys.argv[1:]
 session = open_session(Store(Path(data)), "all", materialize=True)
 try:

@@ -53,7 +53,7 @@ Q1_UNDERSTOOD = (
     "None of the above - it is in English, it makes sense, and I am familiar with the topic"
 )
 Z = 1.959963984540054
-REMOVED = {  # the raters the DICES authors removed (dices_cli/schema.py PUBLISHED_REMOVED)
+REMOVED = {  # the raters the DICES authors removed (dices_cli/families/schema.py PUBLISHED_REMOVED)
     "350": {
         296709543131761, 296709611112092, 297059995361243, 297060365288109,
         297514543980607, 297514565398139, 297515609163939, 297515617432733,

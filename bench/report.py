@@ -83,7 +83,7 @@ def in_process(
     from dices_cli.report.models import ModelsRequest, score_models
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
     store = Store(data)
     chosen, seed = agreement_options(permutations, None)

@@ -13,8 +13,6 @@ CHANGELOG.md (tests/test_api.py compares them). They are loaded on first use, so
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any
 
 __version__ = "0.1.0"
@@ -53,20 +51,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-class _Package(types.ModuleType):
-    """This package, whose public names win over its modules of the same name.
-
-    `dices_cli.ingest` and `dices_cli.validate` are the API's functions and also modules of
-    the package: importing a module sets it as an attribute of its package, which would hide
-    the function. The module stays importable by its full name (`from dices_cli.validate
-    import ...`; `sys.modules`)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in __all__ and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

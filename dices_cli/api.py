@@ -18,7 +18,7 @@ docs/python.md is a worked session; the examples here run as doctests over the p
 sample (`dices demo`'s):
 
 >>> import dices_cli as dices
->>> from dices_cli.demo import sample_paths
+>>> from dices_cli.cli.demo import sample_paths
 >>> dices.ingest(sample_paths(), "dices-data")
 IngestSummary(rows_read=10775, rows_written=10775, rows_rejected=0, datasets=('350', '990'))
 >>> d = dices.open("dices-data")
@@ -92,7 +92,7 @@ def _selection(
     min_quality: float | None,
 ) -> RaterSelection:
     """`raters=` as the API takes it: a `RaterFilterResult`, rater ids, or an ids file."""
-    from dices_cli.raters import parse_rater_ids
+    from dices_cli.raters.id_list import parse_rater_ids
 
     if raters is None:
         return rater_selection(exclude_removed, min_quality=min_quality)
@@ -177,7 +177,7 @@ def open(path: str | os.PathLike[str] | None = None) -> Data:
     ...
     dices_cli.queries.engine.NothingIngestedError: nothing is ingested in /tmp/nowhere
     """
-    from dices_cli.store import resolve_data_dir
+    from dices_cli.store.datasets import resolve_data_dir
 
     return Data(resolve_data_dir(None if path is None else Path(path)))
 
@@ -188,7 +188,7 @@ class Data:
     `raters` (a `filter_raters` result, rater ids, or an ids file) and `min_quality`."""
 
     def __init__(self, root: Path) -> None:
-        from dices_cli.store import Store
+        from dices_cli.store.datasets import Store
 
         self.root = root
         self._store = Store(root)
@@ -256,7 +256,7 @@ class Data:
         """
         from dices_cli.families import FAMILIES
         from dices_cli.queries.sandbox import run_sql, user_tables
-        from dices_cli.selection import resolve
+        from dices_cli.raters.selection import resolve
 
         check_choice("dataset", dataset, ("all", "350", "990", "prosocial"))
         selection = _selection(raters, exclude_removed, min_quality)
@@ -293,7 +293,7 @@ class Data:
         with item_id and a label, score or distribution. One row per model x reference
         (x group); warnings (coverage, a suspected flipped polarity) are `DicesNote`s.
 
-        >>> from dices_cli.demo import demo_predictions_path
+        >>> from dices_cli.cli.demo import demo_predictions_path
         >>> scored = d.evaluate(demo_predictions_path(), against=["gold"], bootstrap=50)
         >>> scored.select("model", "reference", "n", "accuracy").rows()
         [('five-raters', 'gold', 40, 0.75), ('five-raters-flipped', 'gold', 40, 0.25)]
@@ -340,8 +340,8 @@ class Data:
         >>> d.query("overview", raters=good)["raters"].to_list()
         [88, 163]
         """
-        from dices_cli.audit import audit_table
-        from dices_cli.quality import RaterFilter, quality_table
+        from dices_cli.raters.audit import audit_table
+        from dices_cli.raters.quality import RaterFilter, quality_table
 
         if preset is not None:
             check_choice("preset", preset, ("authors",))
@@ -370,7 +370,7 @@ class Data:
     ) -> Path:
         """Write the HTML report (`dices report`) to `path` and return it; `force` replaces
         an existing file. Needs the `report` extra (vl-convert) for its charts."""
-        from dices_cli.layouts import group_columns
+        from dices_cli.formats.dices.layouts import group_columns
         from dices_cli.output import OUTPUT, check_output, open_output
         from dices_cli.queries.catalog import ParameterError, usage_error
         from dices_cli.report import agreement_options, build_report, check_charts_available
@@ -423,8 +423,8 @@ def ingest(
     dices_cli.errors.DatasetExistsError: DICES-350 is already ingested in ...; use force to ...
 
     """
-    from dices_cli.ingest import ingest as run_ingest
-    from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.formats.ingest import ingest as run_ingest
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     check_choice("dataset", dataset, ("auto", "350", "990"))
     given = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
@@ -464,8 +464,8 @@ def validate(path: str | os.PathLike[str], dataset: str = "auto") -> ValidationR
     """
     import polars as pl
 
+    from dices_cli.formats.validate import validate_file
     from dices_cli.problems import PROBLEM_FIELDS
-    from dices_cli.validate import validate_file
 
     check_choice("dataset", dataset, ("auto", "350", "990"))
     report = validate_file(os.fspath(path), dataset)

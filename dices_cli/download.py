@@ -44,10 +44,10 @@ from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from dices_cli import __version__
-from dices_cli.checksum import Digest, sha256_fd
 from dices_cli.errors import DicesError, LockedError, Option, UsageError, system_reason
 from dices_cli.families import FAMILIES, listed, single_file_members
-from dices_cli.source import DEFAULT_MAX_SIZE, format_size
+from dices_cli.read.checksum import Digest, sha256_fd
+from dices_cli.read.source import DEFAULT_MAX_SIZE, format_size
 from dices_cli.terminal_text import printable
 
 Progress = Callable[[str, float], None]  # (the file being fetched, fraction of it done)

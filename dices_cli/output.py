@@ -8,7 +8,7 @@ an Arrow table (both written as a `Stream`). All are written alike, byte for byt
 numbers exactly (Python's shortest round-trip form), booleans as true/false, missing
 values empty, times in ISO 8601, lists as JSON. Parquet from a `Stream` keeps its types
 (ENUMs as dictionaries, timestamps, lists). Only the table for people, drawn by
-`dices_cli.render`, rounds.
+`dices_cli.cli.render`, rounds.
 """
 
 from __future__ import annotations

@@ -61,9 +61,9 @@ class PredictionProblemType(StrEnum):
 
 
 class JsonProblemType(StrEnum):
-    """What a JSON Lines dataset file (ProsocialDialog, `dices_cli.prosocial`) can hold
+    """What a JSON Lines dataset file (ProsocialDialog, `dices_cli.formats.prosocial`) can hold
     beyond the problems a CSV has too, which keep their ProblemType. `duplicate-key` is
-    what every JSON Lines reader refuses alike (`dices_cli.json_lines`)."""
+    what every JSON Lines reader refuses alike (`dices_cli.read.json_lines`)."""
 
     INVALID_JSON = "invalid-json"
     DUPLICATE_KEY = "duplicate-key"

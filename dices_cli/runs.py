@@ -1,5 +1,5 @@
 """What each command that reads data does between parsing its arguments and rendering its
-result, as one function each: the command line (`dices_cli.commands`) and the Python API
+result, as one function each: the command line (`dices_cli.cli.commands`) and the Python API
 (`dices_cli.api`) both call these, so their results are the same rows.
 
 Arguments come typed and are checked here as on the command line; messages name parameters
@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 from dices_cli.errors import DicesError, Option, UsageError
 
 if TYPE_CHECKING:
-    from dices_cli.audit import DatasetAudit
     from dices_cli.evaluate.evaluation import Evaluation, Settings
     from dices_cli.evaluate.predictions import Predictions
     from dices_cli.evaluate.references import Votes
     from dices_cli.families import Family
     from dices_cli.output import Result
-    from dices_cli.quality import RaterQuality
     from dices_cli.queries.catalog import Query
     from dices_cli.queries.engine import RaterSelection
-    from dices_cli.store import Store
+    from dices_cli.raters.audit import DatasetAudit
+    from dices_cli.raters.quality import RaterQuality
+    from dices_cli.store.datasets import Store
 
 # Something said to the user about a result (`note: ...`, `warning: ...`, `raters: ...`).
 Tell = Callable[[str], None]
@@ -43,7 +43,7 @@ def rater_selection(
 ) -> RaterSelection:
     """The rater selection every query honours: without the raters the DICES authors
     removed, only the rater `ids` (read from `source`), and a minimum quality score (to be
-    resolved by `dices_cli.selection.resolve`)."""
+    resolved by `dices_cli.raters.selection.resolve`)."""
     from dices_cli.queries.engine import RaterSelection
 
     selection = RaterSelection(exclude_removed=exclude_removed, min_quality=min_quality)
@@ -132,6 +132,7 @@ def run_canned(
     `show_sql`."""
     import duckdb
 
+    from dices_cli.families.schema import DATASETS
     from dices_cli.queries.catalog import (
         ParameterError,
         family_queries,
@@ -141,8 +142,7 @@ def run_canned(
     )
     from dices_cli.queries.engine import open_session
     from dices_cli.queries.sandbox import statement_tables
-    from dices_cli.schema import DATASETS
-    from dices_cli.selection import resolve
+    from dices_cli.raters.selection import resolve
 
     family = family_asked(canned, dataset, store)
     if family is not None:
@@ -274,7 +274,7 @@ def evaluation_settings(
     from dices_cli.evaluate.baseline import parse_baseline
     from dices_cli.evaluate.evaluation import PROSOCIAL_REFERENCES, REFERENCES, Settings
     from dices_cli.families.prosocial import MEMBER as PROSOCIAL
-    from dices_cli.layouts import group_columns
+    from dices_cli.formats.dices.layouts import group_columns
     from dices_cli.metrics import defaults
     from dices_cli.queries.catalog import ParameterError, usage_error
 
@@ -401,7 +401,7 @@ def dices_votes_only(
     """Each DICES dataset's selected raters' votes, in the groups of `by`."""
     from dices_cli.evaluate.references import load_votes
     from dices_cli.queries.engine import open_session
-    from dices_cli.selection import resolve
+    from dices_cli.raters.selection import resolve
 
     columns = list(by)
     votes = []
@@ -488,10 +488,10 @@ def run_rater_filter(
 ) -> RaterFilterRun:
     """Score every rater of `dataset`, keep those at `min_quality` or above (or those a
     `preset` keeps), and audit what that changes."""
-    from dices_cli.audit import audit
     from dices_cli.families import FAMILIES
-    from dices_cli.quality import RaterFilter, kept_raters, score_raters
     from dices_cli.queries.engine import open_session
+    from dices_cli.raters.audit import audit
+    from dices_cli.raters.quality import RaterFilter, kept_raters, score_raters
 
     if dataset in FAMILIES:
         raise UsageError(f"{FAMILIES[dataset].lacks('rater ids')}; filter_raters needs them")

@@ -78,7 +78,7 @@ VERBS = (
 def label_of(annotations: list[str]) -> str:
     """The published label the three annotations imply: Kim et al. 2022, Appendix A.4 (any
     needs intervention vote decides; else the needs caution votes grade), as
-    dices_cli.prosocial.labels recomputes it."""
+    dices_cli.formats.prosocial.labels recomputes it."""
     if "needs intervention" in annotations:
         return "__needs_intervention__"
     return (

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import settings
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 
 # Hypothesis profiles for tests that take their example count from the profile: "ci" (the
 # default) keeps the suite fast; `pytest --hypothesis-profile=long` searches far longer.
@@ -69,7 +69,7 @@ def ingested(
 @pytest.fixture(scope="session")
 def sample_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory holding the packaged sample (40 + 80 conversations). Read-only."""
-    from dices_cli.demo import sample_paths
+    from dices_cli.cli.demo import sample_paths
 
     data = tmp_path_factory.mktemp("sample")
     paths = [str(path) for path in sample_paths()]

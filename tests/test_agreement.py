@@ -16,7 +16,7 @@ import pytest
 from scipy.stats import entropy
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.metrics.agreement import cross_replication_reliability
 from dices_cli.metrics.compute import compute
 from dices_cli.metrics.groups import METRICS

@@ -21,9 +21,9 @@ import pytest
 from typer.testing import CliRunner
 
 import dices_cli as dices
-from dices_cli.demo import demo_predictions_path, sample_paths
+from dices_cli.cli.demo import demo_predictions_path, sample_paths
+from dices_cli.cli.main import app
 from dices_cli.errors import DicesError, NotIngestedError, UsageError
-from dices_cli.main import app
 from dices_cli.output import text_cell
 from dices_cli.queries.catalog import catalog, family_queries
 
@@ -361,12 +361,15 @@ def test_the_api_functions_are_the_packages_names_even_after_their_modules_load(
 
     from dices_cli import api
 
-    for module in ("dices_cli.ingest", "dices_cli.validate"):  # the modules of the same name
+    for module in (
+        "dices_cli.formats.ingest",
+        "dices_cli.formats.validate",
+    ):  # the modules of the same name
         importlib.import_module(module)
 
     assert dices.ingest is api.ingest
     assert dices.validate is api.validate
-    assert sys.modules["dices_cli.validate"].__name__ == "dices_cli.validate"
+    assert sys.modules["dices_cli.formats.validate"].__name__ == "dices_cli.formats.validate"
 
 
 def test_every_public_function_shows_an_example() -> None:

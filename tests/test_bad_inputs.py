@@ -23,9 +23,9 @@ import pytest
 from fixtures.dices_csv import build, header, line_of, rows, to_csv
 from typer.testing import CliRunner
 
-from dices_cli.lines import MAX_RECORD_BYTES
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.problems import WARNING_TYPES, ProblemType
+from dices_cli.read.lines import MAX_RECORD_BYTES
 
 RATER_0, RATER_1 = "296708581782793", "296708581783793"
 RESPONSE = "I'm not picking up on your vibe, human."

@@ -14,7 +14,7 @@ import pytest
 from fixtures.dices_csv import build
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 

@@ -27,14 +27,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from dices_cli import csvparse
+from dices_cli.cli.main import app
 from dices_cli.errors import DicesError
-from dices_cli.main import app
-from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source, parse_size
-from dices_cli.validate import check_file, validate_file
+from dices_cli.formats.dices import csvparse
+from dices_cli.formats.validate import check_file, validate_file
+from dices_cli.read.source import DEFAULT_MAX_SIZE, Source, open_source, parse_size
 
-# The module, not the API's function `dices_cli.validate` (which a dotted name would find).
-validate_module = sys.modules["dices_cli.validate"]
+# The module, not the API's function `dices_cli.formats.validate` (which a dotted name would find).
+validate_module = sys.modules["dices_cli.formats.validate"]
 
 MiB = 1 << 20
 MEMORY_CAP = 2 << 30
@@ -50,7 +50,7 @@ resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
 quiet = os.open(os.devnull, os.O_WRONLY)
 pid = os.posix_spawn(
     sys.executable,
-    [sys.executable, "-c", "from dices_cli.main import run; run()", *sys.argv[2:]],
+    [sys.executable, "-c", "from dices_cli.cli.main import run; run()", *sys.argv[2:]],
     os.environ,
     file_actions=[(os.POSIX_SPAWN_DUP2, quiet, 1)],
 )

@@ -26,7 +26,7 @@ from drivers.shuffled import shuffled_store
 from scipy import stats
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.metrics.independence import chi_square_statistics, chi_square_survival
 
 LEVEL = 0.05

@@ -14,9 +14,9 @@ import polars as pl
 import pytest
 from scipy.stats import binom
 
-from dices_cli.audit import exact_independence_p
+from dices_cli.families.schema import PUBLISHED_REMOVED
 from dices_cli.metrics.permutation import permutation_test
-from dices_cli.schema import PUBLISHED_REMOVED
+from dices_cli.raters.audit import exact_independence_p
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from drivers.two_way import RATER_SD, pool_share, population_share, simulated_ra
 from scipy.stats import binom
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.metrics.shares import share_intervals
 
 DATASETS = 300  # simulated datasets per check (about 1 s each)

@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
-from dices_cli.commands import cli_docs
-from dices_cli.demo import MOST_CONTESTED, sample_paths, tour
+from dices_cli.cli.commands import cli_docs
+from dices_cli.cli.demo import MOST_CONTESTED, sample_paths, tour
+from dices_cli.cli.main import app
 from dices_cli.errors import UsageError
-from dices_cli.main import app
 from dices_cli.output import Stream, Table
 from dices_cli.queries import catalog as catalog_module
 from dices_cli.queries.catalog import (
@@ -34,7 +34,7 @@ from dices_cli.queries.catalog import (
 )
 from dices_cli.queries.engine import NothingIngestedError, chosen_datasets
 from dices_cli.shape import Shape, UnknownColumnError, apply
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from typer.testing import CliRunner, Result
 
-from dices_cli.bars import panels, print_chart
-from dices_cli.main import app
+from dices_cli.cli.bars import panels, print_chart
+from dices_cli.cli.main import app
 from dices_cli.output import Table
 from dices_cli.queries.catalog import Chart, parse_query
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dices_cli import checksum
-from dices_cli.source import open_source
+from dices_cli.read import checksum
+from dices_cli.read.source import open_source
 
 
 def expected(path: Path) -> checksum.Digest:

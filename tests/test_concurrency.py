@@ -25,12 +25,12 @@ from drivers.datadir import (
 )
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.output import collect
 from dices_cli.queries.catalog import get_query
 from dices_cli.queries.engine import open_session
 from dices_cli.queries.sandbox import run_sql
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 LOCKED = "wait for it to finish, then run this again"
 

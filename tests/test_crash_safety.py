@@ -28,7 +28,7 @@ from drivers.datadir import (
 from drivers.pause_at import POINTS
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 
 # From "switched" on, the new version is the one readers see.
 SWITCHED = ("switched", "pruned")

@@ -17,7 +17,7 @@ from fixtures.dices_csv import build, header, rows, to_csv
 from typer.testing import CliRunner
 
 from dices_cli import __version__
-from dices_cli.main import app
+from dices_cli.cli.main import app
 
 PROBLEM_COLUMNS = ["file", "type", "severity", "line", "column", "value", "message"]
 INFO_COLUMNS = [

@@ -23,8 +23,8 @@ from drivers.datadir import leftovers, sha256, subset, versions, visible
 from fixtures.dices_csv import build
 from typer.testing import CliRunner
 
-from dices_cli import store as store_module
-from dices_cli.main import app
+from dices_cli.cli.main import app
+from dices_cli.store import datasets as store_module
 
 NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device"
 

@@ -27,9 +27,9 @@ from fixtures.dices_csv import build
 from typer.testing import CliRunner, Result
 
 from dices_cli import download as download_module
-from dices_cli.commands.download import WAYS_ROUND
-from dices_cli.main import app
-from dices_cli.source import DEFAULT_MAX_SIZE, parse_size
+from dices_cli.cli.commands.download import WAYS_ROUND
+from dices_cli.cli.main import app
+from dices_cli.read.source import DEFAULT_MAX_SIZE, parse_size
 
 NAME_350 = "diverse_safety_adversarial_dialog_350.csv"
 NAME_990 = "diverse_safety_adversarial_dialog_990.csv"
@@ -549,7 +549,7 @@ def test_usage_errors(runner: CliRunner, tmp_path: Path, args: list[str], messag
 
 
 def test_the_defaults_in_help_are_the_core_defaults() -> None:
-    from dices_cli.commands import download as command
+    from dices_cli.cli.commands import download as command
 
     assert command.DEFAULT_TIMEOUT == download_module.DEFAULT_TIMEOUT
     assert command.DEFAULT_DEADLINE == download_module.DEFAULT_DEADLINE
@@ -936,7 +936,7 @@ def run_dices(*args: str) -> subprocess.CompletedProcess[str]:
     """`dices ARGS` in a fresh process that must end within 60 s: one that could hang on a
     FIFO must not hang the test run."""
     return subprocess.run(
-        [sys.executable, "-c", "from dices_cli.main import run; run()", *args],
+        [sys.executable, "-c", "from dices_cli.cli.main import run; run()", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from dices_cli import output as output_module
+from dices_cli.cli.main import app
 from dices_cli.errors import DicesError
-from dices_cli.main import app
 from dices_cli.queries.catalog import ParameterError, catalog, get_query, parse_query
-from dices_cli.raters import parse_rater_ids
-from dices_cli.store import Store
+from dices_cli.raters.id_list import parse_rater_ids
+from dices_cli.store.datasets import Store
 
 NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device"
 RATER = "296708581782793"  # the first rater of the small files
@@ -205,7 +205,7 @@ def test_export_on_a_full_disk_midway(
     small: Path, runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Polars reports a full disk as a bare OSError without an errno; still a plain error."""
-    from dices_cli import export
+    from dices_cli.formats.dices import export
 
     real = export.write_csv
 

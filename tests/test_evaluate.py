@@ -15,8 +15,8 @@ import pytest
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, roc_auc_score
 from typer.testing import CliRunner
 
-from dices_cli.demo import sample_paths
-from dices_cli.main import app
+from dices_cli.cli.demo import sample_paths
+from dices_cli.cli.main import app
 
 DRAWS = "200"  # bootstrap resamples in these tests: enough for an interval, quick
 POLARITY_CAUSE = "Yes means unsafe in DICES; is your judge answering 'is it safe?'"
@@ -608,7 +608,7 @@ def test_the_seed_fixes_the_intervals(runner: CliRunner, sample: Path, tmp_path:
 def test_a_ranked_summary_on_a_terminal_only(
     runner: CliRunner, sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dices_cli.commands import evaluate as command
+    from dices_cli.cli.commands import evaluate as command
 
     predictions = write(tmp_path / "p.csv", flipped_pair(sample))
     _, piped = evaluate(runner, sample, predictions, "--against", "gold")

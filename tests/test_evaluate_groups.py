@@ -23,7 +23,7 @@ from dices_cli.evaluate.predictions import Predictions
 from dices_cli.evaluate.references import Votes
 from dices_cli.queries.engine import RaterSelection
 from dices_cli.runs import dices_votes
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 
 DRAWS = "20"  # bootstrap resamples: the same in every run, so rows compare cell by cell
 BY = ("--by", "rater_gender")  # group rows too

@@ -24,12 +24,12 @@ from drivers.shuffled import shuffled_groups, shuffled_store
 from scipy.stats import binom, pearsonr, spearmanr
 from typer.testing import CliRunner
 
+from dices_cli.cli.main import app
 from dices_cli.evaluate.evaluation import Settings
 from dices_cli.evaluate.personas import COLUMNS, evaluate_personas
-from dices_cli.main import app
 from dices_cli.queries.engine import RaterSelection
 from dices_cli.runs import dices_votes
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 runner = CliRunner()
 

@@ -25,7 +25,7 @@ from sklearn.metrics import (
 )
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO.parent / "shared" / "data" / "prosocial" / "samples.jsonl"
@@ -355,7 +355,7 @@ def test_crowd_share_alone_needs_a_score(data: Path, tmp_path: Path) -> None:
 
 def test_dices_against_crowd_share_alone(tmp_path: Path) -> None:
     """Only crowd-share asked for: no binary reference to measure (this crashed before)."""
-    from dices_cli.demo import sample_paths
+    from dices_cli.cli.demo import sample_paths
 
     data = tmp_path / "data"
     result = CliRunner().invoke(

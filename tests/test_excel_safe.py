@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from dices_cli import checksum
-from dices_cli.main import app
+from dices_cli.cli.main import app
+from dices_cli.read import checksum
 
 # (column, rows that share the value, value, what --excel-safe writes)
 CELLS = [

@@ -17,11 +17,11 @@ import pytest
 from conftest import SHARED
 from typer.testing import CliRunner, Result
 
-from dices_cli.demo import sample_paths
-from dices_cli.layouts import JUDGE_BENCH_PROMPT, LABEL_MEANING, MAJORITY_RULE
-from dices_cli.main import app
+from dices_cli.cli.demo import sample_paths
+from dices_cli.cli.main import app
+from dices_cli.families.schema import DATASETS
+from dices_cli.formats.dices.layouts import JUDGE_BENCH_PROMPT, LABEL_MEANING, MAJORITY_RULE
 from dices_cli.queries.catalog import GROUP_COLUMNS
-from dices_cli.schema import DATASETS
 
 REFERENCE = SHARED / "data" / "reference"  # JUDGE-BENCH's DICES files
 DEMOGRAPHICS = ["rater_gender", "rater_race", "rater_raw_race", "rater_age", "rater_education"]

@@ -23,11 +23,11 @@ from fixtures.dices_csv import build
 from typer.testing import CliRunner
 
 from dices_cli import download as download_module
+from dices_cli.cli.main import app
 from dices_cli.families import FAMILIES, Family, SourceFile
-from dices_cli.ingest import IngestRequest, IngestResult
-from dices_cli.main import app
+from dices_cli.formats.ingest import IngestRequest, IngestResult
+from dices_cli.formats.validate import ValidateRequest
 from dices_cli.problems import Problem, ProblemType, Report
-from dices_cli.validate import ValidateRequest
 
 # The toy format: JSON Lines of {"item": ..., "rating": ...}, one rating a line.
 TOY_LINES = b'{"item": "a", "rating": 1}\n{"item": "a", "rating": 0}\n{"item": "b", "rating": 1}\n'
@@ -155,7 +155,7 @@ def test_info_and_verify_read_the_family_from_its_declaration(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its tables (what verify checks) and its manifest's shape (what info reads) are the
-    declaration's: no line of the store (`dices_cli.store`) names the toy."""
+    declaration's: no line of the store (`dices_cli.store.datasets`) names the toy."""
     register_toy(monkeypatch)
     toy, data = tmp_path / "toy.jsonl", tmp_path / "data"
     toy.write_bytes(TOY_LINES)

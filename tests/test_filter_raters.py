@@ -25,7 +25,7 @@ from scipy.stats import fisher_exact
 from test_quality import brute_force_p
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.queries.catalog import catalog
 
 ANSWERS = ["No", "Yes", "Unsure"]

@@ -23,7 +23,8 @@ from hypothesis.extra.numpy import arrays
 from scipy import stats
 from typer.testing import CliRunner, Result
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
+from dices_cli.families.schema import AGE, ANSWER, EDUCATION, GENDER, RACE
 from dices_cli.metrics.defaults import PERMUTATIONS, SEED
 from dices_cli.metrics.disagreement import group_disagreement
 from dices_cli.metrics.independence import (
@@ -33,7 +34,6 @@ from dices_cli.metrics.independence import (
     monte_carlo_p_values,
 )
 from dices_cli.queries.catalog import GROUP_COLUMNS, compute_step, get_query
-from dices_cli.schema import AGE, ANSWER, EDUCATION, GENDER, RACE
 
 ORDER: dict[str, Sequence[str]] = {
     "rater_gender": GENDER,

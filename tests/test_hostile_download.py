@@ -27,7 +27,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from test_bounded_input import FIXED_MEMORY, assert_clean, run_capped
 
-from dices_cli.commands.download import WAYS_ROUND
+from dices_cli.cli.commands.download import WAYS_ROUND
 
 GOOD = build("350", items=3, raters=4)
 NAME = "diverse_safety_adversarial_dialog_350.csv"

@@ -40,9 +40,9 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
+from dices_cli.families.schema import DATASETS, Entity, Kind, canonical_names
 from dices_cli.problems import SHOWN_VALUE_CHARS, ProblemType
-from dices_cli.schema import DATASETS, Entity, Kind, canonical_names
 
 # --- where a problem must say it is -----------------------------------------------------------
 

@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from test_bounded_input import run_capped
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
+from dices_cli.families.schema import GENDER
 from dices_cli.report import charts
 from dices_cli.report.page import NOT_DRAWN, Provenance, _scoped, page
-from dices_cli.schema import GENDER
 from dices_cli.terminal_text import printable
 
 # Sequences a terminal obeys: colour, cursor moves, clearing, the window title, and the C1

@@ -28,11 +28,11 @@ from drivers.datadir import subset
 from test_sandbox_tempdir import DISABLED, LAYOUTS, assert_no_canary, planted_temp
 from typer.testing import CliRunner, Result
 
+from dices_cli.cli.main import app
 from dices_cli.errors import UsageError
-from dices_cli.main import app
 from dices_cli.queries.catalog import GROUP_COLUMNS
 from dices_cli.queries.sandbox import run_sql
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 CANARY_TEXT = "rater_id\n296708581782793\n"
 READ_ONLY = "dices sql is read-only"

@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 from test_bounded_input import FIXED_MEMORY, MiB, assert_clean, run_capped
 from typer.testing import CliRunner, Result
 
-from dices_cli.json_lines import MAX_DEPTH
-from dices_cli.lines import MAX_RECORD_BYTES
-from dices_cli.main import app
+from dices_cli.cli.main import app
+from dices_cli.read.json_lines import MAX_DEPTH
+from dices_cli.read.lines import MAX_RECORD_BYTES
 
 SHARED = Path(os.environ.get("DICES_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 SAMPLES = SHARED / "data" / "prosocial" / "samples.jsonl"

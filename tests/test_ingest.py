@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from dices_cli import __version__
-from dices_cli.main import app
-from dices_cli.schema import DATASETS, Column, Entity, Kind
+from dices_cli.cli.main import app
+from dices_cli.families.schema import DATASETS, Column, Entity, Kind
 
 ANSWER = pl.Enum(["No", "Yes", "Unsure"])
 REPLICA_COUNTS = {  # dataset: (ratings, conversations, raters)

@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dices_cli.demo import sample_paths
-from dices_cli.ingest import ingest
+from dices_cli.cli.demo import sample_paths
+from dices_cli.cli.main import app
+from dices_cli.formats.ingest import ingest
 from dices_cli.judge import client
 from dices_cli.judge.prompts import PromptError, load_prompt, parse_prompt, shipped_prompts
-from dices_cli.main import app
 from dices_cli.queries.engine import open_session
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 from tests.drivers.judge_server import JudgeServer, answer_for, running
 
 KEY = "sk-test-4f1c9e0b7d2a"
@@ -638,7 +638,7 @@ def test_the_demo_judges_offline_and_its_command_runs_as_typed(
 ) -> None:
     import shlex
 
-    from dices_cli.demo import tour
+    from dices_cli.cli.demo import tour
 
     section = next(s for s in tour(tmp_path / "demo") if "Running a judge" in s.title)
     assert [row[0] for row in section.table.rows] == [

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner, Result
 
-from dices_cli.demo import demo_predictions_path, sample_paths
-from dices_cli.main import app
+from dices_cli.cli.demo import demo_predictions_path, sample_paths
+from dices_cli.cli.main import app
 from dices_cli.queries.catalog import GROUP_COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dices_cli import arrow_text
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.output import (
     Format,
     Output,
@@ -36,7 +36,7 @@ from dices_cli.output import (
 )
 from dices_cli.queries.catalog import catalog
 from dices_cli.queries.engine import open_session
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 ENUM = pa.dictionary(pa.uint8(), pa.string())
 

@@ -24,11 +24,11 @@ import pytest
 from typer.testing import CliRunner
 
 from dices_cli import __version__
-from dices_cli.commands.wording import worded
+from dices_cli.cli.commands.wording import worded
+from dices_cli.cli.main import app
+from dices_cli.cli.render import emit
 from dices_cli.errors import UsageError
-from dices_cli.main import app
 from dices_cli.output import Format, Table, choose_format, table_from_rows, write_table
-from dices_cli.render import emit
 
 WHEN = datetime(2022, 12, 9, 10, 54, 27, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ import pytest
 from fixtures.dices_csv import build, header, rows, to_csv
 from typer.testing import CliRunner, Result
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 
 OLD = b"precious, do not overwrite\n"
 

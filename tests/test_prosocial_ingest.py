@@ -22,10 +22,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
+from dices_cli.cli.main import app
 from dices_cli.evaluate.references import PROSOCIAL_UNSAFE
 from dices_cli.families import FAMILIES, all_members, family_of
-from dices_cli.main import app
-from dices_cli.prosocial.labels import recomputed_label
+from dices_cli.formats.prosocial.labels import recomputed_label
 
 SHARED = Path(os.environ.get("DICES_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 SAMPLES = SHARED / "data" / "prosocial" / "samples.jsonl"

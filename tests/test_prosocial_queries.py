@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner, Result
 
+from dices_cli.cli.main import app
 from dices_cli.families import FAMILIES
-from dices_cli.main import app
 from dices_cli.queries.catalog import family_queries, packaged_sql_directory, parse_query
 
 REPO = Path(__file__).resolve().parents[1]

@@ -27,10 +27,10 @@ from test_hostile_sql import (  # noqa: F401 (fixtures, used by name)
 from test_sandbox_tempdir import DISABLED, assert_no_canary
 from typer.testing import CliRunner, Result
 
-from dices_cli.demo import sample_paths
-from dices_cli.main import app
+from dices_cli.cli.demo import sample_paths
+from dices_cli.cli.main import app
 from dices_cli.queries import sandbox
-from dices_cli.store import StoredDataset
+from dices_cli.store.datasets import StoredDataset
 
 REPO = Path(__file__).resolve().parents[1]
 READ_ONLY = "dices sql is read-only"

@@ -17,9 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import fisher_exact
 
-from dices_cli.audit import exact_independence_p
 from dices_cli.errors import UsageError
-from dices_cli.quality import (
+from dices_cli.families.schema import DATASETS
+from dices_cli.queries.engine import open_session
+from dices_cli.raters.audit import exact_independence_p
+from dices_cli.raters.quality import (
     COMPONENTS,
     RaterFilter,
     RaterQuality,
@@ -31,9 +33,7 @@ from dices_cli.quality import (
     speed,
     straightlining,
 )
-from dices_cli.queries.engine import open_session
-from dices_cli.schema import DATASETS
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 ANSWERS = ["No", "Yes", "Unsure"]
 NOT_UNDERSTOOD_PREFIX = "None of the above"  # the Q1 answer that means "understood"

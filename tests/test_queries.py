@@ -30,9 +30,8 @@ from sklearn.metrics import (
 )
 from typer.testing import CliRunner, Result
 
-from dices_cli.main import app
-from dices_cli.queries.catalog import GROUP_COLUMNS, catalog
-from dices_cli.schema import (
+from dices_cli.cli.main import app
+from dices_cli.families.schema import (
     AGE,
     ANSWER,
     DEGREE_OF_HARM,
@@ -45,6 +44,7 @@ from dices_cli.schema import (
     Q1_UNDERSTOOD,
     RACE,
 )
+from dices_cli.queries.catalog import GROUP_COLUMNS, catalog
 
 # The queries, the options each needs, and their output columns (the interface).
 QUERIES: dict[str, tuple[list[str], list[str]]] = {

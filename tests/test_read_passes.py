@@ -23,8 +23,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from dices_cli.csvparse import HEADER_PREFIX
-from dices_cli.main import app
+from dices_cli.cli.main import app
+from dices_cli.formats.dices.csvparse import HEADER_PREFIX
 
 SAMPLE = files("dices_cli") / "data" / "dices_350_sample.csv.gz"
 MAGIC_CHECKS = 16  # the two bytes that tell a gzip file, looked at a few times

@@ -23,8 +23,17 @@ import pytest
 from fixtures.dices_csv import header, rows, to_csv
 from typer.testing import CliRunner, Result
 
-from dices_cli.main import app
-from dices_cli.schema import AGE, DATASETS, DICES_990, EDUCATION, GENDER, LOCALE, PHASE, RACE
+from dices_cli.cli.main import app
+from dices_cli.families.schema import (
+    AGE,
+    DATASETS,
+    DICES_990,
+    EDUCATION,
+    GENDER,
+    LOCALE,
+    PHASE,
+    RACE,
+)
 
 RATER_0, RATER_1, RATER_2 = "296708581782793", "296708581783793", "296708581784793"
 LINE_350 = {i: 2 + 3 * i for i in range(12)}  # DICES-350 contexts span 3 lines per record
@@ -382,7 +391,7 @@ def _frame(conversations: int, raters: int, ratings: int) -> pl.DataFrame:
 
 def test_dices_990_counts_172_raters_as_complete() -> None:
     """Its README says 173 raters and 172: 172 is the threshold, 171 is short."""
-    from dices_cli.checks import incomplete_warnings  # here: the old code has none
+    from dices_cli.formats.dices.checks import incomplete_warnings  # here: the old code has none
 
     assert incomplete_warnings(DICES_990, _frame(990, 172, 72_103)) == []
     (short,) = incomplete_warnings(DICES_990, _frame(990, 171, 72_103))

@@ -24,15 +24,15 @@ import pytest
 from typer.testing import CliRunner
 
 from dices_cli import __version__
+from dices_cli.cli.main import app
 from dices_cli.evaluate.evaluation import Settings
-from dices_cli.main import app
 from dices_cli.output import table_from_rows
 from dices_cli.queries.engine import RaterSelection
 from dices_cli.report import charts
 from dices_cli.report.context import Context, Section
 from dices_cli.report.models import ModelsRequest, score_models
 from dices_cli.report.sections import NO_GROUPS, SECTIONS, TOP_CONVERSATIONS
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 REPO = Path(__file__).resolve().parents[1]
 BY = ["--by", "rater_race", "--by", "rater_gender"]
@@ -481,7 +481,7 @@ def test_without_the_charting_library_the_report_says_how_to_install_it(
 def test_only_dices_report_imports_the_charting_library() -> None:
     program = (
         "import sys\n"
-        "from dices_cli.main import app\n"
+        "from dices_cli.cli.main import app\n"
         "for arguments in (['--help'], ['report', '--help'], ['query', '--list', '-f', 'csv']):\n"
         "    try:\n"
         "        app(arguments)\n"
@@ -622,7 +622,7 @@ def test_a_script_that_calls_the_app_without_a_main_guard_gets_its_report(
     target = tmp_path / "r.html"
     script = tmp_path / "unguarded.py"
     script.write_text(
-        "from dices_cli.main import app\n"
+        "from dices_cli.cli.main import app\n"
         f"app(['report', '-d', '350', '--data', {str(ingested)!r}, '-o', {str(target)!r}])\n",
         encoding="utf-8",
     )

@@ -19,9 +19,9 @@ from drivers.datadir import leftovers, run_dices, subset, versions
 from typer.testing import CliRunner
 
 import dices_cli.report.sections as report_sections
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.report.context import Context
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 
 def coverage(conversations: int) -> str:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner, Result
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.queries import sandbox
 
 TEMP_CANARY = "temp-canary-5f3a9e"

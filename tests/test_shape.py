@@ -9,7 +9,6 @@ packages on them are docs/architecture.md's.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 from pathlib import Path
 
@@ -65,55 +64,6 @@ def imports(path: Path) -> set[str]:
 PATHS = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 FILES = set(PATHS)  # the modules as the files name them, which the code's imports spell
 MODULES = {module: imports(path) for module, path in PATHS.items()}
-# relayout: begin (tools/relayout.py applies the layout, and deletes this block)
-# Until the files move, each module is checked under the name the move gives it.
-_spec = importlib.util.spec_from_file_location("relayout", PACKAGE.parent / "tools" / "relayout.py")
-assert _spec is not None and _spec.loader is not None
-_relayout = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_relayout)
-PATHS = {_relayout.new_module(module): path for module, path in PATHS.items()}
-MODULES = {
-    _relayout.new_module(module): {_relayout.new_module(name) for name in imported}
-    for module, imported in MODULES.items()
-}
-
-
-def test_the_relayout_rewrites_every_way_of_naming_a_module() -> None:
-    moves = {
-        "dices_cli/store.py": "dices_cli/store/datasets.py",
-        "dices_cli/commands/": "dices_cli/cli/commands/",
-        "dices_cli/checksum.py": "dices_cli/read/checksum.py",
-        "dices_cli/raters.py": "dices_cli/raters/id_list.py",
-    }
-    files = ["dices_cli/store.py", "dices_cli/commands/data.py", "dices_cli/checksum.py"]
-    moved = _relayout.file_moves([*files, "dices_cli/raters.py"], moves)
-    assert moved["dices_cli/commands/data.py"] == "dices_cli/cli/commands/data.py"
-    modules = _relayout.module_map(moved, moves)
-    new_names = {"dices_cli.store", "dices_cli.store.datasets", "dices_cli.raters.quality"}
-    code = (
-        "from dices_cli import __version__, checksum, raters  # three\n"
-        "from dices_cli.store import Store  # dices_cli.store.Store, dices_cli/store.py\n"
-        'patch("dices_cli.commands.data.x"); import_module(f"dices_cli.commands.{name}")\n'
-        "REPO = Path(__file__).resolve().parents[2]  # dices_cli.raters.quality stays\n"
-    )
-    rewritten = _relayout.rewrite_text(
-        _relayout.rewrite_imports_from(code, modules), modules, new_names, moves | moved
-    ).replace(_relayout.WRITTEN, "dices_cli")
-    assert _relayout.with_depth(rewritten, "dices_cli/commands/x.py", "dices_cli/cli/c/x.py") == (
-        "from dices_cli import __version__\n"
-        "from dices_cli.read import checksum\n"
-        "from dices_cli.raters import id_list as raters  # three\n"
-        "from dices_cli.store.datasets import Store"
-        "  # dices_cli.store.datasets.Store, dices_cli/store/datasets.py\n"
-        'patch("dices_cli.cli.commands.data.x"); import_module(f"dices_cli.cli.commands.{name}")\n'
-        "REPO = Path(__file__).resolve().parents[3]  # dices_cli.raters.quality stays\n"
-    )
-    assert _relayout.unplaced(["dices_cli/new.py", "dices_cli/commands/new.py"], moves, ()) == [
-        "dices_cli/new.py"
-    ]
-
-
-# relayout: end
 
 
 def part_of(module: str) -> str:
@@ -299,7 +249,7 @@ def options_named_by_the_core() -> set[str]:
 
 def command_line_options() -> set[str]:
     """Every option name of every command of `dices`, generated query commands too."""
-    from dices_cli.commands.cli_docs import commands
+    from dices_cli.cli.commands.cli_docs import commands
 
     return {
         flag
@@ -313,7 +263,7 @@ def command_line_options() -> set[str]:
 def test_every_option_the_core_names_is_an_option_of_the_command_line() -> None:
     """The command line words an `Option("min_quality")` as `--min-quality`: an option the
     core names by another name (a parameter's, say) would send the user to no option."""
-    from dices_cli.commands.wording import flag
+    from dices_cli.cli.commands.wording import flag
     from dices_cli.errors import Option
 
     named = options_named_by_the_core()
@@ -323,7 +273,7 @@ def test_every_option_the_core_names_is_an_option_of_the_command_line() -> None:
 
 
 def test_the_core_says_an_option_by_its_name_and_the_command_line_as_a_flag() -> None:
-    from dices_cli.commands.wording import worded
+    from dices_cli.cli.commands.wording import worded
     from dices_cli.errors import Option, UsageError
 
     error = UsageError("give ", Option("min_quality"), " or ", Option("preset"), ", not {both}")
@@ -333,7 +283,7 @@ def test_the_core_says_an_option_by_its_name_and_the_command_line_as_a_flag() ->
 
 
 def test_the_command_line_adds_the_command_that_repairs(tmp_path: Path) -> None:
-    from dices_cli.commands.wording import worded
+    from dices_cli.cli.commands.wording import worded
     from dices_cli.errors import DamagedDataError, DicesError, NotIngestedError
 
     missing = NotIngestedError(f"DICES-350 is not ingested in {tmp_path}", root=tmp_path)

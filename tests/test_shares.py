@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.metrics.bootstrap import percentile_interval
 from dices_cli.metrics.defaults import BOOTSTRAP, INTERVAL, INTERVALS, SEED
 from dices_cli.metrics.shares import (

@@ -12,12 +12,12 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from dices_cli.demo import sample_paths
-from dices_cli.main import app
+from dices_cli.cli.demo import sample_paths
+from dices_cli.cli.main import app
 from dices_cli.queries import sandbox
 from dices_cli.queries.engine import STORED_TABLES, VIEWS, views_and_tables
 from dices_cli.queries.sandbox import statement_tables
-from dices_cli.store import StoredDataset
+from dices_cli.store.datasets import StoredDataset
 
 EVERY = (set(VIEWS), set(STORED_TABLES))
 
@@ -138,7 +138,7 @@ def test_arrow_compute_is_registered_before_a_stored_file_is_streamed(sample: Pa
         "import sys\n"
         "from pathlib import Path\n"
         "from dices_cli.queries.sandbox import ParquetStream\n"
-        "from dices_cli.store import Store\n"
+        "from dices_cli.store.datasets import Store\n"
         "stored = Store(Path(sys.argv[1])).open('350')\n"
         "ParquetStream(stored, stored.table_path('items'))\n"
         "print('pyarrow._compute' in sys.modules)\n"

@@ -21,8 +21,8 @@ from test_sandbox_tempdir import (
 )
 from typer.testing import CliRunner, Result
 
-from dices_cli.main import app
-from dices_cli.schema import PUBLISHED_REMOVED
+from dices_cli.cli.main import app
+from dices_cli.families.schema import PUBLISHED_REMOVED
 
 CANARY_TEXT = "rater_id\n296708581782793\n"
 READ_ONLY = "dices sql is read-only"

@@ -9,7 +9,7 @@ import pytest
 from test_sandbox_tempdir import DISABLED
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 
 DATA = Path(__file__).resolve().parents[1] / "dices_cli" / "data"
 DEMO = DATA / "demo-predictions.csv"

@@ -17,20 +17,20 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from dices_cli import launch
-from dices_cli.commands import cli_docs
-from dices_cli.main import COMMANDS, DicesGroup, ListedCommand, app
+from dices_cli.cli import launch
+from dices_cli.cli.commands import cli_docs
+from dices_cli.cli.main import COMMANDS, DicesGroup, ListedCommand, app
 
 # Run in a fresh interpreter: the modules `dices ARGS` imported, as JSON, after it ran.
 MODULES_AFTER = """
 import json, sys
 from typer.testing import CliRunner
-from dices_cli.main import app
+from dices_cli.cli.main import app
 result = CliRunner().invoke(app, sys.argv[1:])
 assert result.exit_code == 0, result.output
 print(json.dumps(sorted(sys.modules)))
 """
-COMMAND_MODULES = {f"dices_cli.commands.{module}" for module, _ in COMMANDS.values()}
+COMMAND_MODULES = {f"dices_cli.cli.commands.{module}" for module, _ in COMMANDS.values()}
 
 
 def modules_after(*args: str) -> set[str]:
@@ -85,8 +85,8 @@ def test_dices_help_lists_every_command_without_loading_one() -> None:
 
 
 def test_a_command_loads_its_own_module_only() -> None:
-    assert modules_after("sql", "--help") & COMMAND_MODULES == {"dices_cli.commands.query"}
-    assert modules_after("verify", "--help") & COMMAND_MODULES == {"dices_cli.commands.verify"}
+    assert modules_after("sql", "--help") & COMMAND_MODULES == {"dices_cli.cli.commands.query"}
+    assert modules_after("verify", "--help") & COMMAND_MODULES == {"dices_cli.cli.commands.verify"}
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "table"])
@@ -194,7 +194,7 @@ def console(module: str, *args: str, **settings: str) -> tuple[int, bytes, set[s
 
 def test_the_stored_drawings_of_the_help_are_typers_own() -> None:
     """The drawings `dices --help` prints without Typer are those Typer makes (regenerate
-    them with `python -m dices_cli.commands.cli_docs`)."""
+    them with `python -m dices_cli.cli.commands.cli_docs`)."""
     for path, drawing in cli_docs.stored_helps().items():
         assert path.read_bytes() == drawing, f"{path.name} is out of date: {cli_docs.REGENERATE}"
     code, typer_drew, _ = console("main", "--help")
@@ -206,7 +206,7 @@ def test_dices_help_in_a_pipe_loads_neither_typer_nor_rich(asked: str) -> None:
     code, shown, loaded = console("launch", asked)
     assert (code, shown) == (0, launch.PLAIN_HELP.read_bytes())
     assert not {module.split(".")[0] for module in loaded} & FRONT_END
-    assert {m for m in loaded if m.startswith("dices_cli")} == {"dices_cli", "dices_cli.launch"}
+    assert {m for m in loaded if m.startswith("dices_cli")} == {"dices_cli", "dices_cli.cli.launch"}
 
 
 @pytest.mark.parametrize(

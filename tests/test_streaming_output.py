@@ -22,11 +22,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from dices_cli.main import app
+from dices_cli.cli.main import app
 from dices_cli.output import Format, Stream, table_from_rows, write_result, write_table
 from dices_cli.queries.engine import open_session
 from dices_cli.queries.sandbox import run_sql
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 MACHINE_TEXT = [Format.CSV, Format.TSV, Format.JSON, Format.JSONL]
 # Every kind of value the views hold, and some that only a query makes.
@@ -62,7 +62,7 @@ def test_sql_writes_the_bytes_of_the_table_path(
 # `dices ARGS` in a fresh interpreter, which then says whether it imported pandas.
 WITH_PANDAS_SAID = """
 import sys
-from dices_cli.main import app
+from dices_cli.cli.main import app
 try:
     app(sys.argv[1:], prog_name="dices")
 except SystemExit as done:
@@ -229,7 +229,7 @@ def test_the_time_limit_holds_while_the_result_is_written(
 def test_a_stream_drawn_as_a_table_shows_its_first_rows(
     runner: CliRunner, ingested: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("dices_cli.render.TABLE_ROWS", 3)
+    monkeypatch.setattr("dices_cli.cli.render.TABLE_ROWS", 3)
     args = ["sql", "SELECT range AS n FROM range(10)", "--data", str(ingested), "-d", "350"]
     result = runner.invoke(app, [*args, "-f", "table"])
     assert result.exit_code == 0, result.output

@@ -24,14 +24,14 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from typer.testing import CliRunner
 
-from dices_cli.commands import cli_docs
-from dices_cli.commands.evaluate import EVALUATE_ANSWER
-from dices_cli.commands.raters import QUALITY_ANSWER
-from dices_cli.main import app
+from dices_cli.cli.commands import cli_docs
+from dices_cli.cli.commands.evaluate import EVALUATE_ANSWER
+from dices_cli.cli.commands.raters import QUALITY_ANSWER
+from dices_cli.cli.main import app
+from dices_cli.cli.render import print_table
+from dices_cli.cli.tabular import Focus
 from dices_cli.output import Format, Table, write_table
 from dices_cli.queries.catalog import catalog, parse_query
-from dices_cli.render import print_table
-from dices_cli.tabular import Focus
 
 WIDTHS = (60, 80, 120, 200)
 RULE = re.compile(r"^\s*─+\s*$")

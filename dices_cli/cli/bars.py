@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from dices_cli.cli.tabular import cell_text
 from dices_cli.errors import UsageError
-from dices_cli.tabular import cell_text
 from dices_cli.terminal_text import printable
 
 if TYPE_CHECKING:

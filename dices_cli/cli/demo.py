@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from dices_cli.errors import DatasetExistsError
-from dices_cli.ingest import ingest
+from dices_cli.formats.ingest import ingest
 from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import get_query
 from dices_cli.queries.engine import open_session
-from dices_cli.store import Store, inventory
+from dices_cli.store.datasets import Store, inventory
 
 SAMPLE_FILES = ("dices_350_sample.csv.gz", "dices_990_sample.csv.gz")
 MOST_CONTESTED = 5

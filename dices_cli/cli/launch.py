@@ -1,12 +1,12 @@
 """The console script `dices`: answers `dices --help` from its stored drawing, and hands
-everything else to `dices_cli.main.run`.
+everything else to `dices_cli.cli.main.run`.
 
 Typer, Click and Rich take about 0.25 s to import and draw the list of commands, against
 0.02 s for the interpreter itself. The drawing Typer makes 80 columns wide (in a pipe, and
-with colours on a terminal) is stored in dices_cli/data by `python -m dices_cli.commands.cli_docs`,
-and a test fails when it differs from Typer's own. It is printed only where Typer would draw
-exactly it: anything that changes the width, the colours or the box characters leaves the
-drawing to Typer.
+with colours on a terminal) is stored in dices_cli/data by
+`python -m dices_cli.cli.commands.cli_docs`, and a test fails when it differs from Typer's
+own. It is printed only where Typer would draw exactly it: anything that changes the width,
+the colours or the box characters leaves the drawing to Typer.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 HELP_ARGUMENTS = (["--help"], ["-h"])
 HELP_WIDTH = 80  # columns: what Typer draws in a pipe
-DATA = Path(__file__).resolve().parents[0] / "data"  # parents[N]: the relayout keeps it
+DATA = Path(__file__).resolve().parents[1] / "data"
 PLAIN_HELP = DATA / "help.txt"  # without colours: a pipe or a file
 TERMINAL_HELP = DATA / "help-terminal.txt"  # with a terminal's colours
 # Settings that change Typer's or Rich's drawing: its width, colours, boxes or Rich itself;
@@ -61,7 +61,7 @@ def run() -> None:
     """The console script (see the module)."""
     drawing = stored_help(sys.argv[1:])
     if drawing is None:
-        from dices_cli.main import run as run_dices
+        from dices_cli.cli.main import run as run_dices
 
         run_dices()
         return
@@ -76,4 +76,4 @@ def run() -> None:
 
         print(f"Error: cannot write to standard output: {system_reason(error)}", file=sys.stderr)
         code = 1
-    os._exit(code)  # as dices_cli.main.run: nothing of the interpreter's teardown is needed
+    os._exit(code)  # as dices_cli.cli.main.run: nothing of the interpreter's teardown is needed

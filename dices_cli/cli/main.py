@@ -17,9 +17,9 @@ import typer
 from typer.core import TyperCommand
 
 from dices_cli import __version__
-from dices_cli.commands.listing import ListingGroup, unwrapped
-from dices_cli.commands.quiet import quiet_option
-from dices_cli.commands.wording import worded
+from dices_cli.cli.commands.listing import ListingGroup, unwrapped
+from dices_cli.cli.commands.quiet import quiet_option
+from dices_cli.cli.commands.wording import worded
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
 
 # DuckDB (2.0) reports Ctrl-C during a statement as RuntimeError("Query interrupted"), not as
@@ -29,11 +29,11 @@ STDOUT_FAILURES = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
 RICH_MARKUP_MODE: Literal["rich"] = "rich"
 
 # Every command, in the order `dices --help` lists them: its name, the module of
-# dices_cli.commands whose `register(app)` makes it, and the one-line help `dices --help`
+# dices_cli.cli.commands whose `register(app)` makes it, and the one-line help `dices --help`
 # shows (the first paragraph of the command's own help; a test keeps them equal).
 # A command's module is imported, and Typer builds its options, only when the command runs
 # or shows its own help (`DicesGroup.get_command`), never to list it: `dices sql` no longer
-# imports the other six modules nor builds their commands (importing dices_cli.main took
+# imports the other six modules nor builds their commands (importing dices_cli.cli.main took
 # 130 ms of the 0.75 s before the first bytes of `dices sql ... | head -c 100`).
 COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("data", "Validate DICES CSV files and store them as typed Parquet."),
@@ -109,11 +109,11 @@ class DicesGroup(ListingGroup):
         return command
 
     def _load(self, module_name: str) -> None:
-        """Make the commands of dices_cli.commands.`module_name` as Typer makes them for an app
+        """Make the commands of dices_cli.cli.commands.`module_name` as Typer makes them for an app
         they are registered with, each with -q/--quiet."""
         import typer.main
 
-        module = importlib.import_module(f"dices_cli.commands.{module_name}")
+        module = importlib.import_module(f"dices_cli.cli.commands.{module_name}")
         registry = typer.Typer(rich_markup_mode=RICH_MARKUP_MODE)
         module.register(registry)
         for name, command in typer.main.get_group(registry).commands.items():
@@ -122,7 +122,7 @@ class DicesGroup(ListingGroup):
             self.commands[name] = command
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        from dices_cli.render import set_quiet
+        from dices_cli.cli.render import set_quiet
 
         set_quiet(False)  # each run starts talking (tests run many in one process)
         return super().main(*args, **kwargs)
@@ -131,7 +131,7 @@ class DicesGroup(ListingGroup):
         try:
             return super().invoke(ctx)
         except UsageError as error:
-            from dices_cli.render import say, set_quiet
+            from dices_cli.cli.render import say, set_quiet
 
             set_quiet(False)
             command = " ".join(filter(None, ["dices", ctx.invoked_subcommand]))
@@ -139,7 +139,7 @@ class DicesGroup(ListingGroup):
             say(f"Try '{command} -h' for help.")
             raise typer.Exit(error.exit_code) from None
         except DicesError as error:
-            from dices_cli.render import report_problems, say, set_quiet
+            from dices_cli.cli.render import report_problems, say, set_quiet
 
             set_quiet(False)
             say(f"Error: {worded(error)}")
@@ -158,13 +158,13 @@ class DicesGroup(ListingGroup):
                 raise
             # Help and usage text that Click writes itself: every other write of ours
             # reports its own failure, naming the file.
+            from dices_cli.cli.render import say
             from dices_cli.errors import system_reason
-            from dices_cli.render import say
 
             say(f"Error: cannot write to standard output: {system_reason(error)}")
             raise typer.Exit(1) from None
         except MemoryError:
-            from dices_cli.render import say, set_quiet
+            from dices_cli.cli.render import say, set_quiet
 
             set_quiet(False)
             say("Error: not enough memory to finish; nothing was written")
@@ -174,7 +174,7 @@ class DicesGroup(ListingGroup):
                 raise typer.Exit(130) from None  # Ctrl-C, as Typer answers KeyboardInterrupt
             if os.environ.get("DICES_DEBUG"):
                 raise
-            from dices_cli.render import say, set_quiet
+            from dices_cli.cli.render import say, set_quiet
 
             set_quiet(False)
             say(f"Error: unexpected {type(error).__name__}: {error}")

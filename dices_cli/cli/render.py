@@ -16,11 +16,11 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
+    from dices_cli.cli.tabular import Focus, Layout
+    from dices_cli.formats.validate import Progress
     from dices_cli.output import Format, Output, Result, Table
     from dices_cli.problems import Problem, Report
     from dices_cli.queries.catalog import Chart
-    from dices_cli.tabular import Focus, Layout
-    from dices_cli.validate import Progress
 
 PROBLEMS_SHOWN = 20
 TABLE_ROWS = 1_000  # rows of a streamed result drawn as a table; the rest is not read
@@ -60,7 +60,7 @@ def print_table(
     table: Table, title: str | None = None, width: int | None = None, focus: Focus | None = None
 ) -> None:
     """`table` for a person, on stdout, fitted to `width` (the console's width by default),
-    keeping the key columns and the answer columns of `focus` (`dices_cli.tabular`).
+    keeping the key columns and the answer columns of `focus` (`dices_cli.cli.tabular`).
 
     Numbers, ids and enum-like values are never wrapped or cut; long texts are cut with an
     ellipsis, or wrapped when they answer. What is left out (empty columns, columns with no
@@ -70,7 +70,7 @@ def print_table(
     from rich.cells import cell_len
     from rich.console import Console
 
-    from dices_cli.tabular import Focus, layout
+    from dices_cli.cli.tabular import Focus, layout
     from dices_cli.terminal_text import printable
 
     console = Console(width=width)
@@ -103,7 +103,7 @@ def _print_grid(console: Console, fitted: Layout) -> None:
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    from dices_cli.tabular import GAP
+    from dices_cli.cli.tabular import GAP
 
     # One space of padding after each column and one of box between: GAP columns apart.
     drawn = RichTable(
@@ -137,7 +137,7 @@ def _print_blocks(console: Console, fitted: Layout) -> None:
     from rich.cells import cell_len
     from rich.text import Text
 
-    from dices_cli.tabular import GAP, records, shorten
+    from dices_cli.cli.tabular import GAP, records, shorten
 
     names = max((cell_len(c.name) for c in fitted.columns), default=0)
     room = max(console.width - names - GAP, 1)
@@ -167,7 +167,7 @@ def emit(
     focus: Focus | None = None,
 ) -> None:
     """Send a result to stdout or -o FILE in the format asked for (or the natural one);
-    `chart`: how the result is drawn as bars, when it can be (`dices_cli.bars`); `focus`:
+    `chart`: how the result is drawn as bars, when it can be (`dices_cli.cli.bars`); `focus`:
     the columns a table always shows (`print_table`).
 
     -o never names one of `inputs` (files, or data directories), nor an existing file
@@ -198,7 +198,7 @@ def show(
     shown = as_result(result)
     with open_stdout():
         if output.format is Format.CHART:
-            from dices_cli.bars import print_chart
+            from dices_cli.cli.bars import print_chart
 
             if chart is None:
                 raise ValueError("a chart format without a chart")

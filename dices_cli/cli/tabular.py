@@ -1,6 +1,6 @@
 """How a result fits a terminal: which columns the table for people shows, how wide each is.
 
-Only the layout lives here; `dices_cli.render` draws it with Rich. Widths are measured with
+Only the layout lives here; `dices_cli.cli.render` draws it with Rich. Widths are measured with
 the function the caller passes, so wide characters count as the terminal shows them.
 
 The rules: a number, an id, a date or a short enum-like value is never wrapped or cut; a

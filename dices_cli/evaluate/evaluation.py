@@ -403,7 +403,7 @@ def _interval(values: Array) -> tuple[float | None, float | None]:
 def chosen_references(settings: Settings, dataset: str) -> list[str]:
     """The references asked for (every one the dataset has, by default), in REFERENCES order."""
     from dices_cli.families.prosocial import MEMBER
-    from dices_cli.schema import DATASETS
+    from dices_cli.families.schema import DATASETS
 
     if dataset == MEMBER:
         wanted = settings.against or PROSOCIAL_REFERENCES

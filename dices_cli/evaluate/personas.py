@@ -85,7 +85,7 @@ COLUMNS = [
     "p_adjusted",
 ]
 TEXT_COLUMNS = frozenset({"dataset", "model", "persona", "group", "figure", "reference"})
-# The columns that answer the question, kept on a narrow screen (dices_cli.tabular).
+# The columns that answer the question, kept on a narrow screen (dices_cli.cli.tabular).
 ANSWER = ("figure", "value", "low", "high", "p_value")
 # Per group and reference: the figures against the group's own raters and the rest's.
 GROUP_FIGURES = {"crowd": ("accuracy", "kappa"), "crowd-share": ("jsd",)}
@@ -130,7 +130,7 @@ def persona_column(predictions: Predictions) -> str | None:
     """COL of the file's persona cells (COL=value), None when it has none; a UsageError when
     a cell is not COL=value or the cells name several columns."""
     from dices_cli.evaluate.predictions import PERSONA
-    from dices_cli.schema import DEMOGRAPHIC_COLUMNS as PERSONA_COLUMNS
+    from dices_cli.families.schema import DEMOGRAPHIC_COLUMNS as PERSONA_COLUMNS
 
     given = predictions.frame[PERSONA].drop_nulls().unique(maintain_order=True).to_list()
     if not given:

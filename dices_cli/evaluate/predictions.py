@@ -26,7 +26,7 @@ Memory is bounded by the valid rows: a text file of one record a line (the commo
 `_simple_lines` checks it in one pass) is read by PyArrow a 4 MiB block at a time, and each
 block is typed and checked before the next is read, so that only the typed rows are held
 (10M CSV rows: about 18 s and 1.1 GB). Any other text file, and a JSON Lines file with
-problems, is read a record at a time (`dices_cli.lines`, which refuses a runaway record),
+problems, is read a record at a time (`dices_cli.read.lines`, which refuses a runaway record),
 the reader that says where and what each problem is. A Parquet file is refused before
 reading when its columns would inflate past the size limit, and at its first cell too long
 for a prediction before Polars copies it.
@@ -43,11 +43,8 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dices_cli.csvparse import structure_problems
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
-from dices_cli.file_formats import file_format, parquet_file
-from dices_cli.json_lines import MAX_DEPTH, JsonLineError, json_lines, parsed
-from dices_cli.lines import BOM, MAX_RECORD_BYTES, Lines, RecordTooLongError
+from dices_cli.formats.dices.csvparse import structure_problems
 from dices_cli.problems import (
     MAX_KEPT_PROBLEMS,
     SHOWN_CHARS,
@@ -59,7 +56,10 @@ from dices_cli.problems import (
     Report,
     Severity,
 )
-from dices_cli.source import DEFAULT_MAX_SIZE, Source, format_size, open_source
+from dices_cli.read.file_formats import file_format, parquet_file
+from dices_cli.read.json_lines import MAX_DEPTH, JsonLineError, json_lines, parsed
+from dices_cli.read.lines import BOM, MAX_RECORD_BYTES, Lines, RecordTooLongError
+from dices_cli.read.source import DEFAULT_MAX_SIZE, Source, format_size, open_source
 
 if TYPE_CHECKING:
     import polars as pl
@@ -693,7 +693,7 @@ def _known_values(line: int, record: dict[str, object]) -> Problem | dict[str, o
 
 
 def _json_problem(line: int, text: str | None) -> Problem | dict[str, object]:
-    """The object on a line, or the problem that it is not one (`dices_cli.json_lines`)."""
+    """The object on a line, or the problem that it is not one (`dices_cli.read.json_lines`)."""
     if text is None:
         return _record_too_long(line)
     shown = text.strip()[:SHOWN_VALUE_CHARS].encode("utf-8", "backslashreplace").decode()

@@ -37,7 +37,7 @@ from dices_cli.queries.catalog import internal_sql
 
 if TYPE_CHECKING:
     from dices_cli.queries.engine import Session
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
 NO, YES, UNSURE = 0, 1, 2  # answer categories, in the ENUM's order
 TIE = 3  # a plurality code: the top two counts are equal
@@ -173,7 +173,7 @@ def load_votes(session: Session, group_columns: Sequence[str]) -> Votes:
 
 # ProsocialDialog's published labels counted as unsafe: those of two or more needs caution
 # votes, or of any needs intervention vote (Kim et al. 2022, Appendix A.4;
-# dices_cli.prosocial.labels).
+# dices_cli.formats.prosocial.labels).
 PROSOCIAL_UNSAFE = SAFETY_LABELS[2:]  # probably needs caution, needs caution, intervention
 PROSOCIAL_FLAGS = ANNOTATIONS[1:]  # an annotation other than casual flags the utterance
 

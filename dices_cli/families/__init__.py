@@ -7,7 +7,7 @@ its enums in order, the published counts, the canned queries that apply, and wha
 (raters, demographics, expert gold labels). The declarations hold facts and a light
 recogniser only, and are imported on the CLI's start-up path: reading, validating and
 storing live elsewhere, in the validator and the ingester each declaration names by its
-dotted path (`dices_cli.validate` and `dices_cli.ingest` find a file's family with
+dotted path (`dices_cli.formats.validate` and `dices_cli.formats.ingest` find a file's family with
 `families_of_files` and call them through `named`; `dices_cli.download` fetches the declared
 files). Adding a family is adding a declaration here, its validator and ingester, its SQL
 and its tests.

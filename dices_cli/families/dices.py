@@ -1,13 +1,13 @@
 """The DICES family: DICES-350 and DICES-990, two wide CSV files of one shape.
 
-The columns, enums and published counts live in `dices_cli.schema`, which the DICES path
+The columns, enums and published counts live in `dices_cli.families.schema`, which the DICES path
 reads; this declaration points at them rather than repeating them.
 """
 
 from __future__ import annotations
 
 from dices_cli.families.family import Family, SourceFile
-from dices_cli.schema import DATASETS, Kind
+from dices_cli.families.schema import DATASETS, Kind
 
 REPOSITORY = "https://raw.githubusercontent.com/google-research-datasets/dices-dataset/"
 # The commit that two independent citations of DICES-350 name with the published SHA-256.
@@ -46,10 +46,10 @@ DICES = Family(
             sha256="14332b6391cdee80383b765c734de3bebf6d8553141ee7d2f47ef0910a12fcf7",
         ),
     ),
-    recognised_by="a CSV header with one release's columns (dices_cli.schema.detect)",
+    recognised_by="a CSV header with one release's columns (dices_cli.families.schema.detect)",
     recognises=None,  # every file no other family recognises: its checks say what is amiss
-    validates="dices_cli.validate:validate_dices",
-    ingests="dices_cli.dices_ingest:ingest_dices",
+    validates="dices_cli.formats.validate:validate_dices",
+    ingests="dices_cli.formats.dices.ingest:ingest_dices",
     tables=("items", "raters", "ratings"),
     entities={
         "items": "one conversation",

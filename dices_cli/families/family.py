@@ -53,8 +53,8 @@ class Family:
     # every file that no other family recognises (DICES, whose checks say what is amiss).
     recognises: Callable[[bytes], bool] | None
     # "module:function" of what checks one file of the family for `dices validate` (a
-    # `dices_cli.validate.FamilyValidate`), and of what checks and stores the family's
-    # files in one `dices ingest` call (a `dices_cli.ingest.FamilyIngest`); named, not
+    # `dices_cli.formats.validate.FamilyValidate`), and of what checks and stores the family's
+    # files in one `dices ingest` call (a `dices_cli.formats.ingest.FamilyIngest`); named, not
     # imported, so that declaring a family imports nothing heavy.
     validates: str
     ingests: str
@@ -63,7 +63,7 @@ class Family:
     enums: dict[str, tuple[str, ...]]  # column -> values, in their order
     published: dict[str, dict[str, int]]  # member -> count name -> published count
     # What the commands read from a stored version's manifest beyond what every family's
-    # holds (`dices_cli.store.MANIFEST_SHAPE`): key -> type, or the shape of a nested
+    # holds (`dices_cli.store.datasets.MANIFEST_SHAPE`): key -> type, or the shape of a nested
     # object.
     # The files it was made from are "sources", a list, or DICES's one "source".
     manifest: dict[str, Any]

@@ -86,8 +86,8 @@ PROSOCIAL = Family(
         "safety_annotations; the split is the file name's stem (train, valid, test)"
     ),
     recognises=recognises,
-    validates="dices_cli.prosocial.read:validate_split",
-    ingests="dices_cli.prosocial.ingest:ingest_prosocial",
+    validates="dices_cli.formats.prosocial.read:validate_split",
+    ingests="dices_cli.formats.prosocial.ingest:ingest_prosocial",
     tables=("items", "ratings"),
     entities={
         "items": "one utterance (context and response) of a dialogue, in its split",

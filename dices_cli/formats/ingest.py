@@ -2,8 +2,8 @@
 
 `ingest` opens the files of one call, tells the family they belong to
 (`dices_cli.families.families_of_files`, as `dices validate` does) and hands them to the
-ingester that family's declaration names: DICES's is `dices_cli.dices_ingest`,
-ProsocialDialog's `dices_cli.prosocial.ingest`. Adding a family adds a declaration and its
+ingester that family's declaration names: DICES's is `dices_cli.formats.dices.ingest`,
+ProsocialDialog's `dices_cli.formats.prosocial.ingest`. Adding a family adds a declaration and its
 ingester, not a branch here. What every ingester shares is here too: the request and the
 result, and the rejects file.
 """
@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from dices_cli import checksum
 from dices_cli.errors import Option, UsageError
 from dices_cli.families import families_of_files, listed, named
+from dices_cli.formats.validate import Progress, first_bytes, no_progress
 from dices_cli.output import Format, Output, check_output
 from dices_cli.problems import MAX_KEPT_PROBLEMS, Problem, Report
-from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
-from dices_cli.store import Store, StoredDataset
-from dices_cli.validate import Progress, first_bytes, no_progress
+from dices_cli.read import checksum
+from dices_cli.read.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
+from dices_cli.store.datasets import Store, StoredDataset
 
 REJECT_FIELDS = ("file", "line", "problems", "record")
 # The option naming the file rejected records go to, for messages about that file.

@@ -3,7 +3,7 @@
 `validate_file` opens one input, tells its family (`dices_cli.families.families_of_files`, as
 ingest does) and calls the validator that family's declaration names. DICES's is here:
 `check_file` reads one DICES file (structure, header, cells, consistency: the row
-checks are in `dices_cli.checks`) and keeps what a writer needs;
+checks are in `dices_cli.formats.dices.checks`) and keeps what a writer needs;
 `validate_dices` is its report alone. Nothing here writes.
 """
 
@@ -16,8 +16,11 @@ from typing import Protocol
 
 import polars as pl
 
-from dices_cli.checks import incomplete_warnings, validate_rows
-from dices_cli.csvparse import (
+from dices_cli.errors import DicesError
+from dices_cli.families import FAMILIES, families_of_files, named
+from dices_cli.families.schema import DATASETS, Dataset, canonical_names, detect
+from dices_cli.formats.dices.checks import incomplete_warnings, validate_rows
+from dices_cli.formats.dices.csvparse import (
     EmptyFileError,
     HeaderError,
     ParsedFile,
@@ -26,12 +29,9 @@ from dices_cli.csvparse import (
     prefix,
     read_header,
 )
-from dices_cli.errors import DicesError
-from dices_cli.families import FAMILIES, families_of_files, named
-from dices_cli.file_formats import other_format
 from dices_cli.problems import Problem, ProblemType, Report, Severity, shortened
-from dices_cli.schema import DATASETS, Dataset, canonical_names, detect
-from dices_cli.source import DEFAULT_MAX_SIZE, Source, open_source
+from dices_cli.read.file_formats import other_format
+from dices_cli.read.source import DEFAULT_MAX_SIZE, Source, open_source
 
 Progress = Callable[[str, float], None]  # (what is happening, fraction of the file done)
 

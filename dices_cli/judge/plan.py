@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.judge.cache import call_key
+from dices_cli.families.schema import DEMOGRAPHIC_COLUMNS
 from dices_cli.judge.prompts import Prompt
-from dices_cli.schema import DEMOGRAPHIC_COLUMNS
+from dices_cli.store.judge_cache import call_key
 
 if TYPE_CHECKING:
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BASELINE_PREFIX = "baseline:"

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from dices_cli import __version__
 from dices_cli.errors import DicesError
-from dices_cli.judge.cache import Segment, completed
 from dices_cli.judge.plan import Call, Settings, load_items, persona_groups, plan, request_body
 from dices_cli.judge.predictions import baseline_predictions, predictions
+from dices_cli.store.judge_cache import Segment, completed
 
 if TYPE_CHECKING:
     from dices_cli.judge.client import Attempt, Reply
     from dices_cli.output import Table
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
 MANIFEST_SUFFIX = ".judge.json"
 # --dry-run's prompt tokens, offline: the pieces GPT-style byte-level BPE tokenizers cut text
@@ -212,7 +212,7 @@ def _ask(
 def _manifest(
     store: Store, settings: Settings, counts: dict[str, int], started: float
 ) -> dict[str, Any]:
-    from dices_cli.store import sources_of
+    from dices_cli.store.datasets import sources_of
 
     names = ["350", "990"] if settings.dataset == "all" else [settings.dataset]
     datasets = {}

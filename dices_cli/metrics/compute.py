@@ -18,11 +18,11 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from dices_cli.errors import Option, UsageError
+from dices_cli.families.schema import ANSWER, DATASETS, answer_columns
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.groups import METRICS, POOL_METRICS, pool_metrics
 from dices_cli.metrics.permutation import benjamini_hochberg, permutation_test
 from dices_cli.output import Table
-from dices_cli.schema import ANSWER, DATASETS, answer_columns
 
 UNSURE = "Unsure"
 Codes = NDArray[np.intp]

@@ -41,7 +41,7 @@ value of the `per` columns (optional). Every column it names is a declared colum
 
 An `answer` line names the declared columns that answer the query's question: a table on a
 narrow terminal keeps them (with the ids and group columns) and leaves out the others first
-(`dices_cli.tabular`); the help lists them first. Every query declares its answer.
+(`dices_cli.cli.tabular`); the help lists them first. Every query declares its answer.
 
 A `columns` parameter names rater columns. A dataset that lacks one (DICES-350 has no
 rater_locale) cannot be broken down by it: `missing_group_column` says so, and the engine
@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import Option, UsageError
-from dices_cli.schema import DATASETS, Dataset, Entity, answer_columns
+from dices_cli.families.schema import DATASETS, Dataset, Entity, answer_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -14,7 +14,7 @@ The tables behind them live in the schema `internal`, out of SHOW TABLES.
 
 Columns that mean the same thing in both datasets have the same name (DICES-990's
 Q3_unfair_bias_overall is Q3_bias_overall here); a column a dataset lacks is NULL there.
-Everything is generated from `dices_cli.schema`, whose names are fixed identifiers; every
+Everything is generated from `dices_cli.families.schema`, whose names are fixed identifiers; every
 value that comes from a user is bound as a parameter.
 """
 
@@ -28,16 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dices_cli.errors import DicesError, NotIngestedError, UsageError
 from dices_cli.families import family_of, listed
-from dices_cli.output import Result, Stream, Table, relation_stream, table_from_rows
-from dices_cli.queries.catalog import (
-    CROWD_LABEL_TYPE,
-    Query,
-    compute_step,
-    missing_group_column,
-    prelude,
-    render_sql,
-)
-from dices_cli.schema import (
+from dices_cli.families.schema import (
     DATASETS,
     GOLD_REASONS,
     HARM_TAGS,
@@ -48,7 +39,16 @@ from dices_cli.schema import (
     Entity,
     Kind,
 )
-from dices_cli.store import Store, StoredDataset
+from dices_cli.output import Result, Stream, Table, relation_stream, table_from_rows
+from dices_cli.queries.catalog import (
+    CROWD_LABEL_TYPE,
+    Query,
+    compute_step,
+    missing_group_column,
+    prelude,
+    render_sql,
+)
+from dices_cli.store.datasets import Store, StoredDataset
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -163,7 +163,7 @@ class RaterSelection:
 
     exclude_removed: bool = False
     keep_ids: frozenset[int] | None = None
-    min_quality: float | None = None  # resolved into keep_ids by dices_cli.selection
+    min_quality: float | None = None  # resolved into keep_ids by dices_cli.raters.selection
     description: list[str] = field(default_factory=list)
 
 
@@ -490,7 +490,7 @@ def open_session(
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> Session:
     """A session over the `chosen_datasets`, seeing the raters of a resolved `selection`
-    (`dices_cli.selection.resolve` turns a minimum quality into rater ids first); `named`
+    (`dices_cli.raters.selection.resolve` turns a minimum quality into rater ids first); `named`
     and `connection` as for `Session`."""
     if selection is not None and selection.min_quality is not None:
         raise ValueError("a minimum quality must be resolved into rater ids first")

@@ -29,7 +29,7 @@ from dices_cli.queries.engine import (
     sql_literals,
     views_and_tables,
 )
-from dices_cli.store import Store, StoredDataset
+from dices_cli.store.datasets import Store, StoredDataset
 
 if TYPE_CHECKING:
     from pathlib import Path

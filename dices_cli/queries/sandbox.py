@@ -23,8 +23,8 @@ from dices_cli.output import Stream
 from dices_cli.problems import ProblemType
 from dices_cli.queries.engine import RaterSelection, Session
 from dices_cli.queries.family import session_for
-from dices_cli.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
-from dices_cli.store import Store, StoredDataset
+from dices_cli.read.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
+from dices_cli.store.datasets import Store, StoredDataset
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -85,7 +85,7 @@ TAKEN_NAMES = (
     "internal",
     "judge_calls",
 )
-# The judge's cache (dices_cli.judge.cache), a table every statement that names it sees.
+# The judge's cache (dices_cli.store.judge_cache), a table every statement that names it sees.
 JUDGE_CALLS = "judge_calls"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -183,12 +183,12 @@ def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Ta
 
     Polars holds a whole file, so text is looked at first, a chunk at a time: a record
     longer than a record may be is refused (Polars held 4.3 GB for a line of 1 GB), and so
-    is a JSON line that the JSON Lines readers of dices refuse (`dices_cli.json_lines`:
+    is a JSON line that the JSON Lines readers of dices refuse (`dices_cli.read.json_lines`:
     Polars kept the first of two equal keys, made an escaped lone surrogate NUL, and
     crashed at 900 levels of nesting)."""
     import polars as pl
 
-    from dices_cli.file_formats import file_format, parquet_file
+    from dices_cli.read.file_formats import file_format, parquet_file
 
     with open_source(given, max_size) as source:
         kind = file_format(given, source)
@@ -221,8 +221,8 @@ def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Ta
 def _text_problem(source: Source, kind: str) -> str | None:
     """The first problem of a text table that Polars must not be given, as "line N: what
     [type]"; None when there is none."""
-    from dices_cli.json_lines import JsonLineError, json_lines, parsed, too_long_message
-    from dices_cli.lines import MAX_RECORD_BYTES, first_overlong
+    from dices_cli.read.json_lines import JsonLineError, json_lines, parsed, too_long_message
+    from dices_cli.read.lines import MAX_RECORD_BYTES, first_overlong
 
     with source.open_text() as text:
         if kind != "jsonl":
@@ -385,7 +385,7 @@ def _running(
     # process (where DuckDB's bindings report them as leaked).
     with session.con:
         add_tables(session, tables)
-        from dices_cli.judge.cache import calls_table, has_calls
+        from dices_cli.store.judge_cache import calls_table, has_calls
 
         # Named, it is there (empty without a cache); the catalogue lists it when there is one.
         if (named is None and has_calls(store.root)) or (named and JUDGE_CALLS in named):

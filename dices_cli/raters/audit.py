@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dices_cli.families.schema import DATASETS, PUBLISHED_REMOVED
 from dices_cli.output import Table, table_from_rows
-from dices_cli.quality import DEMOGRAPHICS, RaterQuality
 from dices_cli.queries.catalog import internal_sql
-from dices_cli.schema import DATASETS, PUBLISHED_REMOVED
+from dices_cli.raters.quality import DEMOGRAPHICS, RaterQuality
 
 if TYPE_CHECKING:
     from dices_cli.queries.engine import Session

@@ -7,15 +7,15 @@ import csv
 import io
 
 from dices_cli.errors import DicesError
-from dices_cli.ids import parse_integer
-from dices_cli.schema import RATER_ID
+from dices_cli.families.schema import RATER_ID
+from dices_cli.read.ids import parse_integer
 
 
 def parse_rater_ids(data: bytes, source: str) -> frozenset[int]:
     """Rater ids from one id per line, or from the `rater_id` column of a CSV with a header.
 
     The bytes are UTF-8 (a byte-order mark is allowed). An id is spelled as ingest accepts
-    it in the rater_id column (see `dices_cli.ids`); spaces around it and blank lines are
+    it in the rater_id column (see `dices_cli.read.ids`); spaces around it and blank lines are
     ignored, and anything else is an error naming its line.
     """
     text = _decoded(data, source)

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dices_cli import __version__
 from dices_cli.errors import Option, UsageError
+from dices_cli.families.schema import ANSWER, PUBLISHED_REMOVED
 from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import internal_sql
-from dices_cli.schema import ANSWER, PUBLISHED_REMOVED
 
 if TYPE_CHECKING:
     from dices_cli.queries.engine import RaterSelection, Session
-    from dices_cli.store import Store, StoredDataset
+    from dices_cli.store.datasets import Store, StoredDataset
 
 DEFAULT_MIN_QUALITY = 0.45
 # Failure and "fine" points of the components (see docs/rater-quality.md).

@@ -1,6 +1,6 @@
 """Which raters a command sees: the rater selection options resolved once, above the engine.
 
-A minimum quality is a score computed over each dataset's whole pool (`dices_cli.quality`),
+A minimum quality is a score computed over each dataset's whole pool (`dices_cli.raters.quality`),
 which itself runs queries; resolving it here, into the ids of the raters it keeps, lets the
 query engine know nothing of quality.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dices_cli.queries.engine import RaterSelection, chosen_datasets
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 
 def resolve(
@@ -24,6 +24,6 @@ def resolve(
     over `dataset` reads (see `chosen_datasets`)."""
     if selection.min_quality is None:
         return selection
-    from dices_cli.quality import select_by_quality  # scores in a session of its own
+    from dices_cli.raters.quality import select_by_quality  # scores in a session of its own
 
     return select_by_quality(store, chosen_datasets(store, dataset, needs, columns), selection)

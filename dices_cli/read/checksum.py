@@ -6,7 +6,7 @@ GIL (counting holds it only for moments), so a command can `prefetch` its input 
 it imports Polars (a tenth of a second of Python on one core), and `scan` collects each
 result when the parser wants the counts.
 Without a prefetch, `scan` reads the file there and then. A gzip file is not prefetched: its
-own bytes are hashed, and its text counted, as it is decompressed (`dices_cli.source`).
+own bytes are hashed, and its text counted, as it is decompressed (`dices_cli.read.source`).
 This module imports nothing heavy, so that it can start before the imports it overlaps.
 """
 

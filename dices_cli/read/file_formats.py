@@ -10,8 +10,8 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import DicesError
-from dices_cli.lines import BOM
-from dices_cli.source import STDIN, Source, format_size
+from dices_cli.read.lines import BOM
+from dices_cli.read.source import STDIN, Source, format_size
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq

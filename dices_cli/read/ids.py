@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from dices_cli.schema import Column
+from dices_cli.families.schema import Column
 
 INTEGER_PATTERN = r"^(0|-?[1-9][0-9]*)$"  # no "-0", which would not export back as written
 INT64_MAX = 2**63 - 1

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from dices_cli.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
 from dices_cli.problems import JsonProblemType, ProblemType
+from dices_cli.read.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
 
 if TYPE_CHECKING:
     from typing import BinaryIO

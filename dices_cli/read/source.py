@@ -7,7 +7,7 @@ as it arrives, into a private temporary file of CSV text, which is then read lik
 file; the digest of the bytes as given, and the counts over the text that the parser
 checks Polars against, are taken in that same pass, and the text may grow only up to a
 limit, so that a small gzip that inflates to terabytes is refused early. A plain file is
-hashed and counted in one pass of its own (`dices_cli.checksum`), so that it is read twice
+hashed and counted in one pass of its own (`dices_cli.read.checksum`), so that it is read twice
 at most: that pass, and the parser.
 
 Imports nothing heavy: `dices ingest` opens its inputs before Polars is imported.
@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from dices_cli import checksum
 from dices_cli.errors import DicesError
+from dices_cli.read import checksum
 
 STDIN = "-"
 COPY_CHUNK = 1 << 20

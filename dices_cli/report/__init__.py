@@ -22,7 +22,7 @@ from dices_cli.metrics import defaults
 if TYPE_CHECKING:
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.report.models import ModelsRequest
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
 INSTALL_HINT = "charts need vl-convert-python, a dependency of dices: pip install vl-convert-python"
 # The resampling behind the p-values and intervals: the same defaults as `dices query
@@ -74,11 +74,11 @@ def build_report(
     """
     from datetime import UTC, datetime
 
+    from dices_cli.raters.selection import resolve
     from dices_cli.report.charts import Drawer
     from dices_cli.report.context import Context
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
-    from dices_cli.selection import resolve
 
     check_charts_available()
     # One version of each dataset for the rater selection, every section, the models and the

@@ -10,15 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dices_cli.audit import MISSING_GROUP
+from dices_cli.families.schema import DATASETS
 from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import get_query, missing_group_column
 from dices_cli.queries.engine import RaterSelection, Session, chosen_datasets
-from dices_cli.schema import DATASETS
+from dices_cli.raters.audit import MISSING_GROUP
 
 if TYPE_CHECKING:
     from dices_cli.report.models import ScoredModels
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from dices_cli.evaluate.evaluation import Evaluation, Settings
     from dices_cli.output import Table
     from dices_cli.queries.engine import RaterSelection
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import dices_cli.report.charts as charts
-from dices_cli.audit import MISSING_GROUP
 from dices_cli.metrics.defaults import BOOTSTRAP, SEED
 from dices_cli.output import table_from_rows
 from dices_cli.queries.catalog import get_query
+from dices_cli.raters.audit import MISSING_GROUP
 from dices_cli.report.context import (
     Context,
     Figure,
@@ -257,8 +257,8 @@ def _group_gaps(ctx: Context) -> Figure:
 
 
 def rater_quality(ctx: Context) -> Section:
-    from dices_cli.audit import audit, audit_table
-    from dices_cli.quality import (
+    from dices_cli.raters.audit import audit, audit_table
+    from dices_cli.raters.quality import (
         COMPONENTS,
         DEMOGRAPHICS,
         RaterFilter,

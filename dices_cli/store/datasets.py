@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dices_cli import checksum
 from dices_cli.errors import (
     DamagedDataError,
     DatasetExistsError,
@@ -51,7 +50,8 @@ from dices_cli.errors import (
     system_reason,
 )
 from dices_cli.families import Family, all_members, family_of
-from dices_cli.schema import DATASETS, canonical_names
+from dices_cli.families.schema import DATASETS, canonical_names
+from dices_cli.read import checksum
 
 if TYPE_CHECKING:
     import polars as pl

@@ -70,7 +70,7 @@ def _wrap(owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[.
 def install(pause: Pause) -> None:
     import polars as pl
 
-    from dices_cli import store
+    from dices_cli.store import datasets as store
 
     def is_temp(path: pathlib.Path) -> bool:
         return path.name.startswith(store.TEMP_PREFIX)
@@ -148,7 +148,7 @@ def main() -> None:
     if point not in POINTS:
         sys.exit(f"unknown point {point!r}; choose from: {', '.join(POINTS)}")
     install(Pause(point, int(occurrence or 1), int(fd)))
-    from dices_cli.main import app
+    from dices_cli.cli.main import app
 
     app(arguments, prog_name="dices")
 

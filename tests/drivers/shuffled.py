@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from dices_cli.evaluate.references import Votes
-from dices_cli.store import Store
+from dices_cli.store.datasets import Store
 
 
 def shuffled_store(source: Path, target: Path, seed: int) -> Path:

@@ -22,8 +22,8 @@ from typer._click.globals import get_current_context
 from typer._types import TyperChoice
 from typer.core import TyperCommand, TyperOption
 
-from dices_cli.commands.listing import ListingGroup
-from dices_cli.commands.options import (
+from dices_cli.cli.commands.listing import ListingGroup
+from dices_cli.cli.commands.options import (
     ColumnsOption,
     DataDir,
     ExcludeRemoved,
@@ -39,17 +39,17 @@ from dices_cli.commands.options import (
     rater_selection,
     read_paths,
 )
-from dices_cli.commands.quiet import quiet_option
+from dices_cli.cli.commands.quiet import quiet_option
+from dices_cli.cli.render import say
 from dices_cli.errors import UsageError
-from dices_cli.render import say
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from dices_cli.cli.tabular import Focus
     from dices_cli.output import Format
     from dices_cli.queries.catalog import Parameter, Query
     from dices_cli.shape import Shape
-    from dices_cli.tabular import Focus
 
 QUERY_HELP = """Run a canned query: the field's standard questions, as documented SQL.
 
@@ -364,10 +364,10 @@ def query_group(
 
 
 def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: bool) -> None:
+    from dices_cli.cli.tabular import Focus
     from dices_cli.output import Table
     from dices_cli.queries.catalog import command_queries, family_queries
     from dices_cli.runs import other_families
-    from dices_cli.tabular import Focus
 
     rows = [
         (
@@ -415,7 +415,7 @@ def _explain(query: Query) -> None:
 def checked_by(by: list[str] | None) -> list[str]:
     """The --by columns, each one a result can be grouped by; a usage error naming the first
     that is not, with the ones there are."""
-    from dices_cli.layouts import group_columns
+    from dices_cli.formats.dices.layouts import group_columns
     from dices_cli.queries.catalog import ParameterError, usage_error
 
     try:
@@ -449,7 +449,7 @@ def run_query(
     from dices_cli.output import Format, Output
     from dices_cli.runs import family_asked, run_canned
     from dices_cli.shape import Shape
-    from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     shape = Shape.parse(keep_columns, sort, limit)
     if fmt is Format.CHART and canned.chart is None:  # before the work
@@ -485,7 +485,7 @@ def run_query(
 
 def _focus(query: Query, parameters: dict[str, Any]) -> Focus:
     """What a table of the result always shows: its group columns and its answer."""
-    from dices_cli.tabular import Focus
+    from dices_cli.cli.tabular import Focus
 
     return Focus(tuple(query.group_columns(parameters)), tuple(query.expanded_answer(parameters)))
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from dices_cli.commands.options import (
+from dices_cli.cli.commands.options import (
     DEFAULT_MAX_SIZE,
     ColumnsOption,
     DataDir,
@@ -26,13 +26,13 @@ from dices_cli.commands.options import (
     show_shaped,
     size_limit,
 )
-from dices_cli.layouts import Layout
+from dices_cli.cli.render import progress_bar, say
+from dices_cli.formats.dices.layouts import Layout
 from dices_cli.queries.catalog import GROUP_COLUMNS
-from dices_cli.render import progress_bar, say
 
 if TYPE_CHECKING:
     from dices_cli.output import Format
-    from dices_cli.store import StoredDataset
+    from dices_cli.store.datasets import StoredDataset
 
 DatasetChoice = Annotated[
     Literal["auto", "350", "990"],
@@ -61,7 +61,7 @@ def _inputs(files: list[Path], max_size: str, store: bool = False) -> tuple[list
     most once), and the limit. `store`: the command writes to a data directory, which a
     directory given among the files may have been meant as."""
     from dices_cli.errors import UsageError
-    from dices_cli.source import STDIN
+    from dices_cli.read.source import STDIN
 
     for path in files:
         if str(path) != STDIN and not path.exists() and not path.is_symlink():
@@ -78,7 +78,7 @@ def _inputs(files: list[Path], max_size: str, store: bool = False) -> tuple[list
 def _max_size_named() -> Iterator[None]:
     """Point the user to --max-size when an input is over the limit."""
     from dices_cli.errors import DicesError
-    from dices_cli.source import TooLargeError
+    from dices_cli.read.source import TooLargeError
 
     try:
         yield
@@ -125,12 +125,12 @@ def ingest(
 
         gunzip -c dices_990.csv.gz | dices ingest -
     """
-    from dices_cli import checksum
+    from dices_cli.read import checksum
 
     files, limit = _inputs(files, max_size, store=True)
     checksum.prefetch(files)  # hashes and counts on a spare core while Polars is imported
-    from dices_cli.ingest import ingest as run_ingest
-    from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.formats.ingest import ingest as run_ingest
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     store = Store(resolve_data_dir(data))
     with progress_bar(enabled=True) as progress, _max_size_named():
@@ -168,12 +168,12 @@ def validate(
 
         curl -s https://example.org/dices_350.csv | dices validate -
     """
-    from dices_cli import checksum
+    from dices_cli.cli.tabular import Focus
+    from dices_cli.formats.validate import validate_file
     from dices_cli.output import Output, Table
     from dices_cli.problems import PROBLEM_FIELDS
+    from dices_cli.read import checksum
     from dices_cli.shape import Shape
-    from dices_cli.tabular import Focus
-    from dices_cli.validate import validate_file
 
     shape = Shape.parse(keep_columns, sort, limit)
     files, size_limit = _inputs(files, max_size)
@@ -221,12 +221,12 @@ def info(
 
         dices info --verify
     """
-    from dices_cli.commands.verify import report_damage
+    from dices_cli.cli.commands.verify import report_damage
+    from dices_cli.cli.tabular import Focus
     from dices_cli.errors import NotIngestedError
     from dices_cli.output import Output, table_from_rows
     from dices_cli.shape import Shape
-    from dices_cli.store import UNITS, Store, inventory, resolve_data_dir
-    from dices_cli.tabular import Focus
+    from dices_cli.store.datasets import UNITS, Store, inventory, resolve_data_dir
 
     shape = Shape.parse(keep_columns, sort, limit)
     store = Store(resolve_data_dir(data))
@@ -339,9 +339,9 @@ def export(
         dices export -d 990 | csvlook | less -S
     """
     from dices_cli.errors import UsageError
-    from dices_cli.export import source_path, typed_table, write_csv
+    from dices_cli.formats.dices.export import source_path, typed_table, write_csv
     from dices_cli.output import Format, Output
-    from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     if fmt is Format.TABLE:
         raise UsageError("export writes data: pick --format csv, tsv, json, jsonl or parquet")
@@ -431,16 +431,16 @@ def _export_layout(
     with `excel_safe`, a CSV's formula-looking text defused as the wide CSV's is."""
     import json
 
-    from dices_cli.commands.canned import checked_by
+    from dices_cli.cli.commands.canned import checked_by
     from dices_cli.errors import UsageError
-    from dices_cli.export import defused, source_path
-    from dices_cli.layouts import judge_bench, long_ratings, soft_labels
+    from dices_cli.families.schema import DATASETS
+    from dices_cli.formats.dices.export import defused, source_path
+    from dices_cli.formats.dices.layouts import judge_bench, long_ratings, soft_labels
     from dices_cli.output import Format, Output
     from dices_cli.queries.catalog import missing_group_column
     from dices_cli.queries.engine import chosen_datasets, open_session
-    from dices_cli.schema import DATASETS
-    from dices_cli.selection import resolve
-    from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.raters.selection import resolve
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     by = checked_by(by)
     store = Store(resolve_data_dir(data))
@@ -477,8 +477,8 @@ def _export_prosocial(
 ) -> None:
     """ProsocialDialog goes back as the JSON Lines it came as: its lines, in their order."""
     from dices_cli.errors import UsageError
+    from dices_cli.formats.prosocial.tables import write_jsonl
     from dices_cli.output import Format, Output
-    from dices_cli.prosocial.tables import write_jsonl
 
     inputs = [root, *(Path(s["path"]) for s in stored.manifest["sources"] if s["path"])]
     out = Output.build(fmt or (None if output else Format.JSONL), output, force, inputs)
@@ -514,9 +514,9 @@ def demo(
 
         dices demo --keep ~/dices-demo
     """
-    from dices_cli.demo import tour
+    from dices_cli.cli.demo import tour
+    from dices_cli.cli.render import print_table
     from dices_cli.output import open_stdout
-    from dices_cli.render import print_table
 
     with open_stdout():
         say(f"Ingesting the bundled sample into {keep} ...")

@@ -13,7 +13,7 @@ from typer._click import core as click_core
 from typer._click import types as click_types
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
-from dices_cli.commands.options import (
+from dices_cli.cli.commands.options import (
     DEFAULT_MAX_SIZE,
     ColumnsOption,
     DataDir,
@@ -22,7 +22,7 @@ from dices_cli.commands.options import (
     SortOption,
     size_limit,
 )
-from dices_cli.render import progress_bar, say
+from dices_cli.cli.render import progress_bar, say
 
 if TYPE_CHECKING:
     from dices_cli.download import Fetched, SourceFailed, WantedFile
@@ -237,7 +237,7 @@ def download(
     if ingest:
         from itertools import groupby
 
-        from dices_cli.commands.data import ingest as ingest_files
+        from dices_cli.cli.commands.data import ingest as ingest_files
 
         # One ingest per dataset, as `dices ingest` would be run on its files: each dataset
         # stands alone, and ingest recognises a file's dataset from its contents.
@@ -246,7 +246,7 @@ def download(
 
 
 def _say_retry(title: str, failed: SourceFailed, wait: float) -> None:
-    from dices_cli.commands.wording import worded
+    from dices_cli.cli.commands.wording import worded
 
     say(f"{title}: {worded(failed)}; trying again in {wait:.3g} s")
 
@@ -274,7 +274,7 @@ def ways_round() -> Iterator[None]:
 
 def _report(fetched: list[Fetched]) -> None:
     """Each file's path on stdout; what became of it, and which source served it, on stderr."""
-    from dices_cli.commands.wording import worded
+    from dices_cli.cli.commands.wording import worded
     from dices_cli.output import open_stdout
     from dices_cli.terminal_text import printable
 
@@ -304,11 +304,11 @@ def _show_plan(
 ) -> None:
     """Per file and source, in the order they are tried: what the file must be, where it is
     fetched from, and what is in `directory` now. Nothing is fetched."""
-    from dices_cli.commands.options import show_shaped
+    from dices_cli.cli.commands.options import show_shaped
+    from dices_cli.cli.tabular import Focus
     from dices_cli.download import status
     from dices_cli.output import Output, table_from_rows
     from dices_cli.shape import Shape
-    from dices_cli.tabular import Focus
 
     shape = Shape.parse(keep_columns, sort, limit)
     rows = []

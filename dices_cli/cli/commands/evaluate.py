@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from dices_cli.commands.options import (
+from dices_cli.cli.commands.options import (
     ColumnsOption,
     DataDir,
     ExcludeRemoved,
@@ -27,8 +27,8 @@ from dices_cli.commands.options import (
     rater_selection,
     read_paths,
 )
+from dices_cli.cli.render import say
 from dices_cli.metrics import defaults
-from dices_cli.render import say
 
 if TYPE_CHECKING:
     from dices_cli.output import Table
@@ -58,7 +58,7 @@ Examples:
 """  # noqa: E501 (Rich wraps each paragraph to the terminal)
 
 
-# The columns that answer "how good is the model": kept on a narrow screen (dices_cli.tabular),
+# The columns that answer "how good is the model": kept on a narrow screen (dices_cli.cli.tabular),
 # with the ids and the --by columns. kappa is the headline of gold, crowd and label, jsd of
 # crowd-share (evaluation.HEADLINE); jsd's interval is left out to fit 80 columns.
 EVALUATE_ANSWER = ("kappa", "kappa_low", "kappa_high", "jsd")
@@ -196,13 +196,13 @@ def evaluate(
     # fight the work for the cores (bench/evaluate.py, DICES-990 on 2 cores: 12.1 s -> 7.8 s).
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from dices_cli.cli.tabular import Focus
     from dices_cli.errors import UsageError
     from dices_cli.families import FAMILIES
     from dices_cli.output import Format, Output
     from dices_cli.runs import evaluation_settings, run_evaluation
     from dices_cli.shape import Shape
-    from dices_cli.store import Store, resolve_data_dir
-    from dices_cli.tabular import Focus
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     if explain:
         _explain()

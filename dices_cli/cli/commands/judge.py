@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from dices_cli.commands.options import DataDir, Force, OutputFile, OutputFormat
-from dices_cli.render import say
+from dices_cli.cli.commands.options import DataDir, Force, OutputFile, OutputFormat
+from dices_cli.cli.render import say
 
 if TYPE_CHECKING:
     from dices_cli.judge.plan import Settings
     from dices_cli.judge.run import Outcome, Progress
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 
@@ -173,12 +173,12 @@ def judge(
     output: OutputFile = None,
     force: Force = False,
 ) -> None:
+    from dices_cli.cli.render import show
     from dices_cli.errors import UsageError
     from dices_cli.judge.plan import DEFAULT_BASE_URL, Settings
     from dices_cli.judge.prompts import load_prompt
     from dices_cli.output import Output
-    from dices_cli.render import show
-    from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     if then_evaluate and output is None:
         raise UsageError("--evaluate reads the predictions file: give -o FILE")
@@ -295,7 +295,7 @@ def show_dry_run(store: Store, settings: Settings) -> None:
 @contextlib.contextmanager
 def progress_shown() -> Iterator[Callable[[Progress], None] | None]:
     """A progress bar on stderr when it is a terminal and -q is not given."""
-    from dices_cli.render import is_quiet, stderr_console
+    from dices_cli.cli.render import is_quiet, stderr_console
 
     if is_quiet() or not sys.stderr.isatty():
         yield None
@@ -352,7 +352,7 @@ def write_manifest(output: Path, outcome: Outcome, inputs: list[Path]) -> None:
 
 
 def evaluate_written(output: Path, dataset: str, data: Path | None) -> None:
-    from dices_cli.commands.evaluate import evaluate
+    from dices_cli.cli.commands.evaluate import evaluate
 
     evaluate(str(output), dataset=dataset, data=data)  # type: ignore[arg-type]
 

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from dices_cli.cli.render import show
 from dices_cli.output import Format, Output
-from dices_cli.render import show
 
 if TYPE_CHECKING:
+    from dices_cli.cli.tabular import Focus
     from dices_cli.families import Family
     from dices_cli.output import Result
     from dices_cli.queries.catalog import Chart
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.shape import Shape
-    from dices_cli.tabular import Focus
 
 DataDir = Annotated[
     Path | None,
@@ -50,13 +50,13 @@ Force = Annotated[
     typer.Option("--force", help="Overwrite -o FILE if it exists (never an input of the command)."),
 ]
 
-DEFAULT_MAX_SIZE = "2G"  # dices_cli.source.DEFAULT_MAX_SIZE, spelled for --help
+DEFAULT_MAX_SIZE = "2G"  # dices_cli.read.source.DEFAULT_MAX_SIZE, spelled for --help
 
 
 def size_limit(text: str) -> int:
-    """The bytes a --max-size SIZE stands for (500M, 4G; `dices_cli.source.parse_size`)."""
+    """The bytes a --max-size SIZE stands for (500M, 4G; `dices_cli.read.source.parse_size`)."""
     from dices_cli.errors import UsageError
-    from dices_cli.source import parse_size
+    from dices_cli.read.source import parse_size
 
     try:
         return parse_size(text)
@@ -150,7 +150,7 @@ def rater_selection(
     exclude_removed: bool, raters: str | None, min_quality: float | None = None
 ) -> RaterSelection:
     """The rater selection every query honours, from the shared options."""
-    from dices_cli.raters import parse_rater_ids
+    from dices_cli.raters.id_list import parse_rater_ids
     from dices_cli.runs import rater_selection as selection_of
 
     if raters is None:
@@ -169,7 +169,7 @@ def rater_selection(
 
 def read_paths(data: Path | None, raters: str | None) -> list[Path]:
     """What a query reads, which -o must not overwrite: the data directory, --raters FILE."""
-    from dices_cli.store import resolve_data_dir
+    from dices_cli.store.datasets import resolve_data_dir
 
     return [resolve_data_dir(data), *([Path(raters)] if raters not in (None, "-") else [])]
 

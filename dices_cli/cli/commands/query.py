@@ -1,5 +1,5 @@
 """Commands that ask questions of ingested data: query (canned SQL, made by
-`dices_cli.commands.canned`) and sql (ad hoc)."""
+`dices_cli.cli.commands.canned`) and sql (ad hoc)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 import typer
 
-from dices_cli.commands import canned
-from dices_cli.commands.options import (
+from dices_cli.cli.commands import canned
+from dices_cli.cli.commands.options import (
     ColumnsOption,
     DataDir,
     ExcludeRemoved,
@@ -115,9 +115,9 @@ def sql(
     from dices_cli.output import check_output
     from dices_cli.queries.family import session_for
     from dices_cli.queries.sandbox import add_tables, read_table, run_sql, user_tables
-    from dices_cli.selection import resolve
+    from dices_cli.raters.selection import resolve
     from dices_cli.shape import Shape
-    from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     if dataset in FAMILIES:
         no_rater_selection(FAMILIES[dataset], exclude_removed, raters, min_quality)

@@ -12,11 +12,11 @@ from typer.core import TyperOption
 
 
 def quiet_option() -> TyperOption:
-    """-q/--quiet, which every command takes: it silences dices_cli.render.say."""
+    """-q/--quiet, which every command takes: it silences dices_cli.cli.render.say."""
 
     def set_quiet(_ctx: Any, _param: Any, value: bool) -> None:
         if value:
-            from dices_cli.render import set_quiet
+            from dices_cli.cli.render import set_quiet
 
             set_quiet(True)
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from dices_cli.commands.options import (
+from dices_cli.cli.commands.options import (
     ColumnsOption,
     DataDir,
     LimitOption,
@@ -16,15 +16,15 @@ from dices_cli.commands.options import (
     SortOption,
     show_shaped,
 )
+from dices_cli.cli.render import say
 from dices_cli.output import Format, Output
-from dices_cli.quality import DEFAULT_MIN_QUALITY
-from dices_cli.render import say
+from dices_cli.raters.quality import DEFAULT_MIN_QUALITY
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from dices_cli.audit import ColumnAudit, DatasetAudit
-    from dices_cli.quality import RaterFilter
+    from dices_cli.raters.audit import ColumnAudit, DatasetAudit
+    from dices_cli.raters.quality import RaterFilter
     from dices_cli.shape import Shape
 
 
@@ -110,15 +110,15 @@ def filter_raters(
 
         dices filter-raters -d 350 --audit --format json
     """
-    from dices_cli.commands.options import dices_only
+    from dices_cli.cli.commands.options import dices_only
 
     dices_only(dataset, "dices filter-raters")
-    from dices_cli.audit import audit_table
-    from dices_cli.quality import RaterFilter, quality_table, write_filtered
+    from dices_cli.cli.tabular import Focus
+    from dices_cli.raters.audit import audit_table
+    from dices_cli.raters.quality import RaterFilter, quality_table, write_filtered
     from dices_cli.runs import run_rater_filter
     from dices_cli.shape import Shape
-    from dices_cli.store import Store, resolve_data_dir
-    from dices_cli.tabular import Focus
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     shape = Shape.parse(keep_columns, sort, limit)
     _check_combination(explain, ids_only, audit_only, write, force, fmt, output)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from dices_cli.commands.options import (
+from dices_cli.cli.commands.options import (
     DataDir,
     DatasetOption,
     ExcludeRemoved,
@@ -19,7 +19,7 @@ from dices_cli.commands.options import (
     rater_selection,
     read_paths,
 )
-from dices_cli.render import say
+from dices_cli.cli.render import say
 from dices_cli.report import BOOTSTRAP, PERMUTATIONS
 
 if TYPE_CHECKING:
@@ -154,14 +154,14 @@ def report(
 
         dices report --by rater_gender --predictions judge.csv -o judge.html
     """
-    from dices_cli.commands.evaluate import one_means_hinted
+    from dices_cli.cli.commands.evaluate import one_means_hinted
     from dices_cli.errors import UsageError
+    from dices_cli.families.schema import DATASETS
     from dices_cli.output import check_output, open_output
     from dices_cli.queries.catalog import ParameterError, missing_group_column, usage_error
     from dices_cli.queries.engine import chosen_datasets
     from dices_cli.report import agreement_options, build_report, check_charts_available
-    from dices_cli.schema import DATASETS
-    from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     dices_only(dataset, "dices report")
     given = {

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from dices_cli.commands.options import DataDir
-from dices_cli.commands.wording import worded
-from dices_cli.render import say
+from dices_cli.cli.commands.options import DataDir
+from dices_cli.cli.commands.wording import worded
+from dices_cli.cli.render import say
 
 if TYPE_CHECKING:
-    from dices_cli.store import Store
+    from dices_cli.store.datasets import Store
 
 
 def verify(data: DataDir = None) -> None:
@@ -27,7 +27,7 @@ def verify(data: DataDir = None) -> None:
 
         dices verify --data ~/dices
     """
-    from dices_cli.store import Store, resolve_data_dir
+    from dices_cli.store.datasets import Store, resolve_data_dir
 
     if not report_damage(Store(resolve_data_dir(data))):
         raise typer.Exit(1)
@@ -35,7 +35,7 @@ def verify(data: DataDir = None) -> None:
 
 def report_damage(store: Store) -> bool:
     """Verify every ingested dataset and say how each one is; True when all are intact."""
-    from dices_cli.store import verify as verify_store
+    from dices_cli.store.datasets import verify as verify_store
 
     intact = True
     for stored, problems in verify_store(store):

@@ -10,19 +10,7 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from dices_cli.csvparse import LINE
-from dices_cli.ids import INTEGER_PATTERN, integer_range
-from dices_cli.problems import (
-    MAX_KEPT_PROBLEMS,
-    SHOWN_CHARS,
-    SHOWN_VALUE_CHARS,
-    Problem,
-    ProblemType,
-    Report,
-    Severity,
-    shortened,
-)
-from dices_cli.schema import (
+from dices_cli.families.schema import (
     ANSWER,
     ITEM_ID,
     Q_OVERALL,
@@ -33,7 +21,19 @@ from dices_cli.schema import (
     Entity,
     Kind,
 )
-from dices_cli.tables import unlisted
+from dices_cli.formats.dices.csvparse import LINE
+from dices_cli.formats.dices.tables import unlisted
+from dices_cli.problems import (
+    MAX_KEPT_PROBLEMS,
+    SHOWN_CHARS,
+    SHOWN_VALUE_CHARS,
+    Problem,
+    ProblemType,
+    Report,
+    Severity,
+    shortened,
+)
+from dices_cli.read.ids import INTEGER_PATTERN, integer_range
 from dices_cli.terminal_text import printable
 
 REASON_LIST_PATTERN = r'^\[\s*(?:"?[A-Za-z_]+"?\s*(?:,\s*"?[A-Za-z_]+"?\s*)*)?\]$'

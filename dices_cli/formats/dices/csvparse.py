@@ -7,12 +7,12 @@ exactly where a file is broken (`_strict_parse`). Both return the same `ParsedFi
 
 Memory is bounded by the data, never by how broken it is. The file is never held in Python:
 it is counted in chunks (line breaks, quotes, NUL bytes) in the pass that hashes it
-(`dices_cli.checksum`, or the spool of a gzip file or a pipe) while Polars parses it from
+(`dices_cli.read.checksum`, or the spool of a gzip file or a pipe) while Polars parses it from
 disk, and columns with few distinct values (answers, demographics, the conversation text
 repeated on every row) are parsed as Categorical, which stores each distinct string once.
 Input that would make Polars build far more than the data (a line or a quoted cell of many
 MiB, more records than the bytes could hold, say millions of blank lines) skips it; the
-strict path streams records (`dices_cli.lines`) and keeps only the valid cells, in batches,
+strict path streams records (`dices_cli.read.lines`) and keeps only the valid cells, in batches,
 and where the broken records are (`PackedInts`), to read their bytes back.
 """
 
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from dices_cli.checksum import BOM, ByteFacts
-from dices_cli.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
 from dices_cli.problems import SHOWN_VALUE_CHARS, Problem, ProblemType, Report, shortened
-from dices_cli.source import Source
+from dices_cli.read.checksum import BOM, ByteFacts
+from dices_cli.read.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
+from dices_cli.read.source import Source
 
 LINE = "_line"  # the line where a record starts; a column no DICES file has
 LINE_COUNT = "_line_count"  # how many physical lines the record spans

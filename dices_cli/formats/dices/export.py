@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import polars as pl
 
+from dices_cli.families.schema import DATASETS, Kind, canonical_names
+from dices_cli.formats.dices.tables import TABLES, wide_cells, wide_typed
 from dices_cli.output import Stream
-from dices_cli.schema import DATASETS, Kind, canonical_names
-from dices_cli.store import StoredDataset
-from dices_cli.tables import TABLES, wide_cells, wide_typed
+from dices_cli.store.datasets import StoredDataset
 
 if TYPE_CHECKING:
     import pyarrow as pa

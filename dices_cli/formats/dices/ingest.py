@@ -1,6 +1,6 @@
-"""DICES's ingester (`dices_cli.ingest.FamilyIngest`): each file of one call becomes one
-stored dataset, DIR/350 or DIR/990, checked by `dices_cli.validate` and split into items,
-raters and ratings by `dices_cli.tables`."""
+"""DICES's ingester (`dices_cli.formats.ingest.FamilyIngest`): each file of one call becomes one
+stored dataset, DIR/350 or DIR/990, checked by `dices_cli.formats.validate` and split into items,
+raters and ratings by `dices_cli.formats.dices.tables`."""
 
 from __future__ import annotations
 
@@ -12,16 +12,22 @@ from typing import Any
 import polars as pl
 
 from dices_cli import __version__
-from dices_cli.checks import warning_lines
-from dices_cli.csvparse import LINE, LINE_COUNT
 from dices_cli.errors import InvalidInputError, UsageError
-from dices_cli.ingest import IngestRequest, IngestResult, Rejected, rejects_file, write_rejects
-from dices_cli.lines import verbatim_records
+from dices_cli.families.schema import SCHEMA_VERSION
+from dices_cli.formats.dices.checks import warning_lines
+from dices_cli.formats.dices.csvparse import LINE, LINE_COUNT
+from dices_cli.formats.dices.tables import new_values, split
+from dices_cli.formats.ingest import (
+    IngestRequest,
+    IngestResult,
+    Rejected,
+    rejects_file,
+    write_rejects,
+)
+from dices_cli.formats.validate import CheckedFile, check_file
 from dices_cli.problems import WARNING_TYPES, Problem
-from dices_cli.schema import SCHEMA_VERSION
-from dices_cli.store import StoredDataset
-from dices_cli.tables import new_values, split
-from dices_cli.validate import CheckedFile, check_file
+from dices_cli.read.lines import verbatim_records
+from dices_cli.store.datasets import StoredDataset
 
 
 def ingest_dices(request: IngestRequest) -> list[IngestResult]:

@@ -10,7 +10,7 @@
                   JUDGE-BENCH, data/dices/): one instance per conversation, with every
                   rater's answer and the most frequent one
 
-`wide`, the ingested file itself, is `dices_cli.export`'s.
+`wide`, the ingested file itself, is `dices_cli.formats.dices.export`'s.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from dices_cli import __version__
 from dices_cli.errors import Option, UsageError
+from dices_cli.families.schema import DATASETS, RATER_ID, UNIFIED_NAMES, Entity
 from dices_cli.queries.catalog import Parameter
-from dices_cli.schema import DATASETS, RATER_ID, UNIFIED_NAMES, Entity
 
 if TYPE_CHECKING:
     from dices_cli.output import Stream

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from dices_cli.schema import (
+from dices_cli.families.schema import (
     GOLD_REASONS,
     HARM_TAGS,
     HARM_TYPE,
@@ -18,7 +18,7 @@ from dices_cli.schema import (
     Entity,
     Kind,
 )
-from dices_cli.store import TABLES as TABLES  # where export.py looks for it
+from dices_cli.store.datasets import TABLES as TABLES  # where export.py looks for it
 
 
 def polars_type(column: Column, new_values: Sequence[str] = ()) -> pl.DataType:

@@ -1,6 +1,6 @@
 """The fast path: a whole ProsocialDialog file read by PyArrow's JSON reader and checked
 column by column. It answers "valid" or "look closer", never which line is wrong: any
-doubt sends the file to the line-by-line reader (`dices_cli.prosocial.rows`), which names
+doubt sends the file to the line-by-line reader (`dices_cli.formats.prosocial.rows`), which names
 every problem with its line.
 
 Measured on a generated train.json (120,236 lines, 94 MB; scripts/make_prosocial.py), on
@@ -14,13 +14,13 @@ import re
 from typing import TYPE_CHECKING
 
 from dices_cli.families.prosocial import ANNOTATIONS, ANNOTATORS_PER_ITEM, ENUM_FIELDS, ID_LIMITS
-from dices_cli.json_lines import MAX_DEPTH
-from dices_cli.lines import first_overlong
+from dices_cli.read.json_lines import MAX_DEPTH
+from dices_cli.read.lines import first_overlong
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from dices_cli.source import Source
+    from dices_cli.read.source import Source
 
 # A line holding nothing but blanks: the reader skips it, so rows would no longer be lines.
 # (Starting with a literal lets `re` scan for it at memchr speed: 0.05 s for 94 MB, where

@@ -1,4 +1,4 @@
-"""ProsocialDialog's ingester (`dices_cli.ingest.FamilyIngest`): the files of one call
+"""ProsocialDialog's ingester (`dices_cli.formats.ingest.FamilyIngest`): the files of one call
 (train.json, valid.json, test.json; any of them) become one stored dataset, DIR/prosocial."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from pathlib import Path
 
 from dices_cli.errors import InvalidInputError, UsageError
 from dices_cli.families.prosocial import MEMBER, PROSOCIAL
-from dices_cli.ingest import IngestRequest, IngestResult, rejects_file, write_rejects
+from dices_cli.formats.ingest import IngestRequest, IngestResult, rejects_file, write_rejects
+from dices_cli.formats.prosocial import tables
+from dices_cli.formats.prosocial.read import check_split, rejected_records
 from dices_cli.problems import Report
-from dices_cli.prosocial import tables
-from dices_cli.prosocial.read import check_split, rejected_records
-from dices_cli.store import StoredDataset
+from dices_cli.store.datasets import StoredDataset
 
 
 def ingest_prosocial(request: IngestRequest) -> list[IngestResult]:

@@ -10,7 +10,7 @@ each label an utterance casual, needs caution or needs intervention, and
   casual) -> casual, one -> possibly needs caution, two -> probably needs caution,
   three -> needs caution.
 
-A differing published label is reported, never changed (see `dices_cli.prosocial.read`).
+A differing published label is reported, never changed (see `dices_cli.formats.prosocial.read`).
 """
 
 from __future__ import annotations

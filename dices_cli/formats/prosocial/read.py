@@ -16,11 +16,11 @@ from pathlib import PurePath
 import polars as pl
 
 from dices_cli.families.prosocial import PROSOCIAL, SPLITS
+from dices_cli.formats.prosocial import fast, rows
+from dices_cli.formats.prosocial.labels import recomputed_label
+from dices_cli.formats.validate import Progress, ValidateRequest
 from dices_cli.problems import JsonProblemType, Problem, ProblemType, Report, Severity
-from dices_cli.prosocial import fast, rows
-from dices_cli.prosocial.labels import recomputed_label
-from dices_cli.source import Source
-from dices_cli.validate import Progress, ValidateRequest
+from dices_cli.read.source import Source
 
 FILE_NAMES = [file.name for file in PROSOCIAL.files]
 # The valid rows, typed as the line-by-line reader builds them (the fast path's match).
@@ -101,7 +101,7 @@ def check_split(source: Source, progress: Progress) -> CheckedSplit:
 
 
 def validate_split(request: ValidateRequest) -> Report:
-    """ProsocialDialog's `dices_cli.validate.FamilyValidate`: one file, whichever split its
+    """ProsocialDialog's `dices_cli.formats.validate.FamilyValidate`: one file, whichever split its
     name says."""
     return check_split(request.source, request.progress).report
 

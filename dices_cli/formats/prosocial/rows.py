@@ -1,5 +1,5 @@
 """The line-by-line reading of a ProsocialDialog file: every problem of every line, with
-its number. The slow path (a few seconds per 100,000 lines): `dices_cli.prosocial.read`
+its number. The slow path (a few seconds per 100,000 lines): `dices_cli.formats.prosocial.read`
 takes it only for a file the fast path found a problem in."""
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from dices_cli.families.prosocial import (
     FIELDS,
     ID_LIMITS,
 )
-from dices_cli.json_lines import JsonLineError, json_lines, parsed, too_long_message
 from dices_cli.problems import JsonProblemType, Problem, ProblemType, Report, shortened
-from dices_cli.source import Source
+from dices_cli.read.json_lines import JsonLineError, json_lines, parsed, too_long_message
+from dices_cli.read.source import Source
 
 _JSON_TYPE_NAMES = {str: "text", list: "a list", int: "a whole number", bool: "true or false"}
 
 
 def lines(source: Source) -> Iterator[tuple[int, str | None]]:
     """(number, text without the line end) of every line that is not blank, decoded with
-    surrogateescape; None for a line too long to hold (`dices_cli.json_lines`)."""
+    surrogateescape; None for a line too long to hold (`dices_cli.read.json_lines`)."""
     with source.open_text() as text:
         for number, line in json_lines(text):
             yield number, None if line is None else line.rstrip("\r\n")

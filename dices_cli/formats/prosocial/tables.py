@@ -21,13 +21,13 @@ from dices_cli.families.prosocial import (
     SOURCES,
     SPLITS,
 )
-from dices_cli.prosocial.labels import recomputed_label
+from dices_cli.formats.prosocial.labels import recomputed_label
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from dices_cli.prosocial.read import CheckedSplit
-    from dices_cli.store import StoredDataset
+    from dices_cli.formats.prosocial.read import CheckedSplit
+    from dices_cli.store.datasets import StoredDataset
 
 
 def build_tables(checked: Sequence[CheckedSplit]) -> dict[str, pl.DataFrame]:
@@ -100,8 +100,8 @@ def manifest(checked: Sequence[CheckedSplit], tables: dict[str, pl.DataFrame]) -
     from datetime import UTC, datetime
 
     from dices_cli import __version__
+    from dices_cli.families.schema import SCHEMA_VERSION
     from dices_cli.problems import WARNING_TYPES
-    from dices_cli.schema import SCHEMA_VERSION
 
     sources = []
     warnings: dict[str, int] = {}
