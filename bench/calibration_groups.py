@@ -116,7 +116,7 @@ def persona_calibration(
 ) -> list[dict[str, Any]]:
     import polars as pl
 
-    from dices_cli.cli.commands.evaluate import dices_votes
+    from dices_cli.runs import dices_votes
     from dices_cli.evaluate.evaluation import Settings
     from dices_cli.evaluate.personas import CORRELATIONS, evaluate_personas
     from dices_cli.queries.engine import RaterSelection

@@ -159,7 +159,7 @@ def test_a_mistyped_command_is_still_suggested() -> None:
 CONSOLE_SCRIPT = """
 import json, os, sys
 sys.argv[0] = "dices"
-from dices_cli.{module} import run
+from dices_cli.cli.{module} import run
 exit_now = os._exit
 def said(code):
     sys.stdout.flush()
@@ -181,7 +181,7 @@ def _environment(**settings: str) -> dict[str, str]:
 
 
 def console(module: str, *args: str, **settings: str) -> tuple[int, bytes, set[str]]:
-    """`dices ARGS` through `dices_cli.MODULE.run` into a pipe, with `settings`: its exit
+    """`dices ARGS` through `dices_cli.cli.MODULE.run` into a pipe, with `settings`: its exit
     code, its output and the modules it loaded."""
     done = subprocess.run(
         [sys.executable, "-c", CONSOLE_SCRIPT.format(module=module), *args],
@@ -206,7 +206,8 @@ def test_dices_help_in_a_pipe_loads_neither_typer_nor_rich(asked: str) -> None:
     code, shown, loaded = console("launch", asked)
     assert (code, shown) == (0, launch.PLAIN_HELP.read_bytes())
     assert not {module.split(".")[0] for module in loaded} & FRONT_END
-    assert {m for m in loaded if m.startswith("dices_cli")} == {"dices_cli", "dices_cli.cli.launch"}
+    launched = {"dices_cli", "dices_cli.cli", "dices_cli.cli.launch"}
+    assert {m for m in loaded if m.startswith("dices_cli")} == launched
 
 
 @pytest.mark.parametrize(
@@ -226,7 +227,7 @@ def test_other_arguments_go_to_typer() -> None:
 
 
 def on_a_terminal(module: str, columns: int) -> bytes:
-    """What `dices --help` through `dices_cli.MODULE.run` shows on a terminal `columns` wide."""
+    """What `dices --help` through `dices_cli.cli.MODULE.run` shows on a terminal `columns` wide."""
     pid, terminal = pty.fork()
     if pid == 0:  # the child, on the terminal; its stderr goes nowhere
         fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
