@@ -116,10 +116,10 @@ def persona_calibration(
 ) -> list[dict[str, Any]]:
     import polars as pl
 
-    from dices_cli.runs import dices_votes
     from dices_cli.evaluate.evaluation import Settings
     from dices_cli.evaluate.personas import CORRELATIONS, evaluate_personas
     from dices_cli.queries.engine import RaterSelection
+    from dices_cli.runs import dices_votes
     from dices_cli.store.datasets import Store
 
     column = "rater_race"
