@@ -140,8 +140,7 @@ def run_canned(
         render_sql,
         usage_error,
     )
-    from dices_cli.queries.engine import open_session
-    from dices_cli.queries.sandbox import statement_tables
+    from dices_cli.queries.engine import open_session, statement_tables
     from dices_cli.raters.selection import resolve
 
     family = family_asked(canned, dataset, store)

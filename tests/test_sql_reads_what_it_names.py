@@ -15,8 +15,7 @@ from typer.testing import CliRunner
 from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.queries import sandbox
-from dices_cli.queries.engine import STORED_TABLES, VIEWS, views_and_tables
-from dices_cli.queries.sandbox import statement_tables
+from dices_cli.queries.engine import STORED_TABLES, VIEWS, statement_tables, views_and_tables
 from dices_cli.store.datasets import StoredDataset
 
 EVERY = (set(VIEWS), set(STORED_TABLES))

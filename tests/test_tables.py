@@ -27,9 +27,9 @@ from typer.testing import CliRunner
 from dices_cli.cli.commands import cli_docs
 from dices_cli.cli.commands.evaluate import EVALUATE_ANSWER
 from dices_cli.cli.commands.raters import QUALITY_ANSWER
+from dices_cli.cli.focus import Focus
 from dices_cli.cli.main import app
 from dices_cli.cli.render import print_table
-from dices_cli.cli.tabular import Focus
 from dices_cli.output import Format, Table, write_table
 from dices_cli.queries.catalog import catalog, parse_query
 

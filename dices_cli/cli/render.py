@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-    from dices_cli.cli.tabular import Focus, Layout
+    from dices_cli.cli.focus import Focus
+    from dices_cli.cli.tabular import Layout
     from dices_cli.formats.validate import Progress
     from dices_cli.output import Format, Output, Result, Table
     from dices_cli.problems import Problem, Report
@@ -70,7 +71,8 @@ def print_table(
     from rich.cells import cell_len
     from rich.console import Console
 
-    from dices_cli.cli.tabular import Focus, layout
+    from dices_cli.cli.focus import Focus
+    from dices_cli.cli.tabular import layout
     from dices_cli.terminal_text import printable
 
     console = Console(width=width)

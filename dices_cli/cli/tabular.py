@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import TYPE_CHECKING
 
+from dices_cli.cli.focus import Focus
 from dices_cli.terminal_text import printable
 
 if TYPE_CHECKING:
@@ -75,16 +76,6 @@ class Column:
                 lines.append("")
             lines[-1] += part
         return [line.rstrip() for line in lines]
-
-
-@dataclass(frozen=True)
-class Focus:
-    """What a table of a result always shows, besides its leading labels and ids: `keys`,
-    the group columns that say which row is which, and `answer`, the columns that answer the
-    command's question. Names the result lacks (as after --columns) are passed over."""
-
-    keys: tuple[str, ...] = ()
-    answer: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -366,6 +366,40 @@ class Session:
         return compute(self._fetch(sql, named, _arrow), parameters)
 
 
+# Words of a statement that may see tables it does not name in a FROM clause: the
+# catalogue (SHOW TABLES, DESCRIBE, duckdb_views(), information_schema, pragma_table_info)
+# or a table named by a value (query_table). Such a statement gets every view.
+SEES_THE_CATALOGUE = re.compile(
+    r"duckdb_|information_schema|pg_|sqlite_|pragma|query_table|show|describe|summarize",
+    re.IGNORECASE,
+)
+
+
+def statement_tables(sql: str, parser: duckdb.DuckDBPyConnection) -> set[str] | None:
+    """The tables a checked statement names in its FROM clauses and subqueries (lower case,
+    without their schema), as DuckDB's parser sees them; None when it may see others
+    (`SEES_THE_CATALOGUE`) or the parser cannot say."""
+    import json
+
+    if SEES_THE_CATALOGUE.search(sql):
+        return None
+    serialized = parser.execute("SELECT json_serialize_sql($sql)", {"sql": sql}).fetchone()
+    tree = json.loads(serialized[0]) if serialized else {"error": True}
+    if tree.get("error", True):
+        return None
+    named: set[str] = set()
+    pending: list[object] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                named.add(str(node.get("table_name", "")).lower())
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return named
+
+
 def views_and_tables(
     named: Collection[str] | None,
     views: Mapping[str, tuple[str, ...]] = VIEWS,

@@ -2,7 +2,7 @@
 (`dices_cli.queries.family.session_for`: never both).
 
 Only a single SELECT is accepted. The stored files it reads are opened first (those of
-the views it names, `statement_tables`), each as an Arrow stream (`ParquetStream`) that
+the views it names, `engine.statement_tables`), each as an Arrow stream (`ParquetStream`) that
 Arrow reads while the query runs, and the user's own tables
 (`user_tables`: files read by dices, as a predictions file is) and the judge's cache
 (`judge_calls`, when the statement names it) are loaded into memory;
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from dices_cli.errors import DamagedDataError, DicesError, Option, UsageError
 from dices_cli.output import Stream
 from dices_cli.problems import ProblemType
-from dices_cli.queries.engine import RaterSelection, Session
+from dices_cli.queries.engine import RaterSelection, Session, statement_tables
 from dices_cli.queries.family import session_for
 from dices_cli.read.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
 from dices_cli.store.datasets import Store, StoredDataset
@@ -67,14 +67,6 @@ JOINS_AS_WRITTEN = "SET disabled_optimizers = 'join_order,build_side_probe_side'
 ESCAPE_HATCHES = ("allowed_directories", "allowed_paths", "allowed_configs")
 
 
-# Words of a statement that may see tables it does not name in a FROM clause: the
-# catalogue (SHOW TABLES, DESCRIBE, duckdb_views(), information_schema, pragma_table_info)
-# or a table named by a value (query_table). Such a statement gets every view.
-SEES_THE_CATALOGUE = re.compile(
-    r"duckdb_|information_schema|pg_|sqlite_|pragma|query_table|show|describe|summarize",
-    re.IGNORECASE,
-)
-
 # The names a query already knows: the views, and the schema of the tables behind them.
 TAKEN_NAMES = (
     "items",
@@ -115,31 +107,6 @@ def check_single_select(sql: str, parser: duckdb.DuckDBPyConnection) -> None:
         kind = statements[0].query.split()[0].upper()
     if kind != duckdb.StatementType.SELECT.name:
         raise QueryRefusedError(f"only SELECT is allowed here, not {kind}; dices sql is read-only")
-
-
-def statement_tables(sql: str, parser: duckdb.DuckDBPyConnection) -> set[str] | None:
-    """The tables a checked statement names in its FROM clauses and subqueries (lower case,
-    without their schema), as DuckDB's parser sees them; None when it may see others
-    (`SEES_THE_CATALOGUE`) or the parser cannot say."""
-    import json
-
-    if SEES_THE_CATALOGUE.search(sql):
-        return None
-    serialized = parser.execute("SELECT json_serialize_sql($sql)", {"sql": sql}).fetchone()
-    tree = json.loads(serialized[0]) if serialized else {"error": True}
-    if tree.get("error", True):
-        return None
-    named: set[str] = set()
-    pending: list[object] = [tree]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            if node.get("type") == "BASE_TABLE":
-                named.add(str(node.get("table_name", "")).lower())
-            pending.extend(node.values())
-        elif isinstance(node, list):
-            pending.extend(node)
-    return named
 
 
 def user_tables(specs: Sequence[str]) -> dict[str, str]:

@@ -51,7 +51,6 @@ from dices_cli.errors import (
 )
 from dices_cli.families import Family, all_members, family_of
 from dices_cli.families.schema import DATASETS, canonical_names
-from dices_cli.read import checksum
 
 if TYPE_CHECKING:
     import polars as pl
@@ -209,6 +208,8 @@ class StoredDataset:
         return problems
 
     def _verify_file(self, path: Path, expected: str) -> None:
+        from dices_cli.read import checksum  # only to verify (queries check sizes alone)
+
         self._check_size(path)
         try:
             actual = checksum.sha256_file(path).sha256
@@ -445,6 +446,8 @@ def _version_name(name: str) -> str:
 
 def _file_records(directory: Path, tables: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Size and SHA-256 of each table's Parquet file in `directory`, for the manifest."""
+    from dices_cli.read import checksum
+
     records = {}
     for table in tables:
         digest = checksum.sha256_file(directory / f"{table}.parquet")

@@ -46,7 +46,7 @@ from dices_cli.errors import UsageError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from dices_cli.cli.tabular import Focus
+    from dices_cli.cli.focus import Focus
     from dices_cli.output import Format
     from dices_cli.queries.catalog import Parameter, Query
     from dices_cli.shape import Shape
@@ -364,7 +364,7 @@ def query_group(
 
 
 def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: bool) -> None:
-    from dices_cli.cli.tabular import Focus
+    from dices_cli.cli.focus import Focus
     from dices_cli.output import Table
     from dices_cli.queries.catalog import command_queries, family_queries
     from dices_cli.runs import other_families
@@ -485,7 +485,7 @@ def run_query(
 
 def _focus(query: Query, parameters: dict[str, Any]) -> Focus:
     """What a table of the result always shows: its group columns and its answer."""
-    from dices_cli.cli.tabular import Focus
+    from dices_cli.cli.focus import Focus
 
     return Focus(tuple(query.group_columns(parameters)), tuple(query.expanded_answer(parameters)))
 

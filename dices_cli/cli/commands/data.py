@@ -168,7 +168,7 @@ def validate(
 
         curl -s https://example.org/dices_350.csv | dices validate -
     """
-    from dices_cli.cli.tabular import Focus
+    from dices_cli.cli.focus import Focus
     from dices_cli.formats.validate import validate_file
     from dices_cli.output import Output, Table
     from dices_cli.problems import PROBLEM_FIELDS
@@ -222,7 +222,7 @@ def info(
         dices info --verify
     """
     from dices_cli.cli.commands.verify import report_damage
-    from dices_cli.cli.tabular import Focus
+    from dices_cli.cli.focus import Focus
     from dices_cli.errors import NotIngestedError
     from dices_cli.output import Output, table_from_rows
     from dices_cli.shape import Shape

@@ -305,7 +305,7 @@ def _show_plan(
     """Per file and source, in the order they are tried: what the file must be, where it is
     fetched from, and what is in `directory` now. Nothing is fetched."""
     from dices_cli.cli.commands.options import show_shaped
-    from dices_cli.cli.tabular import Focus
+    from dices_cli.cli.focus import Focus
     from dices_cli.download import status
     from dices_cli.output import Output, table_from_rows
     from dices_cli.shape import Shape

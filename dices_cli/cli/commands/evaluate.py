@@ -196,7 +196,7 @@ def evaluate(
     # fight the work for the cores (bench/evaluate.py, DICES-990 on 2 cores: 12.1 s -> 7.8 s).
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from dices_cli.cli.tabular import Focus
+    from dices_cli.cli.focus import Focus
     from dices_cli.errors import UsageError
     from dices_cli.families import FAMILIES
     from dices_cli.output import Format, Output

@@ -12,7 +12,7 @@ from dices_cli.cli.render import show
 from dices_cli.output import Format, Output
 
 if TYPE_CHECKING:
-    from dices_cli.cli.tabular import Focus
+    from dices_cli.cli.focus import Focus
     from dices_cli.families import Family
     from dices_cli.output import Result
     from dices_cli.queries.catalog import Chart

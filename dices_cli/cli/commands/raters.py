@@ -113,7 +113,7 @@ def filter_raters(
     from dices_cli.cli.commands.options import dices_only
 
     dices_only(dataset, "dices filter-raters")
-    from dices_cli.cli.tabular import Focus
+    from dices_cli.cli.focus import Focus
     from dices_cli.raters.audit import audit_table
     from dices_cli.raters.quality import RaterFilter, quality_table, write_filtered
     from dices_cli.runs import run_rater_filter
