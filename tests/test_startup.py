@@ -99,6 +99,9 @@ def test_a_canned_query_loads_neither_arrow_nor_numpy(fmt: str, ingested: Path) 
     assert ("rich" in loaded) == (fmt == "table")
     # Nor the thread pool of the checksums (`dices verify`'s), which brings logging: 10 ms.
     assert not loaded & {"concurrent.futures", "logging"}
+    # Nor, to a pipe, the table layout, the SQL sandbox or the checksums: about 7 ms.
+    unneeded = {"dices_cli.cli.tabular", "dices_cli.queries.sandbox", "dices_cli.read.checksum"}
+    assert not loaded & unneeded if fmt != "table" else "dices_cli.cli.tabular" in loaded
 
 
 def test_a_canned_query_opens_only_the_views_it_reads(ingested: Path) -> None:
