@@ -46,9 +46,9 @@ def _new_values(column: Column, cells: pl.DataFrame) -> list[str]:
     return new.unique(maintain_order=True).to_list()
 
 
-# An Enum's values by the category code of the Categorical cells, one lookup per Enum type
+# An Enum's values by the category code of Categorical cells, one lookup per pair of types
 # (`_enum_lookup`); None where casting each row's string is cheaper.
-EnumLookups = dict[pl.DataType, pl.Series | None]
+EnumLookups = dict[tuple[pl.DataType, pl.DataType], pl.Series | None]
 
 
 def _typed(column: Column, cells: pl.DataFrame, lookups: EnumLookups) -> pl.Expr:
@@ -80,24 +80,25 @@ def _enum_lookup(
     given = cells.schema[name]
     if not isinstance(given, pl.Categorical):
         return None
-    if dtype not in lookups:
+    if (given, dtype) not in lookups:
         strings = given.categories.to_series()
         fewer = strings.len() < cells.height
-        lookups[dtype] = strings.cast(dtype, strict=False) if fewer else None
-    return lookups[dtype]
+        lookups[given, dtype] = strings.cast(dtype, strict=False) if fewer else None
+    return lookups[given, dtype]
 
 
 def _typed_table(dataset: Dataset, cells: pl.DataFrame) -> pl.DataFrame:
     lookups: EnumLookups = {}
     typed = cells.select(_typed(dataset.column(name), cells, lookups) for name in cells.columns)
     for name, dtype in typed.schema.items():
-        if lookups.get(dtype) is None:
+        if lookups.get((cells.schema[name], dtype)) is None:
             continue
         column = dataset.column(name)
         empty = (cells.get_column(name) == "").sum() if column.nullable else 0
         if typed.get_column(name).null_count() != empty:
             # A string outside the Enum, which the lookup leaves null: the cast refuses it.
-            typed = typed.with_columns(_typed(column, cells, {dtype: None}))
+            cast: EnumLookups = {(cells.schema[name], dtype): None}
+            typed = typed.with_columns(cells.select(_typed(column, cells, cast)))
     return typed
 
 
