@@ -32,7 +32,8 @@ from typer.testing import CliRunner, Result
 
 from dices_cli import __version__
 from dices_cli.cli.main import app
-from dices_cli.families.schema import DATASETS, Column, Entity, Kind
+from dices_cli.families.schema import DATASETS, Column, Dataset, Entity, Kind
+from dices_cli.formats.dices.tables import split
 
 ANSWER = pl.Enum(["No", "Yes", "Unsure"])
 REPLICA_COUNTS = {  # dataset: (ratings, conversations, raters)
@@ -781,3 +782,53 @@ def test_property_problem_lines_are_physical_lines(
         if r["severity"] == "error"
     }
     assert errors == expected
+
+
+# --- typing the cells ------------------------------------------------------------------
+
+
+def cells_of_one_row(dataset: Dataset, rows: int) -> pl.DataFrame:
+    """`rows` copies of one valid record, every cell Categorical over one set of strings, as
+    the parser gives them: far more rows than distinct strings."""
+    first = {Kind.ENUM: lambda c: c.values[0], Kind.REASON_LIST: lambda c: '["x"]'}
+    row = {c.name: first.get(c.kind, lambda c: "1")(c) for c in dataset.columns}
+    categories = pl.Categories.random()
+    return pl.DataFrame(
+        {name: [cell] * rows for name, cell in row.items()},
+        schema={name: pl.Categorical(categories) for name in row},
+    )
+
+
+def test_enum_cells_looked_up_by_code_are_the_cast_cells() -> None:
+    """Where rows outnumber the file's strings, an Enum column's values are picked by category
+    code (`tables._enum_lookup`), not cast row by row: the same values, of the same type, a
+    column with categories of its own (other codes for the same strings) included."""
+    dataset = DATASETS["350"]
+    answers = pl.Series("Q_overall", ["Unsure", "Yes", "No", "Yes"] * 125)
+    cells = cells_of_one_row(dataset, 500).with_columns(
+        answers.cast(pl.Categorical(pl.Categories.random()))
+    )
+    ratings = split(dataset, cells)["ratings"]
+
+    answer_names = [c.name for c in dataset.of(Entity.RATING) if c.is_answer]
+    cast = cells.select(pl.col(name).cast(ANSWER) for name in answer_names)
+    assert ratings.select(answer_names).equals(cast)
+    assert ratings.get_column("Q_overall").cast(pl.String).equals(answers)
+
+
+def test_a_value_outside_an_enum_is_refused_when_looked_up_as_when_cast() -> None:
+    """A string outside the Enum, which the lookup by code would leave null, is refused as a
+    cast refuses it: never stored as a missing answer."""
+    dataset = DATASETS["350"]
+    cells = cells_of_one_row(dataset, 500)
+    categories = cells.schema["Q_overall"]
+    cells = cells.with_columns(
+        pl.when(pl.int_range(pl.len()) == 7)
+        .then(pl.lit("Maybe"))
+        .otherwise(pl.col("Q_overall").cast(pl.String))
+        .cast(categories)
+        .alias("Q_overall")
+    )
+
+    with pytest.raises(pl.exceptions.InvalidOperationError, match="Maybe"):
+        split(dataset, cells)

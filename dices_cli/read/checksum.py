@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-CHUNK = 1 << 18  # hashed, then counted twice (line breaks, quotes), while in the CPU cache
+CHUNK = 1 << 18  # hashed, then counted (line breaks, quotes), while in the CPU cache
+# Every byte but line breaks and quotes, deleted by `bytes.translate` in one pass: a pass of
+# `bytes.count` costs as much as that, and counting the few bytes left costs little
+# (DICES-990: 35-55 ms -> 25-35 ms of CPU, and it holds the GIL, which the import of
+# Polars beside it waits for).
+_ALL_BUT_LINE_BREAKS_AND_QUOTES = bytes(b for b in range(256) if b not in b'\n"')
 BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -65,8 +70,10 @@ class TextCounts:
         if len(self.head) < len(BOM):
             self.head = (self.head + chunk[: len(BOM)])[: len(BOM)]
         self.size += len(chunk)
-        self.newlines += chunk.count(b"\n")
-        self.quotes += chunk.count(b'"')
+        kept = chunk.translate(None, _ALL_BUT_LINE_BREAKS_AND_QUOTES)
+        newlines = kept.count(b"\n")
+        self.newlines += newlines
+        self.quotes += len(kept) - newlines
         self.has_nul = self.has_nul or b"\x00" in chunk
         if b"\r" in chunk:
             self.carriage_returns += chunk.count(b"\r")

@@ -46,6 +46,9 @@ class Check:
     bad: pl.Expr  # true on the rows that have the problem
     message: pl.Expr  # a String explaining it
     severity: Severity = Severity.ERROR
+    # `bad` reads the cell of `column` alone and casts it to text: a Categorical column's is
+    # judged once per distinct value (`_masks`).
+    per_value: bool = False
 
 
 def _shortened(expr: pl.Expr) -> pl.Expr:
@@ -87,6 +90,7 @@ def _cell_checks(column: Column) -> list[Check]:
                     "{} is not an integer (digits only, no leading zeros or spaces)",
                     _quoted(cell),
                 ),
+                per_value=True,
             ),
             Check(
                 ProblemType.OUT_OF_RANGE,
@@ -95,6 +99,7 @@ def _cell_checks(column: Column) -> list[Check]:
                 pl.format(
                     "{} is outside the range {}..{}", _shortened(cell), pl.lit(low), pl.lit(high)
                 ),
+                per_value=True,
             ),
         ]
     elif column.kind is Kind.ENUM and not column.extensible:  # see new_value_warnings()
@@ -116,6 +121,7 @@ def _cell_checks(column: Column) -> list[Check]:
                 column.name,
                 ~empty & ~cell.cast(pl.String).str.contains(REASON_LIST_PATTERN),
                 pl.format('{} is not a list literal like ["a", "b"]', _quoted(cell)),
+                per_value=True,
             )
         )
     return checks
@@ -340,6 +346,25 @@ def warning_lines(dataset: Dataset, report: Report) -> list[str]:
     return lines
 
 
+def _masks(frame: pl.DataFrame, checks: list[Check]) -> pl.DataFrame:
+    """One Boolean column per check (named by its index): true on the rows with its problem.
+
+    A `per_value` check of a Categorical column is judged on the column's distinct values,
+    and its rows found by their value (codes, no text): rater_id and item_id hold a few
+    hundred distinct ids in 72,000 rows, each cast to text and matched twice otherwise
+    (DICES-990: 24 ms of the masks' 55-79 ms of CPU).
+    """
+    masks = []
+    for check in checks:
+        bad = check.bad.fill_null(False)
+        if check.per_value and isinstance(frame.schema[check.column], pl.Categorical):
+            values = frame.select(pl.col(check.column).unique()).filter(bad)
+            found = pl.col(check.column).is_in(values.get_column(check.column).implode())
+            bad = found.fill_null(False)
+        masks.append(bad)
+    return frame.select(mask.alias(str(i)) for i, mask in enumerate(masks))
+
+
 def validate_rows(dataset: Dataset, frame: pl.DataFrame, report: Report) -> pl.Series:
     """Add every problem in `frame` (cells plus LINE) to `report`; return which rows have an
     error. Only as many problems become records as the report keeps (the rest are counted),
@@ -347,7 +372,7 @@ def validate_rows(dataset: Dataset, frame: pl.DataFrame, report: Report) -> pl.S
     if frame.height == 0:
         return pl.Series("rejected", [], dtype=pl.Boolean)
     checks = checks_for(dataset, set(frame.columns))
-    masks = frame.select(check.bad.fill_null(False).alias(str(i)) for i, check in enumerate(checks))
+    masks = _masks(frame, checks)
     problems: list[Problem] = []
     room = MAX_KEPT_PROBLEMS - len(report.problems)
     for i, check in enumerate(checks):
