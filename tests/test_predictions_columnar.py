@@ -208,3 +208,41 @@ def test_a_file_of_many_blocks_keeps_its_line_numbers(
         ),
         ("out-of-range", 1102, "score", "7", "7 is outside [0, 1]; score is a probability"),
     ]
+
+
+def test_json_lines_with_problems_are_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSON Lines file PyArrow reads is not read again by the record reader for its
+    problems: only their lines are, for Python's spelling of their values (2.0, not PyArrow's
+    "2"), over blocks of a few KB so that the lines are found across blocks."""
+    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    row = '{{"model":"m{}","item_id":{},"label":"{}","score":{}}}\n'
+    lines = [row.format(m, i, "Yes", 0.5) for m in range(400) for i in ITEMS]
+    lines[700] = row.format(0, 2, "No", 0.25)  # m0's item 2 again
+    lines[900] = row.format("late", 1, "Yes", "2.0")
+    lines[901] = row.format("late", 99, "maybe", "1e-7")
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(lines))
+    assert_read_alike(path, monkeypatch)
+    columnar_only(monkeypatch)
+    records, *_ = outcome(path)  # type: ignore[misc]
+    assert records == [
+        (
+            "duplicate-prediction",
+            701,
+            "item_id",
+            "2",
+            "model m0 already has a prediction for item 2 (line 2)",
+        ),
+        ("out-of-range", 901, "score", "2.0", "2.0 is outside [0, 1]; score is a probability"),
+        ("unknown-item", 902, "item_id", "99", "item 99 is not a conversation of the dataset"),
+        (
+            "not-in-enum",
+            902,
+            "label",
+            "maybe",
+            "'maybe' is not a label: give Yes, No or Unsure (Yes = unsafe), or unsafe/safe",
+        ),
+    ]

@@ -39,7 +39,7 @@ import csv
 import json
 import os
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -297,9 +297,10 @@ def _read_columnar(
     """The typed frame of a CSV, TSV or JSON Lines file of one record per line, read by
     PyArrow a block at a time (a 10M-row file in seconds; the record reader took minutes),
     its problems in `report`; None when the columns refuse the file. _NotSimple when the
-    file is not plainly one record per line (`_simple_lines`), when PyArrow finds it
-    invalid, or when a JSON Lines file has problems: the record reader then reads it and
-    says where and what each problem is."""
+    file is not plainly one record per line (`_simple_lines`) or when PyArrow finds it
+    invalid: the record reader then reads it and says where and what each problem is. (The
+    lines of a JSON Lines file's problems are read again by Python's JSON, for their
+    values and messages: `_json_lines_again`.)"""
     import pyarrow as pa
 
     lines, longest = _simple_lines(source, layout)
@@ -319,10 +320,55 @@ def _read_columnar(
     report.rows_read = rows
     if rows == 0:
         _no_rows(report)
-    frame = validation.finish(report)
-    if layout == "jsonl" and not report.ok:
-        raise _NotSimple  # values are spelled from Python's JSON in messages
-    return frame
+    # PyArrow and Python spell some JSON values apart (2.0 is "2" to PyArrow): the lines of
+    # problems are read again, for the record reader's values and messages.
+    return validation.finish(report, _json_lines_again(source) if layout == "jsonl" else None)
+
+
+def _json_lines_again(source: Source) -> Respelling:
+    """The cells of some lines of a JSON Lines file of one record a line (as
+    `_simple_lines` vouched), read as the record reader reads them, about a BLOCK_BYTES of
+    lines at a time; _NotSimple if Python's JSON refuses one of them."""
+
+    def cells(lines: list[int]) -> Iterator[pl.DataFrame]:
+        rows, held = _Rows(list(COLUMNS)), 0
+        for line, start, end in _line_spans(source, lines):
+            text = os.pread(source.fileno, end - start, start).decode("utf-8", "surrogateescape")
+            record = _json_problem(line, text)
+            if not isinstance(record, Problem):
+                record = _known_values(line, record)
+            if isinstance(record, Problem):
+                raise _NotSimple  # the readers disagree: the record reader decides
+            rows.add(line, {name: _json_text(record.get(name)) for name in COLUMNS})
+            held += end - start
+            if held >= BLOCK_BYTES:
+                yield rows.frame()
+                rows, held = _Rows(list(COLUMNS)), 0
+        yield rows.frame()
+
+    return cells
+
+
+def _line_spans(source: Source, lines: list[int]) -> Iterator[tuple[int, int, int]]:
+    """(line, start, end) of each of `lines` (ascending numbers) of a text of one record a
+    line: the bytes of the line, without its LF. One pass over the bytes, at numpy speed."""
+    import numpy as np
+
+    start = len(BOM) if source.read(len(BOM)) == BOM else 0
+    offset, line_start, number, wanted = start, start, 1, iter(lines)
+    line = next(wanted, None)
+    while line is not None and offset < source.size:
+        chunk = os.pread(source.fileno, SCAN_BYTES, offset)
+        feeds = offset + np.flatnonzero(np.frombuffer(chunk, np.uint8) == _LF)
+        while line is not None and line < number + len(feeds):  # it ends in this chunk
+            i = line - number
+            yield line, line_start if i == 0 else int(feeds[i - 1]) + 1, int(feeds[i])
+            line = next(wanted, None)
+        if len(feeds):
+            line_start, number = int(feeds[-1]) + 1, number + len(feeds)
+        offset += len(chunk)
+    if line is not None:  # the last line, with no LF after it
+        yield line, line_start, source.size
 
 
 def _lines_from(first: int, count: int) -> pl.Series:
@@ -791,6 +837,23 @@ def _shown(cell: pl.Expr) -> pl.Expr:
     )
 
 
+def _records(both: pl.DataFrame, first: int, checks: list[_Check]) -> pl.DataFrame:
+    """The problem records `checks` (numbered from `first`) find in `both`: LINE, order,
+    check, value, message; grouped by check."""
+    import polars as pl
+
+    return pl.concat(
+        both.filter(check.when).select(
+            pl.col(LINE),
+            pl.lit(check.order).alias("order"),
+            pl.lit(first + i).alias("check"),
+            check.value.cast(pl.String).str.slice(0, SHOWN_VALUE_CHARS).alias("value"),
+            check.message.alias("message"),
+        )
+        for i, check in enumerate(checks)
+    )
+
+
 class _Validation:
     """Typed rows and the problems of their cells, a batch of String cells at a time, so
     that only the typed rows of a file are held, never its text, nor more than
@@ -818,12 +881,8 @@ class _Validation:
         """A batch of rows: LINE and String cells of some of the known columns."""
         import polars as pl
 
-        cells = raw.with_columns(pl.col(c).str.strip_chars() for c in raw.columns if c != LINE)
-        cells = cells.with_columns(
-            pl.lit(None, pl.String).alias(name) for name in COLUMNS if name not in cells.columns
-        )
-        typed = _typed(cells, self.present, self.datasets, self.one_means, self.kind)
-        both = pl.concat([cells.drop(LINE).rename(lambda c: f"raw_{c}"), typed], how="horizontal")
+        both = self._both(raw)
+        typed_columns = both.columns[len(COLUMNS) :]
         bad = self._find(both, 0, self.row_checks)
         shares = [f"raw_{name}" for name in DISTRIBUTION if name in self.present]
         helpers: list[pl.Expr | pl.Series] = [bad.alias(_BAD)]
@@ -832,7 +891,20 @@ class _Validation:
                 pl.any_horizontal(pl.col(shares).is_not_null()).alias(_SHARES_GIVEN),
                 pl.col(f"raw_{P_UNSURE}").is_not_null().alias(_UNSURE_GIVEN),
             ]
-        self.typed.append(both.select(*typed.columns, *helpers))
+        self.typed.append(both.select(*typed_columns, *helpers))
+
+    def _both(self, raw: pl.DataFrame) -> pl.DataFrame:
+        """The cells as given (stripped; raw_*, one for each known column), then the typed
+        columns (and LINE), of a batch as `add` takes it."""
+        import polars as pl
+
+        cells = raw.with_columns(pl.col(c).str.strip_chars() for c in raw.columns if c != LINE)
+        cells = cells.with_columns(
+            pl.lit(None, pl.String).alias(name) for name in COLUMNS if name not in cells.columns
+        )
+        typed = _typed(cells, self.present, self.datasets, self.one_means, self.kind)
+        given = cells.select(pl.col(name).alias(f"raw_{name}") for name in COLUMNS)
+        return pl.concat([given, typed], how="horizontal")
 
     def _find(self, both: pl.DataFrame, first: int, checks: list[_Check]) -> pl.Series:
         """Count and keep the problems `checks` (numbered from `first`) find in `both`; the
@@ -845,32 +917,23 @@ class _Validation:
             self.totals[first + i] += int(total)
         shown = both.filter(bad).head(MAX_KEPT_PROBLEMS)  # every kept problem is on these
         self.found = [
-            pl.concat(
-                [
-                    *self.found,
-                    *(
-                        shown.filter(check.when).select(
-                            pl.col(LINE),
-                            pl.lit(check.order).alias("order"),
-                            pl.lit(first + i).alias("check"),
-                            check.value.cast(pl.String)
-                            .str.slice(0, SHOWN_VALUE_CHARS)
-                            .alias("value"),
-                            check.message.alias("message"),
-                        )
-                        for i, check in enumerate(checks)
-                    ),
-                ]
-            )
+            pl.concat([*self.found, _records(shown, first, checks)])
             .sort(LINE, "order", "check")
             .head(MAX_KEPT_PROBLEMS)
         ]
         return bad
 
-    def finish(self, report: Report) -> pl.DataFrame:
+    def finish(self, report: Report, respell: Respelling | None = None) -> pl.DataFrame:
         """The typed frame of every row added; every problem into `report`: the first
         records kept (up to MAX_KEPT_PROBLEMS in all, in file order), the others counted,
-        so that a file of millions of bad rows never holds a message for each."""
+        so that a file of millions of bad rows never holds a message for each.
+
+        `respell`, when the cells were read otherwise than the record reader reads them
+        (PyArrow spells the JSON number 2.0 as "2", Python as "2.0"): the cells of the
+        lines it is given as the record reader spells them, whose records then replace the
+        values and messages of the checks of one row. Which checks fail does not change
+        (the typed values are the same), nor do the records of checks over several rows,
+        which quote typed values only."""
         import polars as pl
 
         typed = pl.concat(self.typed, rechunk=False) if self.typed else _typed_schema_frame()
@@ -891,6 +954,8 @@ class _Validation:
             report.rows_rejected += int(also.sum())
         room = max(MAX_KEPT_PROBLEMS - len(report.problems), 0)
         records = self.found[0].head(room) if self.found else None
+        if records is not None and respell is not None:
+            records = self._respelled(records, respell)
         kept: dict[int, int] = {}
         if records is not None:
             for line, _, i, value, message in records.iter_rows():
@@ -901,6 +966,33 @@ class _Validation:
             report.count_not_kept(check.type, Severity.ERROR, self.totals[i] - kept.get(i, 0))
         return typed.select(MODEL, DATASET, ITEM_ID, LABEL, *PROBABILITIES, PERSONA)
 
+    def _respelled(self, records: pl.DataFrame, respell: Respelling) -> pl.DataFrame:
+        """`records` with the value and message of each check of one row as found in the
+        cells `respell` gives of its line; _NotSimple if one is not found there."""
+        import polars as pl
+
+        own = pl.col("check") < len(self.row_checks)
+        lines = records.filter(own).get_column(LINE).unique().sort().to_list()
+        spelled = {
+            (line, check): (value, message)
+            for cells in respell(lines)
+            for line, _, check, value, message in _records(
+                self._both(cells), 0, self.row_checks
+            ).iter_rows()
+        }
+        rows = []
+        for line, order, check, value, message in records.iter_rows():
+            if check < len(self.row_checks):
+                if (line, check) not in spelled:
+                    raise _NotSimple  # the readers disagree: the record reader decides
+                value, message = spelled[line, check]
+            rows.append((line, order, check, value, message))
+        return pl.DataFrame(rows, schema=records.schema, orient="row")
+
+
+# The cells (LINE and String cells of known columns) of the lines given, as the record
+# reader spells them, a batch at a time.
+Respelling = Callable[[list[int]], Iterator["pl.DataFrame"]]
 
 _BAD, _SHARES_GIVEN, _UNSURE_GIVEN = "_bad", "_shares_given", "_p_unsure_given"
 
