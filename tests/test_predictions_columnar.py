@@ -52,6 +52,10 @@ def assert_read_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as patched:
         record_reader(patched)
         theirs = outcome(path)
+    assert_frame_or_equal(ours, theirs)
+
+
+def assert_frame_or_equal(ours: object, theirs: object) -> None:
     if isinstance(ours, pl.DataFrame) and isinstance(theirs, pl.DataFrame):
         assert_frame_equal(ours, theirs)
     else:
@@ -245,4 +249,35 @@ def test_json_lines_with_problems_are_read_once(
             "maybe",
             "'maybe' is not a label: give Yes, No or Unsure (Yes = unsafe), or unsafe/safe",
         ),
+    ]
+
+
+def test_the_record_reader_reads_alike_a_batch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record reader hands its rows to the checks a batch at a time (only typed rows
+    are held): batches of two rows read every case as one batch does, a JSON Lines key
+    first named after the first batch included (the columns were taken too early: the file
+    is read again, knowing them)."""
+    record_reader(monkeypatch)
+    cases = {f"{name}.csv": data for name, data in CSV_CASES.items()}
+    cases |= {f"{name}.jsonl": data for name, data in JSON_CASES.items()}
+    late = [f'{{"model":"m","item_id":{i},"label":"Yes"}}\n' for i in ITEMS] * 3
+    late += ['\n{"model":"n","item_id":1,"label":"No","score":2.0}\n', '{"item_id":9}\n']
+    cases["a key named late.jsonl"] = "".join(late).encode()
+    outcomes = {}
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        outcomes[name] = outcome(path)
+    monkeypatch.setattr(predictions, "BATCH_ROWS", 2)
+    monkeypatch.setattr(predictions, "VALIDATED_ROWS", 4)
+    for name in cases:
+        assert_frame_or_equal(outcome(tmp_path / name), outcomes[name])
+    records, *_ = outcomes["a key named late.jsonl"]  # type: ignore[misc]
+    assert records[-4:] == [  # (line 10 is blank)
+        ("out-of-range", 11, "score", "2.0", "2.0 is outside [0, 1]; score is a probability"),
+        ("missing-value", 12, "model", None, "the row names no model"),
+        ("unknown-item", 12, "item_id", "9", "item 9 is not a conversation of the dataset"),
+        ("missing-value", 12, None, None, "the row gives no prediction: label and score empty"),
     ]

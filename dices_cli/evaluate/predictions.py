@@ -76,12 +76,14 @@ SUM_TOLERANCE = 1e-6
 LABELS = {"yes": "Yes", "no": "No", "unsure": "Unsure", "unsafe": "Yes", "safe": "No"}
 ONE_OR_TRUE, ZERO_OR_FALSE = ("1", "true"), ("0", "false")
 ONE_MEANS = {"unsafe": ("Yes", "No"), "safe": ("No", "Yes")}  # what 1/true, 0/false become
-BATCH_ROWS = 8192
+BATCH_ROWS = 8192  # rows gathered as Python values before they become a frame
+BATCH_BYTES = 4 << 20  # or the characters they were read from
 # A model name, an item id, a label or a number is a few bytes: a longer cell of a Parquet
 # file is refused before Polars copies it.
 MAX_CELL_BYTES = 4096
 PARQUET_BATCH_BYTES = 16 << 20  # of stored data per batch of Parquet rows
 VALIDATED_ROWS = 1 << 18  # rows typed and checked at a time
+HELD_BYTES = 16 << 20  # of cells read a record at a time, held before they are checked
 LINE = "_line"  # the line of a row, beside the file's own columns
 # Kinds of prediction (`kinds_of`), besides LABEL and SCORE: a distribution (p_no, p_yes),
 # and its third share.
@@ -201,6 +203,7 @@ def read_predictions(
                 frame = _read_columnar(source, layout, datasets, one_means, kind, report)
             except _NotSimple:
                 report, by_record = Report(source.name, None), True
+                _release_memory()
         if by_record:
             frame = _read_records(source, layout, max_size, datasets, one_means, kind, report)
         source.check_unchanged()
@@ -210,6 +213,18 @@ def read_predictions(
                 f"{source.name} is not a valid predictions file; nothing was evaluated", report
             )
         return Predictions(frame, source.display_name)
+
+
+def _release_memory() -> None:
+    """Free what a reading given up held before the next one: its frames (held in a cycle
+    through the exception that gave it up) and PyArrow's memory pool, which keeps what was
+    freed (1M JSON Lines rows with a bad last line: 575 MB at the peak, 470 MB with this)."""
+    import gc
+
+    import pyarrow as pa
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
 
 
 def _read_records(
@@ -224,17 +239,30 @@ def _read_records(
     """The typed frame, read a record at a time (a Parquet file a batch at a time): the
     reader that locates and describes every problem; None when the columns refuse the
     file."""
+
+    def validate(columns: list[str]) -> _Validation | None:
+        """The validation of rows of these columns; None when they cannot be validated."""
+        usable = _has_columns(columns, None, Report(source.name, None))
+        return _Validation(columns, datasets, one_means, kind) if usable else None
+
     if layout == "parquet":
-        rows, header_line = _parquet_rows(source, max_size, report), None
+        rows, header_line = _parquet_rows(source, max_size, report, validate), None
     elif layout == "jsonl":
-        rows, header_line = _json_rows(source, report), None
+        rows, header_line = _json_rows(source, report, validate), None
     else:
-        rows, header_line = (_delimited_rows(source, _DELIMITERS[layout], report), 1)
-    if rows is None or not _usable(rows.columns, header_line, source, datasets, kind, report):
+        rows, header_line = (_delimited_rows(source, _DELIMITERS[layout], report, validate), 1)
+    if rows is None:
         return None
-    validation = _Validation(rows.columns, datasets, one_means, kind)
-    for batch in rows.frame().iter_slices(VALIDATED_ROWS):
-        validation.add(batch)
+    validation = rows.finish()
+    assert rows.columns is not None
+    if not _usable(rows.columns, header_line, source, datasets, kind, report):
+        return None
+    if validation is None:  # a JSON Lines column first named late: read again, knowing it
+        assert layout == "jsonl"
+        again = _json_rows(source, Report(source.name, None), validate, rows.columns)
+        assert again is not None
+        validation = again.finish()
+        assert validation is not None
     if rows.records == 0:
         _no_rows(report)
     return validation.finish(report)
@@ -335,11 +363,10 @@ def _json_lines_again(source: Source) -> Respelling:
         for line, start, end in _line_spans(source, lines):
             text = os.pread(source.fileno, end - start, start).decode("utf-8", "surrogateescape")
             record = _json_problem(line, text)
-            if not isinstance(record, Problem):
-                record = _known_values(line, record)
-            if isinstance(record, Problem):
+            known = record if isinstance(record, Problem) else _known_cells(line, record)
+            if isinstance(known, Problem):
                 raise _NotSimple  # the readers disagree: the record reader decides
-            rows.add(line, {name: _json_text(record.get(name)) for name in COLUMNS})
+            rows.add(line, known, end - start)
             held += end - start
             if held >= BLOCK_BYTES:
                 yield rows.frame()
@@ -539,23 +566,41 @@ def _simple_lines(source: Source, layout: str) -> tuple[int, int]:
 
 
 class _Rows:
-    """The cells of the known columns, gathered into String frames a batch at a time.
+    """The cells of the known columns, gathered into String frames a batch at a time and,
+    with `validate`, handed to its _Validation a VALIDATED_ROWS (or HELD_BYTES) at a time,
+    so that only the typed rows of a file are held, never its cells (a 10M-row JSON Lines
+    file held both: 4 GB).
 
-    `columns`: the known columns the file has (for JSON Lines, those some record names).
+    `columns`: the known columns the file has; None for a JSON Lines file, whose columns
+    are those some record names (`seen`): they are taken from the records read before the
+    first hand-over, and a record naming another one later makes the rows handed over
+    stale (`finish` then says None, and the caller reads the file again, knowing them), as
+    does a first guess that cannot be validated (`validate` says None).
     """
 
-    def __init__(self, columns: list[str]) -> None:
-        self.columns = columns
+    def __init__(
+        self,
+        columns: list[str] | None,
+        validate: Validating | None = None,
+    ) -> None:
+        self.columns, self.validate = columns, validate
+        self.validation = validate(columns) if validate and columns is not None else None
+        self.seen: set[str] = set()
         self.lines: list[int] = []
-        self.cells: dict[str, list[str | None]] = {name: [] for name in COLUMNS}
+        self.rows: list[Mapping[str, str | None]] = []  # the cells of each row of `lines`
+        self.batch_size = 0  # the characters they were read from
         self.frames: list[pl.DataFrame] = []
+        self.held = self.held_bytes = 0  # rows in frames, and their cells' bytes
+        self.stale = False
         self.records = 0  # read, broken ones too
 
-    def add(self, line: int, cells: Mapping[str, str | None]) -> None:
+    def add(self, line: int, cells: Mapping[str, str | None], size: int) -> None:
+        """The cells of a row (a known column it lacks is None), read from `size`
+        characters of text."""
         self.lines.append(line)
-        for name in COLUMNS:
-            self.cells[name].append(cells.get(name))
-        if len(self.lines) == BATCH_ROWS:
+        self.rows.append(cells)
+        self.batch_size += size
+        if len(self.lines) == BATCH_ROWS or self.batch_size >= BATCH_BYTES:
             self._flush()
 
     def add_frame(self, first: int, frame: pl.DataFrame) -> None:
@@ -565,27 +610,60 @@ class _Rows:
         self._flush()
         lines = pl.int_range(first, first + frame.height, dtype=pl.Int64, eager=True)
         missing = [pl.lit(None, pl.String).alias(n) for n in COLUMNS if n not in frame.columns]
-        self.frames.append(frame.with_columns(*missing, lines.alias(LINE)).select(LINE, *COLUMNS))
+        self._held(frame.with_columns(*missing, lines.alias(LINE)).select(LINE, *COLUMNS))
 
     def _flush(self) -> None:
         import polars as pl
 
         if not self.lines:
             return
-        self.frames.append(
-            pl.DataFrame(
-                {LINE: self.lines, **self.cells},
-                schema={LINE: pl.Int64, **dict.fromkeys(COLUMNS, pl.String)},
-            )
+        cells = {name: [row.get(name) for row in self.rows] for name in COLUMNS}
+        frame = pl.DataFrame(
+            {LINE: self.lines, **cells},
+            schema={LINE: pl.Int64, **dict.fromkeys(COLUMNS, pl.String)},
         )
-        self.lines, self.cells = [], {name: [] for name in COLUMNS}
+        self.lines, self.rows, self.batch_size = [], [], 0
+        self._held(frame)
+
+    def _held(self, frame: pl.DataFrame) -> None:
+        self.frames.append(frame)
+        self.held += frame.height
+        self.held_bytes += int(frame.estimated_size())
+        full = self.held >= VALIDATED_ROWS or self.held_bytes >= HELD_BYTES
+        if self.validate is not None and full:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """The rows held, to the validation (dropped when it is stale)."""
+        import polars as pl
+
+        assert self.validate is not None
+        frames, self.frames, self.held, self.held_bytes = self.frames, [], 0, 0
+        if self.columns is None:
+            self.columns = [name for name in COLUMNS if name in self.seen]
+            self.validation = self.validate(self.columns)
+        self.stale = self.stale or not self.seen <= set(self.columns)
+        if frames and not self.stale and self.validation is not None:
+            self.validation.add(pl.concat(frames).select(LINE, *self.columns))
+
+    def finish(self) -> _Validation | None:
+        """The validation of every row (None when the columns were taken too early, and
+        with them the rows handed over), once the file is read; `columns` are then the
+        file's."""
+        self._flush()
+        self._hand_over()
+        assert self.columns is not None
+        self.columns = [name for name in COLUMNS if name in self.seen or name in self.columns]
+        return None if self.stale else self.validation
 
     def frame(self) -> pl.DataFrame:
+        """The rows held, of the known columns (all of them when `columns` is None)."""
         import polars as pl
 
         self._flush()
         schema = {LINE: pl.Int64, **dict.fromkeys(COLUMNS, pl.String)}
-        return pl.concat([pl.DataFrame(schema=schema), *self.frames]).select(LINE, *self.columns)
+        columns = COLUMNS if self.columns is None else self.columns
+        return pl.concat([pl.DataFrame(schema=schema), *self.frames]).select(LINE, *columns)
 
 
 def _record_too_long(line: int) -> Problem:
@@ -632,7 +710,9 @@ def _has_columns(columns: list[str], line: int | None, report: Report) -> bool:
     return len(report.problems) == before
 
 
-def _delimited_rows(source: Source, delimiter: str, report: Report) -> _Rows | None:
+def _delimited_rows(
+    source: Source, delimiter: str, report: Report, validate: Validating
+) -> _Rows | None:
     """CSV or TSV, a record at a time; None when the header already refuses the file."""
     rows: _Rows | None = None
     positions: dict[str, int] = {}
@@ -659,7 +739,7 @@ def _delimited_rows(source: Source, delimiter: str, report: Report) -> _Rows | N
                     report.add(structure_problems(lines.first, cells, []))
                     return None
                 positions, width = _header(cells, lines.first, report), len(cells)
-                rows = _Rows([name for name in COLUMNS if name in positions])
+                rows = _Rows([name for name in COLUMNS if name in positions], validate)
                 if ITEM_ID not in positions:
                     return rows  # the rest cannot be checked: no need to read it
                 continue
@@ -675,6 +755,7 @@ def _delimited_rows(source: Source, delimiter: str, report: Report) -> _Rows | N
             rows.add(
                 lines.first,
                 {name: cells[position] or None for name, position in positions.items()},
+                sum(map(len, cells)),
             )
     if rows is None:
         report.add([_empty_file()])
@@ -689,7 +770,7 @@ def _empty_file() -> Problem:
 
 def _json_text(value: object) -> str | None:
     """A JSON value as the text a CSV cell would hold."""
-    if value is None or isinstance(value, str):
+    if value is None or type(value) is str:
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -698,64 +779,85 @@ def _json_text(value: object) -> str | None:
     return json.dumps(value)[:SHOWN_VALUE_CHARS]
 
 
-def _json_rows(source: Source, report: Report) -> _Rows | None:
-    """JSON Lines: one object per line; blank lines are skipped."""
-    rows, seen = _Rows(list(COLUMNS)), set[str]()
+def _json_rows(
+    source: Source,
+    report: Report,
+    validate: Validating,
+    columns: list[str] | None = None,
+) -> _Rows | None:
+    """JSON Lines: one object per line; blank lines are skipped. `columns`: the file's
+    known columns, when a first reading found them (`_Rows`)."""
+    rows = _Rows(columns, validate)
     with source.open_text() as text:
         for number, line in json_lines(text):
             rows.records += 1
-            problem = _json_problem(number, line)
-            if isinstance(problem, Problem):
-                report.add([problem])
+            record = _json_problem(number, line)
+            cells = record if isinstance(record, Problem) else _known_cells(number, record)
+            if isinstance(cells, Problem):
+                report.add([cells])
                 report.rows_rejected += 1
                 continue
-            record = _known_values(number, problem)
-            if isinstance(record, Problem):
-                report.add([record])
-                report.rows_rejected += 1
-                continue
-            seen |= record.keys()
-            rows.add(number, {name: _json_text(record.get(name)) for name in COLUMNS})
+            rows.seen.update(cells)
+            rows.add(number, cells, len(line or ""))
     if rows.records == 0:
         report.add([_empty_file()])
         return None
     report.rows_read = rows.records
-    rows.columns = [name for name in COLUMNS if name in seen]
     return rows
 
 
-def _known_values(line: int, record: dict[str, object]) -> Problem | dict[str, object]:
-    """The values of the known columns, by their names (keys are read as a header's names
-    are: blanks around them and case do not count); two keys naming one is a problem."""
-    known: dict[str, object] = {}
+def _known_cells(line: int, record: dict[str, object]) -> Problem | dict[str, str | None]:
+    """The values of the known columns as text (`_json_text`), by their names (keys are
+    read as a header's names are: blanks around them and case do not count); two keys
+    naming one is a problem."""
+    known: dict[str, str | None] = {}
     for key, value in record.items():
-        name = key.strip().lower()
+        name = _KEY_NAMES.get(key)
+        if name is None:
+            name = key.strip().lower()
+            if len(_KEY_NAMES) < MAX_KEY_NAMES:
+                _KEY_NAMES[key] = name
         if name in known:
             message = f"the keys of the line name {name} twice"
             return Problem(JsonProblemType.DUPLICATE_KEY, line, name, key, message)
-        if name in COLUMNS:
-            known[name] = value
+        if name in _KNOWN:
+            known[name] = value if type(value) is str else _json_text(value)
     return known
+
+
+# The name each key read so far stands for (the keys of a file's lines are mostly the same
+# few: looked up, not spelled again, on each of millions of lines), up to MAX_KEY_NAMES.
+_KEY_NAMES: dict[str, str] = {}
+MAX_KEY_NAMES = 1024
+_KNOWN = frozenset(COLUMNS)
 
 
 def _json_problem(line: int, text: str | None) -> Problem | dict[str, object]:
     """The object on a line, or the problem that it is not one (`dices_cli.read.json_lines`)."""
     if text is None:
         return _record_too_long(line)
-    shown = text.strip()[:SHOWN_VALUE_CHARS].encode("utf-8", "backslashreplace").decode()
     try:
         record = parsed(text)
     except JsonLineError as error:
         if error.type is JsonProblemType.INVALID_JSON:
-            return Problem(PredictionProblemType.INVALID_JSON, line, None, shown, error.message)
+            return Problem(
+                PredictionProblemType.INVALID_JSON, line, None, _shown_line(text), error.message
+            )
         return Problem(error.type, line, None, error.value, error.message)
     if not isinstance(record, dict):
         message = "the line is JSON but not an object ({...}) of named values"
-        return Problem(PredictionProblemType.INVALID_JSON, line, None, shown, message)
+        return Problem(PredictionProblemType.INVALID_JSON, line, None, _shown_line(text), message)
     return record
 
 
-def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None:
+def _shown_line(text: str) -> str:
+    """The start of a line, as a problem's value."""
+    return text.strip()[:SHOWN_VALUE_CHARS].encode("utf-8", "backslashreplace").decode()
+
+
+def _parquet_rows(
+    source: Source, max_size: int, report: Report, validate: Validating
+) -> _Rows | None:
     """A batch of rows at a time, each batch about PARQUET_BATCH_BYTES; a cell longer than
     MAX_CELL_BYTES stops the reading, before Polars copies it (64 MiB of 64 KiB labels
     ended in SIGABRT under a 2 GiB address-space cap)."""
@@ -763,10 +865,11 @@ def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None
 
     parquet = parquet_file(source, max_size)
     positions = _header(parquet.schema_arrow.names, None, report)
-    rows = _Rows([name for name in COLUMNS if name in positions])
+    columns = [name for name in COLUMNS if name in positions]
+    rows = _Rows(columns, validate)
     if not report.ok:
         return rows
-    names = [parquet.schema_arrow.names[positions[name]] for name in rows.columns]
+    names = [parquet.schema_arrow.names[positions[name]] for name in columns]
     metadata = parquet.metadata
     stored = sum(metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups))
     per_row = max(stored // max(metadata.num_rows, 1), 1)
@@ -774,7 +877,7 @@ def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None
     for batch in parquet.iter_batches(
         batch_size=max(1, min(BATCH_ROWS, PARQUET_BATCH_BYTES // per_row)), columns=names
     ):
-        too_long = _too_long_cell(batch, first, rows.columns)
+        too_long = _too_long_cell(batch, first, columns)
         if too_long is not None:
             report.add([too_long])
             report.rows_rejected += 1
@@ -785,7 +888,7 @@ def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None
         try:
             cells = frame.select(
                 pl.col(given).cast(pl.String).alias(name)
-                for given, name in zip(names, rows.columns, strict=True)
+                for given, name in zip(names, columns, strict=True)
             )
         except pl.exceptions.PolarsError as error:
             raise DicesError(
@@ -990,6 +1093,8 @@ class _Validation:
         return pl.DataFrame(rows, schema=records.schema, orient="row")
 
 
+# The validation of rows of some known columns, None when they cannot be validated.
+Validating = Callable[[list[str]], "_Validation | None"]
 # The cells (LINE and String cells of known columns) of the lines given, as the record
 # reader spells them, a batch at a time.
 Respelling = Callable[[list[int]], Iterator["pl.DataFrame"]]

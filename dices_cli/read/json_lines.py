@@ -77,7 +77,9 @@ def parsed(text: str) -> object:
             ProblemType.INVALID_UTF8, f"the line is not valid UTF-8 (at its byte {at})"
         ) from None
     try:
-        value = json.loads(text, object_pairs_hook=_object)
+        if text.startswith("\ufeff"):  # as json.loads refuses it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise JsonLineError(JsonProblemType.INVALID_JSON, _too_deep()) from None
     except ValueError as error:
@@ -111,6 +113,10 @@ def _object(pairs: list[tuple[str, object]]) -> dict[str, object]:
                 )
             seen.add(key)
     return result
+
+
+# One decoder for every line (json.loads with a hook built one a line: a tenth of the time).
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
 def _too_deep() -> str:
