@@ -281,3 +281,58 @@ def test_the_record_reader_reads_alike_a_batch_at_a_time(
         ("unknown-item", 12, "item_id", "9", "item 9 is not a conversation of the dataset"),
         ("missing-value", 12, None, None, "the row gives no prediction: label and score empty"),
     ]
+
+
+@pytest.mark.parametrize(
+    "late",
+    [
+        '{"model":"late","item_id":2,\n',  # not JSON
+        '{"model":"late","item_id":2,"label":"Yes","label":"No","score":0.5}\n',  # a key twice
+        '{"model":"late","item_id":"2","label":"Yes","score":0.5}\n',  # a type changing
+        '{"model":"late","item_id":2,"label":["Yes"],"score":0.5}\n',  # a list
+    ],
+)
+def test_json_lines_that_pyarrow_gives_up_on_late_are_read_on_from_there(
+    late: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyArrow's reader gives up at a block: the lines before it stay read (and checked),
+    the record reader reads from there on; the records are the record reader's, lines,
+    duplicates across the two and the spelling of 2.0 included."""
+    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    row = '{{"model":"m{}","item_id":{},"label":"{}","score":{}}}\n'
+    lines = [row.format(m, i, "Yes", 0.5) for m in range(400) for i in ITEMS]
+    lines[300] = row.format("late", 1, "Yes", "2.0")
+    lines[1000] = late
+    lines[1001] = row.format("late", 1, "maybe", "3.0")  # the model's item 1 again
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(lines))
+    assert_read_alike(path, monkeypatch)
+    columnar_only(monkeypatch)
+    records, *_ = outcome(path)  # type: ignore[misc]
+    label = "'maybe' is not a label: give Yes, No or Unsure (Yes = unsafe), or unsafe/safe"
+    assert [r for r in records if r[1] != 1001] == [  # (line 1001's record is its own)
+        ("out-of-range", 301, "score", "2.0", "2.0 is outside [0, 1]; score is a probability"),
+        (
+            "duplicate-prediction",
+            1002,
+            "item_id",
+            "1",
+            "model mlate already has a prediction for item 1 (line 301)",
+        ),
+        ("not-in-enum", 1002, "label", "maybe", label),
+        ("out-of-range", 1002, "score", "3.0", "3.0 is outside [0, 1]; score is a probability"),
+    ]
+
+
+def test_a_json_lines_key_first_named_where_pyarrow_gave_up_is_read_by_the_record_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    lines = [f'{{"model":"m{m}","item_id":{i},"label":"Yes"}}\n' for m in range(400) for i in ITEMS]
+    lines[1000] = '{"model":"late","item_id":2,"label":"Yes","score":2.0}\n'
+    lines[1001] = '{"model":"late","item_id":3,\n'
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(lines))
+    assert_read_alike(path, monkeypatch)

@@ -333,17 +333,27 @@ def _read_columnar(
     import pyarrow as pa
 
     lines, longest = _simple_lines(source, layout)
+    validation: _Validation | None = None
+    first = 1 if layout == "jsonl" else 2  # the line of the first row
     try:
         columns, batches = _arrow_batches(source, layout, max(BLOCK_BYTES, 2 * longest), report)
         if not _usable(columns, 1 if layout != "jsonl" else None, source, datasets, kind, report):
             return None
         validation, rows = _Validation(columns, datasets, one_means, kind), 0
-        first = 1 if layout == "jsonl" else 2  # the line of the first row
         for batch in batches:
             validation.add(batch.with_columns(_lines_from(first + rows, batch.height)))
             rows += batch.height
     except (pa.ArrowException, UnicodeDecodeError) as error:
-        raise _NotSimple from error
+        if layout != "jsonl" or validation is None:
+            raise _NotSimple from error
+        gave_up = True
+    else:
+        gave_up = False
+    if gave_up:  # (out of the except block, whose exception holds PyArrow's last block)
+        # PyArrow gave up at a block (a line not JSON, a type changing, a key twice): the
+        # record reader reads the lines from there on, into the same checks.
+        assert validation is not None
+        rows += _json_tail(source, rows, columns, validation, report)
     if rows != lines - (first - 1):
         raise _NotSimple  # PyArrow saw a record where no line starts one
     report.rows_read = rows
@@ -352,6 +362,19 @@ def _read_columnar(
     # PyArrow and Python spell some JSON values apart (2.0 is "2" to PyArrow): the lines of
     # problems are read again, for the record reader's values and messages.
     return validation.finish(report, _json_lines_again(source) if layout == "jsonl" else None)
+
+
+def _json_tail(
+    source: Source, read: int, columns: list[str], validation: _Validation, report: Report
+) -> int:
+    """The records after the first `read` lines of a JSON Lines file of one record a line
+    (as `_simple_lines` vouched), read by the record reader into `validation`; _NotSimple
+    when one names a known column that `columns` lack (the record reader reads the file)."""
+    (_, start, _), *_ = _line_spans(source, [read + 1])
+    tail = _json_rows(source, report, lambda _: validation, columns, (start, read))
+    if tail is None or tail.finish() is None:
+        raise _NotSimple
+    return tail.records
 
 
 def _json_lines_again(source: Source) -> Respelling:
@@ -645,7 +668,9 @@ class _Rows:
             self.validation = self.validate(self.columns)
         self.stale = self.stale or not self.seen <= set(self.columns)
         if frames and not self.stale and self.validation is not None:
-            self.validation.add(pl.concat(frames).select(LINE, *self.columns))
+            # One chunk a column, as PyArrow's batches are: typed columns chunked apart
+            # made the duplicate check copy the typed frame (1M rows: 190 MB).
+            self.validation.add(pl.concat(frames).select(LINE, *self.columns).rechunk())
 
     def finish(self) -> _Validation | None:
         """The validation of every row (None when the columns were taken too early, and
@@ -785,12 +810,15 @@ def _json_rows(
     report: Report,
     validate: Validating,
     columns: list[str] | None = None,
+    after: tuple[int, int] = (0, 0),
 ) -> _Rows | None:
     """JSON Lines: one object per line; blank lines are skipped. `columns`: the file's
-    known columns, when a first reading found them (`_Rows`)."""
+    known columns, when a first reading found them (`_Rows`). `after`: where to start
+    (a byte where a line starts, and the lines before it)."""
     rows = _Rows(columns, validate)
-    with source.open_text() as text:
-        for number, line in json_lines(text):
+    start, before = after
+    with source.open_text(start) as text:
+        for number, line in json_lines(text, before):
             rows.records += 1
             record = _json_problem(number, line)
             cells = record if isinstance(record, Problem) else _known_cells(number, record)

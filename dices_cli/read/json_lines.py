@@ -40,10 +40,11 @@ class JsonLineError(Exception):
         self.type, self.message, self.value = problem, message, value
 
 
-def json_lines(handle: BinaryIO) -> Iterator[tuple[int, str | None]]:
+def json_lines(handle: BinaryIO, before: int = 0) -> Iterator[tuple[int, str | None]]:
     """(number, text) of each line of `handle` that is not blank, the text decoded with
     surrogateescape (`parsed` refuses invalid UTF-8); None for a line longer than
-    MAX_RECORD_BYTES, which was skipped, not held."""
+    MAX_RECORD_BYTES, which was skipped, not held. `before`: the lines before the
+    handle's first (which then starts a line of the text, not the text)."""
     lines = Lines(handle, lf_only=True)
     while True:
         try:
@@ -52,11 +53,11 @@ def json_lines(handle: BinaryIO) -> Iterator[tuple[int, str | None]]:
             return
         except RecordTooLongError:
             lines.forget()
-            yield lines.count, None
+            yield before + lines.count, None
             continue
         lines.forget()
         if line.strip(BLANKS):
-            yield lines.count, line
+            yield before + lines.count, line
 
 
 def too_long_message(what: str) -> str:
