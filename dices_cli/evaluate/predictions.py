@@ -25,11 +25,13 @@ number + 1 for Parquet (its first row is 2, as in a CSV with a header).
 Memory is bounded by the valid rows: a text file of one record a line (the common case;
 `_simple_lines` checks it in one pass) is read by PyArrow a 4 MiB block at a time, and each
 block is typed and checked before the next is read, so that only the typed rows are held
-(10M CSV rows: about 18 s and 1.1 GB). Any other text file, and a JSON Lines file with
-problems, is read a record at a time (`dices_cli.read.lines`, which refuses a runaway record),
-the reader that says where and what each problem is. A Parquet file is refused before
-reading when its columns would inflate past the size limit, and at its first cell too long
-for a prediction before Polars copies it.
+(10M CSV rows: about 18 s and 1.1 GB). Any other text file is read a record at a time
+(`dices_cli.read.lines`, which refuses a runaway record), the reader that says where and
+what each problem is, and its rows are typed and checked a batch at a time too; so are the
+lines of a JSON Lines file from the block PyArrow gives up at. The lines of a JSON Lines
+file's problems are read again by Python's JSON, which spells their values as that reader
+does. A Parquet file is refused before reading when its columns would inflate past the size
+limit, and at its first cell too long for a prediction before Polars copies it.
 """
 
 from __future__ import annotations
@@ -301,8 +303,8 @@ def _no_rows(report: Report) -> None:
 
 
 class _NotSimple(Exception):
-    """The columnar reader cannot vouch that it reads the file as the record reader would,
-    or (JSON Lines) found problems it would spell differently: the record reader reads it."""
+    """The columnar reader cannot vouch that it reads the file as the record reader would:
+    the record reader reads it."""
 
 
 # Bytes of text per PyArrow block (at least twice the longest line: PyArrow refuses a line
@@ -327,9 +329,10 @@ def _read_columnar(
     PyArrow a block at a time (a 10M-row file in seconds; the record reader took minutes),
     its problems in `report`; None when the columns refuse the file. _NotSimple when the
     file is not plainly one record per line (`_simple_lines`) or when PyArrow finds it
-    invalid: the record reader then reads it and says where and what each problem is. (The
-    lines of a JSON Lines file's problems are read again by Python's JSON, for their
-    values and messages: `_json_lines_again`.)"""
+    invalid: the record reader then reads it and says where and what each problem is. (A
+    JSON Lines file PyArrow gives up on after its first block is read on by the record
+    reader from there, `_json_tail`; the lines of its problems are read again by Python's
+    JSON, for their values and messages, `_json_lines_again`.)"""
     import pyarrow as pa
 
     lines, longest = _simple_lines(source, layout)
