@@ -17,6 +17,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -276,6 +277,36 @@ def test_parquet_labels_of_64_kib_are_refused_before_polars_copies_them(
         "(at most 4096 here); reading stopped at this row [cell-too-long]"
     )
     assert peak < FIXED_MEMORY + 2 * 64 * MiB, f"{peak / MiB:.0f} MiB"
+
+
+def test_json_lines_read_a_record_at_a_time_hold_only_their_typed_rows(
+    sample: Path, tmp_path: Path
+) -> None:
+    """The record reader (here: a file that opens with a blank line, which PyArrow's
+    reader is not given) checks its rows a batch at a time, so that it holds the typed rows,
+    not the cells as read: 40,000 labels padded with 4,000 blanks each (160 MB of cells,
+    "Yes" once typed) take no more than the same labels unpadded. The whole file was held
+    before: 180 MB more than unpadded. The last line repeats the first, so that the whole
+    file is read, and refused."""
+    items = pl.read_parquet(sample / "350" / "items.parquet")["item_id"].to_list()
+    peaks = {}
+    for padding in (0, 4000):
+        label = "Yes" + " " * padding
+        lines = [
+            f'{{"model": "m{m}", "item_id": {i}, "label": "{label}"}}\n'
+            for m in range(40_000 // len(items))
+            for i in items
+        ]
+        path = tmp_path / f"padded-{padding}.jsonl"
+        path.write_text("".join(["\n", *lines, lines[0]]))
+        args = ["evaluate", str(path), "-d", "350", "--bootstrap", "0", "--data", str(sample)]
+        code, stderr, peaks[padding] = run_capped(args)
+        assert_clean(code, stderr, 1)
+        assert stderr.splitlines()[-1] == (
+            f"  line {len(lines) + 2}, column item_id: model m0 already has a prediction for "
+            f"item {items[0]} (line 2) [duplicate-prediction]"
+        )
+    assert peaks[4000] < peaks[0] + 64 * MiB, f"{peaks[4000] / MiB:.0f} MiB, {peaks[0] / MiB:.0f}"
 
 
 # --- sql --table -------------------------------------------------------------------------------

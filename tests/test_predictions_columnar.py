@@ -52,6 +52,10 @@ def assert_read_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as patched:
         record_reader(patched)
         theirs = outcome(path)
+    assert_frame_or_equal(ours, theirs)
+
+
+def assert_frame_or_equal(ours: object, theirs: object) -> None:
     if isinstance(ours, pl.DataFrame) and isinstance(theirs, pl.DataFrame):
         assert_frame_equal(ours, theirs)
     else:
@@ -208,3 +212,127 @@ def test_a_file_of_many_blocks_keeps_its_line_numbers(
         ),
         ("out-of-range", 1102, "score", "7", "7 is outside [0, 1]; score is a probability"),
     ]
+
+
+def test_json_lines_with_problems_are_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSON Lines file PyArrow reads is not read again by the record reader for its
+    problems: only their lines are, for Python's spelling of their values (2.0, not PyArrow's
+    "2"), over blocks of a few KB so that the lines are found across blocks."""
+    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    row = '{{"model":"m{}","item_id":{},"label":"{}","score":{}}}\n'
+    lines = [row.format(m, i, "Yes", 0.5) for m in range(400) for i in ITEMS]
+    lines[700] = row.format(0, 2, "No", 0.25)  # m0's item 2 again
+    lines[900] = row.format("late", 1, "Yes", "2.0")
+    lines[901] = row.format("late", 99, "maybe", "1e-7")
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(lines))
+    assert_read_alike(path, monkeypatch)
+    columnar_only(monkeypatch)
+    records, *_ = outcome(path)  # type: ignore[misc]
+    assert records == [
+        (
+            "duplicate-prediction",
+            701,
+            "item_id",
+            "2",
+            "model m0 already has a prediction for item 2 (line 2)",
+        ),
+        ("out-of-range", 901, "score", "2.0", "2.0 is outside [0, 1]; score is a probability"),
+        ("unknown-item", 902, "item_id", "99", "item 99 is not a conversation of the dataset"),
+        (
+            "not-in-enum",
+            902,
+            "label",
+            "maybe",
+            "'maybe' is not a label: give Yes, No or Unsure (Yes = unsafe), or unsafe/safe",
+        ),
+    ]
+
+
+def test_the_record_reader_reads_alike_a_batch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record reader hands its rows to the checks a batch at a time (only typed rows
+    are held): batches of two rows read every case as one batch does, a JSON Lines key
+    first named after the first batch included (the columns were taken too early: the file
+    is read again, knowing them)."""
+    record_reader(monkeypatch)
+    cases = {f"{name}.csv": data for name, data in CSV_CASES.items()}
+    cases |= {f"{name}.jsonl": data for name, data in JSON_CASES.items()}
+    late = [f'{{"model":"m","item_id":{i},"label":"Yes"}}\n' for i in ITEMS] * 3
+    late += ['\n{"model":"n","item_id":1,"label":"No","score":2.0}\n', '{"item_id":9}\n']
+    cases["a key named late.jsonl"] = "".join(late).encode()
+    outcomes = {}
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        outcomes[name] = outcome(path)
+    monkeypatch.setattr(predictions, "BATCH_ROWS", 2)
+    monkeypatch.setattr(predictions, "VALIDATED_ROWS", 4)
+    for name in cases:
+        assert_frame_or_equal(outcome(tmp_path / name), outcomes[name])
+    records, *_ = outcomes["a key named late.jsonl"]  # type: ignore[misc]
+    assert records[-4:] == [  # (line 10 is blank)
+        ("out-of-range", 11, "score", "2.0", "2.0 is outside [0, 1]; score is a probability"),
+        ("missing-value", 12, "model", None, "the row names no model"),
+        ("unknown-item", 12, "item_id", "9", "item 9 is not a conversation of the dataset"),
+        ("missing-value", 12, None, None, "the row gives no prediction: label and score empty"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "late",
+    [
+        '{"model":"late","item_id":2,\n',  # not JSON
+        '{"model":"late","item_id":2,"label":"Yes","label":"No","score":0.5}\n',  # a key twice
+        '{"model":"late","item_id":"2","label":"Yes","score":0.5}\n',  # a type changing
+        '{"model":"late","item_id":2,"label":["Yes"],"score":0.5}\n',  # a list
+    ],
+)
+def test_json_lines_that_pyarrow_gives_up_on_late_are_read_on_from_there(
+    late: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyArrow's reader gives up at a block: the lines before it stay read (and checked),
+    the record reader reads from there on; the records are the record reader's, lines,
+    duplicates across the two and the spelling of 2.0 included."""
+    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    row = '{{"model":"m{}","item_id":{},"label":"{}","score":{}}}\n'
+    lines = [row.format(m, i, "Yes", 0.5) for m in range(400) for i in ITEMS]
+    lines[300] = row.format("late", 1, "Yes", "2.0")
+    lines[1000] = late
+    lines[1001] = row.format("late", 1, "maybe", "3.0")  # the model's item 1 again
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(lines))
+    assert_read_alike(path, monkeypatch)
+    columnar_only(monkeypatch)
+    records, *_ = outcome(path)  # type: ignore[misc]
+    label = "'maybe' is not a label: give Yes, No or Unsure (Yes = unsafe), or unsafe/safe"
+    assert [r for r in records if r[1] != 1001] == [  # (line 1001's record is its own)
+        ("out-of-range", 301, "score", "2.0", "2.0 is outside [0, 1]; score is a probability"),
+        (
+            "duplicate-prediction",
+            1002,
+            "item_id",
+            "1",
+            "model mlate already has a prediction for item 1 (line 301)",
+        ),
+        ("not-in-enum", 1002, "label", "maybe", label),
+        ("out-of-range", 1002, "score", "3.0", "3.0 is outside [0, 1]; score is a probability"),
+    ]
+
+
+def test_a_json_lines_key_first_named_where_pyarrow_gave_up_is_read_by_the_record_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    lines = [f'{{"model":"m{m}","item_id":{i},"label":"Yes"}}\n' for m in range(400) for i in ITEMS]
+    lines[1000] = '{"model":"late","item_id":2,"label":"Yes","score":2.0}\n'
+    lines[1001] = '{"model":"late","item_id":3,\n'
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(lines))
+    assert_read_alike(path, monkeypatch)

@@ -717,3 +717,38 @@ def test_a_p_value_just_under_the_legends_threshold_reads_under_it() -> None:
     cells = re.findall(r"<td class=number>([^<]*)</td>", table_html(table))
     assert cells == ["0.04995", "0.611", "0.001998", "0.0626"]
     assert float(cells[0]) < 0.05
+
+
+def test_models_whose_names_cut_alike_keep_a_label_each(
+    ingested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two model names alike in their first 30 characters (labels are cut to 24): each model
+    keeps its own label, so that each gets its own dots, in the section's two figures."""
+    from dices_cli.report import sections as report_sections
+
+    alike = "a-model-name-alike-in-30-chars"
+    names = {"five-raters": f"{alike}-one", "five-raters-flipped": f"{alike}-two"}
+    text = DEMO.read_text()
+    for given, name in names.items():
+        text = re.sub(rf"^{given},", f"{name},", text, flags=re.MULTILINE)
+    predictions = tmp_path / "alike.csv"
+    predictions.write_text(text)
+    store = Store(ingested)
+    context = Context(store, "350", RaterSelection(), ["rater_gender"], 20, 0)
+    request = ModelsRequest(str(predictions), None, Settings(bootstrap=20, baselines=()))
+    context.models = score_models(
+        store, RaterSelection(), request, context.datasets, ["rater_gender"]
+    )
+    section = report_sections.models(context)
+    assert section is not None
+    overall, per_group = section.figures
+    labels = {(r["model"], r["label"]) for r in overall.spec["data"]["values"]}
+    assert labels == {
+        (f"{alike}-one", "a-model-name-alike-in-3…"),
+        (f"{alike}-two", "a-model-name-alike-in-3… (2)"),
+    }
+    panels = {(r["model"], r["panel"]) for r in per_group.spec["data"]["values"]}
+    assert panels == {
+        (f"{alike}-one", "a-model-name-alike-in-3… · rater_gender"),
+        (f"{alike}-two", "a-model-name-alike-in-3… (2) · rater_gender"),
+    }

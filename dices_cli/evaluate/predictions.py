@@ -25,11 +25,13 @@ number + 1 for Parquet (its first row is 2, as in a CSV with a header).
 Memory is bounded by the valid rows: a text file of one record a line (the common case;
 `_simple_lines` checks it in one pass) is read by PyArrow a 4 MiB block at a time, and each
 block is typed and checked before the next is read, so that only the typed rows are held
-(10M CSV rows: about 18 s and 1.1 GB). Any other text file, and a JSON Lines file with
-problems, is read a record at a time (`dices_cli.read.lines`, which refuses a runaway record),
-the reader that says where and what each problem is. A Parquet file is refused before
-reading when its columns would inflate past the size limit, and at its first cell too long
-for a prediction before Polars copies it.
+(10M CSV rows: about 18 s and 1.1 GB). Any other text file is read a record at a time
+(`dices_cli.read.lines`, which refuses a runaway record), the reader that says where and
+what each problem is, and its rows are typed and checked a batch at a time too; so are the
+lines of a JSON Lines file from the block PyArrow gives up at. The lines of a JSON Lines
+file's problems are read again by Python's JSON, which spells their values as that reader
+does. A Parquet file is refused before reading when its columns would inflate past the size
+limit, and at its first cell too long for a prediction before Polars copies it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import csv
 import json
 import os
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -76,12 +78,14 @@ SUM_TOLERANCE = 1e-6
 LABELS = {"yes": "Yes", "no": "No", "unsure": "Unsure", "unsafe": "Yes", "safe": "No"}
 ONE_OR_TRUE, ZERO_OR_FALSE = ("1", "true"), ("0", "false")
 ONE_MEANS = {"unsafe": ("Yes", "No"), "safe": ("No", "Yes")}  # what 1/true, 0/false become
-BATCH_ROWS = 8192
+BATCH_ROWS = 8192  # rows gathered as Python values before they become a frame
+BATCH_BYTES = 4 << 20  # or the characters they were read from
 # A model name, an item id, a label or a number is a few bytes: a longer cell of a Parquet
 # file is refused before Polars copies it.
 MAX_CELL_BYTES = 4096
 PARQUET_BATCH_BYTES = 16 << 20  # of stored data per batch of Parquet rows
 VALIDATED_ROWS = 1 << 18  # rows typed and checked at a time
+HELD_BYTES = 16 << 20  # of cells read a record at a time, held before they are checked
 LINE = "_line"  # the line of a row, beside the file's own columns
 # Kinds of prediction (`kinds_of`), besides LABEL and SCORE: a distribution (p_no, p_yes),
 # and its third share.
@@ -201,6 +205,8 @@ def read_predictions(
                 frame = _read_columnar(source, layout, datasets, one_means, kind, report)
             except _NotSimple:
                 report, by_record = Report(source.name, None), True
+            if by_record:  # (not in the except block, whose exception holds the frames)
+                _release_memory()
         if by_record:
             frame = _read_records(source, layout, max_size, datasets, one_means, kind, report)
         source.check_unchanged()
@@ -210,6 +216,18 @@ def read_predictions(
                 f"{source.name} is not a valid predictions file; nothing was evaluated", report
             )
         return Predictions(frame, source.display_name)
+
+
+def _release_memory() -> None:
+    """Free what a reading given up held before the next one: its frames (held in a cycle
+    through the exception that gave it up) and PyArrow's memory pool, which keeps what was
+    freed."""
+    import gc
+
+    import pyarrow as pa
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
 
 
 def _read_records(
@@ -224,17 +242,30 @@ def _read_records(
     """The typed frame, read a record at a time (a Parquet file a batch at a time): the
     reader that locates and describes every problem; None when the columns refuse the
     file."""
+
+    def validate(columns: list[str]) -> _Validation | None:
+        """The validation of rows of these columns; None when they cannot be validated."""
+        usable = _has_columns(columns, None, Report(source.name, None))
+        return _Validation(columns, datasets, one_means, kind) if usable else None
+
     if layout == "parquet":
-        rows, header_line = _parquet_rows(source, max_size, report), None
+        rows, header_line = _parquet_rows(source, max_size, report, validate), None
     elif layout == "jsonl":
-        rows, header_line = _json_rows(source, report), None
+        rows, header_line = _json_rows(source, report, validate), None
     else:
-        rows, header_line = (_delimited_rows(source, _DELIMITERS[layout], report), 1)
-    if rows is None or not _usable(rows.columns, header_line, source, datasets, kind, report):
+        rows, header_line = (_delimited_rows(source, _DELIMITERS[layout], report, validate), 1)
+    if rows is None:
         return None
-    validation = _Validation(rows.columns, datasets, one_means, kind)
-    for batch in rows.frame().iter_slices(VALIDATED_ROWS):
-        validation.add(batch)
+    validation = rows.finish()
+    assert rows.columns is not None
+    if not _usable(rows.columns, header_line, source, datasets, kind, report):
+        return None
+    if validation is None:  # a JSON Lines column first named late: read again, knowing it
+        assert layout == "jsonl"
+        again = _json_rows(source, Report(source.name, None), validate, rows.columns)
+        assert again is not None
+        validation = again.finish()
+        assert validation is not None
     if rows.records == 0:
         _no_rows(report)
     return validation.finish(report)
@@ -272,8 +303,8 @@ def _no_rows(report: Report) -> None:
 
 
 class _NotSimple(Exception):
-    """The columnar reader cannot vouch that it reads the file as the record reader would,
-    or (JSON Lines) found problems it would spell differently: the record reader reads it."""
+    """The columnar reader cannot vouch that it reads the file as the record reader would:
+    the record reader reads it."""
 
 
 # Bytes of text per PyArrow block (at least twice the longest line: PyArrow refuses a line
@@ -297,32 +328,101 @@ def _read_columnar(
     """The typed frame of a CSV, TSV or JSON Lines file of one record per line, read by
     PyArrow a block at a time (a 10M-row file in seconds; the record reader took minutes),
     its problems in `report`; None when the columns refuse the file. _NotSimple when the
-    file is not plainly one record per line (`_simple_lines`), when PyArrow finds it
-    invalid, or when a JSON Lines file has problems: the record reader then reads it and
-    says where and what each problem is."""
+    file is not plainly one record per line (`_simple_lines`) or when PyArrow finds it
+    invalid: the record reader then reads it and says where and what each problem is. (A
+    JSON Lines file PyArrow gives up on after its first block is read on by the record
+    reader from there, `_json_tail`; the lines of its problems are read again by Python's
+    JSON, for their values and messages, `_json_lines_again`.)"""
     import pyarrow as pa
 
     lines, longest = _simple_lines(source, layout)
+    validation: _Validation | None = None
+    first = 1 if layout == "jsonl" else 2  # the line of the first row
     try:
         columns, batches = _arrow_batches(source, layout, max(BLOCK_BYTES, 2 * longest), report)
         if not _usable(columns, 1 if layout != "jsonl" else None, source, datasets, kind, report):
             return None
         validation, rows = _Validation(columns, datasets, one_means, kind), 0
-        first = 1 if layout == "jsonl" else 2  # the line of the first row
         for batch in batches:
             validation.add(batch.with_columns(_lines_from(first + rows, batch.height)))
             rows += batch.height
     except (pa.ArrowException, UnicodeDecodeError) as error:
-        raise _NotSimple from error
+        if layout != "jsonl" or validation is None:
+            raise _NotSimple from error
+        gave_up = True
+    else:
+        gave_up = False
+    if gave_up:  # (out of the except block, whose exception holds PyArrow's last block)
+        # PyArrow gave up at a block (a line not JSON, a type changing, a key twice): the
+        # record reader reads the lines from there on, into the same checks.
+        assert validation is not None
+        rows += _json_tail(source, rows, columns, validation, report)
     if rows != lines - (first - 1):
         raise _NotSimple  # PyArrow saw a record where no line starts one
     report.rows_read = rows
     if rows == 0:
         _no_rows(report)
-    frame = validation.finish(report)
-    if layout == "jsonl" and not report.ok:
-        raise _NotSimple  # values are spelled from Python's JSON in messages
-    return frame
+    # PyArrow and Python spell some JSON values apart (2.0 is "2" to PyArrow): the lines of
+    # problems are read again, for the record reader's values and messages.
+    return validation.finish(report, _json_lines_again(source) if layout == "jsonl" else None)
+
+
+def _json_tail(
+    source: Source, read: int, columns: list[str], validation: _Validation, report: Report
+) -> int:
+    """The records after the first `read` lines of a JSON Lines file of one record a line
+    (as `_simple_lines` vouched), read by the record reader into `validation`; _NotSimple
+    when one names a known column that `columns` lack (the record reader reads the file)."""
+    (_, start, _), *_ = _line_spans(source, [read + 1])
+    tail = _json_rows(source, report, lambda _: validation, columns, (start, read))
+    if tail is None or tail.finish() is None:
+        raise _NotSimple
+    return tail.records
+
+
+def _json_lines_again(source: Source) -> Respelling:
+    """The cells of some lines of a JSON Lines file of one record a line (as
+    `_simple_lines` vouched), read as the record reader reads them, about a BLOCK_BYTES of
+    lines at a time; _NotSimple if Python's JSON refuses one of them."""
+
+    def cells(lines: list[int]) -> Iterator[pl.DataFrame]:
+        rows, held = _Rows(list(COLUMNS)), 0
+        for line, start, end in _line_spans(source, lines):
+            text = os.pread(source.fileno, end - start, start).decode("utf-8", "surrogateescape")
+            record = _json_problem(line, text)
+            known = record if isinstance(record, Problem) else _known_cells(line, record)
+            if isinstance(known, Problem):
+                raise _NotSimple  # the readers disagree: the record reader decides
+            rows.add(line, known, end - start)
+            held += end - start
+            if held >= BLOCK_BYTES:
+                yield rows.frame()
+                rows, held = _Rows(list(COLUMNS)), 0
+        yield rows.frame()
+
+    return cells
+
+
+def _line_spans(source: Source, lines: list[int]) -> Iterator[tuple[int, int, int]]:
+    """(line, start, end) of each of `lines` (ascending numbers) of a text of one record a
+    line: the bytes of the line, without its LF. One pass over the bytes, at numpy speed."""
+    import numpy as np
+
+    start = len(BOM) if source.read(len(BOM)) == BOM else 0
+    offset, line_start, number, wanted = start, start, 1, iter(lines)
+    line = next(wanted, None)
+    while line is not None and offset < source.size:
+        chunk = os.pread(source.fileno, SCAN_BYTES, offset)
+        feeds = offset + np.flatnonzero(np.frombuffer(chunk, np.uint8) == _LF)
+        while line is not None and line < number + len(feeds):  # it ends in this chunk
+            i = line - number
+            yield line, line_start if i == 0 else int(feeds[i - 1]) + 1, int(feeds[i])
+            line = next(wanted, None)
+        if len(feeds):
+            line_start, number = int(feeds[-1]) + 1, number + len(feeds)
+        offset += len(chunk)
+    if line is not None:  # the last line, with no LF after it
+        yield line, line_start, source.size
 
 
 def _lines_from(first: int, count: int) -> pl.Series:
@@ -493,23 +593,41 @@ def _simple_lines(source: Source, layout: str) -> tuple[int, int]:
 
 
 class _Rows:
-    """The cells of the known columns, gathered into String frames a batch at a time.
+    """The cells of the known columns, gathered into String frames a batch at a time and,
+    with `validate`, handed to its _Validation a VALIDATED_ROWS (or HELD_BYTES) at a time,
+    so that only the typed rows of a file are held, never its cells (a 10M-row JSON Lines
+    file held both: 4 GB).
 
-    `columns`: the known columns the file has (for JSON Lines, those some record names).
+    `columns`: the known columns the file has; None for a JSON Lines file, whose columns
+    are those some record names (`seen`): they are taken from the records read before the
+    first hand-over, and a record naming another one later makes the rows handed over
+    stale (`finish` then says None, and the caller reads the file again, knowing them), as
+    does a first guess that cannot be validated (`validate` says None).
     """
 
-    def __init__(self, columns: list[str]) -> None:
-        self.columns = columns
+    def __init__(
+        self,
+        columns: list[str] | None,
+        validate: Validating | None = None,
+    ) -> None:
+        self.columns, self.validate = columns, validate
+        self.validation = validate(columns) if validate and columns is not None else None
+        self.seen: set[str] = set()
         self.lines: list[int] = []
-        self.cells: dict[str, list[str | None]] = {name: [] for name in COLUMNS}
+        self.rows: list[Mapping[str, str | None]] = []  # the cells of each row of `lines`
+        self.batch_size = 0  # the characters they were read from
         self.frames: list[pl.DataFrame] = []
+        self.held = self.held_bytes = 0  # rows in frames, and their cells' bytes
+        self.stale = False
         self.records = 0  # read, broken ones too
 
-    def add(self, line: int, cells: Mapping[str, str | None]) -> None:
+    def add(self, line: int, cells: Mapping[str, str | None], size: int) -> None:
+        """The cells of a row (a known column it lacks is None), read from `size`
+        characters of text."""
         self.lines.append(line)
-        for name in COLUMNS:
-            self.cells[name].append(cells.get(name))
-        if len(self.lines) == BATCH_ROWS:
+        self.rows.append(cells)
+        self.batch_size += size
+        if len(self.lines) == BATCH_ROWS or self.batch_size >= BATCH_BYTES:
             self._flush()
 
     def add_frame(self, first: int, frame: pl.DataFrame) -> None:
@@ -519,27 +637,62 @@ class _Rows:
         self._flush()
         lines = pl.int_range(first, first + frame.height, dtype=pl.Int64, eager=True)
         missing = [pl.lit(None, pl.String).alias(n) for n in COLUMNS if n not in frame.columns]
-        self.frames.append(frame.with_columns(*missing, lines.alias(LINE)).select(LINE, *COLUMNS))
+        self._held(frame.with_columns(*missing, lines.alias(LINE)).select(LINE, *COLUMNS))
 
     def _flush(self) -> None:
         import polars as pl
 
         if not self.lines:
             return
-        self.frames.append(
-            pl.DataFrame(
-                {LINE: self.lines, **self.cells},
-                schema={LINE: pl.Int64, **dict.fromkeys(COLUMNS, pl.String)},
-            )
+        cells = {name: [row.get(name) for row in self.rows] for name in COLUMNS}
+        frame = pl.DataFrame(
+            {LINE: self.lines, **cells},
+            schema={LINE: pl.Int64, **dict.fromkeys(COLUMNS, pl.String)},
         )
-        self.lines, self.cells = [], {name: [] for name in COLUMNS}
+        self.lines, self.rows, self.batch_size = [], [], 0
+        self._held(frame)
+
+    def _held(self, frame: pl.DataFrame) -> None:
+        self.frames.append(frame)
+        self.held += frame.height
+        self.held_bytes += int(frame.estimated_size())
+        full = self.held >= VALIDATED_ROWS or self.held_bytes >= HELD_BYTES
+        if self.validate is not None and full:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """The rows held, to the validation (dropped when it is stale)."""
+        import polars as pl
+
+        assert self.validate is not None
+        frames, self.frames, self.held, self.held_bytes = self.frames, [], 0, 0
+        if self.columns is None:
+            self.columns = [name for name in COLUMNS if name in self.seen]
+            self.validation = self.validate(self.columns)
+        self.stale = self.stale or not self.seen <= set(self.columns)
+        if frames and not self.stale and self.validation is not None:
+            # One chunk a column, as PyArrow's batches are: typed columns chunked apart
+            # made the duplicate check copy the typed frame (1M rows: 190 MB).
+            self.validation.add(pl.concat(frames).select(LINE, *self.columns).rechunk())
+
+    def finish(self) -> _Validation | None:
+        """The validation of every row (None when the columns were taken too early, and
+        with them the rows handed over), once the file is read; `columns` are then the
+        file's."""
+        self._flush()
+        self._hand_over()
+        assert self.columns is not None
+        self.columns = [name for name in COLUMNS if name in self.seen or name in self.columns]
+        return None if self.stale else self.validation
 
     def frame(self) -> pl.DataFrame:
+        """The rows held, of the known columns (all of them when `columns` is None)."""
         import polars as pl
 
         self._flush()
         schema = {LINE: pl.Int64, **dict.fromkeys(COLUMNS, pl.String)}
-        return pl.concat([pl.DataFrame(schema=schema), *self.frames]).select(LINE, *self.columns)
+        columns = COLUMNS if self.columns is None else self.columns
+        return pl.concat([pl.DataFrame(schema=schema), *self.frames]).select(LINE, *columns)
 
 
 def _record_too_long(line: int) -> Problem:
@@ -586,7 +739,9 @@ def _has_columns(columns: list[str], line: int | None, report: Report) -> bool:
     return len(report.problems) == before
 
 
-def _delimited_rows(source: Source, delimiter: str, report: Report) -> _Rows | None:
+def _delimited_rows(
+    source: Source, delimiter: str, report: Report, validate: Validating
+) -> _Rows | None:
     """CSV or TSV, a record at a time; None when the header already refuses the file."""
     rows: _Rows | None = None
     positions: dict[str, int] = {}
@@ -613,7 +768,7 @@ def _delimited_rows(source: Source, delimiter: str, report: Report) -> _Rows | N
                     report.add(structure_problems(lines.first, cells, []))
                     return None
                 positions, width = _header(cells, lines.first, report), len(cells)
-                rows = _Rows([name for name in COLUMNS if name in positions])
+                rows = _Rows([name for name in COLUMNS if name in positions], validate)
                 if ITEM_ID not in positions:
                     return rows  # the rest cannot be checked: no need to read it
                 continue
@@ -629,6 +784,7 @@ def _delimited_rows(source: Source, delimiter: str, report: Report) -> _Rows | N
             rows.add(
                 lines.first,
                 {name: cells[position] or None for name, position in positions.items()},
+                sum(map(len, cells)),
             )
     if rows is None:
         report.add([_empty_file()])
@@ -643,7 +799,7 @@ def _empty_file() -> Problem:
 
 def _json_text(value: object) -> str | None:
     """A JSON value as the text a CSV cell would hold."""
-    if value is None or isinstance(value, str):
+    if value is None or type(value) is str:
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -652,64 +808,88 @@ def _json_text(value: object) -> str | None:
     return json.dumps(value)[:SHOWN_VALUE_CHARS]
 
 
-def _json_rows(source: Source, report: Report) -> _Rows | None:
-    """JSON Lines: one object per line; blank lines are skipped."""
-    rows, seen = _Rows(list(COLUMNS)), set[str]()
-    with source.open_text() as text:
-        for number, line in json_lines(text):
+def _json_rows(
+    source: Source,
+    report: Report,
+    validate: Validating,
+    columns: list[str] | None = None,
+    after: tuple[int, int] = (0, 0),
+) -> _Rows | None:
+    """JSON Lines: one object per line; blank lines are skipped. `columns`: the file's
+    known columns, when a first reading found them (`_Rows`). `after`: where to start
+    (a byte where a line starts, and the lines before it)."""
+    rows = _Rows(columns, validate)
+    start, before = after
+    with source.open_text(start) as text:
+        for number, line in json_lines(text, before):
             rows.records += 1
-            problem = _json_problem(number, line)
-            if isinstance(problem, Problem):
-                report.add([problem])
+            record = _json_problem(number, line)
+            cells = record if isinstance(record, Problem) else _known_cells(number, record)
+            if isinstance(cells, Problem):
+                report.add([cells])
                 report.rows_rejected += 1
                 continue
-            record = _known_values(number, problem)
-            if isinstance(record, Problem):
-                report.add([record])
-                report.rows_rejected += 1
-                continue
-            seen |= record.keys()
-            rows.add(number, {name: _json_text(record.get(name)) for name in COLUMNS})
+            rows.seen.update(cells)
+            rows.add(number, cells, len(line or ""))
     if rows.records == 0:
         report.add([_empty_file()])
         return None
     report.rows_read = rows.records
-    rows.columns = [name for name in COLUMNS if name in seen]
     return rows
 
 
-def _known_values(line: int, record: dict[str, object]) -> Problem | dict[str, object]:
-    """The values of the known columns, by their names (keys are read as a header's names
-    are: blanks around them and case do not count); two keys naming one is a problem."""
-    known: dict[str, object] = {}
+def _known_cells(line: int, record: dict[str, object]) -> Problem | dict[str, str | None]:
+    """The values of the known columns as text (`_json_text`), by their names (keys are
+    read as a header's names are: blanks around them and case do not count); two keys
+    naming one is a problem."""
+    known: dict[str, str | None] = {}
     for key, value in record.items():
-        name = key.strip().lower()
+        name = _KEY_NAMES.get(key)
+        if name is None:
+            name = key.strip().lower()
+            if len(_KEY_NAMES) < MAX_KEY_NAMES:
+                _KEY_NAMES[key] = name
         if name in known:
             message = f"the keys of the line name {name} twice"
             return Problem(JsonProblemType.DUPLICATE_KEY, line, name, key, message)
-        if name in COLUMNS:
-            known[name] = value
+        if name in _KNOWN:
+            known[name] = value if type(value) is str else _json_text(value)
     return known
+
+
+# The name each key read so far stands for (the keys of a file's lines are mostly the same
+# few: looked up, not spelled again, on each of millions of lines), up to MAX_KEY_NAMES.
+_KEY_NAMES: dict[str, str] = {}
+MAX_KEY_NAMES = 1024
+_KNOWN = frozenset(COLUMNS)
 
 
 def _json_problem(line: int, text: str | None) -> Problem | dict[str, object]:
     """The object on a line, or the problem that it is not one (`dices_cli.read.json_lines`)."""
     if text is None:
         return _record_too_long(line)
-    shown = text.strip()[:SHOWN_VALUE_CHARS].encode("utf-8", "backslashreplace").decode()
     try:
         record = parsed(text)
     except JsonLineError as error:
         if error.type is JsonProblemType.INVALID_JSON:
-            return Problem(PredictionProblemType.INVALID_JSON, line, None, shown, error.message)
+            return Problem(
+                PredictionProblemType.INVALID_JSON, line, None, _shown_line(text), error.message
+            )
         return Problem(error.type, line, None, error.value, error.message)
     if not isinstance(record, dict):
         message = "the line is JSON but not an object ({...}) of named values"
-        return Problem(PredictionProblemType.INVALID_JSON, line, None, shown, message)
+        return Problem(PredictionProblemType.INVALID_JSON, line, None, _shown_line(text), message)
     return record
 
 
-def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None:
+def _shown_line(text: str) -> str:
+    """The start of a line, as a problem's value."""
+    return text.strip()[:SHOWN_VALUE_CHARS].encode("utf-8", "backslashreplace").decode()
+
+
+def _parquet_rows(
+    source: Source, max_size: int, report: Report, validate: Validating
+) -> _Rows | None:
     """A batch of rows at a time, each batch about PARQUET_BATCH_BYTES; a cell longer than
     MAX_CELL_BYTES stops the reading, before Polars copies it (64 MiB of 64 KiB labels
     ended in SIGABRT under a 2 GiB address-space cap)."""
@@ -717,10 +897,11 @@ def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None
 
     parquet = parquet_file(source, max_size)
     positions = _header(parquet.schema_arrow.names, None, report)
-    rows = _Rows([name for name in COLUMNS if name in positions])
+    columns = [name for name in COLUMNS if name in positions]
+    rows = _Rows(columns, validate)
     if not report.ok:
         return rows
-    names = [parquet.schema_arrow.names[positions[name]] for name in rows.columns]
+    names = [parquet.schema_arrow.names[positions[name]] for name in columns]
     metadata = parquet.metadata
     stored = sum(metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups))
     per_row = max(stored // max(metadata.num_rows, 1), 1)
@@ -728,7 +909,7 @@ def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None
     for batch in parquet.iter_batches(
         batch_size=max(1, min(BATCH_ROWS, PARQUET_BATCH_BYTES // per_row)), columns=names
     ):
-        too_long = _too_long_cell(batch, first, rows.columns)
+        too_long = _too_long_cell(batch, first, columns)
         if too_long is not None:
             report.add([too_long])
             report.rows_rejected += 1
@@ -739,7 +920,7 @@ def _parquet_rows(source: Source, max_size: int, report: Report) -> _Rows | None
         try:
             cells = frame.select(
                 pl.col(given).cast(pl.String).alias(name)
-                for given, name in zip(names, rows.columns, strict=True)
+                for given, name in zip(names, columns, strict=True)
             )
         except pl.exceptions.PolarsError as error:
             raise DicesError(
@@ -791,6 +972,23 @@ def _shown(cell: pl.Expr) -> pl.Expr:
     )
 
 
+def _records(both: pl.DataFrame, first: int, checks: list[_Check]) -> pl.DataFrame:
+    """The problem records `checks` (numbered from `first`) find in `both`: LINE, order,
+    check, value, message; grouped by check."""
+    import polars as pl
+
+    return pl.concat(
+        both.filter(check.when).select(
+            pl.col(LINE),
+            pl.lit(check.order).alias("order"),
+            pl.lit(first + i).alias("check"),
+            check.value.cast(pl.String).str.slice(0, SHOWN_VALUE_CHARS).alias("value"),
+            check.message.alias("message"),
+        )
+        for i, check in enumerate(checks)
+    )
+
+
 class _Validation:
     """Typed rows and the problems of their cells, a batch of String cells at a time, so
     that only the typed rows of a file are held, never its text, nor more than
@@ -818,12 +1016,8 @@ class _Validation:
         """A batch of rows: LINE and String cells of some of the known columns."""
         import polars as pl
 
-        cells = raw.with_columns(pl.col(c).str.strip_chars() for c in raw.columns if c != LINE)
-        cells = cells.with_columns(
-            pl.lit(None, pl.String).alias(name) for name in COLUMNS if name not in cells.columns
-        )
-        typed = _typed(cells, self.present, self.datasets, self.one_means, self.kind)
-        both = pl.concat([cells.drop(LINE).rename(lambda c: f"raw_{c}"), typed], how="horizontal")
+        both = self._both(raw)
+        typed_columns = both.columns[len(COLUMNS) :]
         bad = self._find(both, 0, self.row_checks)
         shares = [f"raw_{name}" for name in DISTRIBUTION if name in self.present]
         helpers: list[pl.Expr | pl.Series] = [bad.alias(_BAD)]
@@ -832,7 +1026,20 @@ class _Validation:
                 pl.any_horizontal(pl.col(shares).is_not_null()).alias(_SHARES_GIVEN),
                 pl.col(f"raw_{P_UNSURE}").is_not_null().alias(_UNSURE_GIVEN),
             ]
-        self.typed.append(both.select(*typed.columns, *helpers))
+        self.typed.append(both.select(*typed_columns, *helpers))
+
+    def _both(self, raw: pl.DataFrame) -> pl.DataFrame:
+        """The cells as given (stripped; raw_*, one for each known column), then the typed
+        columns (and LINE), of a batch as `add` takes it."""
+        import polars as pl
+
+        cells = raw.with_columns(pl.col(c).str.strip_chars() for c in raw.columns if c != LINE)
+        cells = cells.with_columns(
+            pl.lit(None, pl.String).alias(name) for name in COLUMNS if name not in cells.columns
+        )
+        typed = _typed(cells, self.present, self.datasets, self.one_means, self.kind)
+        given = cells.select(pl.col(name).alias(f"raw_{name}") for name in COLUMNS)
+        return pl.concat([given, typed], how="horizontal")
 
     def _find(self, both: pl.DataFrame, first: int, checks: list[_Check]) -> pl.Series:
         """Count and keep the problems `checks` (numbered from `first`) find in `both`; the
@@ -845,32 +1052,23 @@ class _Validation:
             self.totals[first + i] += int(total)
         shown = both.filter(bad).head(MAX_KEPT_PROBLEMS)  # every kept problem is on these
         self.found = [
-            pl.concat(
-                [
-                    *self.found,
-                    *(
-                        shown.filter(check.when).select(
-                            pl.col(LINE),
-                            pl.lit(check.order).alias("order"),
-                            pl.lit(first + i).alias("check"),
-                            check.value.cast(pl.String)
-                            .str.slice(0, SHOWN_VALUE_CHARS)
-                            .alias("value"),
-                            check.message.alias("message"),
-                        )
-                        for i, check in enumerate(checks)
-                    ),
-                ]
-            )
+            pl.concat([*self.found, _records(shown, first, checks)])
             .sort(LINE, "order", "check")
             .head(MAX_KEPT_PROBLEMS)
         ]
         return bad
 
-    def finish(self, report: Report) -> pl.DataFrame:
+    def finish(self, report: Report, respell: Respelling | None = None) -> pl.DataFrame:
         """The typed frame of every row added; every problem into `report`: the first
         records kept (up to MAX_KEPT_PROBLEMS in all, in file order), the others counted,
-        so that a file of millions of bad rows never holds a message for each."""
+        so that a file of millions of bad rows never holds a message for each.
+
+        `respell`, when the cells were read otherwise than the record reader reads them
+        (PyArrow spells the JSON number 2.0 as "2", Python as "2.0"): the cells of the
+        lines it is given as the record reader spells them, whose records then replace the
+        values and messages of the checks of one row. Which checks fail does not change
+        (the typed values are the same), nor do the records of checks over several rows,
+        which quote typed values only."""
         import polars as pl
 
         typed = pl.concat(self.typed, rechunk=False) if self.typed else _typed_schema_frame()
@@ -891,6 +1089,8 @@ class _Validation:
             report.rows_rejected += int(also.sum())
         room = max(MAX_KEPT_PROBLEMS - len(report.problems), 0)
         records = self.found[0].head(room) if self.found else None
+        if records is not None and respell is not None:
+            records = self._respelled(records, respell)
         kept: dict[int, int] = {}
         if records is not None:
             for line, _, i, value, message in records.iter_rows():
@@ -901,6 +1101,35 @@ class _Validation:
             report.count_not_kept(check.type, Severity.ERROR, self.totals[i] - kept.get(i, 0))
         return typed.select(MODEL, DATASET, ITEM_ID, LABEL, *PROBABILITIES, PERSONA)
 
+    def _respelled(self, records: pl.DataFrame, respell: Respelling) -> pl.DataFrame:
+        """`records` with the value and message of each check of one row as found in the
+        cells `respell` gives of its line; _NotSimple if one is not found there."""
+        import polars as pl
+
+        own = pl.col("check") < len(self.row_checks)
+        lines = records.filter(own).get_column(LINE).unique().sort().to_list()
+        spelled = {
+            (line, check): (value, message)
+            for cells in respell(lines)
+            for line, _, check, value, message in _records(
+                self._both(cells), 0, self.row_checks
+            ).iter_rows()
+        }
+        rows = []
+        for line, order, check, value, message in records.iter_rows():
+            if check < len(self.row_checks):
+                if (line, check) not in spelled:
+                    raise _NotSimple  # the readers disagree: the record reader decides
+                value, message = spelled[line, check]
+            rows.append((line, order, check, value, message))
+        return pl.DataFrame(rows, schema=records.schema, orient="row")
+
+
+# The validation of rows of some known columns, None when they cannot be validated.
+Validating = Callable[[list[str]], "_Validation | None"]
+# The cells (LINE and String cells of known columns) of the lines given, as the record
+# reader spells them, a batch at a time.
+Respelling = Callable[[list[int]], Iterator["pl.DataFrame"]]
 
 _BAD, _SHARES_GIVEN, _UNSURE_GIVEN = "_bad", "_shares_given", "_p_unsure_given"
 

@@ -40,10 +40,11 @@ class JsonLineError(Exception):
         self.type, self.message, self.value = problem, message, value
 
 
-def json_lines(handle: BinaryIO) -> Iterator[tuple[int, str | None]]:
+def json_lines(handle: BinaryIO, before: int = 0) -> Iterator[tuple[int, str | None]]:
     """(number, text) of each line of `handle` that is not blank, the text decoded with
     surrogateescape (`parsed` refuses invalid UTF-8); None for a line longer than
-    MAX_RECORD_BYTES, which was skipped, not held."""
+    MAX_RECORD_BYTES, which was skipped, not held. `before`: the lines before the
+    handle's first (which then starts a line of the text, not the text)."""
     lines = Lines(handle, lf_only=True)
     while True:
         try:
@@ -52,11 +53,11 @@ def json_lines(handle: BinaryIO) -> Iterator[tuple[int, str | None]]:
             return
         except RecordTooLongError:
             lines.forget()
-            yield lines.count, None
+            yield before + lines.count, None
             continue
         lines.forget()
         if line.strip(BLANKS):
-            yield lines.count, line
+            yield before + lines.count, line
 
 
 def too_long_message(what: str) -> str:
@@ -77,7 +78,9 @@ def parsed(text: str) -> object:
             ProblemType.INVALID_UTF8, f"the line is not valid UTF-8 (at its byte {at})"
         ) from None
     try:
-        value = json.loads(text, object_pairs_hook=_object)
+        if text.startswith("\ufeff"):  # as json.loads refuses it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise JsonLineError(JsonProblemType.INVALID_JSON, _too_deep()) from None
     except ValueError as error:
@@ -111,6 +114,10 @@ def _object(pairs: list[tuple[str, object]]) -> dict[str, object]:
                 )
             seen.add(key)
     return result
+
+
+# One decoder for every line (json.loads with a hook built one a line: a tenth of the time).
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
 def _too_deep() -> str:

@@ -81,8 +81,8 @@ def format_size(size: int) -> str:
 class _Reader(io.RawIOBase):
     """Reads an open file from its start with pread, so no other reader moves its offset."""
 
-    def __init__(self, fd: int) -> None:
-        self.fd, self.position = fd, 0
+    def __init__(self, fd: int, position: int = 0) -> None:
+        self.fd, self.position = fd, position
 
     def readable(self) -> bool:
         return True
@@ -200,8 +200,8 @@ class Source:
         return self.name if self.path is None else self.path.name
 
     @staticmethod
-    def _reader(fd: int) -> io.BufferedReader:
-        return io.BufferedReader(_Reader(fd), buffer_size=COPY_CHUNK)
+    def _reader(fd: int, position: int = 0) -> io.BufferedReader:
+        return io.BufferedReader(_Reader(fd, position), buffer_size=COPY_CHUNK)
 
     @property
     def size(self) -> int:
@@ -218,9 +218,10 @@ class Source:
         """A path naming the CSV text, for readers that want a path (Polars)."""
         return f"/dev/fd/{self._text}"
 
-    def open_text(self) -> io.BufferedReader:
-        """A new reader of the CSV text from its start (independent of any other reader)."""
-        return self._reader(self._text)
+    def open_text(self, at: int = 0) -> io.BufferedReader:
+        """A new reader of the CSV text from its start, or from its byte `at` (independent
+        of any other reader)."""
+        return self._reader(self._text, at)
 
     def read(self, limit: int) -> bytes:
         """The first `limit` bytes of the CSV text."""

@@ -13,7 +13,7 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -831,20 +831,36 @@ def _cut_labels(spec: dict[str, Any]) -> dict[str, Any]:
         for value in row.values()
         if isinstance(value, str)
     }
+    cuts = _cut_apart(texts, label_text)
+    return _replaced(spec, cuts) if cuts else spec
+
+
+def short_labels(texts: Iterable[str], limit: int) -> dict[str, str]:
+    """Each of `texts` -> its label: `short` to `limit` columns, two texts cut alike kept
+    apart (`_cut_apart`), so that a chart draws a bar per text, not one for both."""
+    given = set(texts)
+    cuts = _cut_apart(given, lambda text: short(text, limit))
+    return {text: cuts.get(text, text) for text in given}
+
+
+def _cut_apart(texts: set[str], cut: Callable[[str], str]) -> dict[str, str]:
+    """The texts that `cut` changes -> their cut, two cut alike kept apart by " (2)",
+    " (3)"... after the cut (never spelled as another of `texts`): distinct texts stay
+    distinct."""
     cuts: dict[str, str] = {}
     taken = set(texts)
     tried: dict[str, int] = {}  # per cut, the last number tried (a thousand alike: no search)
     for text in sorted(texts):
-        cut = label_text(text)
-        if cut == text:
+        shortened = cut(text)
+        if shortened == text:
             continue
-        number = tried.get(cut, 0)
-        while (unique := cut if number <= 1 else f"{cut} ({number})") in taken:
+        number = tried.get(shortened, 0)
+        while (unique := shortened if number <= 1 else f"{shortened} ({number})") in taken:
             number = max(number, 1) + 1
-        tried[cut] = number
+        tried[shortened] = number
         cuts[text] = unique
         taken.add(unique)
-    return _replaced(spec, cuts) if cuts else spec
+    return cuts
 
 
 def _replaced(value: Any, cuts: dict[str, str]) -> Any:

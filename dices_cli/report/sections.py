@@ -471,10 +471,11 @@ def models(ctx: Context) -> Section | None:
                 rows.append((r["model"], kind, r["reference"], metric, *estimate, r["n"]))
     columns = ["model", "kind", "reference", "metric", "value", "low", "high", "n"]
     table = table_from_rows(columns, rows)
+    labels = charts.short_labels((r[0] for r in rows), 24)
     data = [
         {
             **r,
-            "label": charts.short(r["model"], 24),
+            "label": labels[r["model"]],
             "panel": f"{REFERENCE_TITLES[r['reference']]} · {r['metric']}"
             + (" (lower is better)" if r["metric"] in LOWER_IS_BETTER else ""),
         }
@@ -582,13 +583,16 @@ def _models_per_group(groups: dict[str, Evaluation]) -> Figure:
     columns = ["model", "column", "group", "raters", "n", "kappa", "kappa_low", "kappa_high"]
     columns += ["pool_kappa", "rest_kappa", "difference", "p_adjusted", "compared"]
     table = table_from_rows(columns, rows)
+    records = table.records()
+    groups_shown = charts.short_labels((str(r["group"]) for r in records), 24)
+    models = charts.short_labels((r["model"] for r in records), 24)
     data = [
         {
             **r,
-            "label": charts.short(str(r["group"]), 24),
-            "panel": f"{charts.short(r['model'], 24)} · {r['column']}",
+            "label": groups_shown[str(r["group"])],
+            "panel": f"{models[r['model']]} · {r['column']}",
         }
-        for r in table.records()
+        for r in records
     ]
     spec = charts.estimates(
         "Each model's agreement with each group's crowd label",
