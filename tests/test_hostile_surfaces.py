@@ -484,16 +484,17 @@ def test_hostile_predictions_and_tables_end_cleanly_in_bounded_memory(
     sample: Path, data: st.DataObject, layout: str, command: str
 ) -> None:
     """A predictions file (`evaluate`) or a table (`sql --table`) of a few good rows and
-    some hostile ones."""
+    some hostile ones. A line within the record bound is read whole, whatever it holds (a
+    value of many MiB under a key dices ignores is legal JSON): its bytes count as valid
+    input; a longer one is refused unread."""
     good = [f'{{"item_id": {i}, "label": "Yes"}}'.encode() for i in (13, 14, 15)]
     rows = [*good, *(data.draw(hostile_json_line(line)) for line in good)]
     if layout == "csv":
-        cells = [b"item_id,label"] + [
+        rows = [b"item_id,label"] + [
             b"%d,%s" % (i, data.draw(st.one_of(HOSTILE_TEXT, HOSTILE_VALUE))) for i in (13, 14, 15)
         ]
-        text = b"\n".join(cells) + b"\n"
-    else:
-        text = b"".join(row + b"\n" for row in rows)
+    text = b"".join(row + b"\n" for row in rows)
+    read_whole = sum(len(row) + 1 for row in rows if len(row) < MAX_RECORD_BYTES)
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / f"p.{layout}"
         path.write_bytes(gzip.compress(text) if layout.endswith(".gz") else text)
@@ -502,7 +503,28 @@ def test_hostile_predictions_and_tables_end_cleanly_in_bounded_memory(
             if command == "evaluate"
             else ["sql", "SELECT count(*) FROM t", "--table", f"t={path}"]
         )
-        run_corpus_case([*args, "--data", str(sample)], 1000)
+        run_corpus_case([*args, "--data", str(sample)], 1000 + read_whole)
+
+
+def test_duckdb_out_of_memory_is_not_enough_memory(
+    runner: CliRunner, sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB failing to allocate (`sql --table` of a 20 MiB value under a 2 GiB
+    address-space cap did) is the environment's fault, said as such: not "a bug"."""
+    import duckdb
+
+    from dices_cli.queries import sandbox
+
+    def no_memory(*_: object) -> None:
+        raise duckdb.OutOfMemoryException("Out of Memory Error: Failed to allocate block")
+
+    monkeypatch.setattr(sandbox, "add_tables", no_memory)
+    table = tmp_path / "t.csv"
+    table.write_text("item_id,label\n13,Yes\n", encoding="utf-8")
+    args = ["sql", "SELECT count(*) FROM t", "--table", f"t={table}", "--data", str(sample)]
+    result = runner.invoke(app, args)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == "Error: not enough memory to finish; nothing was written\n"
 
 
 @given(

@@ -11,7 +11,7 @@ import errno
 import importlib
 import os
 import sys
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 from typer.core import TyperCommand
@@ -164,14 +164,15 @@ class DicesGroup(ListingGroup):
             say(f"Error: cannot write to standard output: {system_reason(error)}")
             raise typer.Exit(1) from None
         except MemoryError:
-            from dices_cli.cli.render import say, set_quiet
-
-            set_quiet(False)
-            say("Error: not enough memory to finish; nothing was written")
-            raise typer.Exit(1) from None
+            _not_enough_memory()
         except Exception as error:
             if isinstance(error, RuntimeError) and str(error) == DUCKDB_INTERRUPTED:
                 raise typer.Exit(130) from None  # Ctrl-C, as Typer answers KeyboardInterrupt
+            duckdb = sys.modules.get("duckdb")  # loaded, if it raised
+            if duckdb is not None and isinstance(error, duckdb.OutOfMemoryException):
+                # DuckDB's own MemoryError (`sql --table` of a 20 MiB value under a 2 GiB
+                # address-space cap said "a bug in dices").
+                _not_enough_memory()
             if os.environ.get("DICES_DEBUG"):
                 raise
             from dices_cli.cli.render import say, set_quiet
@@ -180,6 +181,14 @@ class DicesGroup(ListingGroup):
             say(f"Error: unexpected {type(error).__name__}: {error}")
             say("This is a bug in dices; rerun with DICES_DEBUG=1 for the traceback and report it.")
             raise typer.Exit(1) from None
+
+
+def _not_enough_memory() -> NoReturn:
+    from dices_cli.cli.render import say, set_quiet
+
+    set_quiet(False)
+    say("Error: not enough memory to finish; nothing was written")
+    raise typer.Exit(1) from None
 
 
 app = typer.Typer(
