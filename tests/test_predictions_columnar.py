@@ -325,6 +325,65 @@ def test_json_lines_that_pyarrow_gives_up_on_late_are_read_on_from_there(
     ]
 
 
+@pytest.mark.parametrize("layout", ["csv", "jsonl"])
+def test_blank_lines_leave_a_file_to_the_columnar_reader(
+    layout: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blank lines (empty, or a CR alone; a file's last line end is often followed by one)
+    used to send a file to the record reader: 10M rows took minutes, not seconds. Both
+    readers skip them; the lines of the records past them, in later blocks and after
+    PyArrow gives up (a type changing), are the record reader's."""
+    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    if layout == "csv":
+        row, header = "m{},{},{},{}\n", "model,item_id,label,score\n"
+    else:
+        row, header = '{{"model":"m{}","item_id":{},"label":"{}","score":{}}}\n', ""
+    lines = [row.format(m, i, "Yes", 0.5) for m in range(300) for i in ITEMS]
+    lines[150] = row.format(0, 2, "No", 0.5)  # m0's item 2 again
+    lines[700] = row.format(9, 1, "maybe", 7)
+    if layout == "jsonl":
+        lines[800] = '{"model":"x","item_id":"2","label":"No"}\n'  # PyArrow gives up
+        lines[801] = row.format(0, 3, "Yes", 0.5)  # m0's item 3 again, after it
+    for at in (800, 701, 700, 400, 150, 41, 40, 0):  # from the end, so that each stays put
+        lines.insert(at, "\n" if at % 2 else "\r\n")
+    path = tmp_path / f"p.{layout}"
+    path.write_text(header + "".join(lines) + "\n\r\n\n")
+    assert_read_alike(path, monkeypatch)
+    columnar_only(monkeypatch)
+    records, rows, *_ = outcome(path)  # type: ignore[misc]
+    assert rows == 900
+    lines_of = {(kind, line) for kind, line, *_ in records}
+    first = 2 if layout == "csv" else 1
+    assert ("duplicate-prediction", first + 150 + 4) in lines_of  # after 4 blank lines
+    assert ("not-in-enum", first + 700 + 6) in lines_of  # after 6
+    if layout == "jsonl":
+        assert ("duplicate-prediction", first + 801 + 8) in lines_of  # read on from line 809
+
+
+def test_more_blank_lines_than_are_kept_go_to_the_record_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The columnar reader keeps the number of each blank line (to give each row its line):
+    past MAX_BLANK_LINES of them the record reader reads the file, which holds none, so that
+    a file of a billion line ends takes no 8 GB."""
+    monkeypatch.setattr(predictions, "MAX_BLANK_LINES", 2)
+    path = tmp_path / "p.csv"
+    path.write_text("item_id,label\n1,Yes\n\n2,No\n\n\n3,maybe\n")
+    assert_read_alike(path, monkeypatch)
+    read_by: list[str] = []
+    record_reader = predictions._read_records
+
+    def spied(*args: object) -> object:
+        read_by.append("record reader")
+        return record_reader(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(predictions, "_read_records", spied)
+    records, *_ = outcome(path)  # type: ignore[misc]
+    assert read_by == ["record reader"]
+    assert [(kind, line) for kind, line, *_ in records] == [("not-in-enum", 7)]
+
+
 def test_a_json_lines_key_first_named_where_pyarrow_gave_up_is_read_by_the_record_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

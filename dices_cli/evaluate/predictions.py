@@ -64,6 +64,7 @@ from dices_cli.read.lines import BOM, MAX_RECORD_BYTES, Lines, RecordTooLongErro
 from dices_cli.read.source import DEFAULT_MAX_SIZE, Source, format_size, open_source
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
     import pyarrow as pa
 
@@ -312,6 +313,9 @@ class _NotSimple(Exception):
 # and checked at a time.
 BLOCK_BYTES = 1 << 22
 SCAN_BYTES = 1 << 22  # bytes looked at a time by `_simple_lines`
+# Blank lines whose numbers `_simple_lines` keeps (8 MiB of them); a file of more is read by
+# the record reader, so that memory stays bounded by the rows, not by the blank lines.
+MAX_BLANK_LINES = 1 << 20
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # may escape half of a UTF-16 pair
 _LF, _CR, _QUOTE, _BRACE, _BRACKET = (ord(c) for c in '\n\r"{[')
@@ -335,16 +339,17 @@ def _read_columnar(
     JSON, for their values and messages, `_json_lines_again`.)"""
     import pyarrow as pa
 
-    lines, longest = _simple_lines(source, layout)
+    lines, longest, blanks = _simple_lines(source, layout)
     validation: _Validation | None = None
     first = 1 if layout == "jsonl" else 2  # the line of the first row
+    line_of = _row_lines(first, blanks)
     try:
         columns, batches = _arrow_batches(source, layout, max(BLOCK_BYTES, 2 * longest), report)
         if not _usable(columns, 1 if layout != "jsonl" else None, source, datasets, kind, report):
             return None
         validation, rows = _Validation(columns, datasets, one_means, kind), 0
         for batch in batches:
-            validation.add(batch.with_columns(_lines_from(first + rows, batch.height)))
+            validation.add(batch.with_columns(line_of(rows, batch.height)))
             rows += batch.height
     except (pa.ArrowException, UnicodeDecodeError) as error:
         if layout != "jsonl" or validation is None:
@@ -356,8 +361,8 @@ def _read_columnar(
         # PyArrow gave up at a block (a line not JSON, a type changing, a key twice): the
         # record reader reads the lines from there on, into the same checks.
         assert validation is not None
-        rows += _json_tail(source, rows, columns, validation, report)
-    if rows != lines - (first - 1):
+        rows += _json_tail(source, int(line_of(rows, 1)[0]), columns, validation, report)
+    if rows != lines - (first - 1) - len(blanks):
         raise _NotSimple  # PyArrow saw a record where no line starts one
     report.rows_read = rows
     if rows == 0:
@@ -368,13 +373,13 @@ def _read_columnar(
 
 
 def _json_tail(
-    source: Source, read: int, columns: list[str], validation: _Validation, report: Report
+    source: Source, line: int, columns: list[str], validation: _Validation, report: Report
 ) -> int:
-    """The records after the first `read` lines of a JSON Lines file of one record a line
-    (as `_simple_lines` vouched), read by the record reader into `validation`; _NotSimple
-    when one names a known column that `columns` lack (the record reader reads the file)."""
-    (_, start, _), *_ = _line_spans(source, [read + 1])
-    tail = _json_rows(source, report, lambda _: validation, columns, (start, read))
+    """The records from line `line` on of a JSON Lines file of one record a line (as
+    `_simple_lines` vouched), read by the record reader into `validation`; _NotSimple when
+    one names a known column that `columns` lack (the record reader reads the file)."""
+    (_, start, _), *_ = _line_spans(source, [line])
+    tail = _json_rows(source, report, lambda _: validation, columns, (start, line - 1))
     if tail is None or tail.finish() is None:
         raise _NotSimple
     return tail.records
@@ -425,11 +430,19 @@ def _line_spans(source: Source, lines: list[int]) -> Iterator[tuple[int, int, in
         yield line, line_start, source.size
 
 
-def _lines_from(first: int, count: int) -> pl.Series:
-    """The line of each of `count` rows, the first on line `first`."""
+def _row_lines(first: int, blanks: np.ndarray) -> Callable[[int, int], pl.Series]:
+    """The line of each of `count` rows from row `start` (counted from 0) of a file whose
+    first row is on line `first`, the blank lines `blanks` (ascending) skipped."""
+    import numpy as np
     import polars as pl
 
-    return pl.int_range(first, first + count, dtype=pl.Int64, eager=True).alias(LINE)
+    rows_before = blanks - first - np.arange(len(blanks))  # rows above each blank line
+
+    def lines(start: int, count: int) -> pl.Series:
+        rows = np.arange(start, start + count, dtype=np.int64)
+        return pl.Series(LINE, first + rows + np.searchsorted(rows_before, rows, side="right"))
+
+    return lines
 
 
 def _arrow_batches(
@@ -511,15 +524,18 @@ def _header_cells(source: Source, delimiter: str) -> list[str]:
     return next(csv.reader([text], delimiter=delimiter, strict=True))
 
 
-def _simple_lines(source: Source, layout: str) -> tuple[int, int]:
-    """The lines, and the bytes of the longest, of a file that PyArrow reads exactly as the
-    record reader does, one record a line; _NotSimple for any other. Such a file is UTF-8,
-    with no NUL byte, no blank line and no line longer than MAX_RECORD_BYTES; a CSV or TSV
-    file has CR only before LF, no line end inside quotes, and quotes only around whole
-    cells (PyArrow reads "a"b as ab, where Python's csv module refuses it); a JSON Lines
-    file starts every line with {, escapes no UTF-16 surrogate (\\ud800) and nests at most
-    MAX_DEPTH deep (counting every [ and { of a line). One pass over the bytes, a block at
-    a time, at numpy speed."""
+def _simple_lines(source: Source, layout: str) -> tuple[int, int, np.ndarray]:
+    """The lines, the bytes of the longest, and the numbers of the blank lines (empty, or a
+    CR alone), of a file that PyArrow reads exactly as the record reader does, one record a
+    line, both skipping blank lines; _NotSimple for any other. Such a file is UTF-8, with no
+    NUL byte and no line longer than MAX_RECORD_BYTES; a CSV or TSV file has a first line
+    (its header) that is not blank, CR only before LF, no line end inside quotes, and quotes
+    only around whole cells (PyArrow reads "a"b as ab, where Python's csv module refuses
+    it); a JSON Lines file starts every line but a blank one with {, escapes no UTF-16
+    surrogate (\\ud800) and nests at most MAX_DEPTH deep (counting every [ and { of a
+    line). One pass over the bytes, a block at a time, at numpy speed. (A blank line, even
+    the one a file's last line end is often followed by, used to send a 10M-row file to the
+    record reader: minutes instead of seconds.)"""
     import numpy as np
 
     json = layout == "jsonl"
@@ -528,6 +544,8 @@ def _simple_lines(source: Source, layout: str) -> tuple[int, int]:
     start = offset = len(BOM) if source.read(len(BOM)) == BOM else 0
     decoder = codecs.getincrementaldecoder("utf-8")()
     line_start, parity, openers, lines, longest = start, 0, 0, 0, 0
+    blanks: list[np.ndarray] = []
+    held_blanks = 0
     previous = _LF  # the byte before the block: the start of the file is a line's
     if offset >= size:
         raise _NotSimple  # empty: the record reader says so
@@ -554,9 +572,17 @@ def _simple_lines(source: Source, layout: str) -> tuple[int, int]:
             raise _NotSimple
         starts = feeds + 1  # in the block, where lines start (the next block's first too)
         starts = starts[starts < len(data)]
-        firsts = data[np.concatenate(([0], starts)) if offset == start else starts]
+        numbers = lines + 2 + np.arange(len(starts))  # the line each of them starts
+        if offset == start:
+            starts, numbers = np.concatenate(([0], starts)), np.concatenate(([1], numbers))
+        firsts = data[starts]
+        blank = (firsts == _LF) | ((firsts == _CR) & (after[starts + 1] == _LF))
+        blanks.append(numbers[blank])
+        held_blanks += len(blanks[-1])
+        if held_blanks > MAX_BLANK_LINES:
+            raise _NotSimple  # the record reader skips them, holding nothing
         if json:
-            if (firsts != _BRACE).any() or _SURROGATE.search(chunk):
+            if (firsts[~blank] != _BRACE).any() or _SURROGATE.search(chunk):
                 raise _NotSimple
             found = np.flatnonzero((block == _BRACE) | (block == _BRACKET))
             cuts = np.concatenate(([0], feeds + 1, [length]))
@@ -566,8 +592,8 @@ def _simple_lines(source: Source, layout: str) -> tuple[int, int]:
                 raise _NotSimple
             openers = int(counts[-1])
         else:
-            if np.isin(firsts, (_LF, _CR)).any():
-                raise _NotSimple  # a blank line
+            if offset == start and blank[0]:
+                raise _NotSimple  # no header: the record reader says so
             returns = np.flatnonzero(block == _CR)
             if (after[returns + 1] != _LF).any():
                 raise _NotSimple
@@ -586,7 +612,7 @@ def _simple_lines(source: Source, layout: str) -> tuple[int, int]:
         offset += length
     if parity:
         raise _NotSimple  # an unclosed quote
-    return lines + (line_start < size), longest
+    return lines + (line_start < size), longest, np.concatenate(blanks)
 
 
 # --- reading: each format into frames of String cells, with the line of each row ----------
