@@ -9,6 +9,7 @@ reader cannot vouch for must go to the record reader, never be read differently.
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import polars as pl
@@ -359,6 +360,41 @@ def test_blank_lines_leave_a_file_to_the_columnar_reader(
     assert ("not-in-enum", first + 700 + 6) in lines_of  # after 6
     if layout == "jsonl":
         assert ("duplicate-prediction", first + 801 + 8) in lines_of  # read on from line 809
+
+
+JSON_PIECES = st.sampled_from(
+    [
+        '{"model":"m","item_id":1,"label":"Yes"}\n',
+        '{"model":"m","item_id":2,"label":"maybe","score":2.0}\n',
+        '{"model":"n","item_id":3,"label":"No","score":0.5}\r\n',
+        '{"model":"n","item_id":"3","label":"No"}\n',  # a type changing: PyArrow gives up
+        "\n",
+        "\r\n",
+    ]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(pieces=st.lists(JSON_PIECES, max_size=60), csv=st.booleans())
+def test_any_file_with_blank_lines_is_read_alike(pieces: list[str], csv: bool) -> None:
+    """Rows, problems, duplicates and blank lines in any order, over blocks of a few hundred
+    bytes: both readers make the same of the file, lines included."""
+    import tempfile
+
+    if csv:
+        pieces = [
+            piece
+            if not piece.startswith("{")
+            else ",".join(str(value) for value in json.loads(piece).values()) + "\n"
+            for piece in pieces
+        ]
+    header = "model,item_id,label,score\n" if csv else ""
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(predictions, "BLOCK_BYTES", 1 << 8)
+        patch.setattr(predictions, "SCAN_BYTES", 1 << 7)
+        path = Path(folder) / ("p.csv" if csv else "p.jsonl")
+        path.write_text(header + "".join(pieces))
+        assert_read_alike(path, patch)
 
 
 def test_more_blank_lines_than_are_kept_go_to_the_record_reader(
