@@ -140,7 +140,7 @@ def run_canned(
         render_sql,
         usage_error,
     )
-    from dices_cli.queries.engine import open_session, statement_tables
+    from dices_cli.queries.engine import open_session, statement_names
     from dices_cli.raters.selection import resolve
 
     family = family_asked(canned, dataset, store)
@@ -161,7 +161,7 @@ def run_canned(
     # Only the views the query reads, and the stored files behind them: binding a view takes
     # DuckDB 2-50 ms (ratings_wide 20-37 ms, which `overview` does not read).
     connection = duckdb.connect(":memory:")
-    named = statement_tables(render_sql(canned), connection)
+    named = statement_names(render_sql(canned), connection)
     session = open_session(
         store,
         dataset,

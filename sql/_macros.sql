@@ -1,4 +1,5 @@
--- Macros shared by the canned queries; every session loads this file first.
+-- Macros shared by the canned queries; a session loads this file when its statement calls
+-- one of them (or may: dices sql's SHOW TABLES, say).
 
 -- The most frequent answer among counts of No, Yes and Unsure; 'tie' when the top two are
 -- equal; NULL when there are no answers.

@@ -1,5 +1,6 @@
 """`dices sql` opens only the stored files of the views a statement names (and of the views
-those read); a statement that may look at the catalogue still sees every view."""
+those read), and makes the shared macros only for a statement that calls one; a statement
+that may look at the catalogue, or that runs SQL given as a value, still sees every view."""
 
 from __future__ import annotations
 
@@ -15,8 +16,16 @@ from typer.testing import CliRunner
 from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.queries import sandbox
-from dices_cli.queries.engine import STORED_TABLES, VIEWS, statement_tables, views_and_tables
-from dices_cli.store.datasets import StoredDataset
+from dices_cli.queries.catalog import macro_names
+from dices_cli.queries.engine import (
+    STORED_TABLES,
+    VIEWS,
+    RaterSelection,
+    Session,
+    statement_names,
+    views_and_tables,
+)
+from dices_cli.store.datasets import Store, StoredDataset
 
 EVERY = (set(VIEWS), set(STORED_TABLES))
 
@@ -46,14 +55,16 @@ def parser() -> Iterator[duckdb.DuckDBPyConnection]:
             "WHERE item_id IN (SELECT item_id FROM internal.ratings_350)",
             {"items", "x", "ratings_350"},
         ),
-        ("SELECT (SELECT count(*) FROM raters) AS n", {"raters"}),
+        ("SELECT (SELECT count(*) FROM raters) AS n", {"raters", "count_star"}),
         ("SELECT 1", set()),
+        ("SELECT Plurality(1, 2, 3), max(x) OVER () FROM p", {"plurality", "max", "p"}),
+        ('SELECT "Entropy_Bits"(1, 2, 3)', {"entropy_bits"}),
     ],
 )
-def test_the_tables_a_statement_names(
+def test_the_tables_and_functions_a_statement_names(
     statement: str, named: set[str], parser: duckdb.DuckDBPyConnection
 ) -> None:
-    assert statement_tables(statement, parser) == named
+    assert statement_names(statement, parser) == named
 
 
 @pytest.mark.parametrize(
@@ -66,12 +77,13 @@ def test_the_tables_a_statement_names(
         "SELECT * FROM information_schema.columns",
         "SELECT * FROM pragma_table_info('items')",
         "SELECT * FROM query_table('ite' || 'ms')",
+        "SELECT * FROM items, query('SELECT count(*) AS n FROM ratings')",
     ],
 )
 def test_a_statement_that_may_see_the_catalogue_names_no_tables(
     statement: str, parser: duckdb.DuckDBPyConnection
 ) -> None:
-    assert statement_tables(statement, parser) is None
+    assert statement_names(statement, parser) is None
 
 
 @pytest.mark.parametrize(
@@ -81,7 +93,11 @@ def test_a_statement_that_may_see_the_catalogue_names_no_tables(
         (set(), EVERY),
         ({"p"}, EVERY),  # a user's table only
         ({"items"}, ({"items"}, {"items"})),
-        ({"ratings_wide", "p"}, (set(VIEWS), set(STORED_TABLES))),
+        (
+            {"ratings_wide", "p"},
+            ({"ratings_wide", "ratings", "raters", "items"}, set(STORED_TABLES)),
+        ),
+        ({"published_removed"}, ({"published_removed"}, set())),
         ({"raters", "ratings_990"}, ({"raters"}, {"raters", "ratings_990"})),
         ({"ratings_350"}, (set(), {"ratings_350"})),
     ],
@@ -129,6 +145,74 @@ def test_a_statement_opens_only_the_files_it_reads(
         "name\nitems\npublished_removed\nraters\nratings\nratings_wide\n",
         everything,
     )
+
+
+def test_a_statement_naming_a_table_inside_sql_given_as_a_value_sees_it(sample: Path) -> None:
+    """`query('...')` runs SQL the parser sees only as a string: every view is made."""
+    statement = "SELECT n FROM items, query('SELECT count(*) AS n FROM ratings') LIMIT 1"
+    result = CliRunner().invoke(app, ["sql", statement, "--data", str(sample), "-f", "csv"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "n\n10775\n"
+
+
+def made(session: Session) -> tuple[list[str], list[str]]:
+    """The tables and views of the session's main schema, and the macros of the prelude."""
+    tables = session.con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' UNION ALL "
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
+        "ORDER BY 1"
+    ).fetchall()
+    macros = session.con.execute(
+        "SELECT DISTINCT function_name FROM duckdb_functions() "
+        "WHERE list_contains($macros, function_name) ORDER BY 1",
+        {"macros": sorted(macro_names())},
+    ).fetchall()
+    return [name for (name,) in tables], [name for (name,) in macros]
+
+
+@pytest.mark.parametrize(
+    ("statement", "selection", "tables", "macros"),
+    [
+        ("SELECT count(*) FROM ratings", RaterSelection(), ["ratings"], []),
+        (
+            "SELECT count(*) FROM ratings",
+            RaterSelection(exclude_removed=True),
+            ["published_removed", "ratings"],
+            [],
+        ),
+        (
+            "SELECT plurality(1, 2, 3) FROM items",
+            RaterSelection(),
+            ["items"],
+            ["crowd_label_of", "entropy_bits", "neg_p_log2_p", "plurality"],
+        ),
+        ("SELECT * FROM published_removed", RaterSelection(), ["published_removed"], []),
+        (
+            "SHOW TABLES",
+            RaterSelection(),
+            ["items", "published_removed", "raters", "ratings", "ratings_wide"],
+            ["crowd_label_of", "entropy_bits", "neg_p_log2_p", "plurality"],
+        ),
+    ],
+)
+def test_a_session_makes_the_tables_and_macros_its_statement_uses(
+    statement: str,
+    selection: RaterSelection,
+    tables: list[str],
+    macros: list[str],
+    sample: Path,
+    parser: duckdb.DuckDBPyConnection,
+) -> None:
+    named = statement_names(statement, parser)
+    session = Session(Store(sample), ["350", "990"], selection, named=named)
+    assert made(session) == (tables, macros)
+
+
+def test_a_user_statement_may_call_a_shared_macro(sample: Path) -> None:
+    statement = "SELECT plurality(1, 2, 3) AS p, entropy_bits(1, 1, 0) AS h"
+    result = CliRunner().invoke(app, ["sql", statement, "--data", str(sample), "-f", "csv"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "p,h\nUnsure,1.0\n"
 
 
 def test_arrow_compute_is_registered_before_a_stored_file_is_streamed(sample: Path) -> None:

@@ -105,6 +105,7 @@ _PARAM = re.compile(
 )
 _CONDITION = re.compile(r"^(?P<name>[a-z_]+) only with (?P<other>[a-z_]+) = (?P<value>\S+)$")
 _COLUMN = re.compile(r"^column (?P<name>[A-Za-z0-9_]+|\{[a-z_]+\}): (?P<help>.+)$")
+_MACRO = re.compile(r"^CREATE MACRO (\w+)", re.MULTILINE | re.IGNORECASE)
 _NAMES = r"(?:\w+|\{[a-z_]+\})(?:, (?:\w+|\{[a-z_]+\}))*"
 _CHART = re.compile(
     r"^chart: (?P<value>\w+)(?: \[(?P<low>\w+), (?P<high>\w+)\])?"
@@ -558,6 +559,12 @@ CROWD_LABEL_TYPE = "CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'No=
 def prelude() -> str:
     """Macros every query may use (sql/_macros.sql)."""
     return internal_sql("macros")
+
+
+def macro_names() -> frozenset[str]:
+    """The names of the macros `prelude` makes, in lower case (as `engine.statement_names`
+    gives the functions a statement calls)."""
+    return frozenset(name.lower() for name in _MACRO.findall(prelude()))
 
 
 def render_sql(query: Query) -> str:

@@ -44,6 +44,7 @@ from dices_cli.queries.catalog import (
     CROWD_LABEL_TYPE,
     Query,
     compute_step,
+    macro_names,
     missing_group_column,
     prelude,
     render_sql,
@@ -61,14 +62,19 @@ _Result = TypeVar("_Result")
 # The schema of the tables behind the views: a query sees them only by naming it.
 INTERNAL = "internal"
 # The views, in the order they are made, each with the views it reads. items, raters and
-# ratings read the stored tables of their own name (internal.items_350, ...).
+# ratings read the stored tables of their own name (internal.items_350, ...);
+# published_removed is a table of the schema's own ids (and is read by raters and ratings
+# when they leave those raters out).
 VIEWS: dict[str, tuple[str, ...]] = {
+    "published_removed": (),
     "items": (),
     "raters": (),
     "ratings": (),
     "ratings_wide": ("ratings", "raters", "items"),
 }
 STORED_TABLES = ("items", "raters", "ratings")
+# The views of one entity each, made from the stored table of their name.
+ENTITY_VIEWS = ((Entity.ITEM, "items"), (Entity.RATER, "raters"), (Entity.RATING, "ratings"))
 
 
 def _enum_type(column: Column) -> str:
@@ -119,6 +125,12 @@ def _view_columns(entity: Entity, datasets: Sequence[Dataset]) -> list[_ViewColu
                 columns[name] = _ViewColumn(name, _sql_type(column), {})
             columns[name].sources[dataset.name] = column.name
     return list(columns.values())
+
+
+def _columns(entity: Entity) -> list[_ViewColumn]:
+    """The columns of the view of `entity`: every column of both datasets, whichever are
+    selected, so that the view is the same for any -d."""
+    return _view_columns(entity, list(DATASETS.values()))
 
 
 def _derived_columns(entity: Entity, dataset: Dataset) -> list[str]:
@@ -173,9 +185,10 @@ class Session:
     The stored files are read by DuckDB's Parquet reader, or, with `scan`, through the
     Arrow object `scan(stored, path)` makes of each (`dices_cli.queries.sandbox`).
 
-    `named`, the tables one statement names (`statement_tables`), limits the session to
-    the views it names and the views and stored tables they read (`views_and_tables`): the
-    stored files of the others are not opened. `connection` is the DuckDB connection to
+    `named`, the names one statement uses (`statement_names`), limits the session to the
+    views it names and the views and stored tables they read (`views_and_tables`): the
+    stored files of the others are not opened. The shared macros (`prelude`) are made
+    when it calls one of them (`needs_macros`). `connection` is the DuckDB connection to
     build on, a new one by default."""
 
     def __init__(
@@ -199,16 +212,33 @@ class Session:
         # Statements of our own, each run as one script: a call to DuckDB costs 2-3 ms of
         # binding in its Python layer, and a session made ~40 of them (`dices query
         # overview`: 0.09 -> 0.05 s for the session, in-process, medians of 15).
-        types = [
+        views, tables = views_and_tables(named)
+        # The ENUM types of the views made: 12 types took DuckDB 3 ms, where `overview` needs 3.
+        used = {
+            c.sql_type for entity, view in ENTITY_VIEWS if view in views for c in _columns(entity)
+        }
+        statements = [
             f"CREATE TYPE {name} AS ENUM ({sql_literals(values)})"
             for name, values in enum_types(_new_values(stored)).items()
+            if name in used
         ]
-        types.append(CROWD_LABEL_TYPE)
-        types.append(f"CREATE TYPE dataset_name AS ENUM ({sql_literals(list(DATASETS))})")
-        _run_script(self.con, types)
-        views, tables = views_and_tables(named)
+        statements.append(CROWD_LABEL_TYPE)
+        statements.append(f"CREATE TYPE dataset_name AS ENUM ({sql_literals(list(DATASETS))})")
+        if self.selection.exclude_removed:
+            views.add("published_removed")  # the views leave its raters out
+        if "published_removed" in views:
+            removed = ", ".join(  # the schema's own ids and names: no value from a user
+                f"('{name}', {int(rater)})"
+                for name, ids in PUBLISHED_REMOVED.items()
+                for rater in sorted(ids)
+            )
+            statements.append("CREATE TABLE published_removed (dataset VARCHAR, rater_id BIGINT)")
+            statements.append(f"INSERT INTO published_removed VALUES {removed}")
+        statements.append(f"CREATE SCHEMA {INTERNAL}")
+        statements.append(f"CREATE TABLE {INTERNAL}.keep (rater_id BIGINT)")
+        _run_script(self.con, statements)
         self._load(stored, materialize, scan, tables)
-        self._create_views(views)
+        self._create_views(views, needs_macros(named))
 
     def _load(
         self,
@@ -217,20 +247,6 @@ class Session:
         scan: Callable[[StoredDataset, Path], object] | None,
         tables: Collection[str],
     ) -> None:
-        removed = ", ".join(  # the schema's own ids and names: no value from a user
-            f"('{name}', {int(rater)})"
-            for name, ids in PUBLISHED_REMOVED.items()
-            for rater in sorted(ids)
-        )
-        _run_script(
-            self.con,
-            [
-                "CREATE TABLE published_removed (dataset VARCHAR, rater_id BIGINT)",
-                f"INSERT INTO published_removed VALUES {removed}",
-                f"CREATE SCHEMA {INTERNAL}",
-                f"CREATE TABLE {INTERNAL}.keep (rater_id BIGINT)",
-            ],
-        )
         if self.selection.keep_ids is not None:
             self.con.execute(
                 f"INSERT INTO {INTERNAL}.keep SELECT unnest($ids::BIGINT[])",
@@ -261,18 +277,13 @@ class Session:
             conditions.append(f"rater_id IN (SELECT rater_id FROM {INTERNAL}.keep)")
         return " WHERE " + " AND ".join(conditions) if conditions else ""
 
-    def _create_views(self, views: Collection[str]) -> None:
-        """The views in `views`, then the macros every query may use."""
+    def _create_views(self, views: Collection[str], macros: bool) -> None:
+        """The views in `views`, then, with `macros`, the macros every query may use."""
         statements = []
-        for entity, view in (
-            (Entity.ITEM, "items"),
-            (Entity.RATER, "raters"),
-            (Entity.RATING, "ratings"),
-        ):
+        for entity, view in ENTITY_VIEWS:
             if view not in views:
                 continue
-            # Every column of both datasets, whichever are selected: the same view for any -d.
-            columns = _view_columns(entity, list(DATASETS.values()))
+            columns = _columns(entity)
             selects = []
             for dataset in self.datasets:
                 cells = [
@@ -293,7 +304,10 @@ class Session:
                 "CREATE VIEW ratings_wide AS SELECT * FROM ratings "
                 "JOIN raters USING (dataset, rater_id) JOIN items USING (dataset, item_id)"
             )
-        _run_script(self.con, [*statements, prelude()])
+        if macros:
+            statements.append(prelude())
+        if statements:
+            _run_script(self.con, statements)
 
     def schema(self) -> Table:
         """One row per column of the views (and published_removed): its type, and an
@@ -367,18 +381,22 @@ class Session:
 
 
 # Words of a statement that may see tables it does not name in a FROM clause: the
-# catalogue (SHOW TABLES, DESCRIBE, duckdb_views(), information_schema, pragma_table_info)
-# or a table named by a value (query_table). Such a statement gets every view.
+# catalogue (SHOW TABLES, DESCRIBE, duckdb_views(), information_schema, pragma_table_info).
+# Such a statement gets every view.
 SEES_THE_CATALOGUE = re.compile(
-    r"duckdb_|information_schema|pg_|sqlite_|pragma|query_table|show|describe|summarize",
-    re.IGNORECASE,
+    r"duckdb_|information_schema|pg_|sqlite_|pragma|show|describe|summarize", re.IGNORECASE
 )
+# Functions that name a table by a value (`query_table('ite' || 'ms')`) or run SQL given as
+# one (`query('SELECT ... FROM ratings')`): those names are not in the statement's tree, so
+# a statement calling one gets every view and macro.
+BY_VALUE = frozenset({"query", "query_table"})
 
 
-def statement_tables(sql: str, parser: duckdb.DuckDBPyConnection) -> set[str] | None:
-    """The tables a checked statement names in its FROM clauses and subqueries (lower case,
-    without their schema), as DuckDB's parser sees them; None when it may see others
-    (`SEES_THE_CATALOGUE`) or the parser cannot say."""
+def statement_names(sql: str, parser: duckdb.DuckDBPyConnection) -> set[str] | None:
+    """The names a checked statement uses, as DuckDB's parser sees them (lower case): the
+    tables in its FROM clauses and subqueries (without their schema) and the functions it
+    calls. None when it may see tables it does not name (`SEES_THE_CATALOGUE`,
+    `BY_VALUE`) or the parser cannot say."""
     import json
 
     if SEES_THE_CATALOGUE.search(sql):
@@ -394,10 +412,18 @@ def statement_tables(sql: str, parser: duckdb.DuckDBPyConnection) -> set[str] | 
         if isinstance(node, dict):
             if node.get("type") == "BASE_TABLE":
                 named.add(str(node.get("table_name", "")).lower())
+            if isinstance(node.get("function_name"), str):
+                named.add(node["function_name"].lower())
             pending.extend(node.values())
         elif isinstance(node, list):
             pending.extend(node)
-    return named
+    return None if named & BY_VALUE else named
+
+
+def needs_macros(named: Collection[str] | None) -> bool:
+    """Whether a statement that uses the names `named` (`statement_names`; None: it may use
+    any) calls one of the shared macros (`prelude`): making them takes DuckDB ~4 ms."""
+    return named is None or not macro_names().isdisjoint(named)
 
 
 def views_and_tables(

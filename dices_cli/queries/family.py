@@ -24,6 +24,7 @@ from dices_cli.queries.engine import (
     NothingIngestedError,
     RaterSelection,
     Session,
+    needs_macros,
     open_session,
     register_stored,
     sql_literals,
@@ -99,7 +100,8 @@ class FamilySession(Session):
         for table in family.tables:
             if table in views:
                 self._create_view(name, table)
-        self.con.execute(prelude())
+        if needs_macros(named):
+            self.con.execute(prelude())
 
     def run(self, query: Query, parameters: dict[str, Any], typed: bool = True) -> Result:
         """The query's result as a stream of Arrow batches (its own queries have no compute

@@ -2,7 +2,7 @@
 (`dices_cli.queries.family.session_for`: never both).
 
 Only a single SELECT is accepted. The stored files it reads are opened first (those of
-the views it names, `engine.statement_tables`), each as an Arrow stream (`ParquetStream`) that
+the views it names, `engine.statement_names`), each as an Arrow stream (`ParquetStream`) that
 Arrow reads while the query runs, and the user's own tables
 (`user_tables`: files read by dices, as a predictions file is) and the judge's cache
 (`judge_calls`, when the statement names it) are loaded into memory;
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from dices_cli.errors import DamagedDataError, DicesError, Option, UsageError
 from dices_cli.output import Stream
 from dices_cli.problems import ProblemType
-from dices_cli.queries.engine import RaterSelection, Session, statement_tables
+from dices_cli.queries.engine import RaterSelection, Session, statement_names
 from dices_cli.queries.family import session_for
 from dices_cli.read.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
 from dices_cli.store.datasets import Store, StoredDataset
@@ -318,7 +318,7 @@ def run_sql(
     connection = duckdb.connect(":memory:")
     try:
         check_single_select(sql, connection)
-        named = statement_tables(sql, connection)
+        named = statement_names(sql, connection)
         loaded = {name: read_table(name, given) for name, given in (tables or {}).items()}
     except BaseException:
         connection.close()
