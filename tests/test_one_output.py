@@ -25,10 +25,13 @@ from typer.testing import CliRunner
 from dices_cli import arrow_text
 from dices_cli.cli.main import app
 from dices_cli.output import (
+    SMALL_CELLS,
     Format,
     Output,
     Stream,
+    Table,
     collect,
+    small_as_table,
     table_from_rows,
     text_cell,
     write_result,
@@ -260,3 +263,40 @@ def test_lists_of_enums_and_times_are_written_as_python_writes_them(
         Stream(batch.schema, iter([batch.slice(0, n // 2), batch.slice(n // 2)])), fmt, written
     )
     assert written.getvalue() == expected.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("kind", "kept_a_stream"),
+    [
+        (pa.int64(), False),
+        (pa.timestamp("us"), False),
+        (pa.timestamp("us", tz="UTC"), True),
+        (pa.list_(pa.timestamp("us", tz="Europe/Paris")), True),
+        (pa.struct([("at", pa.timestamp("us", tz="UTC")), ("n", pa.int64())]), True),
+    ],
+)
+def test_a_small_stream_is_written_as_a_table_unless_it_holds_zoned_times(
+    kind: pa.DataType, kept_a_stream: bool
+) -> None:
+    column = pa.array([None, None], kind)
+    batch = pa.record_batch([column], names=["value"])
+    settled = small_as_table(Stream(batch.schema, iter([batch, batch])))
+    assert isinstance(settled, Stream) == kept_a_stream
+    rows = [row for b in settled.batches for row in b.to_pylist()] if kept_a_stream else []
+    assert len(rows if kept_a_stream else settled.rows) == 4
+
+
+@pytest.mark.parametrize(("rows", "is_table"), [(5_000, True), (5_001, False)])
+def test_a_stream_of_more_cells_than_a_small_answer_stays_a_stream_of_all_its_rows(
+    rows: int, is_table: bool
+) -> None:
+    """SMALL_CELLS is 10,000: two columns of 5,000 rows are small, of 5,001 are not."""
+    assert SMALL_CELLS == 10_000
+    batch = pa.record_batch([pa.array(range(rows)), pa.array(range(rows))], names=["a", "b"])
+    halves = [batch.slice(0, rows // 2), batch.slice(rows // 2)]
+    settled = small_as_table(Stream(batch.schema, iter(halves)))
+    assert isinstance(settled, Table) == is_table
+    if isinstance(settled, Table):
+        assert settled.rows == list(zip(range(rows), range(rows), strict=True))
+    else:
+        assert [b.num_rows for b in settled.batches] == [rows // 2, rows - rows // 2]

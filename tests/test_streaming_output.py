@@ -31,14 +31,30 @@ from dices_cli.store.datasets import Store
 MACHINE_TEXT = [Format.CSV, Format.TSV, Format.JSON, Format.JSONL]
 # Every kind of value the views hold, and some that only a query makes.
 MIXED = """
-    SELECT id, rater_id, Q_overall, answer_timestamp, granular_answers, harm_tags,
+    SELECT id, rater_id, Q_overall, {times}granular_answers, harm_tags,
            safety_gold_reasons, context, rater_raw_race,
            answer_time_ms / 7 AS a_float, id % 3 = 0 AS a_bool, NULL AS nothing,
            CASE WHEN id % 2 = 0 THEN 'a "quoted", line' || chr(10) || 'feed' END AS awkward,
            {'n': id, 'tags': harm_tags} AS a_struct, DATE '2024-02-29' AS a_date,
            sum(id) OVER () AS a_hugeint
-    FROM ratings_wide WHERE dataset = '350' ORDER BY id LIMIT 300
+    FROM ratings_wide WHERE dataset = '350' ORDER BY id LIMIT {rows}
 """
+
+
+def mixed(rows: int, zoned: bool) -> str:
+    """MIXED with `rows` rows, with or without its zoned times (answer_timestamp)."""
+    times = "answer_timestamp, " if zoned else ""
+    return MIXED.replace("{rows}", str(rows)).replace("{times}", times)
+
+
+# How `Output.write` writes each: a small answer (300 rows x 15 columns: 4,500 cells, within
+# `output.SMALL_CELLS`) through Python; a large one (3,000 rows), and any with zoned times
+# (which Arrow would convert to Python through pandas), through Arrow (`arrow_text`).
+STATEMENTS = {
+    "small": mixed(300, zoned=False),
+    "large": mixed(3_000, zoned=False),
+    "small, zoned times": mixed(300, zoned=True),
+}
 
 
 def table_path_bytes(data: Path, statement: str, fmt: Format) -> bytes:
@@ -48,19 +64,23 @@ def table_path_bytes(data: Path, statement: str, fmt: Format) -> bytes:
     return handle.getvalue()
 
 
+@pytest.mark.parametrize("statement", STATEMENTS.values(), ids=STATEMENTS.keys())
 @pytest.mark.parametrize("fmt", MACHINE_TEXT)
 def test_sql_writes_the_bytes_of_the_table_path(
-    fmt: Format, runner: CliRunner, ingested: Path
+    fmt: Format, statement: str, runner: CliRunner, ingested: Path
 ) -> None:
-    result = runner.invoke(app, ["sql", MIXED, "--data", str(ingested), "-d", "350", "-f", fmt])
+    args = ["sql", statement, "--data", str(ingested), "-d", "350", "-f", fmt]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    expected = table_path_bytes(ingested, MIXED, fmt)
+    expected = table_path_bytes(ingested, statement, fmt)
     assert result.stdout_bytes == expected
-    assert expected.count(b"Q_overall") == (300 if fmt in (Format.JSON, Format.JSONL) else 1)
+    rows = int(statement.split()[-1])
+    assert expected.count(b"Q_overall") == (rows if fmt in (Format.JSON, Format.JSONL) else 1)
 
 
-# `dices ARGS` in a fresh interpreter, which then says whether it imported pandas.
-WITH_PANDAS_SAID = """
+# `dices ARGS` in a fresh interpreter, which then says whether it imported pandas and
+# pyarrow.compute.
+WITH_IMPORTS_SAID = """
 import sys
 from dices_cli.cli.main import app
 try:
@@ -68,24 +88,38 @@ try:
 except SystemExit as done:
     code = done.code
 sys.stdout.flush()
-sys.stderr.write("pandas was imported\\n" if "pandas" in sys.modules else "")
+for name in ("pandas", "pyarrow.compute"):
+    sys.stderr.write(f"{name} was imported\\n" if name in sys.modules else "")
 sys.exit(code)
 """
+ARROW_TEXT = b"pyarrow.compute was imported\n"
 
 
-def test_sql_writes_csv_without_importing_pandas(ingested: Path) -> None:
+@pytest.mark.parametrize(
+    ("statement", "imported"),
+    [
+        (STATEMENTS["small"], b""),
+        (STATEMENTS["large"], ARROW_TEXT),
+        (STATEMENTS["small, zoned times"], ARROW_TEXT),
+    ],
+    ids=STATEMENTS.keys(),
+)
+def test_sql_writes_csv_without_importing_pandas(
+    statement: str, imported: bytes, ingested: Path
+) -> None:
     """Arrow imports pandas when it converts a Python value (0.3-0.6 s of CPU before the
-    first rows): every kind of column is written without such a conversion."""
+    first rows): every kind of column is written without such a conversion. A small answer
+    is written through Python, without pyarrow.compute either (30-40 ms to import)."""
     environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    args = ["sql", MIXED, "--data", str(ingested), "-d", "350", "-f", "csv"]
+    args = ["sql", statement, "--data", str(ingested), "-d", "350", "-f", "csv"]
     done = subprocess.run(
-        [sys.executable, "-c", WITH_PANDAS_SAID, *args],
+        [sys.executable, "-c", WITH_IMPORTS_SAID, *args],
         capture_output=True,
         env=environment,
         timeout=60,
     )
-    assert (done.returncode, done.stderr) == (0, b"")
-    assert done.stdout == table_path_bytes(ingested, MIXED, Format.CSV)
+    assert (done.returncode, done.stderr) == (0, imported)
+    assert done.stdout == table_path_bytes(ingested, statement, Format.CSV)
 
 
 def test_sql_reads_the_stored_files_as_the_query_asks_for_rows(
