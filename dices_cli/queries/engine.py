@@ -209,11 +209,21 @@ class Session:
         self.selection = selection or RaterSelection()
         self.con: duckdb.DuckDBPyConnection = connection or duckdb.connect(":memory:")
         stored = [store.open(dataset.name) for dataset in self.datasets]
-        # Statements of our own, each run as one script: a call to DuckDB costs 2-3 ms of
-        # binding in its Python layer, and a session made ~40 of them (`dices query
-        # overview`: 0.09 -> 0.05 s for the session, in-process, medians of 15).
         views, tables = views_and_tables(named)
-        # The ENUM types of the views made: 12 types took DuckDB 3 ms, where `overview` needs 3.
+        if self.selection.exclude_removed:
+            views.add("published_removed")  # the views leave its raters out
+        _run_script(self.con, self._setup(stored, views))
+        self._load(stored, materialize, scan, tables)
+        self._create_views(views, needs_macros(named))
+
+    def _setup(self, stored: list[StoredDataset], views: Collection[str]) -> list[str]:
+        """The statements before the stored tables: the ENUM types of `views` (all 12 took
+        DuckDB 3 ms, where `overview` needs 3), published_removed if among them, and the
+        schema of the tables behind the views.
+
+        Run as one script, as every statement of our own: a call to DuckDB costs 2-3 ms of
+        binding in its Python layer, and a session made ~40 of them (`dices query
+        overview`: 0.09 -> 0.05 s for the session, in-process, medians of 15)."""
         used = {
             c.sql_type for entity, view in ENTITY_VIEWS if view in views for c in _columns(entity)
         }
@@ -224,8 +234,6 @@ class Session:
         ]
         statements.append(CROWD_LABEL_TYPE)
         statements.append(f"CREATE TYPE dataset_name AS ENUM ({sql_literals(list(DATASETS))})")
-        if self.selection.exclude_removed:
-            views.add("published_removed")  # the views leave its raters out
         if "published_removed" in views:
             removed = ", ".join(  # the schema's own ids and names: no value from a user
                 f"('{name}', {int(rater)})"
@@ -236,9 +244,7 @@ class Session:
             statements.append(f"INSERT INTO published_removed VALUES {removed}")
         statements.append(f"CREATE SCHEMA {INTERNAL}")
         statements.append(f"CREATE TABLE {INTERNAL}.keep (rater_id BIGINT)")
-        _run_script(self.con, statements)
-        self._load(stored, materialize, scan, tables)
-        self._create_views(views, needs_macros(named))
+        return statements
 
     def _load(
         self,
