@@ -279,6 +279,41 @@ def test_parquet_labels_of_64_kib_are_refused_before_polars_copies_them(
     assert peak < FIXED_MEMORY + 2 * 64 * MiB, f"{peak / MiB:.0f} MiB"
 
 
+@pytest.mark.parametrize(
+    ("layout", "first_row"),
+    [
+        ("csv", b"13,Yes"),  # read by PyArrow, then again by the record reader
+        ("csv", b'13,"a", "dup": "b"'),  # a row PyArrow refuses: the record reader only
+        ("jsonl", b'{"item_id": 13, "label": "Yes"}'),
+        ("jsonl", b'{"item_id": 13, "label": "Yes", "label": "No"}'),
+    ],
+)
+def test_a_text_label_of_megabytes_is_refused_before_polars_copies_it(
+    layout: str, first_row: bytes, sample: Path, tmp_path: Path
+) -> None:
+    """A label of 20 MiB (a line within the record bound): Polars' checks made about eight
+    copies of it (`evaluate` peaked at 465 MiB, over the bound). Now the cell stops the
+    reading before Polars has it, in either reader, as in a Parquet file."""
+    long = b"z" * (20 * MiB)
+    if layout == "csv":
+        rows = [b"item_id,label", first_row, b"14,No", b'15,"' + long + b'"', b"16,Yes"]
+    else:
+        rows = [first_row, b'{"item_id": 14, "label": "No"}']
+        rows += [b'{"item_id": 15, "label": "' + long + b'"}', b'{"item_id": 16, "label": "Yes"}']
+    path = tmp_path / f"p.{layout}"
+    path.write_bytes(b"".join(row + b"\n" for row in rows))
+
+    code, stderr, peak = run_capped(["evaluate", str(path), "-d", "350", "--data", str(sample)])
+
+    assert_clean(code, stderr, 1)
+    line = 4 if layout == "csv" else 3
+    assert stderr.splitlines()[-1] == (
+        f"  line {line}, column label: the label cell is 20 MiB long, and a label is a few "
+        "bytes (at most 4096 here); reading stopped at this row [cell-too-long]"
+    )
+    assert peak < 3 * path.stat().st_size + FIXED_MEMORY, f"{peak / MiB:.0f} MiB"
+
+
 def test_json_lines_read_a_record_at_a_time_hold_only_their_typed_rows(
     sample: Path, tmp_path: Path
 ) -> None:

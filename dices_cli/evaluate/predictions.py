@@ -81,8 +81,8 @@ ONE_OR_TRUE, ZERO_OR_FALSE = ("1", "true"), ("0", "false")
 ONE_MEANS = {"unsafe": ("Yes", "No"), "safe": ("No", "Yes")}  # what 1/true, 0/false become
 BATCH_ROWS = 8192  # rows gathered as Python values before they become a frame
 BATCH_BYTES = 4 << 20  # or the characters they were read from
-# A model name, an item id, a label or a number is a few bytes: a longer cell of a Parquet
-# file is refused before Polars copies it.
+# A model name, an item id, a label or a number is a few bytes: a longer cell of a known
+# column, in a file of any format, is refused before Polars copies it.
 MAX_CELL_BYTES = 4096
 PARQUET_BATCH_BYTES = 16 << 20  # of stored data per batch of Parquet rows
 VALIDATED_ROWS = 1 << 18  # rows typed and checked at a time
@@ -308,10 +308,13 @@ class _NotSimple(Exception):
     the record reader reads it."""
 
 
-# Bytes of text per PyArrow block (at least twice the longest line: PyArrow refuses a line
-# longer than a block, and its JSON reader then hangs) and so about 150,000 rows of CSV typed
-# and checked at a time.
+# Bytes of text per PyArrow block, and so about 150,000 rows of CSV typed and checked at a
+# time. A block holds at least two lines (PyArrow refuses a line longer than a block, and its
+# JSON reader then hangs): a file with a longer line is read by the record reader. (Blocks
+# grew to twice the longest line before, and PyArrow held about ten times a line of MiBs:
+# `evaluate` of a CSV with a label of 20 MiB peaked 209 MiB above its start in PyArrow.)
 BLOCK_BYTES = 1 << 22
+LONGEST_COLUMNAR_LINE = BLOCK_BYTES // 2
 SCAN_BYTES = 1 << 22  # bytes looked at a time by `_simple_lines`
 # Blank lines whose numbers `_simple_lines` keeps (8 MiB of them); a file of more is read by
 # the record reader, so that memory stays bounded by the rows, not by the blank lines.
@@ -339,12 +342,12 @@ def _read_columnar(
     JSON, for their values and messages, `_json_lines_again`.)"""
     import pyarrow as pa
 
-    lines, longest, blanks = _simple_lines(source, layout)
+    lines, blanks = _simple_lines(source, layout)
     validation: _Validation | None = None
     first = 1 if layout == "jsonl" else 2  # the line of the first row
     line_of = _row_lines(first, blanks)
     try:
-        columns, batches = _arrow_batches(source, layout, max(BLOCK_BYTES, 2 * longest), report)
+        columns, batches = _arrow_batches(source, layout, BLOCK_BYTES, report)
         if not _usable(columns, 1 if layout != "jsonl" else None, source, datasets, kind, report):
             return None
         validation, rows = _Validation(columns, datasets, one_means, kind), 0
@@ -499,6 +502,8 @@ def _arrow_batches(
 
         for batch in batches:
             cells = [batch.column(name).cast(pa.string()) for name in given]
+            if _too_long_cell(pa.record_batch(cells, names=columns), 0, columns) is not None:
+                raise _NotSimple  # the record reader says where, before Polars copies it
             yield pl.DataFrame(
                 [pl.Series(name, cell) for name, cell in zip(columns, cells, strict=True)],
                 schema=dict.fromkeys(columns, pl.String),
@@ -518,23 +523,24 @@ def _json_type(name: str, given: pa.DataType) -> bool:
 
 
 def _header_cells(source: Source, delimiter: str) -> list[str]:
-    """The names in the first line (within MAX_RECORD_BYTES, as `_simple_lines` checked)."""
-    first = source.read(MAX_RECORD_BYTES + 3).split(b"\n", 1)[0]
+    """The names in the first line (within LONGEST_COLUMNAR_LINE, as `_simple_lines`
+    checked)."""
+    first = source.read(LONGEST_COLUMNAR_LINE + 3).split(b"\n", 1)[0]
     text = first.removeprefix(BOM).removesuffix(b"\r").decode("utf-8")
     return next(csv.reader([text], delimiter=delimiter, strict=True))
 
 
-def _simple_lines(source: Source, layout: str) -> tuple[int, int, np.ndarray]:
-    """The lines, the bytes of the longest, and the numbers of the blank lines (empty, or a
-    CR alone), of a file that PyArrow reads exactly as the record reader does, one record a
-    line, both skipping blank lines; _NotSimple for any other. Such a file is UTF-8, with no
-    NUL byte and no line longer than MAX_RECORD_BYTES; a CSV or TSV file has a first line
-    (its header) that is not blank, CR only before LF, no line end inside quotes, and quotes
-    only around whole cells (PyArrow reads "a"b as ab, where Python's csv module refuses
-    it); a JSON Lines file starts every line but a blank one with {, escapes no UTF-16
-    surrogate (\\ud800) and nests at most MAX_DEPTH deep (counting every [ and { of a
-    line). One pass over the bytes, a block at a time, at numpy speed. (A blank line, even
-    the one a file's last line end is often followed by, used to send a 10M-row file to the
+def _simple_lines(source: Source, layout: str) -> tuple[int, np.ndarray]:
+    """The lines and the numbers of the blank lines (empty, or a CR alone), of a file that
+    PyArrow reads exactly as the record reader does, one record a line, both skipping blank
+    lines; _NotSimple for any other. Such a file is UTF-8, with no NUL byte and no line
+    longer than LONGEST_COLUMNAR_LINE; a CSV or TSV file has a first line (its header)
+    that is not blank, CR only before LF, no line end inside quotes, and quotes only around
+    whole cells (PyArrow reads "a"b as ab, where Python's csv module refuses it); a JSON
+    Lines file starts every line but a blank one with {, escapes no UTF-16 surrogate
+    (\\ud800) and nests at most MAX_DEPTH deep (counting every [ and { of a line). One pass
+    over the bytes, a block at a time, at numpy speed. (A blank line, even the one a file's
+    last line end is often followed by, used to send a 10M-row file to the
     record reader: minutes instead of seconds.)"""
     import numpy as np
 
@@ -568,7 +574,7 @@ def _simple_lines(source: Source, layout: str) -> tuple[int, int, np.ndarray]:
         longest = max(
             longest, int((ends - begins).max(initial=0)) + 1, offset + length - line_start
         )
-        if longest > MAX_RECORD_BYTES:
+        if longest > LONGEST_COLUMNAR_LINE:
             raise _NotSimple
         starts = feeds + 1  # in the block, where lines start (the next block's first too)
         starts = starts[starts < len(data)]
@@ -612,7 +618,7 @@ def _simple_lines(source: Source, layout: str) -> tuple[int, int, np.ndarray]:
         offset += length
     if parity:
         raise _NotSimple  # an unclosed quote
-    return lines + (line_start < size), longest, np.concatenate(blanks)
+    return lines + (line_start < size), np.concatenate(blanks)
 
 
 # --- reading: each format into frames of String cells, with the line of each row ----------
@@ -721,6 +727,31 @@ class _Rows:
         return pl.concat([pl.DataFrame(schema=schema), *self.frames]).select(LINE, *columns)
 
 
+def _too_long_known_cell(line: int, cells: Mapping[str, str | None]) -> Problem | None:
+    """The problem of a known cell of a record longer than MAX_CELL_BYTES, if any, found
+    before the record's cells go to Polars: a label of 12 MiB took Polars' checks about
+    eight copies of it (`evaluate` peaked at 303 -> 354 MiB, a 23 MiB one at 414 MiB)."""
+    for name, cell in cells.items():
+        if (
+            cell is not None
+            and len(cell) > MAX_CELL_BYTES // 4
+            and (len(cell.encode()) > MAX_CELL_BYTES)
+        ):
+            return _cell_too_long(line, name, cell)
+    return None
+
+
+def _cell_too_long(line: int, name: str, cell: str) -> Problem:
+    message = (
+        f"the {name} cell is {format_size(len(cell.encode()))} long, "
+        f"and a {name} is a few bytes (at most {MAX_CELL_BYTES} here); reading stopped "
+        "at this row"
+    )
+    return Problem(
+        PredictionProblemType.CELL_TOO_LONG, line, name, cell[:SHOWN_VALUE_CHARS], message
+    )
+
+
 def _record_too_long(line: int) -> Problem:
     return Problem(
         ProblemType.RECORD_TOO_LONG,
@@ -807,11 +838,13 @@ def _delimited_rows(
                 report.rows_rejected += 1
                 continue
             assert not isinstance(cells, csv.Error)
-            rows.add(
-                lines.first,
-                {name: cells[position] or None for name, position in positions.items()},
-                sum(map(len, cells)),
-            )
+            known = {name: cells[position] or None for name, position in positions.items()}
+            too_long = _too_long_known_cell(lines.first, known)
+            if too_long is not None:
+                report.add([too_long])
+                report.rows_rejected += 1
+                break
+            rows.add(lines.first, known, sum(map(len, cells)))
     if rows is None:
         report.add([_empty_file()])
     else:
@@ -855,6 +888,11 @@ def _json_rows(
                 report.add([cells])
                 report.rows_rejected += 1
                 continue
+            too_long = _too_long_known_cell(number, cells)
+            if too_long is not None:
+                report.add([too_long])
+                report.rows_rejected += 1
+                break
             rows.seen.update(cells)
             rows.add(number, cells, len(line or ""))
     if rows.records == 0:
@@ -970,15 +1008,7 @@ def _too_long_cell(batch: pa.RecordBatch, first: int, columns: list[str]) -> Pro
         long = pc.greater(pc.binary_length(column), MAX_CELL_BYTES)
         if pc.any(long).as_py():
             row = pc.index(long, True).as_py()
-            value = pc.utf8_slice_codeunits(column[row : row + 1], 0, SHOWN_VALUE_CHARS)
-            message = (
-                f"the {name} cell is {format_size(len(column[row].as_py().encode()))} long, "
-                f"and a {name} is a few bytes (at most {MAX_CELL_BYTES} here); reading stopped "
-                "at this row"
-            )
-            return Problem(
-                PredictionProblemType.CELL_TOO_LONG, first + row, name, value[0].as_py(), message
-            )
+            return _cell_too_long(first + row, name, column[row].as_py())
     return None
 
 
