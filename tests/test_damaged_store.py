@@ -149,7 +149,7 @@ def test_a_flipped_byte_that_breaks_decoding_is_a_clear_error(
 
     result = invoke(runner, ingested_copy, *command, "-d", "350")
 
-    assert "bug" not in result.stderr
+    assert "a bug in dices" not in result.stderr
     if where == "footer":  # the file cannot be opened at all
         assert result.exit_code == 1
         assert result.stderr.startswith(f"Error: DICES-350: {ratings} cannot be read ("), (

@@ -119,7 +119,7 @@ def test_stdout_on_a_full_disk_is_a_plain_error(args: list[str], small: Path) ->
     assert done.returncode == 1
     # (filter-raters reports its audit on stderr before the result)
     assert done.stderr.endswith(f"Error: cannot write to standard output: {NO_SPACE}\n")
-    assert "bug" not in done.stderr
+    assert "a bug in dices" not in done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -128,7 +128,7 @@ def test_the_demo_on_a_full_disk_is_a_plain_error(tmp_path: Path) -> None:
         done = dices("demo", "--keep", str(tmp_path / "demo"), stdout=full)
     assert done.returncode == 1
     assert done.stderr.endswith(f"Error: cannot write to standard output: {NO_SPACE}\n")
-    assert "bug" not in done.stderr
+    assert "a bug in dices" not in done.stderr
 
 
 @pytest.mark.parametrize("args", [["--help"], ["--version"], ["query", "-h"], ["query"]])
@@ -147,7 +147,7 @@ def test_o_on_a_full_device_is_a_plain_error(name: str, small: Path, runner: Cli
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr.endswith(f"Error: cannot write /dev/full: {NO_SPACE}\n")
-    assert "bug" not in result.stderr
+    assert "a bug in dices" not in result.stderr
 
 
 WRITE_RESULT = output_module.write_result  # the real one, which the fixture replaces
