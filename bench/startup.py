@@ -18,9 +18,6 @@ dices is timed as installed: with its modules' bytecode, which pip writes when i
 a wheel. An editable install under PYTHONDONTWRITEBYTECODE (as on the project's machine)
 has none, and every run compiled about 40 modules again (0.03-0.08 s); so the package's
 bytecode is written first (`compileall`; --no-compile to time it without).
-
-`dices sql` reads the stored files through Arrow inside its sandbox (docs/reliability.md),
-so its floor is the script plus `import pyarrow.parquet`: that case is timed too.
 """
 
 from __future__ import annotations
@@ -66,8 +63,6 @@ SELECT dataset, count(DISTINCT item_id) AS conversations, count(DISTINCT rater_i
     count(*) FILTER (Q_overall = 'Unsure') / count(*) AS share_unsure
 FROM RATINGS GROUP BY dataset ORDER BY dataset
 """
-# The floor of `dices sql`: the script, with the Arrow its sandbox hands DuckDB the files by.
-ARROW_SCRIPT = "import pyarrow.parquet\n" + DUCKDB_SCRIPT
 IMPORT_SCRIPT = (
     "import time; start = time.perf_counter(); import dices_cli; print(time.perf_counter() - start)"
 )
@@ -111,7 +106,6 @@ def cases(data: Path) -> list[Case]:
     count = COUNT_SQL.replace("ratings", "RATINGS")
     return [
         Case("python + duckdb: count", [*script, count]),
-        Case("+ import pyarrow: count", [sys.executable, "-c", ARROW_SCRIPT, str(data), count]),
         Case("dices sql count", [*dices, "sql", COUNT_SQL, *where]),
         Case("python + duckdb: overview", [*script, OVERVIEW_SQL]),
         Case("dices query overview", [*dices, "query", "overview", *where]),
@@ -125,7 +119,6 @@ def check_answers(found: dict[str, Case]) -> None:
     """The scripts answer what dices answers (the count's header aside), or nothing is timed."""
     for script, dices in (
         ("python + duckdb: count", "dices sql count"),
-        ("+ import pyarrow: count", "dices sql count"),
         ("python + duckdb: overview", "dices query overview"),
     ):
         ours, theirs = found[dices].said[0].splitlines(), found[script].said[0].splitlines()
@@ -154,8 +147,6 @@ def summary(found: dict[str, Case]) -> dict[str, float]:
     return {
         "sql count / script (cpu)": cpu["dices sql count"] / cpu["python + duckdb: count"],
         "sql count / script (wall)": median["dices sql count"] / median["python + duckdb: count"],
-        "sandbox floor / script (cpu)": cpu["+ import pyarrow: count"]
-        / cpu["python + duckdb: count"],
         "query overview / script (cpu)": cpu["dices query overview"]
         / cpu["python + duckdb: overview"],
         "query overview / script (wall)": median["dices query overview"]
@@ -179,9 +170,6 @@ def report(found: dict[str, Case], runs: int) -> str:
     lines.append(f"\n{runs} runs of each, fresh processes, taking turns")
     figures = summary(found)
     for name, value in figures.items():
-        if name.startswith("sandbox floor"):
-            lines.append(f"{name}: {value:.4f} (the least `dices sql` can take, for reference)")
-            continue
         if "/" in name:
             goal, met = f"<= {GOAL_RATIO}", value <= GOAL_RATIO
         elif "help" in name:

@@ -66,6 +66,8 @@ TEMP_SUFFIX = ".dices-tmp"
 BATCH_ROWS = 10_000  # rows of a DuckDB relation or an Arrow table read at a time
 # The cells (rows x columns) of a stream that `Output.write` writes through Python.
 SMALL_CELLS = 10_000
+# The formats written as text, which Python writes for a small result.
+TEXT_FORMATS = frozenset({Format.CSV, Format.TSV, Format.JSON, Format.JSONL})
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ runs from a directory holding only a canary file, with a planted `.tmp` (both la
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from typer.testing import CliRunner, Result
 
 from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
-from dices_cli.queries import sandbox
+from dices_cli.queries import engine
 from dices_cli.store.datasets import StoredDataset
 
 REPO = Path(__file__).resolve().parents[1]
@@ -213,18 +214,18 @@ def test_a_statement_opens_only_the_stored_files_it_reads(
     prosocial: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """As Arrow streams (`ParquetStream`), like DICES's, not through DuckDB's file system."""
-    streamed: list[str] = []
-    open_stream = sandbox.StoredFiles.__call__
+    """Like DICES's: only those are made views, and only those may be read."""
+    registered: list[str] = []
+    register = engine.register_stored
 
-    def record(self: sandbox.StoredFiles, stored: StoredDataset, path: Path) -> object:
-        streamed.append(path.name)
-        return open_stream(self, stored, path)
+    def record(con: object, stored: StoredDataset, path: Path, *args: Any) -> None:
+        registered.append(path.name)
+        register(con, stored, path, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sandbox.StoredFiles, "__call__", record)
+    monkeypatch.setattr(engine, "register_stored", record)
     result = sql(prosocial / "data", statement, "-f", "csv")
     assert (result.exit_code, result.stderr) == (0, "")
-    assert (result.stdout, sorted(streamed)) == opened
+    assert (result.stdout, sorted(registered)) == opened
 
 
 # --- the sandbox: every case of the DICES tests, with -d prosocial -----------------------
@@ -263,7 +264,11 @@ REFUSED_EXACTLY = [
 
 
 def _parquet(data: Path) -> Path:
-    return (data / "prosocial" / "ratings.parquet").resolve()
+    """A copy of a stored Parquet file, beside the data directory: no statement may read it."""
+    copy = data.parent / "ratings-copy.parquet"
+    if not copy.exists():
+        shutil.copyfile(data / "prosocial" / "ratings.parquet", copy)
+    return copy
 
 
 def run_hostile(data: Path, template: str, *options: str) -> Result:

@@ -4,10 +4,9 @@ that may look at the catalogue, or that runs SQL given as a value, still sees ev
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -15,7 +14,7 @@ from typer.testing import CliRunner
 
 from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
-from dices_cli.queries import sandbox
+from dices_cli.queries import engine
 from dices_cli.queries.catalog import macro_names
 from dices_cli.queries.engine import (
     STORED_TABLES,
@@ -113,13 +112,13 @@ def opened_files(
 ) -> tuple[str, list[str]]:
     """The output of `dices sql STATEMENT`, and the stored files it opened."""
     opened: list[str] = []
-    open_stream = sandbox.StoredFiles.__call__
+    register = engine.register_stored
 
-    def record(self: sandbox.StoredFiles, stored: StoredDataset, path: Path) -> object:
+    def record(con: object, stored: StoredDataset, path: Path, *args: Any) -> None:
         opened.append(f"{stored.name}/{path.name}")
-        return open_stream(self, stored, path)
+        register(con, stored, path, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sandbox.StoredFiles, "__call__", record)
+    monkeypatch.setattr(engine, "register_stored", record)
     result = CliRunner().invoke(app, ["sql", statement, "--data", str(sample), "-f", "csv"])
     assert result.exit_code == 0, result.output
     return result.stdout, sorted(opened)
@@ -213,20 +212,3 @@ def test_a_user_statement_may_call_a_shared_macro(sample: Path) -> None:
     result = CliRunner().invoke(app, ["sql", statement, "--data", str(sample), "-f", "csv"])
     assert result.exit_code == 0, result.output
     assert result.stdout == "p,h\nUnsure,1.0\n"
-
-
-def test_arrow_compute_is_registered_before_a_stored_file_is_streamed(sample: Path) -> None:
-    # A fresh interpreter: the test process has imported pyarrow.compute long ago.
-    code = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from dices_cli.queries.sandbox import ParquetStream\n"
-        "from dices_cli.store.datasets import Store\n"
-        "stored = Store(Path(sys.argv[1])).open('350')\n"
-        "ParquetStream(stored, stored.table_path('items'))\n"
-        "print('pyarrow._compute' in sys.modules)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(sample)], capture_output=True, text=True, check=True
-    )
-    assert done.stdout == "True\n"

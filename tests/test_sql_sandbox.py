@@ -10,6 +10,7 @@ a directory and once as a symlink; no output may show them (see test_sandbox_tem
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from typer.testing import CliRunner, Result
 
 from dices_cli.cli.main import app
 from dices_cli.families.schema import PUBLISHED_REMOVED
+from dices_cli.store.datasets import Store
 
 CANARY_TEXT = "rater_id\n296708581782793\n"
 READ_ONLY = "dices sql is read-only"
@@ -137,10 +139,15 @@ def test_no_statement_is_refused(runner: CliRunner, ingested: Path) -> None:
 )
 @pytest.mark.usefixtures("temp_canary")
 def test_reading_files_is_refused(
-    function: str, runner: CliRunner, ingested: Path, canary: Path
+    function: str,
+    runner: CliRunner,
+    ingested: Path,
+    canary: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    parquet = (ingested / "350" / "ratings.parquet").resolve()  # a real Parquet file
-    assert parquet.is_file()
+    """Any file but the stored ones the statement reads: a copy of one of those too."""
+    parquet = tmp_path_factory.mktemp("copy") / "ratings.parquet"  # a real Parquet file
+    shutil.copyfile(stored_path(ingested, "350", "ratings"), parquet)
     sql = "SELECT * FROM " + function.format(canary=canary, dir=canary.parent, parquet=parquet)
     result = run_sql(runner, ingested, sql)
     assert result.exit_code == 1
@@ -165,11 +172,38 @@ def test_a_file_name_as_a_table_is_not_read(
     assert_untouched(canary)
 
 
+def stored_path(data: Path, dataset: str, table: str) -> Path:
+    """The stored file of `table`, as the session names it to DuckDB."""
+    return Store(data).open(dataset).table_path(table)
+
+
+@pytest.mark.parametrize("table", ["items", "raters", "ratings"])
+def test_a_stored_file_the_statement_reads_may_be_read_by_its_path(
+    table: str, runner: CliRunner, ingested: Path
+) -> None:
+    """What the views read is on the list of files a query may read (the issue-25 choice:
+    DuckDB's own reader, no Arrow): read by its path, it gives what its view gives, without
+    the rater selection. A stored file of a view the statement does not read is refused."""
+    path = stored_path(ingested, "350", table)
+    by_path = f"SELECT count(*) AS n FROM read_parquet('{path}')"
+    result = run_sql(runner, ingested, f"{by_path} UNION ALL SELECT count(*) FROM {table}")
+    assert (result.exit_code, result.stderr) == (0, "")
+    (n,) = set(result.stdout.split()[1:])  # the same count both ways
+    assert int(n) > 0
+
+    other = "items" if table != "items" else "raters"
+    result = run_sql(runner, ingested, f"SELECT count(*) FROM {other}, read_parquet('{path}')")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith(
+        f'Error: the query failed: Permission Error: Cannot access file "{path}"{DISABLED}'
+    )
+
+
 @pytest.mark.usefixtures("temp_canary")
 def test_the_connection_is_locked(runner: CliRunner, ingested: Path) -> None:
-    """No temporary directory, nothing on the lists of files a query may read or of options
-    it may change; disabled_filesystems is not listed (DuckDB shows it empty): its effect
-    is the message in test_reading_files_is_refused."""
+    """No temporary directory, no file on the list of files a query may read but the
+    stored files of the views (a statement over the catalogue gets every view), nothing
+    on the list of options it may change."""
     sql = (
         "SELECT name, value FROM duckdb_settings() WHERE name IN ("
         "'allow_community_extensions', 'allow_persistent_secrets', 'allowed_configs', "
@@ -179,12 +213,17 @@ def test_the_connection_is_locked(runner: CliRunner, ingested: Path) -> None:
     )
     result = run_sql(runner, ingested, sql, "-f", "json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == [
+    settings = json.loads(result.stdout)
+    # DuckDB keeps the list as a set, and shows it as "[a, b, c]" in the set's order.
+    allowed = settings[4]["value"]
+    stored = [str(stored_path(ingested, "350", table)) for table in ("items", "raters", "ratings")]
+    assert sorted(allowed.removeprefix("[").removesuffix("]").split(", ")) == sorted(stored)
+    assert settings == [
         {"name": "allow_community_extensions", "value": "false"},
         {"name": "allow_persistent_secrets", "value": "false"},
         {"name": "allowed_configs", "value": "[]"},
         {"name": "allowed_directories", "value": "[]"},
-        {"name": "allowed_paths", "value": "[]"},
+        {"name": "allowed_paths", "value": allowed},
         {"name": "autoinstall_known_extensions", "value": "false"},
         {"name": "autoload_known_extensions", "value": "false"},
         {"name": "enable_external_access", "value": "false"},
@@ -194,10 +233,10 @@ def test_the_connection_is_locked(runner: CliRunner, ingested: Path) -> None:
     ]
 
 
-def test_the_data_is_in_memory_not_read_from_the_parquet_files(
+def test_the_views_read_the_stored_files_through_the_lockdown(
     runner: CliRunner, ingested: Path
 ) -> None:
-    """The views work although the connection may not touch a file."""
+    """The views work although the connection may read no other file."""
     sql = "SELECT dataset, count(*) AS ratings FROM ratings_wide GROUP BY ALL ORDER BY ALL"
     result = run_sql(runner, ingested, sql, dataset="all")
     assert result.exit_code == 0, result.output

@@ -14,7 +14,7 @@ of SHOW TABLES, as for DICES.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.families import FAMILIES, family_of
@@ -26,15 +26,12 @@ from dices_cli.queries.engine import (
     Session,
     needs_macros,
     open_session,
-    register_stored,
     sql_literals,
     views_and_tables,
 )
-from dices_cli.store.datasets import Store, StoredDataset
+from dices_cli.store.datasets import Store
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import duckdb
 
     from dices_cli.output import Result
@@ -55,19 +52,19 @@ class FamilySession(Session):
     """A session over one stored dataset of a family without raters (ProsocialDialog): the
     DICES session's way of running queries, over views of its own.
 
-    `scan`, `named` and `connection` as for `Session`: `dices sql` reads the stored files
-    as Arrow streams, only those of the views a statement names."""
+    `named` and `connection` as for `Session`: `dices sql` reads only the stored files of
+    the views a statement names."""
 
     def __init__(  # a setup of its own: no super()
         self,
         store: Store,
         name: str,
-        scan: Callable[[StoredDataset, Path], object] | None = None,
         named: Collection[str] | None = None,
         connection: duckdb.DuckDBPyConnection | None = None,
     ) -> None:
         import duckdb
 
+        self._stored_files = {}
         if not store.ingested():
             raise NothingIngestedError(store.root)
         stored = store.open(name)
@@ -92,9 +89,7 @@ class FamilySession(Session):
         try:
             for table in family.tables:
                 if table in tables or f"{table}_{name}" in tables:
-                    register_stored(
-                        self.con, stored, stored.table_path(table), f"{table}_{name}", scan
-                    )
+                    self._register(stored, stored.table_path(table), f"{table}_{name}")
         finally:
             self.con.execute("USE main")
         for table in family.tables:
@@ -136,7 +131,6 @@ def session_for(
     store: Store,
     dataset: str,
     selection: RaterSelection | None = None,
-    scan: Callable[[StoredDataset, Path], object] | None = None,
     named: Collection[str] | None = None,
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> Session:
@@ -145,9 +139,7 @@ def session_for(
     raters takes no rater selection."""
     family = FAMILIES.get(dataset)
     if family is None:
-        return open_session(
-            store, dataset, selection, scan=scan, named=named, connection=connection
-        )
+        return open_session(store, dataset, selection, named=named, connection=connection)
     if selection is not None and selection != RaterSelection():
         raise ValueError(f"{family.title} has no raters to select")
-    return FamilySession(store, family.members[0], scan, named, connection)
+    return FamilySession(store, family.members[0], named, connection)

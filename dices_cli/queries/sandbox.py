@@ -1,13 +1,12 @@
 """`dices sql`: ad-hoc, read-only SQL over the views of DICES or of another family
 (`dices_cli.queries.family.session_for`: never both).
 
-Only a single SELECT is accepted. The stored files it reads are opened first (those of
-the views it names, `engine.statement_names`), each as an Arrow stream (`ParquetStream`) that
-Arrow reads while the query runs, and the user's own tables
-(`user_tables`: files read by dices, as a predictions file is) and the judge's cache
-(`judge_calls`, when the statement names it) are loaded into memory;
-then the connection is locked down: no access to files, URLs or extensions, no temporary
-directory, configuration frozen.
+Only a single SELECT is accepted. The views it names (`engine.statement_names`) are made
+over the stored files they read, and the user's own tables (`user_tables`: files read by
+dices, as a predictions file is) and the judge's cache (`judge_calls`, when the statement
+names it) are loaded into memory; then the connection is locked down: no access to files
+but those stored files (DuckDB's `allowed_paths`, read by its own Parquet reader), none to
+URLs or extensions, no temporary directory, configuration frozen.
 """
 
 from __future__ import annotations
@@ -18,22 +17,19 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dices_cli.errors import DamagedDataError, DicesError, Option, UsageError
-from dices_cli.output import Stream
+from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.output import Result
 from dices_cli.problems import ProblemType
-from dices_cli.queries.engine import RaterSelection, Session, statement_names
+from dices_cli.queries.engine import RaterSelection, Session, run_script, statement_names
 from dices_cli.queries.family import session_for
 from dices_cli.read.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
-from dices_cli.store.datasets import Store, StoredDataset
+from dices_cli.store.datasets import Store
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import duckdb
     import pyarrow as pa
 
 MIN_TIMEOUT = 0.1  # seconds
-SCAN_ROWS = 10_000  # rows of a stored file that Arrow reads at a time
 
 LOCKDOWN = (
     # No temporary directory, so no spilling to disk: DuckDB's default, ./.tmp (wherever
@@ -46,24 +42,12 @@ LOCKDOWN = (
     "SET python_enable_replacements = false",
     "SET allow_persistent_secrets = false",  # never load ~/.duckdb/stored_secrets
     "SET enable_external_access = false",
-    # A second wall: no local file at all, whatever the allowed lists say. Not before the
-    # line above, which looks the temporary directory up through this file system.
-    "SET disabled_filesystems = 'LocalFileSystem'",
     "SET lock_configuration = true",
 )
 
-# DuckDB knows no row count for an Arrow stream (it estimates one row for each), so the
-# order in which it puts joins over the stored files is arbitrary: for `ratings_wide` it
-# joined items to raters on `dataset` alone and built its hash table from every rating, so
-# no row came out before all 115,153 ratings were read. Joins run as the statement writes
-# them instead, each built from the table on its right (the views name the large table
-# first). `dices sql "SELECT * FROM ratings_wide"`: first batch 0.155 -> 0.060 s, all of
-# it 0.240 -> 0.174 s (medians of 5, in-process; `bench/output.py` for the whole command).
-# A join written as a cross product with a WHERE condition is still made a hash join.
-JOINS_AS_WRITTEN = "SET disabled_optimizers = 'join_order,build_side_probe_side'"
-
 # Settings that would let a query past the lockdown: files it may read although external
-# access is off, options it may change although the configuration is locked.
+# access is off (`allowed_paths` must list the stored files it reads, and nothing else),
+# options it may change although the configuration is locked.
 ESCAPE_HATCHES = ("allowed_directories", "allowed_paths", "allowed_configs")
 
 
@@ -210,69 +194,6 @@ def _text_problem(source: Source, kind: str) -> str | None:
     return None
 
 
-class ParquetStream:
-    """A stored Parquet file as an Arrow stream (the PyCapsule interface), read by Arrow
-    SCAN_ROWS rows at a time, afresh at each scan.
-
-    The file is read by Arrow, not by DuckDB's file system (which the lockdown closes),
-    and only as the query asks for rows: `dices sql "SELECT * FROM ratings_wide" | head`
-    has its first rows without the whole data loaded into memory first. A file that
-    cannot be decoded leaves its `damage`, the error to report instead of DuckDB's.
-    """
-
-    def __init__(self, stored: StoredDataset, path: Path) -> None:
-        import pyarrow as pa
-        import pyarrow._compute
-        import pyarrow.parquet as pq
-
-        # Importing pyarrow._compute registers Arrow's compute kernels (~8 ms). Left to the
-        # CSV writer's later `import pyarrow.compute`, the registration ran while DuckDB's
-        # threads were reading these streams, and a read once failed with "No function
-        # registered with name: cast" (reported as a damaged file). Now it is done first.
-
-        self.stored = stored
-        self.path = path
-        self.damage: DamagedDataError | None = None
-        try:  # a damaged footer is found here, before the query
-            self.schema = pq.read_schema(path)
-        except (pa.ArrowException, OSError) as error:
-            raise stored.unreadable(path, error) from error
-
-    def __arrow_c_schema__(self) -> object:
-        return self.schema.__arrow_c_schema__()
-
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-        import pyarrow as pa
-
-        reader = pa.RecordBatchReader.from_batches(self.schema, self._batches())
-        return reader.__arrow_c_stream__(requested_schema)
-
-    def _batches(self) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            yield from pq.ParquetFile(self.path).iter_batches(SCAN_ROWS)
-        except (pa.ArrowException, OSError) as error:
-            self.damage = self.stored.unreadable(self.path, error)
-            raise
-
-
-class StoredFiles:
-    """Makes the `ParquetStream` of each stored file a session reads (its `scan`), and
-    keeps them, to tell a damaged file from a failed query."""
-
-    def __init__(self) -> None:
-        self.streams: list[ParquetStream] = []
-
-    def __call__(self, stored: StoredDataset, path: Path) -> ParquetStream:
-        self.streams.append(ParquetStream(stored, path))
-        return self.streams[-1]
-
-    def damage(self) -> DamagedDataError | None:
-        return next((s.damage for s in self.streams if s.damage is not None), None)
-
-
 def add_tables(session: Session, tables: Mapping[str, pa.Table]) -> None:
     """Copy the user's tables into the session, while it can still be changed."""
     for name, table in tables.items():
@@ -280,14 +201,18 @@ def add_tables(session: Session, tables: Mapping[str, pa.Table]) -> None:
 
 
 def lock_down(session: Session) -> None:
-    """Lock the connection, then make sure that no escape hatch is open."""
-    session.con.execute(JOINS_AS_WRITTEN)  # before the configuration is locked
-    for statement in LOCKDOWN:
-        session.con.execute(statement)
+    """Lock the connection, letting it read only the stored files of its views, then make
+    sure that no escape hatch is open wider."""
+    allowed = [str(path) for path in session.read_files]
+    session.con.execute("SET allowed_paths = $allowed", {"allowed": allowed})
+    run_script(session.con, LOCKDOWN)
+    # DuckDB keeps allowed_paths as a set, and shows it as text ("[a, b]"): compared sorted.
     open_hatches = session.con.execute(
-        "SELECT name, value FROM duckdb_settings() "
-        "WHERE list_contains($hatches, name) AND value <> '[]' ORDER BY name",
-        {"hatches": list(ESCAPE_HATCHES)},
+        "SELECT name, value FROM duckdb_settings() WHERE list_contains($hatches, name) "
+        "AND value <> '[]' AND NOT (name = 'allowed_paths' AND "
+        "list_sort(current_setting('allowed_paths')) = list_sort(list_distinct($allowed))) "
+        "ORDER BY name",
+        {"hatches": list(ESCAPE_HATCHES), "allowed": allowed},
     ).fetchall()
     if open_hatches:
         settings = ", ".join(f"{name} = {value}" for name, value in open_hatches)
@@ -301,12 +226,14 @@ def run_sql(
     selection: RaterSelection | None = None,
     timeout: float = 60.0,
     tables: Mapping[str, str] | None = None,
-) -> contextlib.AbstractContextManager[Stream]:
+    small_cells: int | None = None,
+) -> contextlib.AbstractContextManager[Result]:
     """The result of `sql`, to be read inside a `with` block: the time limit holds until
     the block ends, while the result is written. A bad limit or statement is refused here.
 
     `tables` ({NAME: FILE}, see `user_tables`) are read here, before the data is loaded,
-    and are tables the statement may name."""
+    and are tables the statement may name. The result is a `Stream`, or, with
+    `small_cells`, a `Table` when it is that small (`Session.small_or_stream`)."""
     if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
         raise UsageError(
             Option("timeout"), f" must be at least {MIN_TIMEOUT:g} s (got {timeout:g})"
@@ -323,7 +250,7 @@ def run_sql(
     except BaseException:
         connection.close()
         raise
-    return _running(store, dataset, sql, selection, timeout, loaded, named, connection)
+    return _running(store, dataset, sql, selection, timeout, loaded, named, connection, small_cells)
 
 
 @contextlib.contextmanager
@@ -336,20 +263,15 @@ def _running(
     tables: Mapping[str, pa.Table],
     named: set[str] | None,
     connection: duckdb.DuckDBPyConnection,
-) -> Iterator[Stream]:
+    small_cells: int | None,
+) -> Iterator[Result]:
     import duckdb
 
-    stored_files = StoredFiles()
     try:
-        session = session_for(
-            store, dataset, selection, scan=stored_files, named=named, connection=connection
-        )
+        session = session_for(store, dataset, selection, named=named, connection=connection)
     except BaseException:
         connection.close()
         raise
-    # Closed at the end, the connection lets go of the ParquetStreams its views hold, which
-    # an error's traceback through this frame would otherwise keep alive to the end of the
-    # process (where DuckDB's bindings report them as leaked).
     with session.con:
         add_tables(session, tables)
         from dices_cli.store.judge_cache import calls_table, has_calls
@@ -368,10 +290,13 @@ def _running(
         timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), stop)
         timer.start()
         try:
-            yield session.stream(sql)
+            if small_cells is None:
+                yield session.stream(sql)
+            else:
+                yield session.small_or_stream(sql, small_cells)
         except DicesError as error:
-            damage = stored_files.damage()
-            if damage is not None:  # DuckDB's words would hold the Python traceback of the read
+            damage = session.damaged_file(error.__cause__)
+            if damage is not None:
                 raise damage from error
             # Our timer's interrupt (which Arrow, reading a batch, gives as an OSError), not
             # an error whose message happens to say "interrupt".

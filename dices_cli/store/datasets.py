@@ -161,9 +161,11 @@ class StoredDataset:
     def _damaged(self, path: Path, what: str) -> DamagedDataError:
         return DamagedDataError(f"{self.title}: {path} {what}")
 
-    def unreadable(self, path: Path, error: Exception) -> DamagedDataError:
-        """The error for a stored file that a reader could not decode."""
-        return self._damaged(path, f"cannot be read ({system_reason(error)})")
+    def unreadable(self, path: Path, error: Exception | str) -> DamagedDataError:
+        """The error for a stored file that a reader could not decode (`error`, or the
+        reader's reason)."""
+        reason = error if isinstance(error, str) else system_reason(error)
+        return self._damaged(path, f"cannot be read ({reason})")
 
     def table_path(self, table: str) -> Path:
         return self.path / f"{table}.parquet"

@@ -20,10 +20,10 @@ from dices_cli.cli.commands.options import (
     OutputFormat,
     RatersFile,
     SortOption,
-    emit_shaped,
     no_rater_selection,
     rater_selection,
     read_paths,
+    show_shaped,
 )
 
 # The families are never mixed: all is DICES's two datasets.
@@ -85,8 +85,8 @@ def sql(
     """Run your own read-only SQL over the ingested data.
 
     Views: items, raters, ratings, ratings_wide (ratings joined to raters and items) and
-    published_removed, each with a `dataset` column. The stored files are opened as Arrow streams,
-    then the connection is locked: one SELECT only, no files, no extensions, no settings.
+    published_removed, each with a `dataset` column. The connection is locked: one SELECT
+    only, no file but the stored ones its views read, no extensions, no settings.
 
     With -d prosocial, ProsocialDialog's views instead, in the same sandbox: items (one row per
     utterance) and ratings (one row per annotation: item_id, annotator_slot, annotation,
@@ -112,7 +112,7 @@ def sql(
     """
     from dices_cli.errors import UsageError
     from dices_cli.families import FAMILIES
-    from dices_cli.output import check_output
+    from dices_cli.output import SMALL_CELLS, TEXT_FORMATS, Output
     from dices_cli.queries.family import session_for
     from dices_cli.queries.sandbox import add_tables, read_table, run_sql, user_tables
     from dices_cli.raters.selection import resolve
@@ -126,8 +126,7 @@ def sql(
     shape = Shape.parse(keep_columns, sort, limit)
     tables = user_tables(table or [])
     inputs = read_paths(data, raters) + [Path(f) for f in tables.values() if f != "-"]
-    if output is not None:  # before the work
-        check_output(output, force, inputs)
+    written = Output.build(fmt, output, force, inputs)  # -o FILE checked before the work
     store = Store(resolve_data_dir(data))
     selection = (
         None
@@ -138,10 +137,12 @@ def sql(
         loaded = {name: read_table(name, given) for name, given in tables.items()}
         session = session_for(store, dataset, selection)
         add_tables(session, loaded)
-        emit_shaped(session.schema(), shape, fmt, output, "sql", force, inputs)
+        show_shaped(session.schema(), shape, written, "sql")
         return
-    with run_sql(store, dataset, statement, selection, timeout, tables) as result:
-        emit_shaped(result, shape, fmt, output, "sql", force, inputs)
+    # A small answer to a text format is written through Python: Arrow is not loaded.
+    small = SMALL_CELLS if written.format in TEXT_FORMATS else None
+    with run_sql(store, dataset, statement, selection, timeout, tables, small) as result:
+        show_shaped(result, shape, written, "sql")
 
 
 def register(app: typer.Typer) -> None:
