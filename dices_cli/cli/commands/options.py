@@ -151,7 +151,7 @@ def rater_selection(
 ) -> RaterSelection:
     """The rater selection every query honours, from the shared options."""
     from dices_cli.raters.id_list import parse_rater_ids
-    from dices_cli.runs import rater_selection as selection_of
+    from dices_cli.raters.selection import rater_selection as selection_of
 
     if raters is None:
         return selection_of(exclude_removed, min_quality=min_quality)
