@@ -112,14 +112,8 @@ def run_canned(
     `show_sql`."""
     import duckdb
 
-    from dices_cli.families.schema import DATASETS
-    from dices_cli.queries.catalog import (
-        ParameterError,
-        family_queries,
-        missing_group_column,
-        render_sql,
-        usage_error,
-    )
+    from dices_cli.families.schema import DATASETS, missing_group_column
+    from dices_cli.queries.catalog import ParameterError, family_queries, render_sql, usage_error
     from dices_cli.queries.engine import open_session, statement_names
     from dices_cli.raters.selection import resolve
 
