@@ -85,7 +85,7 @@ def test_dices_help_lists_every_command_without_loading_one() -> None:
 
 
 def test_a_command_loads_its_own_module_only() -> None:
-    assert modules_after("sql", "--help") & COMMAND_MODULES == {"dices_cli.cli.commands.query"}
+    assert modules_after("sql", "--help") & COMMAND_MODULES == {"dices_cli.cli.commands.sql"}
     assert modules_after("verify", "--help") & COMMAND_MODULES == {"dices_cli.cli.commands.verify"}
 
 
