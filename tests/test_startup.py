@@ -102,6 +102,8 @@ def test_a_canned_query_loads_neither_arrow_nor_numpy(fmt: str, ingested: Path) 
     # Nor, to a pipe, the table layout, the SQL sandbox or the checksums: about 7 ms.
     unneeded = {"dices_cli.cli.tabular", "dices_cli.queries.sandbox", "dices_cli.read.checksum"}
     assert not loaded & unneeded if fmt != "table" else "dices_cli.cli.tabular" in loaded
+    # Nor `dices sql`'s command, nor the rater id reader without --raters: 2 ms.
+    assert not loaded & {"dices_cli.cli.commands.sql", "dices_cli.raters.id_list"}
 
 
 def test_a_canned_query_opens_only_the_views_it_reads(ingested: Path) -> None:
@@ -132,6 +134,21 @@ def test_dices_sql_loads_arrow_to_read_but_neither_polars_nor_rich(ingested: Pat
     loaded = modules_after("sql", "SELECT count(*) AS n FROM ratings", "--data", str(ingested))
     assert {"duckdb", "pyarrow"} <= loaded
     assert not loaded & {"polars", "pandas", "rich"}
+
+
+def test_dices_sql_loads_neither_the_catalogue_nor_the_checksums(ingested: Path) -> None:
+    # It runs no canned query and reads no file of the user's: the catalogue, the checksums
+    # and gzip, runs.py, `dices query`'s command and the rater id reader took 9 ms of its start.
+    loaded = modules_after("sql", "SELECT count(*) AS n FROM ratings", "--data", str(ingested))
+    unneeded = {
+        "dices_cli.queries.catalog",
+        "dices_cli.read.checksum",
+        "gzip",
+        "dices_cli.runs",
+        "dices_cli.cli.commands.canned",
+        "dices_cli.raters.id_list",
+    }
+    assert not loaded & unneeded
 
 
 def test_a_share_interval_loads_neither_pandas_nor_arrow_compute(ingested: Path) -> None:
