@@ -42,7 +42,6 @@ from dices_cli.runs import (
     chooses,
     evaluation_settings,
     no_such_query,
-    rater_selection,
     refuse_rater_selection,
     run_canned,
     run_evaluation,
@@ -93,6 +92,7 @@ def _selection(
 ) -> RaterSelection:
     """`raters=` as the API takes it: a `RaterFilterResult`, rater ids, or an ids file."""
     from dices_cli.raters.id_list import parse_rater_ids
+    from dices_cli.raters.selection import rater_selection
 
     if raters is None:
         return rater_selection(exclude_removed, min_quality=min_quality)

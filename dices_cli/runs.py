@@ -35,26 +35,6 @@ def unsaid(_text: str) -> None:
     """A `Tell` for a caller that says nothing."""
 
 
-def rater_selection(
-    exclude_removed: bool = False,
-    ids: frozenset[int] | None = None,
-    source: str | None = None,
-    min_quality: float | None = None,
-) -> RaterSelection:
-    """The rater selection every query honours: without the raters the DICES authors
-    removed, only the rater `ids` (read from `source`), and a minimum quality score (to be
-    resolved by `dices_cli.raters.selection.resolve`)."""
-    from dices_cli.queries.engine import RaterSelection
-
-    selection = RaterSelection(exclude_removed=exclude_removed, min_quality=min_quality)
-    if exclude_removed:
-        selection.description.append("without the raters the DICES authors removed")
-    if ids is not None:
-        selection.keep_ids = ids
-        selection.description.append(f"{len(ids)} raters from {source}")
-    return selection
-
-
 def refuse_rater_selection(family: Family, chosen: bool) -> None:
     """A usage error when raters are `chosen` of `family`, whose raters cannot be chosen."""
     if chosen:
@@ -132,14 +112,8 @@ def run_canned(
     `show_sql`."""
     import duckdb
 
-    from dices_cli.families.schema import DATASETS
-    from dices_cli.queries.catalog import (
-        ParameterError,
-        family_queries,
-        missing_group_column,
-        render_sql,
-        usage_error,
-    )
+    from dices_cli.families.schema import DATASETS, missing_group_column
+    from dices_cli.queries.catalog import ParameterError, family_queries, render_sql, usage_error
     from dices_cli.queries.engine import open_session, statement_names
     from dices_cli.raters.selection import resolve
 

@@ -12,7 +12,7 @@ from dices_cli.evaluate.baseline import parse_baseline
 from dices_cli.evaluate.measure import model_xrr
 from dices_cli.evaluate.references import TIE, UNRATED, crowd_binary, plurality
 from dices_cli.metrics.agreement import cross_replication_reliability
-from dices_cli.queries.catalog import CROWD_LABEL_TYPE, prelude
+from dices_cli.queries.own_sql import CROWD_LABEL_TYPE, prelude
 
 SQL_CODES = {"No": 0, "Yes": 1, "Unsure": 2, "tie": TIE, None: UNRATED}
 

@@ -17,7 +17,8 @@ from typer.testing import CliRunner, Result
 
 from dices_cli.cli.main import app
 from dices_cli.families import FAMILIES
-from dices_cli.queries.catalog import family_queries, packaged_sql_directory, parse_query
+from dices_cli.queries.catalog import family_queries, parse_query
+from dices_cli.queries.own_sql import packaged_sql_directory
 
 REPO = Path(__file__).resolve().parents[1]
 ANNOTATIONS = {"casual": 0, "needs caution": 1, "needs intervention": 2}

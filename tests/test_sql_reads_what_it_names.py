@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.queries import engine
-from dices_cli.queries.catalog import macro_names
 from dices_cli.queries.engine import (
     STORED_TABLES,
     VIEWS,
@@ -24,6 +23,7 @@ from dices_cli.queries.engine import (
     statement_names,
     views_and_tables,
 )
+from dices_cli.queries.own_sql import macro_names
 from dices_cli.store.datasets import Store, StoredDataset
 
 EVERY = (set(VIEWS), set(STORED_TABLES))

@@ -85,7 +85,7 @@ def test_dices_help_lists_every_command_without_loading_one() -> None:
 
 
 def test_a_command_loads_its_own_module_only() -> None:
-    assert modules_after("sql", "--help") & COMMAND_MODULES == {"dices_cli.cli.commands.query"}
+    assert modules_after("sql", "--help") & COMMAND_MODULES == {"dices_cli.cli.commands.sql"}
     assert modules_after("verify", "--help") & COMMAND_MODULES == {"dices_cli.cli.commands.verify"}
 
 
@@ -102,6 +102,8 @@ def test_a_canned_query_loads_neither_arrow_nor_numpy(fmt: str, ingested: Path) 
     # Nor, to a pipe, the table layout, the SQL sandbox or the checksums: about 7 ms.
     unneeded = {"dices_cli.cli.tabular", "dices_cli.queries.sandbox", "dices_cli.read.checksum"}
     assert not loaded & unneeded if fmt != "table" else "dices_cli.cli.tabular" in loaded
+    # Nor `dices sql`'s command, nor the rater id reader without --raters: 2 ms.
+    assert not loaded & {"dices_cli.cli.commands.sql", "dices_cli.raters.id_list"}
 
 
 def test_a_canned_query_opens_only_the_views_it_reads(ingested: Path) -> None:
@@ -146,6 +148,21 @@ def test_a_small_sql_answer_loads_neither_arrow_nor_numpy(fmt: str, ingested: Pa
 def test_a_large_or_unusual_sql_answer_is_written_by_arrow(statement: str, ingested: Path) -> None:
     loaded = modules_after("sql", statement, "--data", str(ingested), "-f", "csv")
     assert "pyarrow" in loaded
+
+
+def test_dices_sql_loads_neither_the_catalogue_nor_the_checksums(ingested: Path) -> None:
+    # It runs no canned query and reads no file of the user's: the catalogue, the checksums
+    # and gzip, runs.py, `dices query`'s command and the rater id reader took 9 ms of its start.
+    loaded = modules_after("sql", "SELECT count(*) AS n FROM ratings", "--data", str(ingested))
+    unneeded = {
+        "dices_cli.queries.catalog",
+        "dices_cli.read.checksum",
+        "gzip",
+        "dices_cli.runs",
+        "dices_cli.cli.commands.canned",
+        "dices_cli.raters.id_list",
+    }
+    assert not loaded & unneeded
 
 
 def test_a_share_interval_loads_neither_pandas_nor_arrow_compute(ingested: Path) -> None:

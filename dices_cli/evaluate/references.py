@@ -33,7 +33,7 @@ from dices_cli.errors import DicesError
 from dices_cli.families.prosocial import ANNOTATIONS, SAFETY_LABELS, SPLITS
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.compute import array_values, enum_codes, group_codes, group_key
-from dices_cli.queries.catalog import internal_sql
+from dices_cli.queries.own_sql import internal_sql
 
 if TYPE_CHECKING:
     from dices_cli.queries.engine import Session

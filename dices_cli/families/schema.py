@@ -6,7 +6,7 @@ derived from the tables in this module, so a change to the data model happens he
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -374,6 +374,15 @@ def answer_columns(datasets: Iterable[Dataset]) -> list[str]:
         if column.is_answer
     )
     return list(dict.fromkeys(names))
+
+
+def missing_group_column(dataset: Dataset, columns: Sequence[str]) -> str | None:
+    """Why `dataset` cannot be broken down by `columns` (it lacks one), or None if it can."""
+    for column in columns:
+        if column not in dataset.names:
+            owners = " and ".join(d.title for d in DATASETS.values() if column in d.names)
+            return f"{column} is a {owners} column; {dataset.title} has no {column}"
+    return None
 
 
 # Columns derived at ingest and stored next to the raw column they come from.

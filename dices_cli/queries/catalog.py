@@ -44,15 +44,16 @@ narrow terminal keeps them (with the ids and group columns) and leaves out the o
 (`dices_cli.cli.tabular`); the help lists them first. Every query declares its answer.
 
 A `columns` parameter names rater columns. A dataset that lacks one (DICES-350 has no
-rater_locale) cannot be broken down by it: `missing_group_column` says so, and the engine
-leaves that dataset out when every dataset is asked for, or refuses it when it is named.
+rater_locale) cannot be broken down by it: `schema.missing_group_column` says so, and the
+engine leaves that dataset out when every dataset is asked for, or refuses it when it is named.
 
 `compute: module:function` names a function(pyarrow.Table, parameters) -> Table that turns
 the SQL's result into the query's result, for what SQL cannot do well (permutation tests). The
 SQL is given only the parameters it names; the function gets all of them.
 
 Adding a query is adding a file. The directory is `sql_directory()`: $DICES_SQL_DIR when
-set (a catalogue of one's own), else the one that ships with dices.
+set (a catalogue of one's own), else the one that ships with dices. The SQL dices runs
+itself (`sql/_NAME.sql`, the shared macros) is `dices_cli.queries.own_sql`'s.
 
 Errors name parameters, never command-line options: `ParameterError` and its kin carry
 the facts (parameter, value, what is allowed) for the command line to word.
@@ -71,7 +72,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import Option, UsageError
-from dices_cli.families.schema import DATASETS, Dataset, Entity, answer_columns
+from dices_cli.families.schema import DATASETS, Entity, answer_columns
+from dices_cli.queries.own_sql import packaged_sql_directory
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -105,7 +107,6 @@ _PARAM = re.compile(
 )
 _CONDITION = re.compile(r"^(?P<name>[a-z_]+) only with (?P<other>[a-z_]+) = (?P<value>\S+)$")
 _COLUMN = re.compile(r"^column (?P<name>[A-Za-z0-9_]+|\{[a-z_]+\}): (?P<help>.+)$")
-_MACRO = re.compile(r"^CREATE MACRO (\w+)", re.MULTILINE | re.IGNORECASE)
 _NAMES = r"(?:\w+|\{[a-z_]+\})(?:, (?:\w+|\{[a-z_]+\}))*"
 _CHART = re.compile(
     r"^chart: (?P<value>\w+)(?: \[(?P<low>\w+), (?P<high>\w+)\])?"
@@ -340,15 +341,6 @@ class Query:
         return _expanded(self.answer, parameters)
 
 
-def missing_group_column(dataset: Dataset, columns: Sequence[str]) -> str | None:
-    """Why `dataset` cannot be broken down by `columns` (it lacks one), or None if it can."""
-    for column in columns:
-        if column not in dataset.names:
-            owners = " and ".join(d.title for d in DATASETS.values() if column in d.names)
-            return f"{column} is a {owners} column; {dataset.title} has no {column}"
-    return None
-
-
 def _header_lines(text: str) -> tuple[list[str], str]:
     lines = text.splitlines()
     header: list[str] = []
@@ -491,17 +483,10 @@ def _parameter(path: Path, match: re.Match[str]) -> Parameter:
 
 
 def sql_directory() -> Path:
-    """Where the canned queries are: $DICES_SQL_DIR if set, else `packaged_sql_directory()`."""
+    """Where the canned queries are: $DICES_SQL_DIR if set, else the packaged directory
+    (`own_sql.packaged_sql_directory()`)."""
     chosen = os.environ.get(SQL_DIR_VARIABLE)
     return Path(chosen) if chosen else packaged_sql_directory()
-
-
-def packaged_sql_directory() -> Path:
-    """`dices_cli/sql` in an installed wheel; the repository's `sql/` in a source checkout.
-    The code's own SQL (`_NAME.sql`) is always read from here."""
-    package = Path(__file__).resolve().parents[1]
-    packaged = package / "sql"
-    return packaged if packaged.is_dir() else package.parent / "sql"
 
 
 def catalog() -> dict[str, Query]:
@@ -544,27 +529,6 @@ def get_query(name: str) -> Query:
     if name not in queries:
         raise UnknownQueryError(name, sorted(queries))
     return queries[name]
-
-
-def internal_sql(name: str) -> str:
-    """An SQL file the code runs itself (sql/_NAME.sql), not a canned query."""
-    return (packaged_sql_directory() / f"_{name}.sql").read_text(encoding="utf-8")
-
-
-# The type of the shared macros' crowd labels (sql/_macros.sql): every session creates it
-# before it loads them.
-CROWD_LABEL_TYPE = "CREATE TYPE crowd_label AS ENUM ('No', 'Yes', 'Unsure', 'No=Unsure', 'tie')"
-
-
-def prelude() -> str:
-    """Macros every query may use (sql/_macros.sql)."""
-    return internal_sql("macros")
-
-
-def macro_names() -> frozenset[str]:
-    """The names of the macros `prelude` makes, in lower case (as `engine.statement_names`
-    gives the functions a statement calls)."""
-    return frozenset(name.lower() for name in _MACRO.findall(prelude()))
 
 
 def render_sql(query: Query) -> str:

@@ -38,17 +38,10 @@ from dices_cli.families.schema import (
     Dataset,
     Entity,
     Kind,
+    missing_group_column,
 )
 from dices_cli.output import Result, Stream, Table, relation_stream, table_from_rows
-from dices_cli.queries.catalog import (
-    CROWD_LABEL_TYPE,
-    Query,
-    compute_step,
-    macro_names,
-    missing_group_column,
-    prelude,
-    render_sql,
-)
+from dices_cli.queries.own_sql import CROWD_LABEL_TYPE, macro_names, prelude
 from dices_cli.store.datasets import Store, StoredDataset
 
 if TYPE_CHECKING:
@@ -56,6 +49,8 @@ if TYPE_CHECKING:
 
     import duckdb
     import pyarrow as pa
+
+    from dices_cli.queries.catalog import Query
 
 _Result = TypeVar("_Result")
 
@@ -422,6 +417,8 @@ class Session:
         needs them (Parquet). Without it, the SQL's rows come as a `Table` of the Python
         values its stream would give, fetched by DuckDB: Arrow, and the NumPy it imports,
         are not loaded (`dices query overview -f csv`, fresh processes: 0.33 -> 0.23 s)."""
+        from dices_cli.queries.catalog import compute_step, render_sql  # canned only: see own_sql
+
         sql = render_sql(query)
         named = {k: v for k, v in parameters.items() if re.search(rf"\${k}\b", sql)}
         compute = compute_step(query)

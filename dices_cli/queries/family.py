@@ -18,7 +18,6 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.families import FAMILIES, family_of
-from dices_cli.queries.catalog import CROWD_LABEL_TYPE, Query, prelude, render_sql
 from dices_cli.queries.engine import (
     INTERNAL,
     NothingIngestedError,
@@ -29,12 +28,14 @@ from dices_cli.queries.engine import (
     sql_literals,
     views_and_tables,
 )
+from dices_cli.queries.own_sql import CROWD_LABEL_TYPE, prelude
 from dices_cli.store.datasets import Store
 
 if TYPE_CHECKING:
     import duckdb
 
     from dices_cli.output import Result
+    from dices_cli.queries.catalog import Query
 
 # Each ENUM column of a family's views, by view: column -> the family's enum it takes.
 _ENUM_COLUMNS = {
@@ -106,6 +107,8 @@ class FamilySession(Session):
         have a few rows, and are bounded: Arrow's writer would import pandas first
         (overview: 1.8 s unbounded, 1.1 s bounded; bench/prosocial.py); without `typed`,
         they come as a `Table` of Python values, as `Session.run` gives them."""
+        from dices_cli.queries.catalog import render_sql  # canned only: see own_sql
+
         sql = render_sql(query)
         named = {k: v for k, v in parameters.items() if f"${k}" in sql}
         per_item = any(column.name == "item_id" for column in query.columns)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dices_cli.families.schema import DATASETS, PUBLISHED_REMOVED
 from dices_cli.output import Table, table_from_rows
-from dices_cli.queries.catalog import internal_sql
+from dices_cli.queries.own_sql import internal_sql
 from dices_cli.raters.quality import DEMOGRAPHICS, RaterQuality
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from dices_cli import __version__
 from dices_cli.errors import Option, UsageError
 from dices_cli.families.schema import ANSWER, PUBLISHED_REMOVED
 from dices_cli.output import Table, collect, table_from_rows
-from dices_cli.queries.catalog import internal_sql
+from dices_cli.queries.own_sql import internal_sql
 
 if TYPE_CHECKING:
     from dices_cli.queries.engine import RaterSelection, Session

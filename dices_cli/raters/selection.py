@@ -13,6 +13,24 @@ from dices_cli.queries.engine import RaterSelection, chosen_datasets
 from dices_cli.store.datasets import Store
 
 
+def rater_selection(
+    exclude_removed: bool = False,
+    ids: frozenset[int] | None = None,
+    source: str | None = None,
+    min_quality: float | None = None,
+) -> RaterSelection:
+    """The rater selection every query honours: without the raters the DICES authors
+    removed, only the rater `ids` (read from `source`), and a minimum quality score (to be
+    resolved by `resolve`)."""
+    selection = RaterSelection(exclude_removed=exclude_removed, min_quality=min_quality)
+    if exclude_removed:
+        selection.description.append("without the raters the DICES authors removed")
+    if ids is not None:
+        selection.keep_ids = ids
+        selection.description.append(f"{len(ids)} raters from {source}")
+    return selection
+
+
 def resolve(
     store: Store,
     dataset: str,

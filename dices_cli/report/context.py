@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dices_cli.families.schema import DATASETS
+from dices_cli.families.schema import DATASETS, missing_group_column
 from dices_cli.output import Table, collect, table_from_rows
-from dices_cli.queries.catalog import get_query, missing_group_column
+from dices_cli.queries.catalog import get_query
 from dices_cli.queries.engine import RaterSelection, Session, chosen_datasets
 from dices_cli.raters.audit import MISSING_GROUP
 

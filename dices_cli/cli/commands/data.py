@@ -452,11 +452,10 @@ def _export_layout(
 
     from dices_cli.cli.commands.canned import checked_by
     from dices_cli.errors import UsageError
-    from dices_cli.families.schema import DATASETS
+    from dices_cli.families.schema import DATASETS, missing_group_column
     from dices_cli.formats.dices.export import defused, source_path
     from dices_cli.formats.dices.layouts import judge_bench, long_ratings, soft_labels
     from dices_cli.output import Format, Output
-    from dices_cli.queries.catalog import missing_group_column
     from dices_cli.queries.engine import chosen_datasets, open_session
     from dices_cli.raters.selection import resolve
     from dices_cli.store.datasets import Store, resolve_data_dir

@@ -156,9 +156,9 @@ def report(
     """
     from dices_cli.cli.commands.evaluate import one_means_hinted
     from dices_cli.errors import UsageError
-    from dices_cli.families.schema import DATASETS
+    from dices_cli.families.schema import DATASETS, missing_group_column
     from dices_cli.output import check_output, open_output
-    from dices_cli.queries.catalog import ParameterError, missing_group_column, usage_error
+    from dices_cli.queries.catalog import ParameterError, usage_error
     from dices_cli.queries.engine import chosen_datasets
     from dices_cli.report import agreement_options, build_report, check_charts_available
     from dices_cli.store.datasets import Store, resolve_data_dir

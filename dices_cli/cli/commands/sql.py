@@ -1,5 +1,5 @@
-"""Commands that ask questions of ingested data: query (canned SQL, made by
-`dices_cli.cli.commands.canned`) and sql (ad hoc)."""
+"""`dices sql`: one read-only SQL statement of your own over the ingested data (the canned
+queries are `dices_cli.cli.commands.canned`'s `dices query`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 
 import typer
 
-from dices_cli.cli.commands import canned
 from dices_cli.cli.commands.options import (
     ColumnsOption,
     DataDir,
@@ -146,5 +145,4 @@ def sql(
 
 
 def register(app: typer.Typer) -> None:
-    canned.register(app)
     app.command(no_args_is_help=True)(sql)
