@@ -139,6 +139,21 @@ def test_a_lockdown_that_leaves_a_directory_readable_is_not_run(
     )
 
 
+def test_a_lockdown_that_lets_a_query_read_another_file_is_not_run(
+    runner: CliRunner, ingested: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The safety net for the list of files a query may read: it must be the stored files
+    of the statement's views, no more (and none is made readable here)."""
+    widened = ("SET allowed_paths = ['/etc/passwd']", *sandbox.LOCKDOWN)
+    monkeypatch.setattr(sandbox, "LOCKDOWN", widened)
+    result = sql(runner, ingested, "SELECT * FROM read_text('/etc/passwd')")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        "Error: the SQL sandbox is not closed (allowed_paths = [/etc/passwd]); "
+        "the query was not run\n"
+    )
+
+
 def test_persistent_secrets_are_not_loaded(
     runner: CliRunner, ingested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

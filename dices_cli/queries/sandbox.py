@@ -207,16 +207,19 @@ def lock_down(session: Session) -> None:
     allowed = [str(path) for path in session.read_files]
     session.con.execute("SET allowed_paths = $allowed", {"allowed": allowed})
     run_script(session.con, LOCKDOWN)
-    # DuckDB keeps allowed_paths as a set, and shows it as text ("[a, b]"): compared sorted.
-    open_hatches = session.con.execute(
-        "SELECT name, value FROM duckdb_settings() WHERE list_contains($hatches, name) "
-        "AND value <> '[]' AND NOT (name = 'allowed_paths' AND "
-        "list_sort(current_setting('allowed_paths')) = list_sort(list_distinct($allowed))) "
-        "ORDER BY name",
-        {"hatches": list(ESCAPE_HATCHES), "allowed": allowed},
-    ).fetchall()
+    # Read one by one (duckdb_settings() took 3 ms more); our own names, no user input.
+    values = session.con.execute(
+        "SELECT " + ", ".join(f"current_setting('{name}')" for name in ESCAPE_HATCHES)
+    ).fetchone()
+    assert values is not None
+    open_hatches = [
+        f"{name} = [{', '.join(value)}]"
+        for name, value in zip(ESCAPE_HATCHES, values, strict=True)
+        # DuckDB keeps allowed_paths as a set, in an order of its own.
+        if value and not (name == "allowed_paths" and set(value) == set(allowed))
+    ]
     if open_hatches:
-        settings = ", ".join(f"{name} = {value}" for name, value in open_hatches)
+        settings = ", ".join(open_hatches)
         raise DicesError(f"the SQL sandbox is not closed ({settings}); the query was not run")
 
 
