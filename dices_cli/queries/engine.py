@@ -344,10 +344,9 @@ class Session:
                 rows.append((view, column, data_type, None))
                 continue
             # The type as DuckDB spells it, read back from its own catalog: no user input.
-            values = self.con.execute(f"SELECT enum_range(NULL::{enum})").fetchone()
-            assert values is not None
+            ((values,),) = self.con.execute(f"SELECT enum_range(NULL::{enum})").fetchall()
             kind = "ENUM" + data_type[len(enum) :]
-            rows.append((view, column, kind, "|".join(values[0])))
+            rows.append((view, column, kind, "|".join(values)))
         return table_from_rows(["view", "column", "type", "values"], rows)
 
     def execute(self, sql: str, parameters: dict[str, Any] | None = None) -> Table:
@@ -471,8 +470,9 @@ def statement_names(sql: str, parser: duckdb.DuckDBPyConnection) -> set[str] | N
 
     if SEES_THE_CATALOGUE.search(sql):
         return None
-    serialized = parser.execute("SELECT json_serialize_sql($sql)", {"sql": sql}).fetchone()
-    tree = json.loads(serialized[0]) if serialized else {"error": True}
+    # Fetched whole: a result left open keeps a relation (`Session.stream`) off the connection.
+    ((serialized,),) = parser.execute("SELECT json_serialize_sql($sql)", {"sql": sql}).fetchall()
+    tree = json.loads(serialized)
     if tree.get("error", True):
         return None
     named: set[str] = set()

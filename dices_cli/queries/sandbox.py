@@ -207,11 +207,12 @@ def lock_down(session: Session) -> None:
     allowed = [str(path) for path in session.read_files]
     session.con.execute("SET allowed_paths = $allowed", {"allowed": allowed})
     run_script(session.con, LOCKDOWN)
-    # Read one by one (duckdb_settings() took 3 ms more); our own names, no user input.
-    values = session.con.execute(
+    # Read one by one (duckdb_settings() took 3 ms more); our own names, no user input. Fetched
+    # whole: a result left open keeps the statement's relation (`Session.stream`) off the
+    # connection ("connection has an unfinished result from execute()").
+    (values,) = session.con.execute(
         "SELECT " + ", ".join(f"current_setting('{name}')" for name in ESCAPE_HATCHES)
-    ).fetchone()
-    assert values is not None
+    ).fetchall()
     open_hatches = [
         f"{name} = [{', '.join(value)}]"
         for name, value in zip(ESCAPE_HATCHES, values, strict=True)
@@ -278,11 +279,12 @@ def _running(
         raise
     with session.con:
         add_tables(session, tables)
-        from dices_cli.store.judge_cache import calls_table, has_calls
-
         # Named, it is there (empty without a cache); the catalogue lists it when there is one.
-        if (named is None and has_calls(store.root)) or (named and JUDGE_CALLS in named):
-            add_tables(session, {JUDGE_CALLS: calls_table(store.root)})
+        if named is None or JUDGE_CALLS in named:
+            from dices_cli.store.judge_cache import calls_table, has_calls
+
+            if named is not None or has_calls(store.root):
+                add_tables(session, {JUDGE_CALLS: calls_table(store.root)})
         lock_down(session)
         timed_out = threading.Event()
 
