@@ -183,7 +183,8 @@ def test_a_stored_file_the_statement_reads_may_be_read_by_its_path(
 ) -> None:
     """What the views read is on the list of files a query may read (the issue-25 choice:
     DuckDB's own reader, no Arrow): read by its path, it gives what its view gives, without
-    the rater selection. A stored file of a view the statement does not read is refused."""
+    the rater selection. A stored file of a view the statement does not read is refused, and
+    so is a path beside a stored file or one that climbs out of it."""
     path = stored_path(ingested, "350", table)
     by_path = f"SELECT count(*) AS n FROM read_parquet('{path}')"
     result = run_sql(runner, ingested, f"{by_path} UNION ALL SELECT count(*) FROM {table}")
@@ -197,6 +198,13 @@ def test_a_stored_file_the_statement_reads_may_be_read_by_its_path(
     assert result.stderr.startswith(
         f'Error: the query failed: Permission Error: Cannot access file "{path}"{DISABLED}'
     )
+
+    for beside in (f"{path}.bak", f"{path}/{'../' * len(path.parts)}etc/passwd"):
+        result = run_sql(runner, ingested, f"SELECT * FROM {table}, read_text('{beside}')")
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr.startswith(
+            f'Error: the query failed: Permission Error: Cannot access file "{beside}"{DISABLED}'
+        )
 
 
 @pytest.mark.usefixtures("temp_canary")
