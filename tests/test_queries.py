@@ -1240,3 +1240,41 @@ def test_bad_option_values_are_usage_errors(
     assert result.exit_code == 2
     assert "Invalid value" in result.stderr
     assert "bug in dices" not in result.stderr
+
+
+@pytest.mark.parametrize("dataset", ["350", "990"])
+def test_the_derived_answer_columns_follow_the_stored_answers(dataset: str, ingested: Path) -> None:
+    """granular_answers is the Q2-Q6 answers in order; implied_overall is Yes if any
+    sub-answer is Yes, else Unsure if any is, else No (pandas, from the stored file). A
+    missing answer, which the replica lacks, is put in every fifth row's first one."""
+    from dices_cli.families.schema import DATASETS
+    from dices_cli.queries.engine import INTERNAL, open_session
+    from dices_cli.store.datasets import Store
+
+    declared = DATASETS[dataset]
+    first = declared.granular[0]
+    stored = Store(ingested).open(dataset).table_path("ratings")
+    raw = pd.read_parquet(stored).sort_values("id", ignore_index=True)
+    raw[first] = raw[first].where(raw["id"] % 5 != 0, None)
+    session = open_session(Store(ingested), dataset)
+    # The view reads the stored file through its internal view: replaced by one with gaps.
+    stored_view = f"{INTERNAL}.ratings_{dataset}"
+    session.con.execute(f"CREATE TABLE {INTERNAL}.copied AS SELECT * FROM {stored_view}")
+    session.con.execute(
+        f"CREATE OR REPLACE VIEW {stored_view} AS SELECT * REPLACE (CASE WHEN id % 5 = 0 "
+        f'THEN NULL ELSE "{first}" END AS "{first}") FROM {INTERNAL}.copied'
+    )
+    view = session.con.execute(
+        "SELECT id, granular_answers, implied_overall FROM ratings ORDER BY id"
+    ).fetchall()
+    subs = raw[list(declared.sub_questions)]
+    implied = pd.Series("No", index=raw.index)
+    implied[subs.eq("Unsure").any(axis=1)] = "Unsure"
+    implied[subs.eq("Yes").any(axis=1)] = "Yes"
+    granular = raw[list(declared.granular)].astype(object)
+    assert (raw["id"] % 5 == 0).any() and raw[first].isna().any()
+    assert [row[0] for row in view] == raw["id"].tolist()
+    assert [row[2] for row in view] == implied.tolist()
+    assert [row[1] for row in view] == [
+        [None if pd.isna(answer) else answer for answer in row] for row in granular.values
+    ]

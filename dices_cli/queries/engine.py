@@ -138,15 +138,20 @@ def _derived_columns(entity: Entity, dataset: Dataset) -> list[str]:
         )
         return derived
     if entity is Entity.RATING:
-        answers = ", ".join(f"{_quote(q)}::answer" for q in dataset.granular)
-        subs = [f"{_quote(q)}::answer" for q in dataset.sub_questions]
-        any_of = " OR ".join(f"{s} = '{{}}'" for s in subs)
+        # From the stored answers as text (the names are the FROM clause's): one cast of the
+        # list, and lists searched, where a cast and a comparison for each answer, bound at
+        # every statement that reads the view, took DuckDB 8.0 -> 5.6 ms to make `ratings`,
+        # 7.3 -> 4.4 ms to count it, and 98.6 -> 16.9 ms to group every rating by
+        # implied_overall (in-process, medians of 9). The same values: a stored answer is
+        # one of the ENUM's, and a missing one is in no list.
+        answers = ", ".join(_quote(q) for q in dataset.granular)
+        subs = ", ".join(_quote(q) for q in dataset.sub_questions)
         implied = (
-            f"CASE WHEN {any_of.format(*['Yes'] * len(subs))} THEN 'Yes'::answer "
-            f"WHEN {any_of.format(*['Unsure'] * len(subs))} THEN 'Unsure'::answer "
+            f"CASE WHEN list_contains([{subs}], 'Yes') THEN 'Yes'::answer "
+            f"WHEN list_contains([{subs}], 'Unsure') THEN 'Unsure'::answer "
             "ELSE 'No'::answer END"
         )
-        return [f"[{answers}] AS granular_answers", f"{implied} AS implied_overall"]
+        return [f"[{answers}]::answer[] AS granular_answers", f"{implied} AS implied_overall"]
     return []
 
 
