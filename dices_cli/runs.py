@@ -110,11 +110,10 @@ def run_canned(
     the default), for the raters of `selection`. `typed`: as for `Session.run`. Notes (a
     dataset left out, the raters seen) go to `tell`; the SQL and its parameters to
     `show_sql`."""
-    import duckdb
 
     from dices_cli.families.schema import DATASETS, missing_group_column
     from dices_cli.queries.catalog import ParameterError, family_queries, render_sql, usage_error
-    from dices_cli.queries.engine import open_session, statement_names
+    from dices_cli.queries.engine import connect, open_session, statement_names
     from dices_cli.raters.selection import resolve
 
     family = family_asked(canned, dataset, store)
@@ -134,7 +133,7 @@ def run_canned(
     selection = resolve(store, dataset, selection, needs=canned.datasets, columns=columns)
     # Only the views the query reads, and the stored files behind them: binding a view takes
     # DuckDB 2-50 ms (ratings_wide 20-37 ms, which `overview` does not read).
-    connection = duckdb.connect(":memory:")
+    connection = connect()
     named = statement_names(render_sql(canned), connection)
     session = open_session(
         store,

@@ -23,6 +23,8 @@ from dices_cli.queries.engine import (
     NothingIngestedError,
     RaterSelection,
     Session,
+    connect,
+    create_view,
     needs_macros,
     open_session,
     sql_literals,
@@ -63,8 +65,6 @@ class FamilySession(Session):
         named: Collection[str] | None = None,
         connection: duckdb.DuckDBPyConnection | None = None,
     ) -> None:
-        import duckdb
-
         self._stored_files = {}
         if not store.ingested():
             raise NothingIngestedError(store.root)
@@ -72,7 +72,7 @@ class FamilySession(Session):
         family = family_of(name)
         self.datasets = []
         self.selection = RaterSelection()
-        self.con = connection or duckdb.connect(":memory:")
+        self.con = connection or connect()
         for enum, values in family.enums.items():
             self.con.execute(f"CREATE TYPE {enum}_t AS ENUM ({sql_literals(values)})")
         annotations = family.enums["annotation"]
@@ -125,8 +125,11 @@ class FamilySession(Session):
             f'CAST("{c}" AS {enums[c]}_t) AS "{c}"' if c in enums else f'"{c}"' for (c,) in columns
         ]
         self.con.execute(
-            f"CREATE VIEW {table} AS SELECT '{name}'::dataset_name AS dataset, "
-            f"{', '.join(cells)} FROM {INTERNAL}.{table}_{name}"
+            create_view(
+                table,
+                f"SELECT '{name}'::dataset_name AS dataset, "
+                f"{', '.join(cells)} FROM {INTERNAL}.{table}_{name}",
+            )
         )
 
 

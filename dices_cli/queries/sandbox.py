@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING
 
 from dices_cli.errors import DicesError, Option, UsageError
 from dices_cli.output import Result
-from dices_cli.queries.engine import RaterSelection, Session, run_script, statement_names
+from dices_cli.queries.engine import (
+    RaterSelection,
+    Session,
+    connect,
+    run_script,
+    statement_names,
+)
 from dices_cli.queries.family import session_for
 from dices_cli.read.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
 from dices_cli.store.datasets import Store
@@ -95,8 +101,6 @@ def check_single_select(sql: str, parser: duckdb.DuckDBPyConnection) -> None:
 def user_tables(specs: Sequence[str]) -> dict[str, str]:
     """NAME=FILE pairs as {NAME: FILE}. A NAME must be a plain identifier, not a keyword,
     and name nothing a query already sees (nor another table given)."""
-    import duckdb
-
     tables: dict[str, str] = {}
     for spec in specs:
         name, equals, given = spec.partition("=")
@@ -110,7 +114,7 @@ def user_tables(specs: Sequence[str]) -> dict[str, str]:
             )
         # Reserved keywords, and those that may name a type or function but not a table
         # (semi, anti, asof, positional, similar, glob, join, ...): `FROM semi` is an error.
-        with duckdb.connect(":memory:") as catalog:
+        with connect() as catalog:
             reserved = catalog.execute(
                 "SELECT count(*) FROM duckdb_keywords() WHERE keyword_name = lower($name) "
                 "AND keyword_category IN ('reserved', 'type_function')",
@@ -243,11 +247,10 @@ def run_sql(
         raise UsageError(
             Option("timeout"), f" must be at least {MIN_TIMEOUT:g} s (got {timeout:g})"
         )
-    import duckdb
 
     # One connection parses the statement, then holds the session: a second one took
     # 30-40 ms more before the first bytes of `dices sql ... | head -c 100`.
-    connection = duckdb.connect(":memory:")
+    connection = connect()
     try:
         check_single_select(sql, connection)
         named = statement_names(sql, connection)
