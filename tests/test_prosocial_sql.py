@@ -31,7 +31,6 @@ from typer.testing import CliRunner, Result
 from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.queries import engine
-from dices_cli.store.datasets import StoredDataset
 
 REPO = Path(__file__).resolve().parents[1]
 READ_ONLY = "dices sql is read-only"
@@ -216,13 +215,13 @@ def test_a_statement_opens_only_the_stored_files_it_reads(
 ) -> None:
     """Like DICES's: only those are made views, and only those may be read."""
     registered: list[str] = []
-    register = engine.register_stored
+    stored_view = engine.stored_view
 
-    def record(con: object, stored: StoredDataset, path: Path, *args: Any) -> None:
-        registered.append(path.name)
-        register(con, stored, path, *args)  # type: ignore[arg-type]
+    def record(name: str) -> str:
+        registered.append(name.removesuffix("_prosocial") + ".parquet")
+        return stored_view(name)
 
-    monkeypatch.setattr(engine, "register_stored", record)
+    monkeypatch.setattr(engine, "stored_view", record)
     result = sql(prosocial / "data", statement, "-f", "csv")
     assert (result.exit_code, result.stderr) == (0, "")
     assert (result.stdout, sorted(registered)) == opened

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
@@ -24,7 +23,7 @@ from dices_cli.queries.engine import (
     views_and_tables,
 )
 from dices_cli.queries.own_sql import macro_names
-from dices_cli.store.datasets import Store, StoredDataset
+from dices_cli.store.datasets import Store
 
 EVERY = (set(VIEWS), set(STORED_TABLES))
 
@@ -112,13 +111,14 @@ def opened_files(
 ) -> tuple[str, list[str]]:
     """The output of `dices sql STATEMENT`, and the stored files it opened."""
     opened: list[str] = []
-    register = engine.register_stored
+    stored_view = engine.stored_view
 
-    def record(con: object, stored: StoredDataset, path: Path, *args: Any) -> None:
-        opened.append(f"{stored.name}/{path.name}")
-        register(con, stored, path, *args)  # type: ignore[arg-type]
+    def record(name: str) -> str:
+        table, dataset = name.rsplit("_", 1)
+        opened.append(f"{dataset}/{table}.parquet")
+        return stored_view(name)
 
-    monkeypatch.setattr(engine, "register_stored", record)
+    monkeypatch.setattr(engine, "stored_view", record)
     result = CliRunner().invoke(app, ["sql", statement, "--data", str(sample), "-f", "csv"])
     assert result.exit_code == 0, result.output
     return result.stdout, sorted(opened)

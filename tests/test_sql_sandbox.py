@@ -73,6 +73,9 @@ REFUSED = [
     ("SET enable_external_access = true", "SET"),
     ("SET lock_configuration = false", "SET"),
     ("RESET threads", "SET"),
+    # The views read the stored files' paths from this variable (`engine.STORED_FILES`).
+    ("SET VARIABLE dices_stored_files = {{'ratings_350': '/etc/passwd'}}", "SET"),
+    ("RESET VARIABLE dices_stored_files", "SET"),
     ("PRAGMA version", "PRAGMA"),
     ("CALL pragma_version()", "CALL"),
     ("CHECKPOINT", "CALL"),
@@ -250,6 +253,17 @@ def test_the_views_read_the_stored_files_through_the_lockdown(
     assert result.exit_code == 0, result.output
     assert result.stdout == "dataset,ratings\n350,43050\n990,72103\n"
     assert result.stderr == ""
+
+
+def test_a_select_cannot_change_the_files_the_views_read(runner: CliRunner, ingested: Path) -> None:
+    """The views read the stored files' paths from a variable the session sets; a SELECT
+    may read it, never set it (`query()` runs only a SELECT)."""
+    sql = "SELECT * FROM query('SET VARIABLE dices_stored_files = {''ratings_350'': ''x''}')"
+    result = run_sql(runner, ingested, sql)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "Error: the query failed: Parser Error: Expected a single SELECT statement"
+    )
 
 
 def test_every_view_is_there(runner: CliRunner, ingested: Path) -> None:

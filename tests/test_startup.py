@@ -112,14 +112,14 @@ def test_a_canned_query_opens_only_the_views_it_reads(ingested: Path) -> None:
     from dices_cli.queries import engine
 
     opened: list[str] = []
-    register = engine.register_stored
+    stored_view = engine.stored_view
 
-    def record(con: object, stored: object, path: Path, name: str, *args: object) -> None:
+    def record(name: str) -> str:
         opened.append(name)
-        register(con, stored, path, name, *args)  # type: ignore[arg-type]
+        return stored_view(name)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine, "register_stored", record)
+        patch.setattr(engine, "stored_view", record)
         query = ["query", "overview", "--data", str(ingested), "-f", "csv"]
         result = CliRunner().invoke(app, query)
     assert result.exit_code == 0, result.output

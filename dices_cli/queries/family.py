@@ -27,6 +27,7 @@ from dices_cli.queries.engine import (
     create_view,
     needs_macros,
     open_session,
+    run_script,
     sql_literals,
     views_and_tables,
 )
@@ -65,7 +66,7 @@ class FamilySession(Session):
         named: Collection[str] | None = None,
         connection: duckdb.DuckDBPyConnection | None = None,
     ) -> None:
-        self._stored_files = {}
+        self._stored = {}
         if not store.ingested():
             raise NothingIngestedError(store.root)
         stored = store.open(name)
@@ -73,31 +74,29 @@ class FamilySession(Session):
         self.datasets = []
         self.selection = RaterSelection()
         self.con = connection or connect()
-        for enum, values in family.enums.items():
-            self.con.execute(f"CREATE TYPE {enum}_t AS ENUM ({sql_literals(values)})")
-        annotations = family.enums["annotation"]
-        self.con.execute(
-            f"CREATE TYPE annotation_plurality AS ENUM ({sql_literals([*annotations, 'tie'])})"
-        )
-        self.con.execute(CROWD_LABEL_TYPE)
-        self.con.execute(f"CREATE TYPE dataset_name AS ENUM ({sql_literals([name])})")
-        stored.check_sizes()  # a missing or truncated file is an error here, not in DuckDB
         views, tables = views_and_tables(
             named, {table: () for table in family.tables}, family.tables, [name]
         )
-        self.con.execute(f"CREATE SCHEMA {INTERNAL}")
-        self.con.execute(f"USE {INTERNAL}")  # a relation is created in the current schema
-        try:
-            for table in family.tables:
-                if table in tables or f"{table}_{name}" in tables:
-                    self._register(stored, stored.table_path(table), f"{table}_{name}")
-        finally:
-            self.con.execute("USE main")
-        for table in family.tables:
-            if table in views:
-                self._create_view(name, table)
+        self._choose_stored(stored, family.tables, tables)
+        annotations = family.enums["annotation"]
+        setup = [
+            *(
+                f"CREATE TYPE {enum}_t AS ENUM ({sql_literals(values)})"
+                for enum, values in family.enums.items()
+            ),
+            f"CREATE TYPE annotation_plurality AS ENUM ({sql_literals([*annotations, 'tie'])})",
+            CROWD_LABEL_TYPE,
+            f"CREATE TYPE dataset_name AS ENUM ({sql_literals([name])})",
+            f"CREATE SCHEMA {INTERNAL}",
+            *self._declare_stored(),
+        ]
+        run_script(self.con, setup, self._paths())
+        self._make_views(())  # the views below are made from the stored tables' columns
+        statements = [self._view(name, table) for table in family.tables if table in views]
         if needs_macros(named):
-            self.con.execute(prelude())
+            statements.append(prelude())
+        if statements:
+            run_script(self.con, statements)
 
     def run(self, query: Query, parameters: dict[str, Any], typed: bool = True) -> Result:
         """The query's result as a stream of Arrow batches (its own queries have no compute
@@ -116,7 +115,9 @@ class FamilySession(Session):
             return self.execute(sql, named)
         return self.stream(sql, named, bounded=not per_item)
 
-    def _create_view(self, name: str, table: str) -> None:
+    def _view(self, name: str, table: str) -> str:
+        """The statement making the view `table`: the stored table's columns, its enums
+        as the family's ENUMs."""
         columns = self.con.execute(
             f"SELECT column_name FROM (DESCRIBE {INTERNAL}.{table}_{name})"
         ).fetchall()
@@ -124,12 +125,10 @@ class FamilySession(Session):
         cells = [
             f'CAST("{c}" AS {enums[c]}_t) AS "{c}"' if c in enums else f'"{c}"' for (c,) in columns
         ]
-        self.con.execute(
-            create_view(
-                table,
-                f"SELECT '{name}'::dataset_name AS dataset, "
-                f"{', '.join(cells)} FROM {INTERNAL}.{table}_{name}",
-            )
+        return create_view(
+            table,
+            f"SELECT '{name}'::dataset_name AS dataset, "
+            f"{', '.join(cells)} FROM {INTERNAL}.{table}_{name}",
         )
 
 
