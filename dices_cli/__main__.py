@@ -1,3 +1,3 @@
-from dices_cli.cli.main import run
+from dices_cli.cli.launch import run
 
 run()

@@ -289,3 +289,38 @@ def test_on_a_terminal_dices_help_is_typers_drawing(columns: int) -> None:
     typer_drew = on_a_terminal("main", columns)
     assert on_a_terminal("launch", columns) == typer_drew
     assert (typer_drew == launch.TERMINAL_HELP.read_bytes()) == (columns == launch.HELP_WIDTH)
+
+
+GC_THRESHOLD_AT_EXIT = """
+import gc, os, sys
+real_exit = os._exit
+def report(code):
+    print(gc.get_threshold()[0], flush=True)
+    real_exit(code)
+os._exit = report
+sys.argv = ["dices", *sys.argv[1:]]
+from dices_cli.cli.launch import run
+run()
+"""
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+def test_the_command_line_collects_young_garbage_less_often(args: list[str]) -> None:
+    """Start-up makes tens of thousands of objects that reference counting frees: the
+    command line collects the youngest generation every 50,000 of them, not every 700."""
+    done = subprocess.run(
+        [sys.executable, "-c", GC_THRESHOLD_AT_EXIT, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.splitlines()[-1] == str(launch.GC_YOUNGEST_THRESHOLD) == "50000"
+
+
+def test_the_library_leaves_the_garbage_collector_to_its_user() -> None:
+    code = (
+        "import gc; before = gc.get_threshold(); import dices_cli, dices_cli.cli.main; "
+        "print(gc.get_threshold() == before)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "True\n"
