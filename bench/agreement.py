@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _results import append
+
 # Scripts in bench/ share their helpers: `python bench/agreement.py` puts bench/ on the path.
 from ingest import add_shared_dir_argument, dices_command, generate, measure
 
@@ -148,14 +150,15 @@ def main(argv: list[str] | None = None) -> None:
         ingest = [*dices_command(), "ingest", str(path), "--data", str(data)]
         subprocess.run(ingest, check=True, capture_output=True)
         results = [bench(data, by, args.permutations, args.runs) for by in args.by]
+    document = {
+        "runs": args.runs,
+        "permutations": args.permutations,
+        "goal_s": GOAL_S,
+        "cpus": os.cpu_count(),
+        "results": [r.to_json() for r in results],
+    }
+    append("agreement", document)
     if args.json:
-        document = {
-            "runs": args.runs,
-            "permutations": args.permutations,
-            "goal_s": GOAL_S,
-            "cpus": os.cpu_count(),
-            "results": [r.to_json() for r in results],
-        }
         print(json.dumps(document, indent=2))
     else:
         print(table(results, args.runs, args.permutations))

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _results import append
+
 # Scripts in bench/ share their helpers: `python bench/...` puts bench/ on the path.
 from ingest import REPO, add_shared_dir_argument, dices_command, generate
 
@@ -91,6 +93,8 @@ class Tally:
         if len(self.shares) > 1:
             error = self.spread[0] / len(self.shares) ** 0.5
             return LEVEL + float(stats.t(len(self.shares) - 1).ppf(BOUND)) * error
+        if self.n == 0:  # nothing tested: no bound
+            return float("nan")
         return float(stats.binom(self.n, LEVEL).ppf(BOUND)) / self.n
 
     @property
@@ -239,14 +243,15 @@ def main(argv: list[str] | None = None) -> None:
             ingest = [*dices_command(), "ingest", *map(str, paths), "--data", str(data)]
             subprocess.run(ingest, check=True, capture_output=True)
         tallies = calibrate(data, args.by, args.shuffles, args.permutations)
+    document = {
+        "shuffles": args.shuffles,
+        "permutations": args.permutations,
+        "level": LEVEL,
+        "bound": BOUND,
+        "results": [t.to_json() for t in tallies],
+    }
+    append("calibration_disagreement", document)
     if args.json:
-        document = {
-            "shuffles": args.shuffles,
-            "permutations": args.permutations,
-            "level": LEVEL,
-            "bound": BOUND,
-            "results": [t.to_json() for t in tallies],
-        }
         print(json.dumps(document, indent=2))
     else:
         print(table(tallies, args.shuffles, args.permutations))

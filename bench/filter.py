@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import append
 from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
 
 GOAL_S = 1.0  # scoring both datasets, in-process median
@@ -94,12 +95,14 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         results = bench(data, args.runs)
+    summary = {
+        name: {"median_s": statistics.median(w), "min_s": min(w), "wall_s": w}
+        for name, w in results.items()
+    }
+    document = {"runs": args.runs, "goal_s": GOAL_S, "results": summary}
+    append("filter", document)
     if args.json:
-        summary = {
-            name: {"median_s": statistics.median(w), "min_s": min(w), "wall_s": w}
-            for name, w in results.items()
-        }
-        print(json.dumps({"runs": args.runs, "goal_s": GOAL_S, "results": summary}, indent=2))
+        print(json.dumps(document, indent=2))
     else:
         print(report(results, args.runs))
 

@@ -24,6 +24,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from _results import append
+
 REPO = Path(__file__).resolve().parents[1]
 GOAL = 0.8  # dices / pandas, median wall time of a fresh process
 MAXRSS_UNITS_PER_MB = 1024 * 1024 if sys.platform == "darwin" else 1024  # bytes there, KB here
@@ -221,15 +223,16 @@ def main(argv: list[str] | None = None) -> None:
         directory = Path(temp)
         paths = args.files or generate(args.shared_dir, datasets, args.scale, directory)
         results = [bench(path, args.runs, directory / "data") for path in paths]
+        document = {
+            "runs": args.runs,
+            "goal": GOAL,
+            "scale": args.scale,
+            "dices_cli": version("dices-cli"),
+            "pandas": version("pandas"),
+            "results": [result.to_json() for result in results],
+        }
+        append("ingest", document)
         if args.json:
-            document = {
-                "runs": args.runs,
-                "goal": GOAL,
-                "python": sys.version.split()[0],
-                "dices_cli": version("dices-cli"),
-                "pandas": version("pandas"),
-                "results": [result.to_json() for result in results],
-            }
             print(json.dumps(document, indent=2))
         else:
             print(table(results, args.runs))

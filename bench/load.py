@@ -24,6 +24,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from _results import append
 from ingest import add_shared_dir_argument, dices_command, generate, measure
 
 RSS_GOAL_MB = 1500.0  # 1.5 GB, in MB of 10^6 bytes
@@ -145,10 +146,10 @@ def main(argv: list[str] | None = None) -> None:
         directory = Path(temp)
         path = args.file or generate(args.shared_dir, ["350"], args.scale, directory)[0]
         result = bench(path, directory / "data", args.runs)
+    result["dices_cli"] = version("dices-cli")
+    result["goals"] = {"ingest_peak_rss_mb": RSS_GOAL_MB, "query_s": QUERY_GOAL_S}
+    append("load", result)
     if args.json:
-        result["python"] = sys.version.split()[0]
-        result["dices_cli"] = version("dices-cli")
-        result["goals"] = {"ingest_peak_rss_mb": RSS_GOAL_MB, "query_s": QUERY_GOAL_S}
         print(json.dumps(result, indent=2))
     else:
         print(table(result))

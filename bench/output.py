@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import append
 from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
 
 GOAL_RATIO = 1.5  # dices / DuckDB COPY, CSV and Parquet
@@ -156,14 +157,14 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         results = bench(data, args.runs, Path(temp))
+    summary = {
+        name: {"median_s": statistics.median(w), "min_s": min(w), "wall_s": w}
+        for name, w in results.items()
+    }
+    document = {"runs": args.runs, "ratios": ratios(results), "results": summary}
+    append("output", document)
     if args.json:
-        summary = {
-            name: {"median_s": statistics.median(w), "min_s": min(w), "wall_s": w}
-            for name, w in results.items()
-        }
-        print(
-            json.dumps({"runs": args.runs, "ratios": ratios(results), "results": summary}, indent=2)
-        )
+        print(json.dumps(document, indent=2))
     else:
         print(report(results, args.runs))
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import append
 from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
 
 PANDAS = {  # the file, and its rows before the last (pandas refuses a last line not JSON)
@@ -146,8 +147,10 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         results = bench(data, rows, args.formats, args.problems, runs, Path(temp))
+    document = {"runs": runs, "results": results}
+    append("predictions", document)
     if args.json:
-        print(json.dumps({"runs": runs, "results": results}, indent=2))
+        print(json.dumps(document, indent=2))
     else:
         print(table(results, runs))
 

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _results import append
 from ingest import dices_command, measure
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,7 +123,8 @@ def main() -> None:
             subprocess.run(command, check=True)
             path = directory / "train.json"
         results = bench(path, directory / "data", args.runs)
-        print(json.dumps(results, indent=2) if args.json else table(results, args.runs))
+    append("prosocial", {"runs": args.runs, "rows": args.rows, "results": results})
+    print(json.dumps(results, indent=2) if args.json else table(results, args.runs))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 # Scripts in bench/ share their helpers: `python bench/queries.py` puts bench/ on the path.
+from _results import append
 from ingest import add_shared_dir_argument
 
 REPO = Path(__file__).resolve().parents[1]
@@ -561,8 +562,10 @@ def main(argv: list[str] | None = None) -> None:
         ingest = [*dices_command(), "ingest", *map(str, files), "--data", str(data)]
         subprocess.run(ingest, check=True, stdout=subprocess.DEVNULL)
         results = bench(files, data, args.runs, args.cold_runs)
+    document = {"runs": args.runs, "cold_runs": args.cold_runs, **results}
+    append("queries", document)
     if args.json:
-        print(json.dumps({"runs": args.runs, "cold_runs": args.cold_runs, **results}, indent=2))
+        print(json.dumps(document, indent=2))
     else:
         print(table(results, args.runs, args.cold_runs))
 

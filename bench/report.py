@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import append
 from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
 
 _Done = TypeVar("_Done")
@@ -195,16 +196,18 @@ def main(argv: list[str] | None = None) -> None:
     results["dices report (process)"] = [(wall, math.nan) for wall in process]
     median = statistics.median(process)
     verdict = "met" if median < GOAL_S else "NOT met"
-    if args.json:
-        summary = {
-            name: {
-                "median_wall_s": statistics.median(w for w, _ in times),
-                "min_wall_s": min(w for w, _ in times),
-                "median_cpu_s": statistics.median(c for _, c in times),
-            }
-            for name, times in results.items()
+    summary = {
+        name: {
+            "median_wall_s": statistics.median(w for w, _ in times),
+            "min_wall_s": min(w for w, _ in times),
+            "median_cpu_s": statistics.median(c for _, c in times),
         }
-        print(json.dumps({"runs": args.runs, "goal_s": GOAL_S, "results": summary}, indent=2))
+        for name, times in results.items()
+    }
+    document = {"runs": args.runs, "goal_s": GOAL_S, "results": summary}
+    append("report", document)
+    if args.json:
+        print(json.dumps(document, indent=2))
         return
     width = max(map(len, results))
     print(f"{'what'.ljust(width)}  median s  min s  median CPU s")

@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from _results import append
+
 REPO = Path(__file__).resolve().parents[1]
 GOAL_RATIO = 1.3  # dices / the Python + DuckDB script, CPU and wall medians
 GOAL_HELP_S = 0.10  # `dices --help`, wall median
@@ -230,9 +232,11 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         found = bench(data, runs)
+    results = {name: {"wall_s": case.wall, "cpu_s": case.cpu} for name, case in found.items()}
+    document = {"runs": runs, "summary": summary(found), "results": results}
+    append("startup", document)
     if args.json:
-        results = {name: {"wall_s": case.wall, "cpu_s": case.cpu} for name, case in found.items()}
-        print(json.dumps({"runs": runs, "summary": summary(found), "results": results}, indent=2))
+        print(json.dumps(document, indent=2))
     else:
         print(report(found, runs))
 
