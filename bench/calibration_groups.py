@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import append
 
 HERE = Path(__file__).resolve().parent
 GENERATOR = HERE.parent.parent / "shared" / "data" / "make_replica.py"
@@ -229,6 +230,9 @@ def main(argv: list[str] | None = None) -> None:
             results.append(agreement_calibration(data, dataset, shuffles, permutations))
             results += persona_calibration(data, dataset, shuffles, permutations, work)
         results.append(audit_calibration(data, shuffles * 50))
+    append(
+        "calibration_groups", {"shuffles": shuffles, "permutations": permutations, "rows": results}
+    )
     if args.json:
         print(json.dumps(results, indent=2))
         return

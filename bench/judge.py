@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import append
 from ingest import REPO, add_shared_dir_argument, dices_command, ingested_replicas, measure
 
 GOAL = 1.3  # dices / minimal client, median wall time
@@ -128,6 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         directory = Path(temporary)
         data = options.data or ingested_replicas(options.shared_dir, directory)
         result = bench(data, options.runs, 1 if options.quick else SAMPLES, directory)
+    append("judge", result)
     if options.json:
         print(json.dumps(result, indent=2))
         return
