@@ -99,6 +99,19 @@ def _prosocial(document: dict[str, Any]) -> Iterator[Row]:
     yield "ProsocialDialog ingest / pandas.read_json", ratio, "-", None
 
 
+def _judge(document: dict[str, Any]) -> Iterator[Row]:
+    yield _at_most("dices judge / minimal client (wall)", document["ratio"], document["goal"], "x")
+    yield _at_most(
+        "dices judge peak RSS (MB)", document["peak_rss_mb"], document["memory_goal_mb"], " MB"
+    )
+
+
+def _calibration_groups(document: dict[str, Any]) -> Iterator[Row]:
+    for row in document["rows"]:
+        what = f"{row['test']} {row['dataset']}: share p<0.05"
+        yield _at_most(what, row["rate"], round(row["bound_rate"], 3))
+
+
 READERS: dict[str, Reader] = {
     "ingest": _ingest,
     "startup": _startup,
@@ -110,6 +123,8 @@ READERS: dict[str, Reader] = {
     "calibration_disagreement": _calibration_disagreement,
     "report": _report,
     "prosocial": _prosocial,
+    "judge": _judge,
+    "calibration_groups": _calibration_groups,
 }
 
 
