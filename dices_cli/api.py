@@ -46,6 +46,7 @@ from dices_cli.runs import (
     run_canned,
     run_evaluation,
     run_rater_filter,
+    run_report,
 )
 
 if TYPE_CHECKING:
@@ -361,37 +362,58 @@ class Data:
         by: str | Sequence[str] | None = None,
         dataset: str = "all",
         *,
+        predictions: Frame | None = None,
+        predictions_dataset: str | None = None,
         permutations: int | None = None,
         seed: int | None = None,
+        bootstrap: int | None = None,
+        baseline: str | Sequence[str] | None = None,
+        ties: str | None = None,
+        threshold: float | None = None,
+        one_means: str | None = None,
+        strict: bool = False,
         force: bool = False,
         exclude_removed: bool = False,
         raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None = None,
         min_quality: float | None = None,
     ) -> Path:
         """Write the HTML report (`dices report`) to `path` and return it; `force` replaces
-        an existing file. Needs the `report` extra (vl-convert) for its charts."""
-        from dices_cli.formats.dices.layouts import group_columns
-        from dices_cli.output import OUTPUT, check_output, open_output
-        from dices_cli.queries.catalog import ParameterError, usage_error
-        from dices_cli.report import agreement_options, build_report, check_charts_available
-
-        check_choice("dataset", dataset, ("all", "350", "990"))
-        target = Path(path)
-        check_output(target, force, [self.root], option=OUTPUT)
-        check_charts_available()
-        try:
-            columns = group_columns(_names(by) or [])
-            permutations, seed = agreement_options(permutations, seed)
-        except ParameterError as error:
-            raise usage_error(error) from None
+        an existing file. With `predictions` (a file or a frame, as for `evaluate`), the
+        report also scores the model against the experts, the crowd and each `by` group,
+        with `evaluate`'s settings (`bootstrap`, `baseline`, `ties`, `threshold`,
+        `one_means`, `strict`). The page records the equivalent `dices report` command."""
         selection = _selection(raters, exclude_removed, min_quality)
-        call = f"dices_cli.open({str(self.root)!r}).report({str(target)!r}, by={columns!r})"
-        document = build_report(
-            self._store, dataset, selection, columns, call, permutations, seed, warn=_warn
-        )
-        with open_output(target, force, [self.root]) as handle:
-            handle.write(document.encode("utf-8"))
-        return target
+        words = ["--exclude-removed"] if exclude_removed else []
+        words += [f"--min-quality={min_quality:g}"] if min_quality is not None else []
+        words += [f"--raters=<{len(selection.keep_ids)} ids>"] if selection.keep_ids else []
+        with contextlib.ExitStack() as stack:
+            named = None
+            if predictions is not None:
+                named = stack.enter_context(_as_file(predictions, "predictions"))
+            run = run_report(
+                self._store,
+                Path(path),
+                dataset,
+                selection,
+                _names(by) or [],
+                permutations=permutations,
+                seed=seed,
+                predictions=named,
+                predictions_dataset=predictions_dataset,
+                bootstrap=bootstrap,
+                baseline=_names(baseline),
+                ties=ties,
+                threshold=threshold,
+                one_means=one_means,
+                strict=strict,
+                force=force,
+                inputs=[self.root],
+                selection_words=words,
+                tell=_warn,
+            )
+        for note in run.left_out:
+            _warn(f"note: {note}")
+        return run.path
 
 
 @dataclass(frozen=True)

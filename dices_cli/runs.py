@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.raters.audit import DatasetAudit
     from dices_cli.raters.quality import RaterQuality
+    from dices_cli.report.models import ModelsRequest
     from dices_cli.store.datasets import Store
 
 # Something said to the user about a result (`note: ...`, `warning: ...`, `raters: ...`).
@@ -472,3 +474,163 @@ def run_rater_filter(
     raters = score_raters(session)
     kept = kept_raters(raters, rule)
     return RaterFilterRun(raters, kept, audit(session, raters, kept))
+
+
+# --- report -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportRun:
+    """The report written, the command line that makes it again (as the page records it),
+    and the datasets left out with why."""
+
+    path: Path
+    command: str
+    left_out: list[str]
+
+
+def run_report(
+    store: Store,
+    target: Path,
+    dataset: str = "all",
+    selection: RaterSelection | None = None,
+    by: Sequence[str] = (),
+    *,
+    permutations: int | None = None,
+    seed: int | None = None,
+    predictions: str | None = None,
+    predictions_dataset: str | None = None,
+    bootstrap: int | None = None,
+    baseline: Sequence[str] | None = None,
+    ties: str | None = None,
+    threshold: float | None = None,
+    one_means: str | None = None,
+    strict: bool = False,
+    force: bool = False,
+    inputs: Sequence[Path] = (),
+    selection_words: Sequence[str] = (),
+    tell: Tell = unsaid,
+) -> ReportRun:
+    """Write the HTML report of `dataset` (`dices report`) to `target`, for the raters of
+    `selection`, comparing the groups of the `by` columns; with `predictions` (a file, "-"
+    for stdin), also score a model with `dices evaluate`'s settings. Every setting is checked
+    before any work, and `target` before anything is read (not replaced without `force`, never
+    one of `inputs`). The page records the equivalent command line, with `selection_words`
+    (the rater selection as the caller gave it) in it; warnings go to `tell`."""
+    import shlex
+
+    from dices_cli.families.schema import DATASETS, missing_group_column
+    from dices_cli.formats.dices.layouts import group_columns
+    from dices_cli.output import OUTPUT, check_output, open_output
+    from dices_cli.queries.catalog import ParameterError, usage_error
+    from dices_cli.queries.engine import chosen_datasets
+    from dices_cli.raters.selection import rater_selection
+    from dices_cli.report import agreement_options, build_report, check_charts_available
+
+    check_choice("dataset", dataset, ("all", "350", "990"))
+    given = {
+        "predictions_dataset": predictions_dataset,
+        "bootstrap": bootstrap,
+        "baseline": baseline,
+        "ties": ties,
+        "threshold": threshold,
+        "one_means": one_means,
+        "strict": strict or None,
+    }
+    if predictions is None:
+        for name, value in given.items():
+            if value is not None:
+                raise UsageError(
+                    Option(name), " scores predictions: give ", Option("predictions"), " FILE too"
+                )
+    if predictions_dataset is not None:
+        check_choice("predictions_dataset", predictions_dataset, ("350", "990"))
+    if one_means is not None:
+        check_choice("one_means", one_means, ("unsafe", "safe"))
+    inputs = [*inputs, *([Path(predictions)] if predictions not in (None, "-") else [])]
+    check_output(target, force, inputs, option=OUTPUT)  # before the work
+    check_charts_available()
+    try:
+        columns = group_columns(by)
+        permutations, seed = agreement_options(permutations, seed)
+    except ParameterError as error:
+        raise usage_error(error) from None
+    words = ["dices", "report", "--dataset", dataset]
+    words += [part for column in columns for part in ("--by", column)]
+    if columns:
+        words += ["--permutations", str(permutations), "--seed", str(seed)]
+    models = None
+    if predictions is not None:
+        models = _models_request(
+            predictions, predictions_dataset, bootstrap, baseline, ties, threshold, one_means, seed
+        )
+        settings = models.settings
+        words += ["--predictions", predictions]
+        words += ["--predictions-dataset", predictions_dataset] if predictions_dataset else []
+        words += ["--bootstrap", str(settings.bootstrap)]
+        words += [part for k in settings.baselines for part in ("--baseline", f"raters:{k}")]
+        words += ["--ties", settings.ties, "--threshold", f"{settings.threshold:g}"]
+        words += ["--one-means", one_means] if one_means else []
+        words += ["--strict"] if strict else []
+        words += ["--seed", str(seed)] if not columns else []
+    words += [*selection_words, "-o", str(target)]
+    command = shlex.join(words)
+    try:
+        document = build_report(
+            store,
+            dataset,
+            selection or rater_selection(),
+            columns,
+            command,
+            permutations,
+            seed,
+            models,
+            warn=lambda text: tell(f"warning: {text}"),
+            strict=strict,
+        )
+    except ParameterError as error:
+        raise usage_error(error) from None
+    with open_output(target, force, inputs) as handle:
+        handle.write(document.encode("utf-8"))
+    left_out = []
+    if dataset == "all":
+        shown = set(chosen_datasets(store, "all", columns=columns))
+        for skipped in sorted(set(store.available()) - shown):
+            left_out.append(
+                f"{missing_group_column(DATASETS[skipped], columns)}, so it is left out"
+            )
+    return ReportRun(target, command, left_out)
+
+
+def _models_request(
+    predictions: str,
+    dataset: str | None,
+    bootstrap: int | None,
+    baseline: Sequence[str] | None,
+    ties: str | None,
+    threshold: float | None,
+    one_means: str | None,
+    seed: int,
+) -> ModelsRequest:
+    """What the report scores, with `dices evaluate`'s settings and the report's defaults,
+    each checked as `dices evaluate` checks it."""
+    from dices_cli.evaluate.baseline import parse_baseline
+    from dices_cli.evaluate.evaluation import Settings
+    from dices_cli.report import BASELINES, BOOTSTRAP
+    from dices_cli.report.models import ModelsRequest
+
+    defaults = Settings()
+    if ties is not None:
+        check_choice("ties", ties, ("exclude", "unsafe", "safe"))
+    if threshold is not None:
+        _in_range("threshold", threshold, 0.0, 1.0)
+    if bootstrap is not None:
+        _in_range("bootstrap", bootstrap, 0, 100_000)
+    settings = Settings(
+        ties=ties or defaults.ties,
+        threshold=defaults.threshold if threshold is None else threshold,
+        bootstrap=BOOTSTRAP if bootstrap is None else bootstrap,
+        seed=seed,
+        baselines=tuple(dict.fromkeys(map(parse_baseline, baseline))) if baseline else BASELINES,
+    )
+    return ModelsRequest(predictions, dataset, settings, one_means)

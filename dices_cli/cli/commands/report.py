@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 import typer
 
@@ -21,9 +20,6 @@ from dices_cli.cli.commands.options import (
 )
 from dices_cli.cli.render import say
 from dices_cli.report import BOOTSTRAP, PERMUTATIONS
-
-if TYPE_CHECKING:
-    from dices_cli.report.models import ModelsRequest
 
 
 def report(
@@ -156,112 +152,40 @@ def report(
     """
     from dices_cli.cli.commands.evaluate import one_means_hinted
     from dices_cli.errors import UsageError
-    from dices_cli.families.schema import DATASETS, missing_group_column
-    from dices_cli.output import check_output, open_output
-    from dices_cli.queries.catalog import ParameterError, usage_error
-    from dices_cli.queries.engine import chosen_datasets
-    from dices_cli.report import agreement_options, build_report, check_charts_available
+    from dices_cli.runs import run_report
     from dices_cli.store.datasets import Store, resolve_data_dir
 
     dices_only(dataset, "dices report")
-    given = {
-        "--predictions-dataset": predictions_dataset,
-        "--bootstrap": bootstrap,
-        "--baseline": baseline,
-        "--ties": ties,
-        "--threshold": threshold,
-        "--one-means": one_means,
-        "--strict": strict or None,
-    }
-    if predictions is None:
-        for flag, value in given.items():
-            if value is not None:
-                raise UsageError(f"{flag} scores predictions: give --predictions FILE too")
     if predictions == "-" and raters == "-":
         raise UsageError("only one of --predictions and --raters can be - (stdin)")
-    inputs = read_paths(data, raters)
-    inputs += [Path(predictions)] if predictions not in (None, "-") else []
-    check_output(output, force, inputs)  # before the work
-    check_charts_available()
-    store = Store(resolve_data_dir(data))
-    selection = rater_selection(exclude_removed, raters, min_quality)
-    command = ["dices", "report", "--dataset", dataset]
-    command += [part for column in by or [] for part in ("--by", column)]
-    try:
-        permutations, seed = agreement_options(permutations, seed)
-    except ParameterError as error:
-        raise usage_error(error) from None
-    if by:
-        command += ["--permutations", str(permutations), "--seed", str(seed)]
-    models = None
-    if predictions is not None:
-        models = _models_request(
-            predictions, predictions_dataset, bootstrap, baseline, ties, threshold, one_means, seed
+    words = ["--exclude-removed"] if exclude_removed else []
+    words += ["--raters", raters] if raters is not None else []
+    words += ["--min-quality", f"{min_quality:g}"] if min_quality is not None else []
+    with one_means_hinted():
+        run = run_report(
+            Store(resolve_data_dir(data)),
+            output,
+            dataset,
+            rater_selection(exclude_removed, raters, min_quality),
+            by or [],
+            permutations=permutations,
+            seed=seed,
+            predictions=predictions,
+            predictions_dataset=predictions_dataset,
+            bootstrap=bootstrap,
+            baseline=baseline,
+            ties=ties,
+            threshold=threshold,
+            one_means=one_means,
+            strict=strict,
+            force=force,
+            inputs=read_paths(data, raters),
+            selection_words=words,
+            tell=say,
         )
-        command += ["--predictions", predictions]
-        command += ["--predictions-dataset", predictions_dataset] if predictions_dataset else []
-        settings = models.settings
-        command += ["--bootstrap", str(settings.bootstrap)]
-        command += [part for k in settings.baselines for part in ("--baseline", f"raters:{k}")]
-        command += ["--ties", settings.ties, "--threshold", f"{settings.threshold:g}"]
-        command += ["--one-means", one_means] if one_means else []
-        command += ["--strict"] if strict else []
-        command += ["--seed", str(seed)] if not by else []
-    command += ["--exclude-removed"] if exclude_removed else []
-    command += ["--raters", raters] if raters is not None else []
-    command += ["--min-quality", f"{min_quality:g}"] if min_quality is not None else []
-    command += ["-o", str(output)]
-    try:
-        with one_means_hinted():
-            document = build_report(
-                store,
-                dataset,
-                selection,
-                by or [],
-                shlex.join(command),
-                permutations,
-                seed,
-                models,
-                warn=lambda text: say(f"warning: {text}"),
-                strict=strict,
-            )
-    except ParameterError as error:
-        raise usage_error(error) from None
-    with open_output(output, force, inputs) as handle:
-        handle.write(document.encode("utf-8"))
-    if dataset == "all":
-        for skipped in sorted(
-            set(store.available()) - set(chosen_datasets(store, "all", columns=by or []))
-        ):
-            say(f"note: {missing_group_column(DATASETS[skipped], by or [])}, so it is left out")
+    for note in run.left_out:
+        say(f"note: {note}")
     say(f"wrote {output}")
-
-
-def _models_request(
-    predictions: str,
-    dataset: str | None,
-    bootstrap: int | None,
-    baseline: list[str] | None,
-    ties: str | None,
-    threshold: float | None,
-    one_means: str | None,
-    seed: int,
-) -> ModelsRequest:
-    """What to score, with dices evaluate's settings and the report's defaults."""
-    from dices_cli.evaluate.baseline import parse_baseline
-    from dices_cli.evaluate.evaluation import Settings
-    from dices_cli.report import BASELINES
-    from dices_cli.report.models import ModelsRequest
-
-    defaults = Settings()
-    settings = Settings(
-        ties=ties or defaults.ties,
-        threshold=defaults.threshold if threshold is None else threshold,
-        bootstrap=BOOTSTRAP if bootstrap is None else bootstrap,
-        seed=seed,
-        baselines=tuple(dict.fromkeys(map(parse_baseline, baseline))) if baseline else BASELINES,
-    )
-    return ModelsRequest(predictions, dataset, settings, one_means)
 
 
 def register(app: typer.Typer) -> None:
