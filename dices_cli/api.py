@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
     from dices_cli.output import Result
     from dices_cli.queries.engine import RaterSelection
+    from dices_cli.runs.report import Recorded
 
 # Predictions or a table of one's own: a file (CSV, TSV, JSON Lines, Parquet) or a frame.
 Frame = Any  # str | os.PathLike | polars.DataFrame | pandas.DataFrame
@@ -132,6 +133,14 @@ def frame(result: Result) -> pl.DataFrame:
     converted = pl.from_arrow(table)
     assert isinstance(converted, pl.DataFrame)
     return converted
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _names(given: str | Sequence[str] | None) -> Sequence[str] | None:
@@ -383,9 +392,23 @@ class Data:
         with `evaluate`'s settings (`bootstrap`, `baseline`, `ties`, `threshold`,
         `one_means`, `strict`). The page records the equivalent `dices report` command."""
         selection = _selection(raters, exclude_removed, min_quality)
-        words = ["--exclude-removed"] if exclude_removed else []
-        words += [f"--min-quality={min_quality:g}"] if min_quality is not None else []
-        words += [f"--raters=<{len(selection.keep_ids)} ids>"] if selection.keep_ids else []
+        extra: dict[str, object] = {"exclude_removed": exclude_removed or None}
+        extra["min_quality"] = min_quality
+        extra["raters"] = f"<{len(selection.keep_ids)} ids>" if selection.keep_ids else None
+        root = self.root
+
+        def made_by(settings: Recorded) -> str:
+            """The call, each setting as resolved, with a Python literal's spelling."""
+            given: dict[str, list[str]] = {}
+            for name, value in settings:
+                said = "True" if value is None else value if _is_number(value) else repr(value)
+                given.setdefault(name, []).append(said)
+            words = [
+                f"{n}={v[0] if n != 'by' else '[' + ', '.join(v) + ']'}" for n, v in given.items()
+            ]
+            words += [f"{name}={value!r}" for name, value in extra.items() if value is not None]
+            return f"dices_cli.open({str(root)!r}).report({str(path)!r}, {', '.join(words)})"
+
         with contextlib.ExitStack() as stack:
             named = None
             if predictions is not None:
@@ -408,7 +431,7 @@ class Data:
                 strict=strict,
                 force=force,
                 inputs=[self.root],
-                selection_words=words,
+                made_by=made_by,
                 tell=_warn,
             )
         for note in run.left_out:

@@ -376,7 +376,7 @@ def test_report_scores_predictions_as_the_command_line(sample_data: Path, tmp_pa
         made = r"<dt>Command</dt><dd><code>.*?</code>|<dt>Created</dt><dd>[^<]*"
         return re.sub(made, "", text)
 
-    assert "--predictions" in by_api.read_text(encoding="utf-8")
+    assert "predictions=" in by_api.read_text(encoding="utf-8")
     assert page(by_api) == page(tmp_path / "r.html")
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -20,6 +21,9 @@ from dices_cli.cli.commands.options import (
 )
 from dices_cli.cli.render import say
 from dices_cli.report import BOOTSTRAP, PERMUTATIONS
+
+if TYPE_CHECKING:
+    from dices_cli.runs.report import Recorded
 
 
 def report(
@@ -151,16 +155,24 @@ def report(
         dices report --by rater_gender --predictions judge.csv -o judge.html
     """
     from dices_cli.cli.commands.evaluate import one_means_hinted
-    from dices_cli.errors import UsageError
-    from dices_cli.runs import run_report
+    from dices_cli.cli.commands.wording import flag
+    from dices_cli.errors import Option, UsageError
+    from dices_cli.runs.report import run_report
     from dices_cli.store.datasets import Store, resolve_data_dir
 
     dices_only(dataset, "dices report")
     if predictions == "-" and raters == "-":
         raise UsageError("only one of --predictions and --raters can be - (stdin)")
-    words = ["--exclude-removed"] if exclude_removed else []
-    words += ["--raters", raters] if raters is not None else []
-    words += ["--min-quality", f"{min_quality:g}"] if min_quality is not None else []
+    chosen = ["--exclude-removed"] if exclude_removed else []
+    chosen += ["--raters", raters] if raters is not None else []
+    chosen += ["--min-quality", f"{min_quality:g}"] if min_quality is not None else []
+
+    def made_by(settings: Recorded) -> str:
+        words = ["dices", "report"]
+        for name, value in settings:
+            words += [flag(Option(name)), *([value] if value is not None else [])]
+        return shlex.join([*words, *chosen, "-o", str(output)])
+
     with one_means_hinted():
         run = run_report(
             Store(resolve_data_dir(data)),
@@ -180,7 +192,7 @@ def report(
             strict=strict,
             force=force,
             inputs=read_paths(data, raters),
-            selection_words=words,
+            made_by=made_by,
             tell=say,
         )
     for note in run.left_out:
