@@ -9,19 +9,25 @@ recogniser only, and are imported on the CLI's start-up path: reading, validatin
 storing live elsewhere, in the validator and the ingester each declaration names by its
 dotted path (`dices_cli.formats.validate` and `dices_cli.formats.ingest` find a file's family with
 `families_of_files` and call them through `named`; `dices_cli.download` fetches the declared
-files). Adding a family is adding a declaration here, its validator and ingester, its SQL
-and its tests.
+files). A family of its own code is a declaration here, its validator and ingester, its
+SQL and its tests; a dataset declared as data is a TOML file only
+(`dices_cli.families.declaration`): the package's own in `families/declared/`, a user's
+registered with `register` (`dices ingest --declaration FILE`; a data directory keeps them).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from dices_cli.families.declaration import DatasetDeclaration, DeclarationError
 from dices_cli.families.dices import DICES
 from dices_cli.families.family import Family, SourceFile, listed
 from dices_cli.families.prosocial import PROSOCIAL
+from dices_cli.families.registered import built_in, family_from, user_declarations
 
 __all__ = [
     "FAMILIES",
@@ -32,14 +38,46 @@ __all__ = [
     "family_of",
     "listed",
     "named",
+    "register",
+    "register_directory",
     "single_file_members",
 ]
 
 FAMILIES: dict[str, Family] = {family.name: family for family in (DICES, PROSOCIAL)}
+FAMILIES |= {declared.name: family_from(declared) for declared in built_in()}
+
+
+def register(declared: list[DatasetDeclaration]) -> list[Family]:
+    """Add declared datasets to the registry (again: no change), and return them. A name
+    another family already uses is refused: it would replace that family."""
+    added = []
+    for one in declared:
+        known = FAMILIES.get(one.name) or next(
+            (f for f in FAMILIES.values() if one.name in f.members), None
+        )
+        if known is not None and (
+            known.declared is None or replace(known.declared, origin="") != replace(one, origin="")
+        ):
+            raise DeclarationError(
+                f"{one.origin}: dataset.name {one.name!r} is already {known.title}'s "
+                f"(declared in {known.declared.origin if known.declared else 'dices'}); "
+                "give the dataset another name"
+            )
+        FAMILIES[one.name] = family = family_from(one)
+        added.append(family)
+    return added
+
+
+def register_directory(root: Path) -> None:
+    """Register the declarations a data directory keeps (`registered.USER_FOLDER`)."""
+    from dices_cli.families.declaration import read_declaration
+
+    for path in user_declarations(root):
+        register(read_declaration(path))
 
 
 def family_of(member: str) -> Family:
-    """The family a stored dataset (350, 990, prosocial) belongs to."""
+    """The family a stored dataset (350, 990, prosocial, a declared one) belongs to."""
     return next(f for f in FAMILIES.values() if member in f.members)
 
 

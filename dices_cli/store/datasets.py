@@ -234,7 +234,10 @@ class StoredDataset:
 
 class Store:
     def __init__(self, root: Path) -> None:
+        from dices_cli.families import register_directory
+
         self.root = root
+        register_directory(root)  # the datasets declared by the user's own files
         self._pinned: dict[str, tuple[StoredDataset, int]] | None = None  # see `pinned`
 
     def link(self, name: str) -> Path:
