@@ -18,7 +18,7 @@ registered with `register` (`dices ingest --declaration FILE`; a data directory 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,8 +43,64 @@ __all__ = [
     "single_file_members",
 ]
 
-FAMILIES: dict[str, Family] = {family.name: family for family in (DICES, PROSOCIAL)}
-FAMILIES |= {declared.name: family_from(declared) for declared in built_in()}
+
+class Registry(dict[str, Family]):
+    """The families by name: those of code of their own at once, the declared ones (TOML
+    files, parsed by tomllib) at the first look past them, so that a command that never
+    asks for one does not parse them."""
+
+    def __init__(self, families: tuple[Family, ...]) -> None:
+        super().__init__((family.name, family) for family in families)
+        self._loaded = False
+
+    def load(self) -> None:
+        if not self._loaded:
+            self._loaded = True
+            for declared in built_in():
+                super().__setitem__(declared.name, family_from(declared))
+
+    def __getitem__(self, name: str) -> Family:
+        if not super().__contains__(name):
+            self.load()
+        return super().__getitem__(name)
+
+    def __contains__(self, name: object) -> bool:
+        if super().__contains__(name):
+            return True
+        self.load()
+        return super().__contains__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name not in self:
+            return default
+        return self[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self.load()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self.load()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self.load()
+        return super().keys()
+
+    def values(self) -> Any:
+        self.load()
+        return super().values()
+
+    def items(self) -> Any:
+        self.load()
+        return super().items()
+
+    def __setitem__(self, name: str, family: Family) -> None:
+        self.load()
+        super().__setitem__(name, family)
+
+
+FAMILIES = Registry((DICES, PROSOCIAL))
 
 
 def register(declared: list[DatasetDeclaration]) -> list[Family]:

@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
-from dices_cli.errors import UsageError
-
 # A declaration is a small text file: larger is a mistake (a data file given in its place).
 MAX_DECLARATION_BYTES = 1 << 20
 FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
@@ -43,8 +41,9 @@ EXTENSIONS = {
 ROLES = ("ratings", "raters", "items")
 LAYOUTS = ("long", "lists")
 SCALE_KINDS = ("binary", "nominal", "ordinal")
-# A stored dataset's name: a folder of the data directory and a --dataset choice.
-NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+# A stored dataset's name: a folder of the data directory and the commands' dataset choice.
+# It names SQL views too, so: no "-".
+NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 RESERVED_NAMES = frozenset({"all", "auto"})
 # The column roles a file may give, each a list of columns (or a table: stored name ->
 # column); a nested JSON field is written "outer/inner".
@@ -62,9 +61,10 @@ COUNT_NAMES = ("items", "raters", "ratings")
 Value = str | int | float
 
 
-class DeclarationError(UsageError):
+class DeclarationError(ValueError):
     """A declaration that cannot be used as written: the message names the file, the key
-    and the fix."""
+    and the fix. (The families are below the errors' floor: the reader that registers a
+    declaration raises it again as a usage error.)"""
 
 
 @dataclass(frozen=True)
@@ -278,8 +278,9 @@ class _Checker:
             self.fail(
                 f"{where}.name",
                 f"is {name!r}",
-                "use lower-case letters, digits, - and _ (at most 40, not all or auto): it "
-                "names the dataset's folder and the --dataset choice",
+                "use a lower-case letter, then lower-case letters, digits and _ (at most 40, not "
+                "all or auto): it "
+                "names the dataset's folder and the dataset commands choose",
             )
         where = f"dataset {name!r}"
         files = table.get("file")

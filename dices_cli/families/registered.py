@@ -8,13 +8,14 @@ directory (`DIR/.families/`) so that every later command over that directory kno
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from dices_cli.families.declaration import DatasetDeclaration, FileSpec, read_declaration
 from dices_cli.families.family import Family, SourceFile
+
+if TYPE_CHECKING:
+    from dices_cli.families.declaration import DatasetDeclaration, FileSpec
 
 BUILT_IN = Path(__file__).with_name("declared")
 # Where a data directory keeps the declarations of what was ingested into it.
@@ -26,6 +27,8 @@ QUERIES: tuple[str, ...] = ()
 
 def built_in() -> list[DatasetDeclaration]:
     """Every dataset the package's own declaration files declare, in file-name order."""
+    from dices_cli.families.declaration import read_declaration
+
     return [d for path in sorted(BUILT_IN.glob("*.toml")) for d in read_declaration(path)]
 
 
@@ -84,6 +87,9 @@ def recogniser(declared: DatasetDeclaration) -> Callable[[bytes], bool]:
 
 
 def _file_recognises(spec: FileSpec, first: bytes) -> bool:
+    import csv
+    import json
+
     if not all(text.encode() in first for text in spec.contains):
         return False
     required = spec.required()
@@ -104,6 +110,8 @@ def _file_recognises(spec: FileSpec, first: bytes) -> bool:
 
 
 def _sniffed(first: bytes) -> str:
+    import json
+
     start = first.lstrip()[:1]
     if start == b"[":
         return "json"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from dices_cli.errors import Option, UsageError
-from dices_cli.families import Family, families_of_files, listed, named
+from dices_cli.families import Family, all_members, families_of_files, listed, named
 from dices_cli.formats.dices.csvparse import prefix
 from dices_cli.formats.validate import Progress, first_bytes, no_progress
 from dices_cli.output import Format, Output, check_output
@@ -87,6 +87,10 @@ def ingest(
     dataset (`dices_cli.families.declaration`), registered first.
     """
     choice, declared = _declared_choice(declaration, choice)
+    if choice != "auto" and choice not in all_members():
+        raise UsageError(
+            f"{choice!r} is not a dataset dices knows: auto, {listed(all_members(), 'or')}"
+        )
     files = [Path(path) for path in paths if str(path) != STDIN]
     if rejects is not None:  # before reading anything: the files may be large
         check_output(rejects, force, [*files, store.root], option=REJECTS)
@@ -118,9 +122,12 @@ def _declared_choice(declaration: Path | None, choice: str) -> tuple[str, list[F
     if declaration is None:
         return choice, None
     from dices_cli.families import register
-    from dices_cli.families.declaration import read_declaration
+    from dices_cli.families.declaration import DeclarationError, read_declaration
 
-    declared = register(read_declaration(declaration))
+    try:
+        declared = register(read_declaration(declaration))
+    except DeclarationError as error:
+        raise UsageError(str(error)) from None
     names = [family.name for family in declared]
     if choice == "auto" and len(declared) == 1:
         return declared[0].name, declared
@@ -137,7 +144,8 @@ def _recognised(declared: list[Family], firsts: list[bytes]) -> list[Family]:
     if not found:
         raise UsageError(
             "none of the files has the columns of a dataset of the declaration "
-            f"({listed([f.name for f in declared], 'or')}); give --dataset NAME"
+            f"({listed([f.name for f in declared], 'or')}); name it with ",
+            Option("dataset"),
         )
     return found
 

@@ -34,7 +34,7 @@ def ingest_declared(request: IngestRequest) -> list[IngestResult]:
     if invalid and request.rejects is None:
         raise InvalidInputError(
             f"{invalid[0].path} is not valid {declared.title} data as declared; nothing was "
-            "written (--rejects FILE writes the valid rows and lists the others)",
+            "written",
             invalid[0],
         )
     if built.tables["ratings"].is_empty():
