@@ -27,7 +27,7 @@ from dices_cli.families.declaration import DatasetDeclaration, DeclarationError
 from dices_cli.families.dices import DICES
 from dices_cli.families.family import Family, SourceFile, listed
 from dices_cli.families.prosocial import PROSOCIAL
-from dices_cli.families.registered import built_in, family_from, user_declarations
+from dices_cli.families.registered import BUILT_IN, built_in, family_from, user_declarations
 
 __all__ = [
     "FAMILIES",
@@ -104,24 +104,32 @@ FAMILIES = Registry((DICES, PROSOCIAL))
 
 
 def register(declared: list[DatasetDeclaration]) -> list[Family]:
-    """Add declared datasets to the registry (again: no change), and return them. A name
-    another family already uses is refused: it would replace that family."""
+    """Add declared datasets to the registry, and return them. A user's declaration
+    replaces an earlier one of the same name (edited and given again); a name that a family
+    of dices's own uses (DICES, ProsocialDialog, a built-in declaration) is refused."""
     added = []
     for one in declared:
         known = FAMILIES.get(one.name) or next(
             (f for f in FAMILIES.values() if one.name in f.members), None
         )
-        if known is not None and (
-            known.declared is None or replace(known.declared, origin="") != replace(one, origin="")
-        ):
+        if known is not None and _built_in(known) and not _same(known, one):
             raise DeclarationError(
-                f"{one.origin}: dataset.name {one.name!r} is already {known.title}'s "
-                f"(declared in {known.declared.origin if known.declared else 'dices'}); "
-                "give the dataset another name"
+                f"{one.origin}: dataset.name {one.name!r} is {known.title}'s, which dices "
+                "declares itself; give the dataset another name"
             )
         FAMILIES[one.name] = family = family_from(one)
         added.append(family)
     return added
+
+
+def _built_in(family: Family) -> bool:
+    return family.declared is None or Path(family.declared.origin).parent == BUILT_IN
+
+
+def _same(family: Family, one: DatasetDeclaration) -> bool:
+    return family.declared is not None and replace(family.declared, origin="") == replace(
+        one, origin=""
+    )
 
 
 def register_directory(root: Path) -> None:
