@@ -264,11 +264,11 @@ class Data:
         >>> d.sql("SELECT dataset, count(*) AS n FROM ratings GROUP BY 1 ORDER BY 1").rows()
         [('350', 4920), ('990', 5855)]
         """
-        from dices_cli.families import FAMILIES
+        from dices_cli.families import FAMILIES, all_members
         from dices_cli.queries.sandbox import run_sql, user_tables
         from dices_cli.raters.selection import resolve
 
-        check_choice("dataset", dataset, ("all", "350", "990", "prosocial"))
+        check_choice("dataset", dataset, ("all", *all_members()))
         selection = _selection(raters, exclude_removed, min_quality)
         if dataset in FAMILIES:
             refuse_rater_selection(FAMILIES[dataset], chooses(selection))

@@ -9,19 +9,25 @@ recogniser only, and are imported on the CLI's start-up path: reading, validatin
 storing live elsewhere, in the validator and the ingester each declaration names by its
 dotted path (`dices_cli.formats.validate` and `dices_cli.formats.ingest` find a file's family with
 `families_of_files` and call them through `named`; `dices_cli.download` fetches the declared
-files). Adding a family is adding a declaration here, its validator and ingester, its SQL
-and its tests.
+files). A family of its own code is a declaration here, its validator and ingester, its
+SQL and its tests; a dataset declared as data is a TOML file only
+(`dices_cli.families.declaration`): the package's own in `families/declared/`, a user's
+registered with `register` (`dices ingest --declaration FILE`; a data directory keeps them).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from dices_cli.families.declaration import DatasetDeclaration, DeclarationError
 from dices_cli.families.dices import DICES
 from dices_cli.families.family import Family, SourceFile, listed
 from dices_cli.families.prosocial import PROSOCIAL
+from dices_cli.families.registered import BUILT_IN, built_in, family_from, user_declarations
 
 __all__ = [
     "FAMILIES",
@@ -32,14 +38,110 @@ __all__ = [
     "family_of",
     "listed",
     "named",
+    "register",
+    "register_directory",
     "single_file_members",
 ]
 
-FAMILIES: dict[str, Family] = {family.name: family for family in (DICES, PROSOCIAL)}
+
+class Registry(dict[str, Family]):
+    """The families by name: those of code of their own at once, the declared ones (TOML
+    files, parsed by tomllib) at the first look past them, so that a command that never
+    asks for one does not parse them."""
+
+    def __init__(self, families: tuple[Family, ...]) -> None:
+        super().__init__((family.name, family) for family in families)
+        self._loaded = False
+
+    def load(self) -> None:
+        if not self._loaded:
+            self._loaded = True
+            for declared in built_in():
+                super().__setitem__(declared.name, family_from(declared))
+
+    def __getitem__(self, name: str) -> Family:
+        if not super().__contains__(name):
+            self.load()
+        return super().__getitem__(name)
+
+    def __contains__(self, name: object) -> bool:
+        if super().__contains__(name):
+            return True
+        self.load()
+        return super().__contains__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name not in self:
+            return default
+        return self[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self.load()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self.load()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self.load()
+        return super().keys()
+
+    def values(self) -> Any:
+        self.load()
+        return super().values()
+
+    def items(self) -> Any:
+        self.load()
+        return super().items()
+
+    def __setitem__(self, name: str, family: Family) -> None:
+        self.load()
+        super().__setitem__(name, family)
+
+
+FAMILIES = Registry((DICES, PROSOCIAL))
+
+
+def register(declared: list[DatasetDeclaration]) -> list[Family]:
+    """Add declared datasets to the registry, and return them. A user's declaration
+    replaces an earlier one of the same name (edited and given again); a name that a family
+    of dices's own uses (DICES, ProsocialDialog, a built-in declaration) is refused."""
+    added = []
+    for one in declared:
+        known = FAMILIES.get(one.name) or next(
+            (f for f in FAMILIES.values() if one.name in f.members), None
+        )
+        if known is not None and _built_in(known) and not _same(known, one):
+            raise DeclarationError(
+                f"{one.origin}: dataset.name {one.name!r} is {known.title}'s, which dices "
+                "declares itself; give the dataset another name"
+            )
+        FAMILIES[one.name] = family = family_from(one)
+        added.append(family)
+    return added
+
+
+def _built_in(family: Family) -> bool:
+    return family.declared is None or Path(family.declared.origin).parent == BUILT_IN
+
+
+def _same(family: Family, one: DatasetDeclaration) -> bool:
+    return family.declared is not None and replace(family.declared, origin="") == replace(
+        one, origin=""
+    )
+
+
+def register_directory(root: Path) -> None:
+    """Register the declarations a data directory keeps (`registered.USER_FOLDER`)."""
+    from dices_cli.families.declaration import read_declaration
+
+    for path in user_declarations(root):
+        register(read_declaration(path))
 
 
 def family_of(member: str) -> Family:
-    """The family a stored dataset (350, 990, prosocial) belongs to."""
+    """The family a stored dataset (350, 990, prosocial, a declared one) belongs to."""
     return next(f for f in FAMILIES.values() if member in f.members)
 
 

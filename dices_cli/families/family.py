@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dices_cli.families.declaration import DatasetDeclaration
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,9 @@ class Family:
     has_raters: bool
     has_demographics: bool
     has_gold: bool
+    # A dataset declared as data (`dices_cli.families.declaration`): its files' roles and
+    # its labels' scales. None: a family with code of its own (DICES, ProsocialDialog).
+    declared: DatasetDeclaration | None = None
 
     def title_of(self, member: str) -> str:
         """The name a message gives one stored dataset ("DICES-350", "ProsocialDialog")."""

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from dices_cli.errors import Option, UsageError
-from dices_cli.families import families_of_files, listed, named
+from dices_cli.families import Family, all_members, families_of_files, listed, named
+from dices_cli.formats.dices.csvparse import prefix
 from dices_cli.formats.validate import Progress, first_bytes, no_progress
 from dices_cli.output import Format, Output, check_output
 from dices_cli.problems import MAX_KEPT_PROBLEMS, Problem, Report
@@ -48,6 +49,7 @@ class IngestRequest:
     # the whole call.
     rejects: Path | None
     progress: Progress
+    family: Family | None = None  # the family the files are of
 
 
 @dataclass(frozen=True)
@@ -74,14 +76,21 @@ def ingest(
     rejects: Path | None = None,
     progress: Progress = no_progress,
     max_size: int = DEFAULT_MAX_SIZE,
+    declaration: Path | None = None,
 ) -> list[IngestResult]:
     """Validate every file, then write each dataset atomically; all or nothing per call.
 
     Without `rejects`, any error refuses the whole call and writes nothing. With it,
     valid rows are written and every rejected record goes to `rejects`. A path `-` is
     stdin; a compressed or piped input may hold at most `max_size` bytes of text. The
-    files of one call are of one family.
+    files of one call are of one family. `declaration`: a TOML file declaring the files'
+    dataset (`dices_cli.families.declaration`), registered first.
     """
+    choice, declared = _declared_choice(declaration, choice)
+    if choice != "auto" and choice not in all_members():
+        raise UsageError(
+            f"{choice!r} is not a dataset dices knows: auto, {listed(all_members(), 'or')}"
+        )
     files = [Path(path) for path in paths if str(path) != STDIN]
     if rejects is not None:  # before reading anything: the files may be large
         check_output(rejects, force, [*files, store.root], option=REJECTS)
@@ -90,15 +99,55 @@ def ingest(
     checksum.prefetch(files)
     with contextlib.ExitStack() as opened:
         sources = [opened.enter_context(open_source(path, max_size)) for path in paths]
-        firsts = [first_bytes(source) for source in sources]
-        families = families_of_files(firsts, choice)
+        firsts = [first_bytes(source) if declared is None else prefix(source) for source in sources]
+        families = (
+            families_of_files(firsts, choice)
+            if declared is None or choice != "auto"
+            else _recognised(declared, firsts)
+        )
         if len(families) > 1:
             raise UsageError(
                 f"{listed([f.title for f in families], 'and')} files are ingested separately; "
                 "give the files of one family at a time"
             )
         ingests: FamilyIngest = named(families[0].ingests)
-        return ingests(IngestRequest(sources, firsts, choice, store, force, rejects, progress))
+        return ingests(
+            IngestRequest(sources, firsts, choice, store, force, rejects, progress, families[0])
+        )
+
+
+def _declared_choice(declaration: Path | None, choice: str) -> tuple[str, list[Family] | None]:
+    """The dataset asked for, and the families a declaration file registers (None: none
+    given); a declaration of one dataset chooses it."""
+    if declaration is None:
+        return choice, None
+    from dices_cli.families import register
+    from dices_cli.families.declaration import DeclarationError, read_declaration
+
+    try:
+        declared = register(read_declaration(declaration))
+    except DeclarationError as error:
+        raise UsageError(str(error)) from None
+    names = [family.name for family in declared]
+    if choice == "auto" and len(declared) == 1:
+        return declared[0].name, declared
+    if choice not in ("auto", *names):
+        raise UsageError(f"{declaration} declares {listed(names, 'and')}, not {choice}")
+    return choice, declared
+
+
+def _recognised(declared: list[Family], firsts: list[bytes]) -> list[Family]:
+    """The declared families whose files these are, by their first bytes."""
+    found = [
+        f for f in declared if any(f.recognises is not None and f.recognises(b) for b in firsts)
+    ]
+    if not found:
+        raise UsageError(
+            "none of the files has the columns of a dataset of the declaration "
+            f"({listed([f.name for f in declared], 'or')}); name it with ",
+            Option("dataset"),
+        )
+    return found
 
 
 def write_rejects(files: Iterable[tuple[Source, Iterable[Rejected]]], handle: BinaryIO) -> int:

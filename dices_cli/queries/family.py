@@ -78,13 +78,15 @@ class FamilySession(Session):
             named, {table: () for table in family.tables}, family.tables, [name]
         )
         self._choose_stored(stored, family.tables, tables)
-        annotations = family.enums["annotation"]
+        # A family of one annotation scale (ProsocialDialog) has its plurality type too.
+        annotations = family.enums.get("annotation")
+        plurality = sql_literals([*(annotations or ()), "tie"])
         setup = [
             *(
                 f"CREATE TYPE {enum}_t AS ENUM ({sql_literals(values)})"
                 for enum, values in family.enums.items()
             ),
-            f"CREATE TYPE annotation_plurality AS ENUM ({sql_literals([*annotations, 'tie'])})",
+            *([f"CREATE TYPE annotation_plurality AS ENUM ({plurality})"] if annotations else []),
             CROWD_LABEL_TYPE,
             f"CREATE TYPE dataset_name AS ENUM ({sql_literals([name])})",
             f"CREATE SCHEMA {INTERNAL}",

@@ -234,7 +234,14 @@ class StoredDataset:
 
 class Store:
     def __init__(self, root: Path) -> None:
+        from dices_cli.families import register_directory
+        from dices_cli.families.declaration import DeclarationError
+
         self.root = root
+        try:
+            register_directory(root)  # the datasets declared by the user's own files
+        except DeclarationError as error:
+            raise UsageError(str(error)) from None
         self._pinned: dict[str, tuple[StoredDataset, int]] | None = None  # see `pinned`
 
     def link(self, name: str) -> Path:
@@ -511,23 +518,30 @@ def _fsync_tree(directory: Path) -> None:
             os.fsync(handle.fileno())
 
 
-# What `inventory` counts, by whether the dataset's manifest counts dialogues (a family of
-# dialogues, as ProsocialDialog) or not (DICES), and the manifest's name for a unit.
+# What `inventory` counts, by the kind of units a dataset's manifest counts (DICES's
+# conversations, ProsocialDialog's dialogues, a declared dataset's items), and the
+# manifest's name for a unit.
 UNITS = {
-    False: ("conversations", "raters", "ratings"),
-    True: ("dialogues", "utterances", "annotations"),
+    "conversations": ("conversations", "raters", "ratings"),
+    "dialogues": ("dialogues", "utterances", "annotations"),
+    "items": ("items", "raters", "ratings"),
 }
 COUNTED_AS = {"utterances": "items", "annotations": "ratings"}
 
 
+def _units_of(counts: dict[str, Any]) -> str:
+    return next((kind for kind in ("conversations", "dialogues") if kind in counts), "items")
+
+
 def inventory(store: Store) -> list[dict[str, Any]]:
     """One record per ingested dataset: what it holds and where it came from. Each family's
-    units are counted as they are: DICES's conversations, raters and ratings, and
-    ProsocialDialog's dialogues, utterances and annotations (it has no raters); a family's
-    columns are there when one of its datasets is, empty in the other family's rows."""
+    units are counted as they are: DICES's conversations, raters and ratings,
+    ProsocialDialog's dialogues, utterances and annotations (it has no raters), a declared
+    dataset's items, raters and ratings; a kind's columns are there when one of its datasets
+    is, empty in the other datasets' rows."""
     ingested = [(name, store.open(name)) for name in store.ingested()]
-    kinds = {name: "dialogues" in stored.manifest["counts"] for name, stored in ingested}
-    units = [unit for kind in (False, True) if kind in kinds.values() for unit in UNITS[kind]]
+    kinds = {name: _units_of(stored.manifest["counts"]) for name, stored in ingested}
+    units = list(dict.fromkeys(u for kind in UNITS if kind in kinds.values() for u in UNITS[kind]))
     records = []
     for name, stored in ingested:
         manifest = stored.manifest

@@ -46,6 +46,25 @@ Files = Annotated[
     # A directory is refused by `_inputs`, which says how to give a data directory.
     typer.Argument(help="DICES CSV files (plain or .gz); - reads stdin.", show_default=False),
 ]
+# Ingest reads any registered dataset: DICES's two, ProsocialDialog, the declared ones.
+IngestDataset = Annotated[
+    str,
+    typer.Option(
+        "--dataset",
+        "-d",
+        help="Which dataset the files are: auto (by their content), 350, 990, or a declared "
+        "dataset's name (dices download --dry-run lists the built-in ones).",
+    ),
+]
+Declaration = Annotated[
+    Path | None,
+    typer.Option(
+        "--declaration",
+        help="A TOML file declaring your dataset: files, column roles, label scales "
+        "(docs/datasets.md; dices describe FILE writes a draft).",
+        dir_okay=False,
+    ),
+]
 MaxSize = Annotated[
     str,
     typer.Option(
@@ -107,7 +126,8 @@ def _collector_paused() -> Iterator[None]:
 def ingest(
     files: Files,
     data: DataDir = None,
-    dataset: DatasetChoice = "auto",
+    dataset: IngestDataset = "auto",
+    declaration: Declaration = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -130,6 +150,8 @@ def ingest(
     Each file becomes DIR/350 or DIR/990 (items, raters, ratings and a manifest).
     ProsocialDialog's JSON Lines files (train.json, valid.json, test.json; any of them,
     recognised by their content) become one DIR/prosocial (items, ratings, manifest).
+    A declared dataset's files (the built-in POPQUORN, LeWiDi and D3CODE sets, or your own
+    with --declaration FILE) become DIR/NAME (items, raters, ratings, manifest).
     Invalid input is refused whole unless --rejects is given. Writing is atomic: an
     interrupted ingest leaves the previous data as it was.
 
@@ -142,6 +164,8 @@ def ingest(
         dices ingest messy.csv --rejects rejected.csv
 
         gunzip -c dices_990.csv.gz | dices ingest -
+
+        dices ingest ratings.csv --declaration my-dataset.toml
     """
     from dices_cli.read import checksum
 
@@ -153,7 +177,9 @@ def ingest(
 
         store = Store(resolve_data_dir(data))
         with progress_bar(enabled=True) as progress, _max_size_named():
-            results = run_ingest(files, store, dataset, force, rejects, progress, limit)
+            results = run_ingest(
+                files, store, dataset, force, rejects, progress, limit, declaration
+            )
     for result in results:
         for note in result.notes:
             say(note)

@@ -4,7 +4,7 @@ queries are `dices_cli.cli.commands.canned`'s `dices query`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
@@ -27,12 +27,13 @@ from dices_cli.cli.commands.options import (
 
 # The families are never mixed: all is DICES's two datasets.
 SqlDataset = Annotated[
-    Literal["all", "350", "990", "prosocial"],
+    str,
     typer.Option(
         "--dataset",
         "-d",
-        help="Which ingested dataset(s) to read: all (DICES-350 and DICES-990), 350, 990, or "
-        "prosocial (ProsocialDialog, whose views are its own: never mixed with DICES).",
+        help="Which ingested dataset(s) to read: all (DICES-350 and DICES-990), 350, 990, "
+        "prosocial (ProsocialDialog), or a declared dataset's name (dices info lists what is "
+        "ingested); another family's views are its own, never mixed with DICES.",
     ),
 ]
 
@@ -110,11 +111,12 @@ def sql(
         dices sql -d prosocial "SELECT source, count(*) FROM items GROUP BY 1 ORDER BY 1"
     """
     from dices_cli.errors import UsageError
-    from dices_cli.families import FAMILIES
+    from dices_cli.families import FAMILIES, all_members
     from dices_cli.output import SMALL_CELLS, TEXT_FORMATS, Output
     from dices_cli.queries.family import session_for
     from dices_cli.queries.sandbox import add_tables, read_table, run_sql, user_tables
     from dices_cli.raters.selection import resolve
+    from dices_cli.runs import check_choice
     from dices_cli.shape import Shape
     from dices_cli.store.datasets import Store, resolve_data_dir
 
@@ -126,7 +128,8 @@ def sql(
     tables = user_tables(table or [])
     inputs = read_paths(data, raters) + [Path(f) for f in tables.values() if f != "-"]
     written = Output.build(fmt, output, force, inputs)  # -o FILE checked before the work
-    store = Store(resolve_data_dir(data))
+    store = Store(resolve_data_dir(data))  # registers the datasets declared there
+    check_choice("dataset", dataset, ("all", *all_members()))
     selection = (
         None
         if dataset in FAMILIES

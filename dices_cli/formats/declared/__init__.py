@@ -1,0 +1,1 @@
+"""Reading, checking and storing a dataset declared as data (`dices_cli.families.declaration`)."""
