@@ -146,3 +146,38 @@ def ratings_by_group(data: Crossed) -> Any:
         stratum_of_rater=data.group_of_rater.copy(),
         conversations=data.yes.shape[1],
     )
+
+
+def calibration(
+    datasets: int, seed: int, shift: float = 0.0, shifted: int = 2, permutations: int = 200
+) -> dict[str, Any]:
+    """Over `datasets` simulated datasets (GROUP_SIZES, `shift` on group `shifted`), per
+    group: how often the clustered interval of its share holds its true share
+    ("share_coverage") and that of its difference from the rest the true difference
+    ("difference_coverage"), and how often its permutation p_value is below 0.05
+    ("rejections"); how often p_groups_differ is ("omnibus_rejections")."""
+    from dices_cli.metrics.shares import family_test, share_intervals
+
+    rng = np.random.default_rng(seed)
+    groups = len(GROUP_SIZES)
+    held = np.zeros((2, groups))
+    rejections, omnibus = np.zeros(groups), 0
+    sizes = np.array(GROUP_SIZES, dtype=np.float64)
+    for dataset in range(datasets):
+        data = simulate(rng, shift=(shifted, shift) if shift else None)
+        truth = data.true_shares()
+        others = (truth @ sizes - truth * sizes) / (sizes.sum() - sizes)
+        ratings = ratings_by_group(data)
+        low, high, _ = share_intervals(ratings, "clustered")
+        test = family_test(ratings, list(range(groups)), "clustered", permutations, dataset)
+        held[0] += (low <= truth) & (truth <= high)
+        held[1] += (test.low <= truth - others) & (truth - others <= test.high)
+        rejections += test.p_value < 0.05
+        omnibus += test.p_groups_differ < 0.05
+    return {
+        "sizes": list(GROUP_SIZES),
+        "share_coverage": (held[0] / datasets).tolist(),
+        "difference_coverage": (held[1] / datasets).tolist(),
+        "rejections": (rejections / datasets).tolist(),
+        "omnibus_rejections": omnibus / datasets,
+    }
