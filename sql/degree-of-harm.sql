@@ -2,9 +2,9 @@
 -- summary: Q_overall per expert degree of harm (Benign to Extreme), optionally per rater group.
 -- datasets: 350 990
 -- param by: columns = []: Also break down by these rater columns.
--- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_yes is made: clustered resamples raters within their group and conversations (raters and conversations like these); conversations resamples conversations only (this rater pool); wilson treats every rating as independent (too narrow: ratings of one rater or conversation are not).
--- param bootstrap: integer in [0, 10000] = 1000: Bootstrap resamples behind a clustered or conversations interval (0 = no interval; 10,000 take 0.45 GB on DICES-990).
--- param seed: integer in [0, 4294967295] = 0: Seed of the bootstrap; the same seed gives the same intervals.
+-- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_yes is made: clustered counts raters and conversations as samples (raters and conversations like these; a two-way cluster-robust variance, t with Satterthwaite degrees of freedom, on the logit); conversations counts conversations only (this rater pool); wilson treats every rating as independent (too narrow: ratings of one rater or conversation are not).
+-- param permutations: integer in [0, 100000] = 1000: Random relabellings of the raters behind p_value, p_adjusted and p_groups_differ (0 = no test).
+-- param seed: integer in [0, 4294967295] = 0: Seed of the relabellings; the same seed gives the same p-values.
 -- compute: dices_cli.metrics.shares:compute
 -- column dataset: The dataset: 350 or 990.
 -- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
@@ -17,14 +17,23 @@
 -- column share_yes_ci_low: Lower end of the 95% interval of share_yes, made as `interval` says.
 -- column share_yes_ci_high: Upper end of the 95% interval of share_yes.
 -- column interval: The method of the interval: clustered, conversations or wilson.
+-- column interval_note: Empty where the interval holds its level; else why it is left empty (fewer than 5 raters or conversations: no interval holds there).
+-- column difference: The group's share_yes minus that of the other groups' ratings (of the same dataset and, for degree-of-harm, degree); empty without --by.
+-- column difference_ci_low: Lower end of the 95% interval of difference, made as `interval` says (empty below 5 raters on either side).
+-- column difference_ci_high: Upper end of the 95% interval of difference.
+-- column p_value: Two-sided p-value of difference, from relabelling the raters at random with every group's size kept.
+-- column p_adjusted: p_value adjusted by Benjamini-Hochberg over the groups of the dataset (and degree).
+-- column p_groups_differ: One p-value per dataset (and degree), the same on each of its rows: do the groups' shares differ at all (their ratings-weighted spread, against relabelled raters)?
 -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by}, degree_of_harm per dataset
 -- answer: share_yes, share_yes_ci_low, share_yes_ci_high
 -- explanation:
 --   Does the crowd's verdict follow the experts' severity? For each degree_of_harm (in
 --   order of severity; empty where the experts gave none) the number of conversations and
 --   ratings, how the ratings split between No, Yes and Unsure, and a 95% interval for the
---   share of Yes: by default a two-way bootstrap of the raters (within each --by group, or
---   the whole pool) and of the conversations, as in `qoverall-by-demographic`.
+--   share of Yes: by default clustered, counting the raters (within each --by group, or
+--   the whole pool) and the conversations as samples, as in `qoverall-by-demographic`.
+--   With --by, each group's difference from the other groups of its degree, with its
+--   interval, p_value, p_adjusted and p_groups_differ, as there.
 SELECT
     COLUMNS(lambda c: c IN ('dataset', 'degree_of_harm') OR list_contains($by, c)),
     count(DISTINCT item_id) AS conversations,

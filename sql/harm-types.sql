@@ -1,9 +1,7 @@
 -- name: harm-types
 -- summary: One row per normalised harm tag: conversations, ratings, share of Yes and of gold Yes.
 -- datasets: 350 990
--- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_yes is made: clustered resamples raters and conversations (raters and conversations like these); conversations resamples conversations only (this rater pool); wilson treats every rating as independent (too narrow: ratings of one rater or conversation are not).
--- param bootstrap: integer in [0, 10000] = 1000: Bootstrap resamples behind a clustered or conversations interval (0 = no interval; 10,000 take 0.45 GB on DICES-990).
--- param seed: integer in [0, 4294967295] = 0: Seed of the bootstrap; the same seed gives the same intervals.
+-- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_yes is made: clustered counts raters and conversations as samples (raters and conversations like these; a two-way cluster-robust variance, t with Satterthwaite degrees of freedom, on the logit); conversations counts conversations only (this rater pool); wilson treats every rating as independent (too narrow: ratings of one rater or conversation are not).
 -- compute: dices_cli.metrics.shares:compute
 -- column dataset: The dataset: 350 or 990.
 -- column harm_tag: A lower-case harm tag; empty for conversations without a harm_type.
@@ -14,16 +12,17 @@
 -- column share_yes_ci_low: Lower end of the 95% interval of share_yes, made as `interval` says.
 -- column share_yes_ci_high: Upper end of the 95% interval of share_yes.
 -- column interval: The method of the interval: clustered, conversations or wilson.
+-- column interval_note: Empty where the interval holds its level; else why it is left empty (fewer than 5 raters or conversations: no interval holds there).
 -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by harm_tag per dataset
 -- answer: share_yes, share_yes_ci_low, share_yes_ci_high
 -- explanation:
 --   Which harm topics do raters find unsafe? harm_type is split into lower-case tags (a
 --   conversation can have several, so it counts under each of its tags). share_yes is
---   the crowd's share of Yes over the tag's ratings, with a 95% interval: by default a
---   two-way bootstrap of the raters and the conversations (the same resamples for every
---   tag), as in `qoverall-by-demographic`; share_gold_unsafe the share of its
---   conversations the experts labelled unsafe (DICES-350 only). Conversations without a
---   harm_type appear under an empty tag.
+--   the crowd's share of Yes over the tag's ratings, with a 95% interval: by default
+--   clustered by raters and conversations, as in `qoverall-by-demographic` (a tag of
+--   fewer than 5 conversations gets none, and interval_note says so); share_gold_unsafe
+--   the share of its conversations the experts labelled unsafe (DICES-350 only).
+--   Conversations without a harm_type appear under an empty tag.
 WITH per_item AS (
     SELECT
         dataset,

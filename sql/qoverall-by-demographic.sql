@@ -2,9 +2,9 @@
 -- summary: Q_overall per demographic group, or per intersection of groups, with 95% intervals.
 -- datasets: 350 990
 -- param by: columns, required: Rater columns to group by; several --by give their intersection.
--- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_yes is made: clustered resamples raters within their group and conversations (raters and conversations like these); conversations resamples conversations only (this rater pool); wilson treats every rating as independent (too narrow: ratings of one rater or conversation are not).
--- param bootstrap: integer in [0, 10000] = 1000: Bootstrap resamples behind a clustered or conversations interval (0 = no interval; 10,000 take 0.45 GB on DICES-990).
--- param seed: integer in [0, 4294967295] = 0: Seed of the bootstrap; the same seed gives the same intervals.
+-- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_yes is made: clustered counts raters and conversations as samples (raters and conversations like these; a two-way cluster-robust variance, t with Satterthwaite degrees of freedom, on the logit); conversations counts conversations only (this rater pool); wilson treats every rating as independent (too narrow: ratings of one rater or conversation are not).
+-- param permutations: integer in [0, 100000] = 1000: Random relabellings of the raters behind p_value, p_adjusted and p_groups_differ (0 = no test).
+-- param seed: integer in [0, 4294967295] = 0: Seed of the relabellings; the same seed gives the same p-values.
 -- compute: dices_cli.metrics.shares:compute
 -- column dataset: The dataset: 350 or 990.
 -- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
@@ -19,18 +19,31 @@
 -- column share_yes_ci_low: Lower end of the 95% interval of share_yes, made as `interval` says.
 -- column share_yes_ci_high: Upper end of the 95% interval of share_yes.
 -- column interval: The method of the interval: clustered, conversations or wilson.
+-- column interval_note: Empty where the interval holds its level; else why it is left empty (fewer than 5 raters or conversations: no interval holds there).
+-- column difference: The group's share_yes minus that of the other groups' ratings (of the same dataset and, for degree-of-harm, degree); empty without --by.
+-- column difference_ci_low: Lower end of the 95% interval of difference, made as `interval` says (empty below 5 raters on either side).
+-- column difference_ci_high: Upper end of the 95% interval of difference.
+-- column p_value: Two-sided p-value of difference, from relabelling the raters at random with every group's size kept.
+-- column p_adjusted: p_value adjusted by Benjamini-Hochberg over the groups of the dataset (and degree).
+-- column p_groups_differ: One p-value per dataset (and degree), the same on each of its rows: do the groups' shares differ at all (their ratings-weighted spread, against relabelled raters)?
 -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by} per dataset
 -- answer: share_yes, share_yes_ci_low, share_yes_ci_high
 -- explanation:
 --   Do groups of raters see safety differently? One row per group (in the columns' own
 --   order, e.g. gen z, millenial, gen x+): how many raters and ratings it has, how its
 --   ratings split between No, Yes and Unsure, and a 95% interval for its share of Yes.
---   The interval is clustered by default: a two-way bootstrap that resamples the group's
---   raters and the conversations (--bootstrap times, seeded by --seed), so it covers what
---   raters and conversations like these would say; --interval conversations resamples
---   conversations only (this rater pool), --interval wilson treats the ratings as
---   independent, which they are not (many times too narrow). The interval column names the
---   method. `dices query agreement` tests group differences.
+--   The interval is clustered by default: it counts the group's raters and the
+--   conversations as samples (a two-way cluster-robust variance, t with Satterthwaite
+--   degrees of freedom, on the logit), so it covers what raters and conversations like
+--   these would say, from 5 raters up; a smaller group's row says so in interval_note
+--   instead of an interval. --interval conversations counts conversations only (this
+--   rater pool), --interval wilson treats the ratings as independent, which they are not
+--   (many times too narrow). Does a group say Yes more often than the others? difference
+--   is its share minus the other groups', with its interval; p_value tests it by
+--   relabelling raters at random (group sizes kept; --permutations, --seed), p_adjusted
+--   corrects for the number of groups (Benjamini-Hochberg), and p_groups_differ asks
+--   whether the groups differ at all. (`dices query agreement` measures how much a
+--   group's raters agree with each other and with the rest, not their share of Yes.)
 WITH grouped AS (
     SELECT
         COLUMNS(lambda c: c = 'dataset' OR list_contains($by, c)),

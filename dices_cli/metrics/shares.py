@@ -1,4 +1,4 @@
-"""Intervals of shares of Yes over groups of ratings: the compute step of
+"""Intervals and tests of shares of Yes over groups of ratings: the compute step of
 `qoverall-by-demographic`, `degree-of-harm` and `harm-types`.
 
 Each of those queries' SQL gives one row per result row with its counts and shares, and
@@ -6,20 +6,29 @@ three lists holding every rating behind the row: its rater, its conversation and
 is Yes (1) or not (0). This step adds the 95% interval of share_yes, by the method the
 `interval` parameter names (docs/metrics.md, "Intervals of group shares"):
 
-- clustered: a two-way bootstrap. A resample draws, within each rater stratum (the group
-  columns of `by`: the whole pool without them), as many raters as it has, with replacement,
-  and, across the dataset, as many conversations as there are; a rating's weight is its
-  rater's count times its conversation's. Raters and conversations like these.
-- conversations: conversations only, every rater once. This rater pool.
+- clustered: raters and conversations like these. The share's variance is the two-way
+  cluster-robust one (Cameron, Gelbach & Miller 2011) of the ratio of Yes to ratings:
+  rater sums plus conversation sums minus rater x conversation sums of the linearised
+  residuals, each one-way part scaled by G / (G - 1) for its G clusters (CR1). Its
+  quantile is Student's t with Satterthwaite degrees of freedom: the rater part has the
+  group's raters - 1, so a group of 5 raters gets about 4 (t = 2.8), not the normal's
+  1.96, which is where a percentile bootstrap falls short with few raters. The interval is
+  made on the logit of the share and mapped back: it lies in (0, 1), holds the share, and
+  follows the skew of a share near 0 or 1.
+- conversations: this rater pool; the conversation part alone, conversations - 1 degrees
+  of freedom, on the logit too.
 - wilson: the Wilson score interval over the ratings, as if they were independent.
 
-A row's share in resample b is (w_rater[b] @ Yes @ w_conversation[b]) / (w_rater[b] @ N @
-w_conversation[b]), Yes and N the row's rater x conversation counts: one matrix product per
-row for all resamples at once. Weights and counts are whole numbers, so every sum is exact
-and the shares do not depend on the order of summation.
+Below MIN_CLUSTERS raters (clustered) or conversations (both) no construction holds its
+level: the row's ends are empty and `interval_note` says why.
 
-Each dataset is resampled with the same seeds, so `-d 350` gives the DICES-350 rows of
-`-d all`, and every row of a dataset comes from the same resamples.
+A query with a `by` parameter also gets each group's test against the rest of its family
+(the rows that differ only in the `by` columns: a dataset, or a dataset's degree of harm):
+`difference` (the group's share minus the rest's) with its interval, made as the share's
+(clustered: each side's raters and the shared conversations, Satterthwaite across the
+three), `p_value` from permuting the raters' group labels (group sizes kept), `p_adjusted`
+(Benjamini-Hochberg over the family) and `p_groups_differ`, the permutation p-value of the
+family's between-group spread of shares (do the groups differ at all?).
 """
 
 from __future__ import annotations
@@ -27,22 +36,38 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from dices_cli.metrics.bootstrap import bootstrap_weights, percentile_interval, rater_weights
 from dices_cli.metrics.compute import array_values, dense_codes
+from dices_cli.metrics.permutation import (
+    RELATIVE_TIE,
+    benjamini_hochberg,
+    shuffled_labellings,
+    two_sided_p_values,
+)
+from dices_cli.metrics.student_t import t_quantile
 from dices_cli.output import Table
 
 # The columns of the SQL that list a row's ratings; the step reads and drops them.
 RATING_LISTS = ("rating_rater", "rating_item", "rating_yes")
-INTERVAL_COLUMNS = ("share_yes_ci_low", "share_yes_ci_high", "interval")
+INTERVAL_COLUMNS = ("share_yes_ci_low", "share_yes_ci_high", "interval", "interval_note")
+TEST_COLUMNS = (
+    "difference",
+    "difference_ci_low",
+    "difference_ci_high",
+    "p_value",
+    "p_adjusted",
+    "p_groups_differ",
+)
 Z_95 = 1.959963984540054  # the normal distribution's 97.5th percentile
-# Resamples whose weights are held as floats at once: 8 MB for DICES-990's conversations.
-BLOCK = 2000
+LEVEL = 0.95
+# Fewest raters (clustered) and conversations of a row whose interval holds its level: the
+# smallest group size of the calibration (docs/metrics.md).
+MIN_CLUSTERS = 5
 
 
 def wilson_interval(
@@ -75,85 +100,213 @@ class Ratings:
     def rows(self) -> int:
         return len(self.starts) - 1
 
-
-def two_way_seeds(seed: int) -> tuple[int, int]:
-    """The seeds of the rater and of the conversation draws, both derived from `seed`."""
-    rater, conversation = np.random.SeedSequence(seed).spawn(2)
-    return int(rater.generate_state(1)[0]), int(conversation.generate_state(1)[0])
+    def part(self, row: int) -> slice:
+        return slice(self.starts[row], self.starts[row + 1])
 
 
-def resample_weights(
-    ratings: Ratings, method: str, draws: int, seed: int
-) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
-    """(draws + 1, raters) and (draws + 1, conversations) counts, row 0 all ones: raters
-    within their stratum ("clustered"; "conversations": every rater once in every resample)
-    and conversations."""
-    rater_seed, conversation_seed = two_way_seeds(seed)
-    if method == "clustered":
-        raters = rater_weights(ratings.stratum_of_rater, draws, rater_seed)
-    else:
-        raters = np.ones((draws + 1, len(ratings.stratum_of_rater)), dtype=np.int32)
-    return raters, bootstrap_weights(ratings.conversations, draws, conversation_seed)
+@dataclass(frozen=True)
+class Variance:
+    """A variance made of parts, each with its degrees of freedom: its total and the
+    Satterthwaite degrees of freedom of the total."""
+
+    total: float
+    df: float
+
+    @classmethod
+    def of(cls, parts: Sequence[tuple[float, float]], overlap: float = 0.0) -> Variance:
+        """The sum of `parts` ((variance, df) each) less `overlap`, the part counted twice
+        (never below the largest single sum of parts: a two-way variance is at least its
+        one-way ones)."""
+        summed = sum(v for v, _ in parts)
+        total = max(summed - overlap, max(v for v, _ in parts))
+        spread = sum(v * v / df for v, df in parts if df > 0)
+        return cls(total, total * total / spread if spread > 0 else math.inf)
 
 
-def resampled_shares(
-    ratings: Ratings, raters: NDArray[np.int32], conversations: NDArray[np.int32]
-) -> NDArray[np.float64]:
-    """(resamples, rows): each row's share of Yes under each resample's weights (NaN where
-    a resample draws none of the row's ratings)."""
-    shares = np.empty((len(raters), ratings.rows))
-    counts = [_counts(ratings, row) for row in range(ratings.rows)]
-    for start in range(0, len(raters), BLOCK):
-        block = slice(start, start + BLOCK)
-        # float32 for the product over raters: a rater-weighted count of one conversation is
-        # at most a few times the group's raters, exact far below float32's 2^24 (and the
-        # product 1.6x faster); the sums over conversations, which grow with the ratings,
-        # are float64.
-        rater_block = raters[block].astype(np.float32)
-        conversation_block = conversations[block].astype(np.float32)
-        for row, (row_raters, row_conversations, yes_and_all) in enumerate(counts):
-            # [resample, Yes per conversation | ratings per conversation] of the row's raters
-            summed = rater_block[:, row_raters] @ yes_and_all
-            weights = conversation_block[:, row_conversations]
-            yes, total = np.split(summed, 2, axis=1)
-            with np.errstate(invalid="ignore"):
-                shares[block, row] = np.einsum(
-                    "bc,bc->b", yes, weights, dtype=np.float64
-                ) / np.einsum("bc,bc->b", total, weights, dtype=np.float64)
-    return shares
+def _squared_sums(residual: NDArray[np.float64], keys: NDArray[np.intp]) -> tuple[float, int]:
+    """The sum over the values of `keys` of their residuals' squared sum, and how many
+    values `keys` has."""
+    codes, of = dense_codes(keys)
+    return float((np.bincount(of, weights=residual) ** 2).sum()), len(codes)
 
 
-def _counts(
-    ratings: Ratings, row: int
-) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float32]]:
-    """A row's raters, its conversations, and its [rater, Yes | all] count matrix (Yes per
-    conversation, then ratings per conversation)."""
-    part = slice(ratings.starts[row], ratings.starts[row + 1])
-    raters, rater_of = dense_codes(ratings.rater[part])
-    conversations, conversation_of = dense_codes(ratings.conversation[part])
-    cell = rater_of * len(conversations) + conversation_of
-    size = len(raters) * len(conversations)
-    yes = np.bincount(cell, weights=ratings.yes[part], minlength=size)
-    total = np.bincount(cell, minlength=size).astype(np.float64)
-    shape = (len(raters), len(conversations))
-    counted = np.hstack([yes.reshape(shape), total.reshape(shape)])
-    return raters, conversations, counted.astype(np.float32)
+def _one_way(residual: NDArray[np.float64], keys: NDArray[np.intp]) -> tuple[float, float]:
+    """The CR1 cluster-robust variance of a sum of residuals over the clusters `keys`, and
+    its degrees of freedom (clusters - 1)."""
+    squares, clusters = _squared_sums(residual, keys)
+    if clusters < 2:
+        return 0.0, 0.0
+    return clusters / (clusters - 1) * squares, clusters - 1.0
+
+
+def two_way_variance(
+    residual: NDArray[np.float64],
+    rater: NDArray[np.intp],
+    conversation: NDArray[np.intp],
+    side: NDArray[np.intp],
+    method: str,
+) -> Variance:
+    """The variance of a sum of linearised residuals: clustered by each side's raters (a
+    share has one side; a difference two, whose raters differ) and by conversations
+    (shared by the sides), less the rater x conversation part counted in both;
+    "conversations": by conversations alone."""
+    conversations = _one_way(residual, conversation)
+    if method == "conversations":
+        return Variance.of([conversations])
+    parts = [_one_way(residual[side == s], rater[side == s]) for s in np.unique(side)]
+    cells = rater.astype(np.int64) * (int(conversation.max()) + 1) + conversation
+    return Variance.of([*parts, conversations], _squared_sums(residual, cells)[0])
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
+def _expit(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+def row_interval(
+    rater: NDArray[np.intp],
+    conversation: NDArray[np.intp],
+    yes: NDArray[np.float64],
+    method: str,
+) -> tuple[float, float, str]:
+    """One row's 95% interval of its share of Yes and its note ("" where it holds)."""
+    ratings = len(yes)
+    if ratings == 0:
+        return math.nan, math.nan, "no ratings"
+    share = float(yes.mean())
+    if method == "wilson":
+        low, high = wilson_interval(np.array([yes.sum()]), np.array([float(ratings)]))
+        return float(low[0]), float(high[0]), ""
+    note = _few_clusters(rater, conversation, method)
+    if note:
+        return math.nan, math.nan, note
+    if share in (0.0, 1.0):
+        return share, share, "all answers alike"
+    residual = (yes - share) / ratings
+    variance = two_way_variance(residual, rater, conversation, np.zeros_like(rater), method)
+    half = t_quantile(LEVEL, variance.df) * math.sqrt(variance.total) / (share * (1 - share))
+    return _expit(_logit(share) - half), _expit(_logit(share) + half), ""
+
+
+def _few_clusters(rater: NDArray[np.intp], conversation: NDArray[np.intp], method: str) -> str:
+    """Why an interval over these ratings cannot hold its level, or ""."""
+    if method == "clustered" and len(np.unique(rater)) < MIN_CLUSTERS:
+        return f"fewer than {MIN_CLUSTERS} raters"
+    if len(np.unique(conversation)) < MIN_CLUSTERS:
+        return f"fewer than {MIN_CLUSTERS} conversations"
+    return ""
 
 
 def share_intervals(
-    ratings: Ratings, method: str, draws: int, seed: int
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Each row's 95% interval of its share of Yes, by `method` (see the module's doc)."""
+    ratings: Ratings, method: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], list[str]]:
+    """Each row's 95% interval of its share of Yes, by `method` (see the module's doc), and
+    its note."""
+    ends = [
+        row_interval(ratings.rater[part], ratings.conversation[part], ratings.yes[part], method)
+        for part in map(ratings.part, range(ratings.rows))
+    ]
+    return (
+        np.array([e[0] for e in ends], dtype=np.float64),
+        np.array([e[1] for e in ends], dtype=np.float64),
+        [e[2] for e in ends],
+    )
+
+
+class FamilyTest(NamedTuple):
+    """Per group of a family (in the order of its rows): the difference from the rest, its
+    interval, its p-values; and the family's p-value of any difference."""
+
+    difference: NDArray[np.float64]
+    low: NDArray[np.float64]
+    high: NDArray[np.float64]
+    p_value: NDArray[np.float64]
+    p_adjusted: NDArray[np.float64]
+    p_groups_differ: float
+
+
+def group_sums(
+    labellings: NDArray[np.intp], values: NDArray[np.float64], groups: int
+) -> NDArray[np.float64]:
+    """[labelling, group] sums of `values` (one per rater) over each group's raters."""
+    cells = labellings + groups * np.arange(len(labellings))[:, None]
+    summed = np.bincount(
+        cells.ravel(), weights=np.tile(values, len(labellings)), minlength=groups * len(labellings)
+    )
+    return summed.astype(np.float64).reshape(len(labellings), groups)
+
+
+def family_test(
+    ratings: Ratings, rows: list[int], method: str, permutations: int, seed: int
+) -> FamilyTest:
+    """The tests of the groups `rows` (rows of `ratings`, one family) against each other."""
+    groups = len(rows)
+    parts = [np.arange(ratings.starts[r], ratings.starts[r + 1]) for r in rows]
+    taken = np.concatenate(parts)
+    group_of_rating = np.repeat(np.arange(groups), [len(p) for p in parts])
+    units, unit_of = dense_codes(ratings.rater[taken])
+    label = np.zeros(len(units), dtype=np.intp)
+    label[unit_of] = group_of_rating
+    yes = np.bincount(unit_of, weights=ratings.yes[taken], minlength=len(units)).astype(np.float64)
+    counted = np.bincount(unit_of, minlength=len(units)).astype(np.float64)
+    labellings = np.vstack([label, shuffled_labellings(label, permutations, seed)])
+    yes_in, counted_in = (
+        group_sums(labellings, yes, groups),
+        group_sums(labellings, counted, groups),
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = yes_in / counted_in
+        difference = share - (yes.sum() - yes_in) / (counted.sum() - counted_in)
+        spread = (counted_in * (share - yes.sum() / counted.sum()) ** 2).sum(axis=1)
+    nan = np.full(groups, math.nan)
+    if groups < 2:
+        return FamilyTest(nan, nan, nan, nan, nan, math.nan)
+    low, high = np.transpose(
+        [
+            difference_interval(ratings, taken, group_of_rating == g, difference[0, g], method)
+            for g in range(groups)
+        ]
+    )
+    if permutations == 0:
+        return FamilyTest(difference[0], low, high, nan, nan, math.nan)
+    p = two_sided_p_values(difference[0], difference[1:])
+    tie = RELATIVE_TIE * max(1.0, spread[0])
+    p_groups_differ = float(((spread[1:] >= spread[0] - tie).sum() + 1) / (permutations + 1))
+    return FamilyTest(difference[0], low, high, p, benjamini_hochberg(p), p_groups_differ)
+
+
+def difference_interval(
+    ratings: Ratings,
+    taken: NDArray[np.intp],
+    inside: NDArray[np.bool_],
+    difference: float,
+    method: str,
+) -> tuple[float, float]:
+    """The 95% interval of a group's share minus the rest's: the family's ratings `taken`,
+    `inside` those of the group."""
+    yes = ratings.yes[taken]
+    rater, conversation = ratings.rater[taken], ratings.conversation[taken]
+    n_in, n_out = inside.sum(), (~inside).sum()
+    share_in, share_out = yes[inside].mean(), yes[~inside].mean()
     if method == "wilson":
-        trials = np.diff(ratings.starts)
-        row_of = np.repeat(np.arange(ratings.rows), trials)
-        successes = np.bincount(row_of, weights=ratings.yes, minlength=ratings.rows).astype(
-            np.float64
+        half = Z_95 * math.sqrt(
+            share_in * (1 - share_in) / n_in + share_out * (1 - share_out) / n_out
         )
-        return wilson_interval(successes, trials.astype(np.float64))
-    shares = resampled_shares(ratings, *resample_weights(ratings, method, draws, seed))
-    ends = [percentile_interval(shares[:, row]) for row in range(ratings.rows)]
-    return np.array([e[0] for e in ends]), np.array([e[1] for e in ends])
+        return difference - half, difference + half
+    if (
+        method == "clustered"
+        and min(len(np.unique(rater[inside])), len(np.unique(rater[~inside]))) < MIN_CLUSTERS
+    ):
+        return math.nan, math.nan
+    if len(np.unique(conversation)) < MIN_CLUSTERS:
+        return math.nan, math.nan
+    residual = np.where(inside, (yes - share_in) / n_in, -(yes - share_out) / n_out)
+    variance = two_way_variance(residual, rater, conversation, (~inside).astype(np.intp), method)
+    half = t_quantile(LEVEL, variance.df) * math.sqrt(variance.total)
+    return difference - half, difference + half
 
 
 def _list_column(table: pa.Table, name: str) -> tuple[NDArray[np.intp], NDArray[Any]]:
@@ -186,31 +339,58 @@ def _dataset_ratings(
 
 
 def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
-    """The SQL's rows without their rating lists, with the interval of share_yes and the
-    method that made it (`interval`). Raters are resampled within the groups of the `by`
-    columns (the whole pool when the query has none)."""
-    method, draws, seed = parameters["interval"], parameters["bootstrap"], parameters["seed"]
+    """The SQL's rows without their rating lists, with the interval of share_yes, the method
+    that made it (`interval`) and its note; for a query with a `by` parameter, each group's
+    test against the rest of its family (TEST_COLUMNS)."""
+    method = parameters["interval"]
+    tested = "by" in parameters
     by = [name for name in table.column_names if name in parameters.get("by", [])]
     shown = [name for name in table.column_names if name not in RATING_LISTS]
+    numeric = [_is_number(table.schema.field(name).type) for name in shown]
+    family_columns = [n for n, number in zip(shown, numeric, strict=True) if not number]
+    family_columns = [n for n in family_columns if n not in by]
     values = {name: table.column(name).to_pylist() for name in shown}
     offsets, rater = _list_column(table, "rating_rater")
     lists = [rater, *(_list_column(table, name)[1] for name in RATING_LISTS[1:])]
     low = np.full(table.num_rows, math.nan)
     high = np.full(table.num_rows, math.nan)
+    notes = [""] * table.num_rows
+    tests = np.full((table.num_rows, len(TEST_COLUMNS)), math.nan)
     for dataset in dict.fromkeys(values["dataset"]):
         rows = [row for row, name in enumerate(values["dataset"]) if name == dataset]
         keys = [tuple(values[name][row] for name in by) for row in rows]
         stratum = {key: number for number, key in enumerate(dict.fromkeys(keys))}
         ratings = _dataset_ratings(rows, [stratum[key] for key in keys], offsets, lists)
-        low[rows], high[rows] = share_intervals(ratings, method, draws, seed)
-    columns = [*shown, *INTERVAL_COLUMNS]
-    numeric = [_is_number(table.schema.field(name).type) for name in shown]
-    ends = [(_cell(a), _cell(b)) for a, b in zip(low, high, strict=True)]
+        low[rows], high[rows], row_notes = share_intervals(ratings, method)
+        for row, note in zip(rows, row_notes, strict=True):
+            notes[row] = note
+        if not tested:
+            continue
+        families: dict[tuple[Any, ...], list[int]] = {}
+        for local, row in enumerate(rows):
+            key = tuple(values[name][row] for name in family_columns)
+            families.setdefault(key, []).append(local)
+        for members in families.values():
+            test = family_test(
+                ratings, members, method, parameters["permutations"], parameters["seed"]
+            )
+            at = [rows[local] for local in members]
+            tests[at, :5] = np.transpose(test[:5])
+            tests[at, 5] = test.p_groups_differ
+    columns = [*shown, *INTERVAL_COLUMNS, *(TEST_COLUMNS if tested else ())]
+    kinds = [*numeric, True, True, False, False, *(True for _ in TEST_COLUMNS if tested)]
     rows_out = [
-        (*(values[name][row] for name in shown), *ends[row], method)
+        (
+            *(values[name][row] for name in shown),
+            _cell(low[row]),
+            _cell(high[row]),
+            method,
+            notes[row],
+            *(_cell(v) for v in (tests[row] if tested else ())),
+        )
         for row in range(table.num_rows)
     ]
-    return Table(columns, [*numeric, True, True, False], rows_out)
+    return Table(columns, kinds, rows_out)
 
 
 def _is_number(kind: pa.DataType) -> bool:

@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import dices_cli.report.charts as charts
-from dices_cli.metrics.defaults import BOOTSTRAP, SEED
 from dices_cli.output import table_from_rows
 from dices_cli.queries.catalog import get_query
 from dices_cli.raters.audit import MISSING_GROUP
@@ -93,17 +92,19 @@ def qoverall_shares(ctx: Context) -> Section:
             charts.interval_dots(
                 "Share of Yes (unsafe) per group, with 95% intervals",
                 "Share of ratings answering Yes per demographic group, with its 95% interval "
-                "(a bootstrap of the group's raters and of the conversations), per dataset.",
+                "(clustered by the group's raters and the conversations), per dataset.",
                 panels(shares),
                 ("group", None),
                 ("share_yes", "share of Yes (unsafe)"),
                 ("share_yes_ci_low", "share_yes_ci_high"),
             ),
             shares,
-            f"A dot is a group's share of Yes and its line the 95% interval, from {BOOTSTRAP:,} "
-            f"resamples of the group's raters and of the conversations (seed {SEED}): what "
-            "raters and conversations like these would give. Lines that overlap little hint at "
-            "a difference; `dices query agreement` tests it.",
+            "A dot is a group's share of Yes and its line the 95% interval (a two-way "
+            "cluster-robust t interval over the group's raters and the conversations): what "
+            "raters and conversations like these would give; a group of fewer than 5 raters "
+            "gets no line. `dices query qoverall-by-demographic` tests each group against "
+            "the rest (difference, p_value, p_adjusted) and whether the groups differ at all "
+            "(p_groups_differ).",
         )
     ]
     if len(groups) >= 2:
