@@ -68,6 +68,8 @@ BATCH_ROWS = 10_000  # rows of a DuckDB relation or an Arrow table read at a tim
 SMALL_CELLS = 10_000
 # The formats written as text, which Python writes for a small result.
 TEXT_FORMATS = frozenset({Format.CSV, Format.TSV, Format.JSON, Format.JSONL})
+# The temporary files being written (`open_output`), for `abandon_writes`.
+_UNDER_WAY: set[Path] = set()
 
 
 @dataclass(frozen=True)
@@ -289,6 +291,7 @@ def open_output(
     temporary = final.with_name(f".{final.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
     with _reported(f"cannot write {path}"):
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        _UNDER_WAY.add(temporary)
         try:
             with open(descriptor, "wb") as handle:
                 yield handle
@@ -297,6 +300,15 @@ def open_output(
             _put_in_place(temporary, final, force)
         finally:
             temporary.unlink(missing_ok=True)
+            _UNDER_WAY.discard(temporary)
+
+
+def abandon_writes() -> None:
+    """Remove the temporary files of every -o FILE under way: for a process about to end
+    without unwinding (`dices sql` stopping a query DuckDB cannot interrupt)."""
+    for temporary in list(_UNDER_WAY):
+        with contextlib.suppress(OSError):
+            temporary.unlink()
 
 
 def _written_in_place(path: Path) -> bool:
