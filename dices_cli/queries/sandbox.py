@@ -15,7 +15,7 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import DicesError, Option, UsageError
@@ -116,8 +116,7 @@ def check_single_select(sql: str, parser: duckdb.DuckDBPyConnection) -> None:
 
 
 def user_tables(specs: Sequence[str]) -> dict[str, str]:
-    """NAME=FILE pairs as {NAME: FILE}. A NAME must be a plain identifier, not a keyword,
-    and name nothing a query already sees (nor another table given)."""
+    """NAME=FILE pairs as {NAME: FILE}, their names checked (`check_table_names`)."""
     tables: dict[str, str] = {}
     for spec in specs:
         name, equals, given = spec.partition("=")
@@ -125,27 +124,41 @@ def user_tables(specs: Sequence[str]) -> dict[str, str]:
             raise UsageError(f"give a table as NAME=FILE, not {spec!r}")
         if given == STDIN and STDIN in tables.values():
             raise UsageError(f"{STDIN} (stdin) can be given once: as the file of one table")
-        if not _IDENTIFIER.match(name):
-            raise UsageError(
-                f"a table name is letters, digits and _, not starting with a digit: {name!r}"
-            )
-        # Reserved keywords, and those that may name a type or function but not a table
-        # (semi, anti, asof, positional, similar, glob, join, ...): `FROM semi` is an error.
-        with connect() as catalog:
-            reserved = catalog.execute(
-                "SELECT count(*) FROM duckdb_keywords() WHERE keyword_name = lower($name) "
-                "AND keyword_category IN ('reserved', 'type_function')",
-                {"name": name},
-            ).fetchone()
-        if reserved and reserved[0]:
-            raise UsageError(f"{name!r} is an SQL keyword; choose another table name")
-        if name.lower() in TAKEN_NAMES or name.lower() in map(str.lower, tables):
-            raise UsageError(
-                f"the table name {name!r} is taken: give each table its own name, "
-                f"other than {', '.join(TAKEN_NAMES)}"
-            )
+        _check_table_name(name, tables)
         tables[name] = given
     return tables
+
+
+def check_table_names(names: Sequence[object]) -> None:
+    """Each NAME must be a plain identifier, not a keyword, and name nothing a query already
+    sees (nor another table given). Checked before anything is read or written: the API
+    writes a frame given as table NAME to a file named after it."""
+    seen: list[str] = []
+    for name in names:
+        _check_table_name(name, seen)
+        seen.append(str(name))
+
+
+def _check_table_name(name: object, others: Iterable[str]) -> None:
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        raise UsageError(
+            f"a table name is letters, digits and _, not starting with a digit: {name!r}"
+        )
+    # Reserved keywords, and those that may name a type or function but not a table
+    # (semi, anti, asof, positional, similar, glob, join, ...): `FROM semi` is an error.
+    with connect() as catalog:
+        reserved = catalog.execute(
+            "SELECT count(*) FROM duckdb_keywords() WHERE keyword_name = lower($name) "
+            "AND keyword_category IN ('reserved', 'type_function')",
+            {"name": name},
+        ).fetchone()
+    if reserved and reserved[0]:
+        raise UsageError(f"{name!r} is an SQL keyword; choose another table name")
+    if name.lower() in TAKEN_NAMES or name.lower() in map(str.lower, others):
+        raise UsageError(
+            f"the table name {name!r} is taken: give each table its own name, "
+            f"other than {', '.join(TAKEN_NAMES)}"
+        )
 
 
 def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Table:
@@ -266,10 +279,14 @@ def run_sql(
     stops at its next batch. A query that has not stopped `STOP_GRACE` seconds after the
     limit is inside one call DuckDB cannot interrupt: `stuck` is then called (from another
     thread) with the timeout error; the command line ends the process there."""
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool):
+        raise UsageError(Option("timeout"), f" is a number of seconds, not {timeout!r}")
     if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
         raise UsageError(
             Option("timeout"), f" must be at least {MIN_TIMEOUT:g} s (got {timeout:g})"
         )
+    if not isinstance(sql, str):
+        raise UsageError(f"the statement is text, not {type(sql).__name__}")
 
     # One connection parses the statement, then holds the session: a second one took
     # 30-40 ms more before the first bytes of `dices sql ... | head -c 100`.
