@@ -29,6 +29,7 @@ IngestSummary(rows_read=10775, rows_written=10775, rows_rejected=0, datasets=('3
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -109,8 +110,33 @@ def _selection(
             ) from error
         ids, source = parse_rater_ids(data, str(raters)), str(raters)
     else:
-        ids, source = frozenset(int(i) for i in raters), "a list"
+        ids, source = _rater_ids(raters), "a list"
     return rater_selection(exclude_removed, ids, source, min_quality)
+
+
+def _rater_ids(raters: object) -> frozenset[int]:
+    """Rater ids given as numbers: whole numbers (a float only when it is one), never
+    truncated (1.5 is not rater 1)."""
+    if isinstance(raters, bytes | Mapping) or not isinstance(raters, Iterable):
+        raise UsageError(
+            Option("raters"),
+            " is a RaterFilterResult, rater ids or an ids file, not ",
+            type(raters).__name__,
+        )
+    ids: set[int] = set()
+    for given in raters:
+        if isinstance(given, float) and given.is_integer():
+            ids.add(int(given))
+            continue
+        try:
+            if isinstance(given, bool):
+                raise TypeError
+            ids.add(operator.index(given))
+        except TypeError:
+            raise UsageError(
+                Option("raters"), f" holds {given!r}, which is not a rater id (a whole number)"
+            ) from None
+    return frozenset(ids)
 
 
 # --- results as frames ------------------------------------------------------------------------
@@ -265,10 +291,15 @@ class Data:
         [('350', 4920), ('990', 5855)]
         """
         from dices_cli.families import FAMILIES, all_members
-        from dices_cli.queries.sandbox import run_sql, user_tables
+        from dices_cli.queries.sandbox import check_table_names, run_sql, user_tables
         from dices_cli.raters.selection import resolve
 
         check_choice("dataset", dataset, ("all", *all_members()))
+        if tables is not None and not isinstance(tables, Mapping):
+            raise UsageError(
+                "tables is a mapping of names to files or frames, not ", type(tables).__name__
+            )
+        check_table_names(list(tables or {}))  # a frame is written to NAME.parquet
         selection = _selection(raters, exclude_removed, min_quality)
         if dataset in FAMILIES:
             refuse_rater_selection(FAMILIES[dataset], chooses(selection))

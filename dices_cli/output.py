@@ -68,6 +68,8 @@ BATCH_ROWS = 10_000  # rows of a DuckDB relation or an Arrow table read at a tim
 SMALL_CELLS = 10_000
 # The formats written as text, which Python writes for a small result.
 TEXT_FORMATS = frozenset({Format.CSV, Format.TSV, Format.JSON, Format.JSONL})
+# The temporary files being written (`open_output`), for `abandon_writes`.
+_UNDER_WAY: set[Path] = set()
 
 
 @dataclass(frozen=True)
@@ -242,9 +244,12 @@ def choose_format(
 def check_output(
     path: Path, force: bool = False, inputs: Sequence[Path] = (), option: Option = OUTPUT
 ) -> None:
-    """Refuse to write `path` when it is one of the command's inputs (always), or an existing
-    file (unless `force`). A directory among `inputs` is a data directory: nothing in it.
+    """Refuse to write `path` when it is one of the command's inputs or inside a data
+    directory (always), or an existing file or symbolic link (unless `force`). A directory
+    among `inputs` is a data directory: nothing in it.
     """
+    from dices_cli.store.datasets import enclosing_data_dir
+
     target = path.resolve()
     for source in inputs:
         if source.is_dir():
@@ -254,7 +259,12 @@ def check_output(
                 )
         elif target == source.resolve() or _same_file(path, source):
             raise DicesError(option, f" {path} is an input of this command; choose another file")
-    if path.is_file() and not force:
+    store = enclosing_data_dir(path)
+    if store is not None:
+        raise DicesError(
+            option, f" {path} is inside the data directory {store}; choose another file"
+        )
+    if (path.is_file() or path.is_symlink()) and not force:
         raise DicesError(f"{path} exists; use ", Option("force"), " to overwrite it")
 
 
@@ -277,18 +287,20 @@ def open_output(
     is removed and `path` is as it was. Without `force` the file is linked into place
     exclusively, so one that appears meanwhile is not overwritten either. A device, a pipe
     or the name of an open descriptor (`-o /dev/null`, `/dev/stdout`) is written as it is.
-    A failed write is a `DicesError` in the system's words.
+    A symbolic link is never followed: with `force` the link itself is replaced by the
+    file, and its target is left alone. A failed write is a `DicesError` in the system's
+    words.
     """
     check_output(path, force, inputs, option)
     if _written_in_place(path):
         with _reported(f"cannot write {path}"), path.open("wb") as handle:
             yield handle
         return
-    # A symbolic link's target is replaced, not the link, as opening the link would.
-    final = path.resolve() if path.is_file() else path
+    final = path
     temporary = final.with_name(f".{final.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
     with _reported(f"cannot write {path}"):
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        _UNDER_WAY.add(temporary)
         try:
             with open(descriptor, "wb") as handle:
                 yield handle
@@ -297,6 +309,15 @@ def open_output(
             _put_in_place(temporary, final, force)
         finally:
             temporary.unlink(missing_ok=True)
+            _UNDER_WAY.discard(temporary)
+
+
+def abandon_writes() -> None:
+    """Remove the temporary files of every -o FILE under way: for a process about to end
+    without unwinding (`dices sql` stopping a query DuckDB cannot interrupt)."""
+    for temporary in list(_UNDER_WAY):
+        with contextlib.suppress(OSError):
+            temporary.unlink()
 
 
 def _written_in_place(path: Path) -> bool:
@@ -306,17 +327,20 @@ def _written_in_place(path: Path) -> bool:
     if Path(os.path.abspath(path)).parts[1:2] in (("dev",), ("proc",)):
         return True
     try:
-        return not stat.S_ISREG(path.stat().st_mode)
+        mode = path.lstat().st_mode
     except FileNotFoundError:
         return False
+    return not (stat.S_ISREG(mode) or stat.S_ISLNK(mode))
 
 
 def _put_in_place(temporary: Path, final: Path, replace: bool) -> None:
     """Give the written file its name: replacing an existing file only when `replace`."""
     if replace:
         with contextlib.suppress(FileNotFoundError):  # keep the replaced file's permissions
-            os.chmod(temporary, stat.S_IMODE(final.stat().st_mode))
-        os.replace(temporary, final)
+            replaced = final.lstat()
+            if stat.S_ISREG(replaced.st_mode):
+                os.chmod(temporary, stat.S_IMODE(replaced.st_mode))
+        os.replace(temporary, final)  # a link is replaced itself: os.replace never follows
         return
     try:
         os.link(temporary, final)  # unlike a rename, fails if `final` appeared meanwhile

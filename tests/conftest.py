@@ -7,11 +7,15 @@ DICES_REQUIRE_REPLICA=1 (set by CI), which turns the skip into a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -86,6 +90,38 @@ def ingested_copy(ingested: Path, tmp_path: Path) -> Path:
     return target
 
 
+# The address space a run under a time limit may add to the test process (`CappedRunner`).
+IN_PROCESS_CAP = 2 << 30
+
+
+@contextlib.contextmanager
+def memory_cap(extra: int = IN_PROCESS_CAP) -> Iterator[None]:
+    """The process's address space capped at what it holds now plus `extra` bytes (its soft
+    limit, put back when the block ends): a run that grows without bound fails with "not
+    enough memory" instead of taking the machine down."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/status", encoding="ascii") as status:
+        (size,) = (int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
+    cap = size + extra if hard == resource.RLIM_INFINITY else min(size + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+class CappedRunner(CliRunner):
+    """A runner whose runs under a time limit (`--timeout`) run under a memory cap too
+    (`memory_cap`): a time limit that fails to stop a query must fail the test, not fill
+    the machine's memory as its output piles up in the runner's buffer."""
+
+    def invoke(self, cli: Any, args: str | Sequence[str] | None = None, **kwargs: Any) -> Any:
+        if args is None or isinstance(args, str) or "--timeout" not in args:
+            return super().invoke(cli, args, **kwargs)
+        with memory_cap():
+            return super().invoke(cli, args, **kwargs)
+
+
 @pytest.fixture
 def runner() -> CliRunner:
-    return CliRunner()
+    return CappedRunner()

@@ -441,3 +441,81 @@ def test_import_dices_cli_loads_no_heavy_library() -> None:
     modules = {name.split(".")[0] for name in json.loads(loaded.stdout)}
     assert not modules & HEAVY
     assert not {name for name in json.loads(loaded.stdout) if name.startswith("dices_cli.")}
+
+
+# --- hostile arguments (issue 36): checked before use, our errors only ------------------------
+
+HOSTILE_TABLE_NAMES = ["../x", "p=/etc/x", "a/b", "", "1p", "items", "select", 12, None]
+
+
+@pytest.mark.parametrize("name", [*HOSTILE_TABLE_NAMES, "ABSOLUTE"])
+def test_a_table_name_is_checked_before_its_frame_is_written(
+    name: Any, sample_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame given as table NAME was written to NAME.parquet in a temporary directory
+    before NAME was checked: `../x` or an absolute name overwrote any *.parquet."""
+    import tempfile
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    victim = tmp_path / "victim.parquet"
+    victim.write_bytes(b"canary")
+    if name == "ABSOLUTE":
+        name = str(tmp_path / "victim")
+    with pytest.raises(UsageError) as refused:
+        dices.open(sample_data).sql("SELECT 1", tables={name: pl.DataFrame({"a": [1]})})
+    message = str(refused.value)
+    if name in ("items",):
+        assert message.startswith("the table name 'items' is taken")
+    elif name == "select":
+        assert message == "'select' is an SQL keyword; choose another table name"
+    else:
+        assert message == (
+            f"a table name is letters, digits and _, not starting with a digit: {name!r}"
+        )
+    assert victim.read_bytes() == b"canary"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scratch", "victim.parquet"]
+    assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("raters", "message"),
+    [
+        ([1.5], "raters holds 1.5, which is not a rater id (a whole number)"),
+        ([float("nan")], "raters holds nan, which is not a rater id (a whole number)"),
+        (["abc"], "raters holds 'abc', which is not a rater id (a whole number)"),
+        ([True], "raters holds True, which is not a rater id (a whole number)"),
+        (12, "raters is a RaterFilterResult, rater ids or an ids file, not int"),
+        ({"a": 1}, "raters is a RaterFilterResult, rater ids or an ids file, not dict"),
+    ],
+)
+def test_rater_ids_are_whole_numbers_never_truncated(
+    raters: Any, message: str, sample_data: Path
+) -> None:
+    """`raters=[296708581782793.5]` was taken as rater 296708581782793, silently."""
+    with pytest.raises(UsageError) as refused:
+        dices.open(sample_data).query("overview", raters=raters)
+    assert str(refused.value) == message
+
+
+def test_a_whole_float_rater_id_is_that_rater(sample_data: Path) -> None:
+    d = dices.open(sample_data)
+    ids = d.sql("SELECT DISTINCT rater_id FROM raters ORDER BY 1 LIMIT 3")["rater_id"].to_list()
+    as_floats = d.query("overview", raters=[float(i) for i in ids])
+    assert as_floats.equals(d.query("overview", raters=ids))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda d: d.sql("SELECT 1", timeout="5"), "timeout is a number of seconds, not '5'"),
+        (lambda d: d.sql("SELECT 1", timeout=None), "timeout is a number of seconds, not None"),
+        (lambda d: d.sql(b"SELECT 1"), "the statement is text, not bytes"),
+        (lambda d: d.sql("SELECT 1", tables=[("p", "x.csv")]), "tables is a mapping of names"),
+    ],
+)
+def test_a_bad_sql_argument_is_a_usage_error(call: Any, message: str, sample_data: Path) -> None:
+    with pytest.raises(UsageError) as refused:
+        call(dices.open(sample_data))
+    assert str(refused.value).startswith(message)

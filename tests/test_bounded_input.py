@@ -44,31 +44,41 @@ FIXED_MEMORY = 300 * MiB
 # A small launcher process sets the cap and spawns `dices`, then reports how it ended and
 # its peak RSS. The launcher is needed because Linux counts a process's peak RSS from before
 # its exec: a child forked straight from pytest would inherit pytest's hundreds of MB.
+# The CPU time a capped process may use: one that runs away is killed (SIGXCPU), not left
+# running after the test.
+CPU_CAP = 300  # seconds
 LAUNCHER = """
 import os, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+resource.setrlimit(resource.RLIMIT_CPU, (int(sys.argv[2]), int(sys.argv[2])))
 quiet = os.open(os.devnull, os.O_WRONLY)
 pid = os.posix_spawn(
     sys.executable,
-    [sys.executable, "-c", "from dices_cli.cli.main import run; run()", *sys.argv[2:]],
+    [sys.executable, "-c", sys.argv[3], *sys.argv[4:]],
     os.environ,
     file_actions=[(os.POSIX_SPAWN_DUP2, quiet, 1)],
 )
 _, status, usage = os.wait4(pid, 0)
 print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)
 """
+DICES = "from dices_cli.cli.main import run; run()"
 
 
 def run_capped(
-    args: list[str], stdin: bytes | None = None, cap: int = MEMORY_CAP
+    args: list[str],
+    stdin: bytes | None = None,
+    cap: int = MEMORY_CAP,
+    cpu: int = CPU_CAP,
+    entry: str = DICES,
 ) -> tuple[int, str, int]:
     """Run `dices ARGS` in a fresh process under the memory cap (`cap` bytes of address
-    space): (exit code, stderr, peak RSS).
+    space) and `cpu` seconds of CPU time: (exit code, stderr, peak RSS). `entry` is the
+    Python code that runs dices (a test may change a function first).
 
     A process killed by a signal gives a negative exit code.
     """
     result = subprocess.run(
-        [sys.executable, "-c", LAUNCHER, str(cap), *args],
+        [sys.executable, "-c", LAUNCHER, str(cap), str(cpu), entry, *args],
         input=stdin if stdin is not None else b"",
         capture_output=True,
         check=True,

@@ -17,6 +17,7 @@ import io
 import json
 import re
 import shlex
+import shutil
 import tempfile
 import unicodedata
 from collections.abc import Iterator
@@ -543,3 +544,81 @@ def test_the_report_under_an_address_space_cap_shows_its_tables_in_place_of_its_
     assert "<svg" not in page
     assert page.count(f'<p class="note">Note: {why}.</p>') == 1
     assert page.endswith("</section></main></body></html>\n")  # whole, provenance included
+
+
+# --- where a file is written (issue 36): never into a data directory, never through a link ---
+
+
+@pytest.fixture
+def sample_copy(sample_data: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "data"
+    shutil.copytree(sample_data, target, symlinks=True)
+    return target
+
+
+@pytest.mark.parametrize("inside", ["350", ".store", "350/sub", ".store/x"])
+def test_filter_raters_never_writes_inside_a_data_directory(
+    inside: str, sample_copy: Path, runner: CliRunner
+) -> None:
+    """`filter-raters --write DIR/350` was accepted; it said "use --data DIR/350", which is
+    refused, and the next `ingest --force` deleted what it wrote without a word."""
+    before = sorted(str(p.relative_to(sample_copy)) for p in sample_copy.rglob("*"))
+    target = sample_copy / inside
+    args = ["filter-raters", "--min-quality", "0.5", "--write", str(target)]
+    result = runner.invoke(app, [*args, "--data", str(sample_copy)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: --write {target} is inside the data directory {sample_copy}; give a directory "
+        f"of its own, outside it (such as data-filtered next to it)\n"
+        "Try 'dices filter-raters -h' for help.\n"
+    )
+    assert sorted(str(p.relative_to(sample_copy)) for p in sample_copy.rglob("*")) == before
+
+
+def test_filter_raters_writes_a_directory_of_its_own(
+    sample_copy: Path, tmp_path: Path, runner: CliRunner
+) -> None:
+    target = tmp_path / "data-filtered"
+    args = ["filter-raters", "--min-quality", "0.5", "--write", str(target), "-q"]
+    result = runner.invoke(app, [*args, "--data", str(sample_copy)])
+    assert result.exit_code == 0, result.output
+    assert (target / "350" / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize("inside", ["350/out.csv", ".store/out.csv"])
+def test_no_output_file_is_written_inside_a_data_directory(
+    inside: str, sample_copy: Path, sample_data: Path, runner: CliRunner
+) -> None:
+    """Another data directory than the one read: its dataset folder or `.store`."""
+    target = sample_copy / inside
+    args = ["sql", "SELECT 1 AS n", "--data", str(sample_data), "-o", str(target), "--force"]
+    result = runner.invoke(app, args)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: -o {target} is inside the data directory {sample_copy}; choose another file\n"
+    )
+    assert not (sample_copy / ".store" / "out.csv").exists()
+
+
+def test_an_output_file_that_is_a_link_is_never_followed(
+    sample_data: Path, tmp_path: Path, runner: CliRunner
+) -> None:
+    """A link at -o FILE: refused as an existing file; with --force the link itself is
+    replaced, and the file it pointed to is left as it was."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("canary\n", encoding="utf-8")
+    link = tmp_path / "out.csv"
+    link.symlink_to(victim)
+    dangling = tmp_path / "dangling.csv"
+    dangling.symlink_to(tmp_path / "nowhere.csv")
+    for path in (link, dangling):
+        args = ["sql", "SELECT 1 AS n", "--data", str(sample_data), "-o", str(path)]
+        result = runner.invoke(app, args)
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr == f"Error: {path} exists; use --force to overwrite it\n"
+        result = runner.invoke(app, [*args, "--force"])
+        assert result.exit_code == 0, result.output
+        assert not path.is_symlink()
+        assert path.read_text(encoding="utf-8") == "n\n1\n"
+    assert victim.read_text(encoding="utf-8") == "canary\n"
+    assert not (tmp_path / "nowhere.csv").exists()

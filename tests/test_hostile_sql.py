@@ -25,13 +25,15 @@ from pathlib import Path
 
 import pytest
 from drivers.datadir import subset
+from test_bounded_input import run_capped
 from test_sandbox_tempdir import DISABLED, LAYOUTS, assert_no_canary, planted_temp
 from typer.testing import CliRunner, Result
 
 from dices_cli.cli.main import app
 from dices_cli.errors import UsageError
+from dices_cli.output import collect
 from dices_cli.queries.catalog import GROUP_COLUMNS
-from dices_cli.queries.sandbox import run_sql
+from dices_cli.queries.sandbox import MEMORY_LIMIT, run_sql
 from dices_cli.store.datasets import Store
 
 CANARY_TEXT = "rater_id\n296708581782793\n"
@@ -290,6 +292,52 @@ def test_a_timeout_that_is_not_a_number_of_seconds_is_a_usage_error(
     assert "Invalid value for '--timeout'" in words or words == (
         f"Error: --timeout must be at least 0.1 s (got {value}) Try 'dices sql -h' for help."
     )
+
+
+# One call DuckDB does not interrupt: `--timeout 5` ran 28.6 s and 3 GB.
+STUCK_CALL = "SELECT md5(repeat('a', 1500000000)) AS h"
+ENDLESS_ROWS = "SELECT range AS n FROM range(1000000000000000) WHERE hash(range) % 100 = 0"
+# dices, its stream started after the time limit has passed: DuckDB forgets an interrupt
+# that comes while it runs nothing (the runaway test process of 18.5 GB).
+LATE_STREAM = """
+import time
+from dices_cli.queries import engine
+stream = engine.Session.stream
+def late(self, *args, **kwargs):
+    time.sleep(1.5)
+    return stream(self, *args, **kwargs)
+engine.Session.stream = late
+from dices_cli.cli.main import run; run()
+"""
+
+
+def test_one_call_duckdb_cannot_interrupt_is_stopped_after_the_time_limit(
+    ingested: Path, canary: Path
+) -> None:
+    """The process ends `STOP_GRACE` after the limit, in the time limit's words, before the
+    call has written its 1.5 GB string. (DuckDB reserves the string's 2 GiB at once: under a
+    cap below that, it fails at once with its Out of Memory error.)"""
+    args = ["sql", STUCK_CALL, "--timeout", "1", "--data", str(ingested), "-d", "350"]
+    code, stderr, peak = run_capped(args, cap=4 << 30, cpu=120)
+    assert (code, stderr) == (1, "Error: the query ran longer than 1 s and was stopped\n")
+    assert peak < 1 << 30
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_an_interrupt_duckdb_forgets_still_stops_the_query(
+    fmt: str, ingested: Path, canary: Path
+) -> None:
+    """Its time limit past before the stream starts, an endless query stops at its first
+    batch (it ran until the CPU cap killed it)."""
+    args = ["sql", ENDLESS_ROWS, "--timeout", "0.5", "--data", str(ingested), "-d", "350"]
+    code, stderr, _ = run_capped([*args, "-f", fmt], cpu=60, entry=LATE_STREAM)
+    assert (code, stderr) == (1, "Error: the query ran longer than 0.5 s and was stopped\n")
+
+
+def test_a_query_under_a_time_limit_gets_a_memory_limit(ingested: Path) -> None:
+    """DuckDB's memory for a statement of `dices sql` is capped (its default: 80% of RAM)."""
+    with run_sql(Store(ingested), "350", "SELECT current_setting('memory_limit') AS m") as result:
+        assert collect(result).rows == [(MEMORY_LIMIT.replace("GiB", ".0 GiB"),)]
 
 
 def test_a_nan_timeout_is_refused_by_the_core(ingested: Path, canary: Path) -> None:

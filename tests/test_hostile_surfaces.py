@@ -14,6 +14,7 @@ import csv
 import gzip
 import io
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -600,3 +601,51 @@ def test_parquet_with_repeated_values_ends_cleanly_in_bounded_memory(
     # A bomb's one value is read (it is in the file); a file that fits is read whole.
     held = 3 * value_kib * 1024 if bomb else 4 * decoded
     assert peak < held + FIXED_MEMORY, f"{peak / MiB:.0f} MiB"
+
+
+# --- progress bars and options (issue 36) ------------------------------------------------------
+
+
+def test_the_progress_bar_shows_a_file_name_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ingest and validate name the file in their bar: an escape sequence and U+202E in the
+    name reached the terminal raw (and `[bold]` was read as markup)."""
+    import io
+
+    from rich.console import Console
+
+    from dices_cli.cli import render
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=200, color_system=None)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    monkeypatch.setattr(render, "stderr_console", lambda: console)
+    monkeypatch.setattr(render._Quiet, "on", False)
+    name = "reading evil\x1b]0;pwned\x07\u202e[bold]x.csv"
+    with render.progress_bar(enabled=True) as progress:
+        progress(name, 0.5)
+        console.file.flush()
+    shown = screen.getvalue()
+    assert "\x1b]0;pwned" not in shown
+    assert "\u202e" not in shown
+    assert "reading evil\\x1b]0;pwned\\x07\\u202e[bold]x.csv" in shown
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--timeout", "nan", "--timeout is a finite number of seconds, not nan"),
+        ("--timeout", "inf", "--timeout is a finite number of seconds, not inf"),
+        ("--deadline", "nan", "--deadline is a number of seconds, not nan"),
+    ],
+)
+def test_download_refuses_a_time_that_is_not_a_number(
+    option: str, value: str, message: str, tmp_path: Path
+) -> None:
+    """`download --timeout nan` or `inf` said "a bug in dices"."""
+    result = CliRunner().invoke(app, ["download", "350", "--dir", str(tmp_path), option, value])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"Error: {message}\nTry 'dices download -h' for help.\n"

@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 import test_hostile_sql as hostile
 import test_sql_sandbox as sandbox_tests
+from conftest import CappedRunner
 from test_hostile_sql import (  # noqa: F401 (fixtures, used by name)
     CANARY_TEXT,
     canary,
@@ -56,7 +57,7 @@ def prosocial(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def sql(data: Path, statement: str, *options: str) -> Result:
-    result = CliRunner().invoke(
+    result = CappedRunner().invoke(
         app, ["sql", statement, "--data", str(data), "-d", "prosocial", *options]
     )
     assert_no_canary(result)

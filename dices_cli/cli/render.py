@@ -247,11 +247,14 @@ def progress_bar(enabled: bool) -> Iterator[Progress]:
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    from dices_cli.terminal_text import printable
+
+    # A stage names a file: shown escaped (`printable`) and never read as Rich markup.
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=stderr_console(), transient=True) as bar:
         task = bar.add_task("starting", total=1.0)
 
         def update(stage: str, fraction: float) -> None:
-            bar.update(task, description=stage, completed=fraction)
+            bar.update(task, description=printable(stage), completed=fraction)
 
         yield update

@@ -14,11 +14,12 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.output import Result
+from dices_cli.output import Result, Stream, Table
 from dices_cli.queries.engine import (
     RaterSelection,
     Session,
@@ -35,8 +36,20 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 MIN_TIMEOUT = 0.1  # seconds
+# After the time limit, the connection is interrupted again this often until the query has
+# stopped: an interrupt that comes while DuckDB runs nothing (between two batches, or before
+# a statement it runs again as a stream) is forgotten when the next statement starts.
+INTERRUPT_EVERY = 0.1  # seconds
+# A query still running this long after its time limit is stuck in one call that DuckDB
+# cannot interrupt (`md5(repeat('a', 1500000000))`); `run_sql`'s `stuck` is called then.
+STOP_GRACE = 2.0  # seconds
+# The memory DuckDB may hold for one statement (its buffers: not every string a function
+# makes, which only the time limit bounds). With no temporary directory nothing spills to
+# disk: a statement that needs more fails with DuckDB's Out of Memory error.
+MEMORY_LIMIT = "2GiB"
 
 LOCKDOWN = (
+    f"SET memory_limit = '{MEMORY_LIMIT}'",
     # No temporary directory, so no spilling to disk: DuckDB's default, ./.tmp (wherever
     # a symlink there points), would go on the list of directories a query may read with
     # external access off. It can be changed only while external access is still on.
@@ -78,6 +91,10 @@ class QueryRefusedError(DicesError):
 class QueryTimeoutError(DicesError):
     """The statement ran longer than the time allowed."""
 
+    @classmethod
+    def after(cls, timeout: float) -> QueryTimeoutError:
+        return cls(f"the query ran longer than {timeout:g} s and was stopped")
+
 
 def check_single_select(sql: str, parser: duckdb.DuckDBPyConnection) -> None:
     """Refuse anything but one SELECT, before any data is loaded (`parser`: a connection
@@ -99,8 +116,7 @@ def check_single_select(sql: str, parser: duckdb.DuckDBPyConnection) -> None:
 
 
 def user_tables(specs: Sequence[str]) -> dict[str, str]:
-    """NAME=FILE pairs as {NAME: FILE}. A NAME must be a plain identifier, not a keyword,
-    and name nothing a query already sees (nor another table given)."""
+    """NAME=FILE pairs as {NAME: FILE}, their names checked (`check_table_names`)."""
     tables: dict[str, str] = {}
     for spec in specs:
         name, equals, given = spec.partition("=")
@@ -108,27 +124,41 @@ def user_tables(specs: Sequence[str]) -> dict[str, str]:
             raise UsageError(f"give a table as NAME=FILE, not {spec!r}")
         if given == STDIN and STDIN in tables.values():
             raise UsageError(f"{STDIN} (stdin) can be given once: as the file of one table")
-        if not _IDENTIFIER.match(name):
-            raise UsageError(
-                f"a table name is letters, digits and _, not starting with a digit: {name!r}"
-            )
-        # Reserved keywords, and those that may name a type or function but not a table
-        # (semi, anti, asof, positional, similar, glob, join, ...): `FROM semi` is an error.
-        with connect() as catalog:
-            reserved = catalog.execute(
-                "SELECT count(*) FROM duckdb_keywords() WHERE keyword_name = lower($name) "
-                "AND keyword_category IN ('reserved', 'type_function')",
-                {"name": name},
-            ).fetchone()
-        if reserved and reserved[0]:
-            raise UsageError(f"{name!r} is an SQL keyword; choose another table name")
-        if name.lower() in TAKEN_NAMES or name.lower() in map(str.lower, tables):
-            raise UsageError(
-                f"the table name {name!r} is taken: give each table its own name, "
-                f"other than {', '.join(TAKEN_NAMES)}"
-            )
+        _check_table_name(name, tables)
         tables[name] = given
     return tables
+
+
+def check_table_names(names: Sequence[object]) -> None:
+    """Each NAME must be a plain identifier, not a keyword, and name nothing a query already
+    sees (nor another table given). Checked before anything is read or written: the API
+    writes a frame given as table NAME to a file named after it."""
+    seen: list[str] = []
+    for name in names:
+        _check_table_name(name, seen)
+        seen.append(str(name))
+
+
+def _check_table_name(name: object, others: Iterable[str]) -> None:
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        raise UsageError(
+            f"a table name is letters, digits and _, not starting with a digit: {name!r}"
+        )
+    # Reserved keywords, and those that may name a type or function but not a table
+    # (semi, anti, asof, positional, similar, glob, join, ...): `FROM semi` is an error.
+    with connect() as catalog:
+        reserved = catalog.execute(
+            "SELECT count(*) FROM duckdb_keywords() WHERE keyword_name = lower($name) "
+            "AND keyword_category IN ('reserved', 'type_function')",
+            {"name": name},
+        ).fetchone()
+    if reserved and reserved[0]:
+        raise UsageError(f"{name!r} is an SQL keyword; choose another table name")
+    if name.lower() in TAKEN_NAMES or name.lower() in map(str.lower, others):
+        raise UsageError(
+            f"the table name {name!r} is taken: give each table its own name, "
+            f"other than {', '.join(TAKEN_NAMES)}"
+        )
 
 
 def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Table:
@@ -236,17 +266,27 @@ def run_sql(
     timeout: float = 60.0,
     tables: Mapping[str, str] | None = None,
     small_cells: int | None = None,
+    stuck: Callable[[QueryTimeoutError], None] | None = None,
 ) -> contextlib.AbstractContextManager[Result]:
     """The result of `sql`, to be read inside a `with` block: the time limit holds until
     the block ends, while the result is written. A bad limit or statement is refused here.
 
     `tables` ({NAME: FILE}, see `user_tables`) are read here, before the data is loaded,
     and are tables the statement may name. The result is a `Stream`, or, with
-    `small_cells`, a `Table` when it is that small (`Session.small_or_stream`)."""
+    `small_cells`, a `Table` when it is that small (`Session.small_or_stream`).
+
+    After the time limit the connection is interrupted until the query stops, and a stream
+    stops at its next batch. A query that has not stopped `STOP_GRACE` seconds after the
+    limit is inside one call DuckDB cannot interrupt: `stuck` is then called (from another
+    thread) with the timeout error; the command line ends the process there."""
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool):
+        raise UsageError(Option("timeout"), f" is a number of seconds, not {timeout!r}")
     if not timeout >= MIN_TIMEOUT:  # NaN too, which some Typer versions let through
         raise UsageError(
             Option("timeout"), f" must be at least {MIN_TIMEOUT:g} s (got {timeout:g})"
         )
+    if not isinstance(sql, str):
+        raise UsageError(f"the statement is text, not {type(sql).__name__}")
 
     # One connection parses the statement, then holds the session: a second one took
     # 30-40 ms more before the first bytes of `dices sql ... | head -c 100`.
@@ -258,7 +298,9 @@ def run_sql(
     except BaseException:
         connection.close()
         raise
-    return _running(store, dataset, sql, selection, timeout, loaded, named, connection, small_cells)
+    return _running(
+        store, dataset, sql, selection, timeout, loaded, named, connection, small_cells, stuck
+    )
 
 
 @contextlib.contextmanager
@@ -272,6 +314,7 @@ def _running(
     named: set[str] | None,
     connection: duckdb.DuckDBPyConnection,
     small_cells: int | None,
+    stuck: Callable[[QueryTimeoutError], None] | None,
 ) -> Iterator[Result]:
     import duckdb
 
@@ -289,33 +332,74 @@ def _running(
             if named is not None or has_calls(store.root):
                 add_tables(session, {JUDGE_CALLS: calls_table(store.root)})
         lock_down(session)
-        timed_out = threading.Event()
-
-        def stop() -> None:
-            timed_out.set()
-            session.con.interrupt()
-
-        # A longer wait (e.g. --timeout inf) overflows the timer's clock: that is "no limit".
-        timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), stop)
-        timer.start()
+        watchdog = _Watchdog(session.con, timeout, stuck)
         try:
-            if small_cells is None:
-                yield session.stream(sql)
-            else:
-                yield session.small_or_stream(sql, small_cells)
+            result = (
+                session.stream(sql)
+                if small_cells is None
+                else session.small_or_stream(sql, small_cells)
+            )
+            yield watchdog.watched(result)
         except DicesError as error:
             damage = session.damaged_file(error.__cause__)
             if damage is not None:
                 raise damage from error
             # Our timer's interrupt (which Arrow, reading a batch, gives as an OSError), not
             # an error whose message happens to say "interrupt".
-            if timed_out.is_set() and isinstance(
+            if watchdog.timed_out.is_set() and isinstance(
                 error.__cause__, duckdb.InterruptException | OSError
             ):
-                raise QueryTimeoutError(
-                    f"the query ran longer than {timeout:g} s and was stopped"
-                ) from error
+                raise QueryTimeoutError.after(timeout) from error
             raise
         finally:
-            timer.cancel()
-            timer.join()  # an interrupt under way is done before the connection closes
+            watchdog.finish()  # an interrupt under way is done before the connection closes
+
+
+class _Watchdog:
+    """A thread that stops the query at its time limit: it interrupts the connection, and
+    again every `INTERRUPT_EVERY` seconds until the `with` block of `run_sql` ends; after
+    `STOP_GRACE` more seconds it calls `stuck`."""
+
+    def __init__(
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        timeout: float,
+        stuck: Callable[[QueryTimeoutError], None] | None,
+    ) -> None:
+        self.timeout = timeout
+        self.timed_out = threading.Event()
+        self._connection = connection
+        self._stuck = stuck
+        self._finished = threading.Event()
+        # A longer wait (e.g. --timeout inf) overflows the timer's clock: that is "no limit".
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="dices-sql-timeout")
+        self._thread.start()
+
+    def _watch(self) -> None:
+        if self._finished.wait(min(self.timeout, threading.TIMEOUT_MAX)):
+            return
+        self.timed_out.set()
+        give_up = time.monotonic() + STOP_GRACE
+        while True:
+            self._connection.interrupt()
+            if self._finished.wait(INTERRUPT_EVERY):
+                return
+            if self._stuck is not None and time.monotonic() >= give_up:
+                self._stuck(QueryTimeoutError.after(self.timeout))
+                return
+
+    def watched(self, result: Result) -> Result:
+        """`result`, its batches stopping once the time limit has passed."""
+        if isinstance(result, Table):
+            return result
+        return Stream(result.schema, self._until_timeout(result.batches), result.bounded)
+
+    def _until_timeout(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if self.timed_out.is_set():
+                raise QueryTimeoutError.after(self.timeout)
+            yield batch
+
+    def finish(self) -> None:
+        self._finished.set()
+        self._thread.join()

@@ -83,6 +83,24 @@ def files_shape(family: Family) -> dict[str, Any]:
     return {f"{table}.parquet": {"size": int, "sha256": str} for table in family.tables}
 
 
+def enclosing_data_dir(path: Path) -> Path | None:
+    """The data directory that `path` is in, or would be made in: one whose `.store`, or
+    whose dataset folder (DIR/350, a link into `.store`), holds it; None when there is none.
+    Written there, a file is deleted by the next `ingest --force`, or mixed into a dataset.
+    The path is looked at as given and with its links resolved."""
+    members = set(all_members())
+    absolute = Path(os.path.abspath(path))
+    for candidate in dict.fromkeys([absolute, absolute.resolve()]):
+        for part in [candidate, *candidate.parents]:
+            if part.name == STORE:
+                return part.parent
+            if part.name in members and (
+                (part.parent / STORE).is_dir() or (part / MANIFEST).is_file()
+            ):
+                return part.parent
+    return None
+
+
 def resolve_data_dir(explicit: Path | None) -> Path:
     """--data, else $DICES_DATA, else ./dices-data. One dataset's folder inside a data
     directory (DIR/350, which holds a manifest) is a usage error that names DIR."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -202,6 +203,11 @@ def download(
     from dices_cli.download import plan
     from dices_cli.errors import UsageError
 
+    # Click's range lets NaN through, and a socket cannot wait forever (OverflowError).
+    if not math.isfinite(timeout):
+        raise UsageError(f"--timeout is a finite number of seconds, not {timeout:g}")
+    if math.isnan(deadline):
+        raise UsageError(f"--deadline is a number of seconds, not {deadline:g}")
     wanted = plan(dataset, url, sha256)
     most = size_limit(max_size)
     if directory.exists() and not directory.is_dir():

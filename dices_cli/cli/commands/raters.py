@@ -126,6 +126,8 @@ def filter_raters(
         _shaped_ids([], shape)  # a column other than rater_id is refused before the work
     rule = RaterFilter(min_quality=min_quality, preset=preset)
     store = Store(resolve_data_dir(data))
+    if write is not None:
+        _check_write_dir(write)
     # Before --write writes anything. Plain ids are the same in any format.
     requested = Format.CSV if ids_only else fmt or (Format.JSON if audit_only else None)
     out = Output.build(requested, output, force, [store.root])
@@ -166,6 +168,20 @@ def _write_ids(ids: list[object], shape: Shape, out: Output) -> None:
     lines = "".join(f"{rater_id}\n" for rater_id in _shaped_ids(ids, shape))
     with out.open() as handle:
         handle.write(lines.encode("utf-8"))
+
+
+def _check_write_dir(write: Path) -> None:
+    """--write DIR is a data directory of its own: never inside another's `.store` or
+    dataset folder (DIR/350), where the next `ingest --force` deleted it without a word."""
+    from dices_cli.errors import UsageError
+    from dices_cli.store.datasets import enclosing_data_dir
+
+    enclosing = enclosing_data_dir(write)
+    if enclosing is not None:
+        raise UsageError(
+            f"--write {write} is inside the data directory {enclosing}; give a directory of "
+            f"its own, outside it (such as {enclosing.name}-filtered next to it)"
+        )
 
 
 def _check_combination(

@@ -3,8 +3,9 @@ queries are `dices_cli.cli.commands.canned`'s `dices query`)."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -24,6 +25,7 @@ from dices_cli.cli.commands.options import (
     read_paths,
     show_shaped,
 )
+from dices_cli.errors import DicesError
 
 # The families are never mixed: all is DICES's two datasets.
 SqlDataset = Annotated[
@@ -143,8 +145,23 @@ def sql(
         return
     # A small answer to a text format is written through Python: Arrow is not loaded.
     small = SMALL_CELLS if written.format in TEXT_FORMATS else None
-    with run_sql(store, dataset, statement, selection, timeout, tables, small) as result:
+    with run_sql(store, dataset, statement, selection, timeout, tables, small, _end) as result:
         show_shaped(result, shape, written, "sql")
+
+
+def _end(error: DicesError) -> NoReturn:
+    """End the process: a query stuck in one call DuckDB cannot interrupt (run_sql's
+    `stuck`, called from its timer thread) would run on for as long as the call takes."""
+    import os
+    import sys
+
+    from dices_cli.output import abandon_writes
+
+    abandon_writes()
+    with contextlib.suppress(OSError):
+        sys.stderr.write(f"Error: {error}\n")
+        sys.stderr.flush()
+    os._exit(1)
 
 
 def register(app: typer.Typer) -> None:
