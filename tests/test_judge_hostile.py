@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_bounded_input import assert_clean, run_capped
+from test_bounded_input import LAUNCHER, MEMORY_CAP, assert_clean, run_capped
 from typer.testing import CliRunner
 
 from dices_cli.cli.demo import sample_paths
@@ -40,7 +40,6 @@ from dices_cli.formats.ingest import ingest
 from dices_cli.judge import client
 from dices_cli.judge.answers import NEGATIONS, read_answer
 from dices_cli.judge.prompts import load_prompt
-from dices_cli.judge.run import judged_settings
 from dices_cli.read.untrusted import MAX_DEPTH, UntrustedError, loads_json
 from dices_cli.store.datasets import Store
 from tests.drivers.judge_server import JudgeServer, _Handler
@@ -471,24 +470,45 @@ def test_wrong_field_types_in_a_cache_line_are_skipped(
     assert sql.stdout == "n,t\n4,3\n"
 
 
+def run_bounded(args: list[str], seconds: float = 60) -> tuple[int, str, int]:
+    """`dices ARGS` in a fresh process under the memory cap, stopped after `seconds` (a
+    read that would hang): (exit code, stderr, peak RSS)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(MEMORY_CAP), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=seconds)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)  # the launcher's group: it and dices
+            process.wait()
+    code, peak = stdout.split()  # dices' exit code and peak RSS, from the launcher
+    return int(code), stderr.decode(errors="replace"), int(peak)
+
+
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_a_cache_segment_that_is_no_file_is_refused_without_reading(
-    kind: str, runner: CliRunner, data: Path, server: HostileServer
+    kind: str, data: Path, server: HostileServer
 ) -> None:
-    """Before: a FIFO segment hung; /dev/zero filled memory."""
+    """Before: a FIFO segment hung; /dev/zero filled memory (so: a fresh process under the
+    memory cap, stopped after 60 s)."""
     (data / "judge").mkdir()
     segment = data / "judge" / "calls-00000000000000000001-1.jsonl"
     if kind == "fifo":
         os.mkfifo(segment)
     else:
         segment.symlink_to("/dev/zero")
-    result = judge(runner, data, server.base_url, "--limit", "1")
-    assert result.exit_code == 1
+    args = ["judge", "--model", "m", "--base-url", server.base_url, "--data", str(data)]
+    code, stderr, peak = run_bounded([*args, "--limit", "1"])
     what = "a FIFO" if kind == "fifo" else "a device"
-    assert (
-        f"Error: cannot read the judge cache {segment}: it is not a regular file ({what})"
-        in result.stderr
+    assert code == 1
+    assert stderr.startswith(
+        f"Error: cannot read the judge cache {segment}: it is not a regular file ({what})\n"
     )
+    assert peak < 400 << 20
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "deep", "huge", "nan"])
@@ -508,10 +528,10 @@ def test_a_prompt_file_that_is_hostile_is_refused(
         path.write_text('about = "' + "x" * (300 << 10) + '"\n')
     else:
         path.write_text('name = "x"\nversion = nan\n')
-    result = CliRunner().invoke(
-        app, ["judge", "--model", "m", "--prompt", str(path), "--data", str(data), "--dry-run"]
+    code, stderr, _ = run_bounded(
+        ["judge", "--model", "m", "--prompt", str(path), "--data", str(data), "--dry-run"]
     )
-    assert result.exit_code == 1, result.output
+    assert code == 1, stderr
     reason = {
         "fifo": f"cannot read the prompt {path}: it is not a regular file (a FIFO)",
         "device": f"cannot read the prompt {path}: it is not a regular file (a device)",
@@ -520,7 +540,7 @@ def test_a_prompt_file_that_is_hostile_is_refused(
         "huge": f"cannot read the prompt {path}: it is larger than 256 KiB",
         "nan": f"the prompt {path} cannot be used: it holds the number nan, which is not finite",
     }[kind]
-    assert result.stderr.startswith(f"Error: {reason}"), result.stderr
+    assert stderr.startswith(f"Error: {reason}"), stderr
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "deep"])
@@ -534,13 +554,26 @@ def test_a_manifest_that_is_hostile_is_not_read(kind: str, tmp_path: Path) -> No
         manifest.symlink_to("/dev/zero")
     else:
         manifest.write_bytes(deep(100_000))
-    found: list[object] = []
-    reader = threading.Thread(
-        target=lambda: found.append(judged_settings(predictions)), daemon=True
+    # A fresh process under the memory cap, stopped after 60 s: before, it hung or grew.
+    script = (
+        "import resource, sys; from pathlib import Path; "
+        f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_CAP}, {MEMORY_CAP})); "
+        "from dices_cli.judge.run import judged_settings; "
+        "print(judged_settings(Path(sys.argv[1])))"
     )
-    reader.start()
-    reader.join(10)
-    assert found == [None]
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, str(predictions)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert (process.returncode, stdout, stderr) == (0, b"None\n", b"")
 
 
 @settings(max_examples=300, deadline=None)
