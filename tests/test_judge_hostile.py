@@ -576,7 +576,7 @@ def test_a_manifest_that_is_hostile_is_not_read(kind: str, tmp_path: Path) -> No
     assert (process.returncode, stdout, stderr) == (0, b"None\n", b"")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.recursive(
         st.none()
