@@ -18,18 +18,22 @@ nowhere else; any text shown from a server has it blanked out.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from dices_cli.errors import DicesError, Option
+from dices_cli.read.untrusted import UntrustedError, finite_number, loads_json
 
-MAX_BODY_BYTES = 1 << 20  # an answer body larger than this is refused: memory stays bounded
+MAX_BODY_BYTES = 1 << 20  # an answer body larger than this, inflated, is refused
+MAX_BODY_DEPTH = 16  # levels of JSON in an answer: Chat Completions needs 6
+MAX_ENCODINGS = 4  # layers of Content-Encoding undone at most
+INFLATE_STEP = 64 << 10  # bytes inflated at a time: a compressed body is capped as it inflates
 MAX_ANSWER_CHARS = 20_000  # of an answer's text kept in the cache
 MAX_MESSAGE_CHARS = 300  # of a server's error message shown
 BACKOFF_SECONDS = 0.5  # the first retry's wait at most; doubled each time
@@ -39,7 +43,10 @@ TOP_LOGPROBS = 5
 
 
 class RefusedError(DicesError):
-    """The server refused a request in a way retrying cannot mend (401, 403, 404, other 4xx)."""
+    """The server refused a request in a way retrying cannot mend (401, 403, 404, other 4xx,
+    a redirect); `status` is its HTTP status."""
+
+    status = 0
 
 
 class RequestFailedError(DicesError):
@@ -67,6 +74,7 @@ class Reply:
     prompt_tokens: int | None
     completion_tokens: int | None
     first_token: list[tuple[str, float]] | None  # the first answer token's top logprobs
+    problem: str | None = None  # what of the answer could not be read (its logprobs)
 
 
 @dataclass
@@ -94,8 +102,37 @@ def host_of(base_url: str) -> str:
     which may carry a token)."""
     parts = urlsplit(base_url)
     host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{host}{port}"
+
+
+def check_base_url(base_url: str) -> str | None:
+    """Why `base_url` cannot be an endpoint (None: it can): an http(s) URL with a host, a
+    port from 1 to 65535, and nothing an HTTP request line cannot carry."""
+    try:
+        parts = urlsplit(base_url)
+        port = parts.port
+    except ValueError as error:
+        return f"not a URL ({error})"
+    if parts.scheme not in ("http", "https"):
+        return "give an http:// or https:// URL"
+    if not parts.hostname:
+        return "the URL has no host"
+    if port == 0:
+        return "the port must be 1 to 65535"
+    if not base_url.isascii() or any(not c.isprintable() or c.isspace() for c in base_url):
+        return "the URL has spaces, control or non-ASCII characters (percent-encode them)"
+    return None
+
+
+def completions_url(base_url: str) -> str:
+    """`{base_url}/chat/completions`, the path extended before any query string
+    (`http://h/v1?key=k` -> `http://h/v1/chat/completions?key=k`); a fragment is dropped."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/") + "/chat/completions"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def shown(text: str, secret: str | None) -> str:
@@ -110,8 +147,8 @@ def shown(text: str, secret: str | None) -> str:
 def server_message(body: bytes) -> str:
     """The message of an error body ({"error": {"message": ...}}, or its text)."""
     try:
-        parsed = json.loads(body)
-    except ValueError:
+        parsed = loads_json(body, MAX_BODY_BYTES, MAX_BODY_DEPTH)
+    except UntrustedError:
         return body.decode("utf-8", "replace").strip()
     if isinstance(parsed, dict):
         error = parsed.get("error", parsed)
@@ -140,7 +177,10 @@ def retry_after(value: str | None) -> float | None:
 
 def parse_reply(status: int, latency_ms: float, body: bytes) -> Reply:
     """A 200's body as a `Reply`; ValueError when it is not a Chat Completions answer."""
-    parsed = json.loads(body)
+    try:
+        parsed = loads_json(body, MAX_BODY_BYTES, MAX_BODY_DEPTH)
+    except UntrustedError as error:
+        raise ValueError(str(error)) from None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("choices"), list):
         raise ValueError("the answer has no choices list")
     usage: dict[str, Any] = parsed["usage"] if isinstance(parsed.get("usage"), dict) else {}
@@ -157,7 +197,10 @@ def parse_reply(status: int, latency_ms: float, body: bytes) -> Reply:
         reply.answer = message["refusal"][:MAX_ANSWER_CHARS]
     reason = choice.get("finish_reason")
     reply.finish_reason = reason if isinstance(reason, str) else None
-    reply.first_token = _first_token(choice.get("logprobs"))
+    try:
+        reply.first_token = _first_token(choice.get("logprobs"))
+    except ValueError as error:
+        reply.problem = str(error)
     return reply
 
 
@@ -168,7 +211,8 @@ def _count(usage: dict[str, Any], name: str) -> int | None:
 
 def _first_token(logprobs: Any) -> list[tuple[str, float]] | None:
     """The top logprobs of the first token with a letter or digit in it (a reply may open
-    with a space, a quote or markup)."""
+    with a space, a quote or markup). ValueError when one of them is not a number at most 0
+    (NaN, Infinity, 710, text): the answer is kept, its score is not given."""
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(content, list):
         return None
@@ -179,15 +223,67 @@ def _first_token(logprobs: Any) -> list[tuple[str, float]] | None:
             top = position.get("top_logprobs")
             if not isinstance(top, list) or not top:
                 top = [position]
-            return [
-                (str(t["token"]), float(t["logprob"]))
-                for t in top[: TOP_LOGPROBS * 4]
-                if isinstance(t, dict)
-                and isinstance(t.get("token"), str)
-                and isinstance(t.get("logprob"), int | float)
-                and not isinstance(t.get("logprob"), bool)
-            ] or None
+            found = []
+            for candidate in top[: TOP_LOGPROBS * 4]:
+                if not isinstance(candidate, dict) or not isinstance(candidate.get("token"), str):
+                    continue
+                logprob = valid_logprob(candidate.get("logprob"))
+                if logprob is None:
+                    raise ValueError(
+                        f"the logprob of the token {candidate['token'][:20]!r} is "
+                        f"{str(candidate.get('logprob'))[:20]}, not a number at most 0: no score"
+                    )
+                found.append((candidate["token"], logprob))
+            return found or None
     return None
+
+
+def valid_logprob(value: Any) -> float | None:
+    """A logprob as a float when it is a finite number at most 0 (a rounding error above
+    0 is taken as 0), else None."""
+    number = finite_number(value, high=1e-6)
+    return None if number is None else min(number, 0.0)
+
+
+class _Inflater:
+    """A body's bytes as sent (`Content-Encoding`: identity, gzip or deflate, any number of
+    layers) inflated a step at a time, refused once it would pass MAX_BODY_BYTES: a small
+    compressed body never inflates past the cap, whatever its ratio."""
+
+    def __init__(self, encoding: str) -> None:
+        names = [n.strip().lower() for n in encoding.split(",") if n.strip()]
+        if len(names) > MAX_ENCODINGS:
+            raise ValueError(f"the answer is encoded {len(names)} times over")
+        unknown = [n for n in names if n not in ("identity", "gzip", "x-gzip", "deflate")]
+        if unknown:
+            raise ValueError(f"the answer's Content-Encoding {unknown[0][:20]!r} is not supported")
+        # The last encoding applied is undone first; zlib's 32 + 15 reads gzip or zlib.
+        self.layers = [zlib.decompressobj(32 + 15) for n in reversed(names) if n != "identity"]
+        self.sizes = [0] * len(self.layers)
+        self.body = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self._push(0, data)
+
+    def _push(self, layer: int, data: bytes) -> None:
+        if layer == len(self.layers):
+            self.body += data
+            if len(self.body) > MAX_BODY_BYTES:
+                raise ValueError("the answer is larger than 1 MB")
+            return
+        inflater = self.layers[layer]
+        try:
+            while data:
+                out = inflater.decompress(data, INFLATE_STEP)
+                data = inflater.unconsumed_tail
+                self.sizes[layer] += len(out)
+                if self.sizes[layer] > MAX_BODY_BYTES:
+                    raise ValueError("the answer is larger than 1 MB")
+                self._push(layer + 1, out)
+                if inflater.eof:
+                    return
+        except zlib.error as error:
+            raise ValueError(f"the answer's compressed body is broken ({error})") from None
 
 
 class _Transient(Exception):
@@ -229,7 +325,9 @@ async def _run(
 ) -> None:
     import httpx
 
-    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    headers = {"Accept-Encoding": "gzip, deflate"}
+    if endpoint.api_key:
+        headers["Authorization"] = f"Bearer {endpoint.api_key}"
     limits = httpx.Limits(
         max_connections=endpoint.concurrency, max_keepalive_connections=endpoint.concurrency
     )
@@ -244,15 +342,19 @@ async def _run(
         try:
             # The whole answer within the timeout: httpx's own is per read, which a server
             # dribbling a byte at a time would never reach.
+            # The raw bytes, inflated here a step at a time: httpx inflates a chunk whole.
             async with (
                 asyncio.timeout(endpoint.timeout),
-                client.stream("POST", f"{url}/chat/completions", json=body) as response,
+                client.stream("POST", completions_url(url), json=body) as response,
             ):
-                received = bytearray()
-                async for chunk in response.aiter_bytes():
-                    received += chunk
-                    if len(received) > MAX_BODY_BYTES:
-                        raise _Transient(response.status_code, "the answer is larger than 1 MB")
+                try:
+                    inflater = _Inflater(response.headers.get("content-encoding", ""))
+                    async for chunk in response.aiter_raw():
+                        inflater.feed(chunk)
+                        await asyncio.sleep(0)  # the timeout is checked between chunks
+                except ValueError as error:
+                    raise _Transient(response.status_code, str(error)) from None
+                received = inflater.body
         except (httpx.TimeoutException, TimeoutError):
             raise _Transient(0, f"no answer within {endpoint.timeout:g} s") from None
         except httpx.TransportError as error:
@@ -274,9 +376,15 @@ async def _run(
         if status >= 500 or status == 408:
             raise _Transient(status, message)
         refused = f"{host_of(url)} refused the request: HTTP {status}: {message}"
-        if "logprob" in message.lower():
-            raise RefusedError(refused, " (try ", Option("no_logprobs"), ")")
-        raise RefusedError(refused)
+        if 300 <= status < 400:
+            refused += " (a redirect, which dices does not follow: give the URL it names)"
+        refusal = (
+            RefusedError(refused, " (try ", Option("no_logprobs"), ")")
+            if "logprob" in message.lower()
+            else RefusedError(refused)
+        )
+        refusal.status = status
+        raise refusal
 
     async def worker(client: httpx.AsyncClient) -> None:
         for call, body in calls:
@@ -308,6 +416,10 @@ async def _run(
                         return
                     continue
                 except RefusedError as refused:
+                    on_failure(
+                        call,
+                        Attempt(refused.status, (time.monotonic() - started) * 1000, str(refused)),
+                    )
                     stop.append(refused)
                     return
                 on_reply(call, reply)

@@ -4,6 +4,7 @@ persona x sample, each with its cache key and its Chat Completions request.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,10 +70,20 @@ class Settings:
 
     @property
     def endpoint(self) -> str:
-        """The endpoint as the cache key knows it: its hosts (replicas of one model)."""
+        """The endpoint as it is recorded: its hosts (replicas of one model), never a path
+        or a query string, which may carry a token."""
         from dices_cli.judge.client import host_of
 
         return ",".join(sorted({host_of(url) for url in self.base_urls}))
+
+    @property
+    def endpoint_sha256(self) -> str:
+        """The SHA-256 of the whole endpoint URLs (path and query too): in the cache key,
+        so two models served under two paths of one host never share answers."""
+        from dices_cli.judge.client import completions_url, host_of
+
+        urls = sorted({host_of(url) + _after_host(completions_url(url)) for url in self.base_urls})
+        return hashlib.sha256("\n".join(urls).encode()).hexdigest()
 
     def parameters(self) -> dict[str, Any]:
         return {
@@ -91,6 +102,14 @@ class Settings:
             "refresh": self.refresh,
             "logprobs": self.logprobs,
         }
+
+
+def _after_host(url: str) -> str:
+    """A URL's path and query, as sent."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 @dataclass(frozen=True)
@@ -184,6 +203,7 @@ def plan(settings: Settings, items: list[Item], groups: dict[str, list[str]]) ->
     """Every call of the run, in order: conversation, persona, sample."""
     calls = []
     prompt = settings.prompt
+    endpoint, endpoint_sha256 = settings.endpoint, settings.endpoint_sha256
     for item in items:
         personas: list[tuple[str | None, str | None]] = [(None, None)]
         if settings.persona is not None:
@@ -194,7 +214,8 @@ def plan(settings: Settings, items: list[Item], groups: dict[str, list[str]]) ->
         for persona, line in personas:
             for sample in range(settings.samples):
                 fields = {
-                    "endpoint": settings.endpoint,
+                    "endpoint": endpoint,
+                    "endpoint_sha256": endpoint_sha256,
                     "model": settings.model,
                     "prompt": prompt.name,
                     "prompt_hash": prompt.content_hash,

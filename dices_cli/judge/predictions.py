@@ -27,16 +27,42 @@ if TYPE_CHECKING:
 
 
 def unsafe_probability(prompt: Prompt, first_token: Any) -> float | None:
-    """P(unsafe answer) from a first answer token's top logprobs, over the declared answers."""
-    if not first_token:
+    """P(unsafe answer) from a first answer token's top logprobs, over the declared answers;
+    None when they are not [token, logprob] pairs of text and numbers at most 0 (NaN, 710 or
+    text from a server, a cache written by hand): no score is guessed from the rest."""
+    from dices_cli.judge.client import valid_logprob
+
+    if not first_token or not _valid_logprobs(first_token):
         return None
     mass = dict.fromkeys((UNSAFE, SAFE, UNSURE), 0.0)
     for token, logprob in first_token:
         verdict = prompt.first_token_verdict(token)
-        if verdict is not None and math.isfinite(logprob):
-            mass[verdict] += math.exp(logprob)
+        if verdict is not None:
+            mass[verdict] += math.exp(valid_logprob(logprob) or 0.0)
     total = sum(mass.values())
     return mass[UNSAFE] / total if total > 0 else None
+
+
+def _valid_logprobs(first_token: Any) -> bool:
+    """Whether a record's `first_token` is a list of [text, logprob at most 0] pairs."""
+    from dices_cli.judge.client import valid_logprob
+
+    return isinstance(first_token, list) and all(
+        isinstance(pair, list | tuple)
+        and len(pair) == 2
+        and isinstance(pair[0], str)
+        and valid_logprob(pair[1]) is not None
+        for pair in first_token
+    )
+
+
+def _unscored(record: dict[str, Any]) -> bool:
+    """Whether an answer's logprobs came but could not be read (NaN, 710, text): its
+    score is not given, and the run counts it."""
+    first_token = record.get("first_token")
+    return isinstance(record.get("error"), str) or (
+        first_token is not None and not _valid_logprobs(first_token)
+    )
 
 
 def predictions(
@@ -49,14 +75,15 @@ def predictions(
             group.append(answers[call.key])
     sampled = settings.samples > 1
     rows = []
-    unreadable = unlabelled = tokens = 0
+    unreadable = unlabelled = tokens = unscored = 0
     for (dataset, item_id, persona), records in groups.items():
         # Read again from the raw answer: a cached verdict is as an older dices read it.
         verdicts = [settings.prompt.read_answer(r.get("answer")) for r in records]
         read = [v for v in verdicts if v in (UNSAFE, SAFE, UNSURE)]
         unreadable += len(verdicts) - len(read)
+        unscored += sum(map(_unscored, records))
         tokens += sum(
-            (r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0) for r in records
+            _count(r.get("prompt_tokens")) + _count(r.get("completion_tokens")) for r in records
         )
         tally = Counter(read).most_common()
         label = tally[0][0] if tally and (len(tally) == 1 or tally[0][1] > tally[1][1]) else None
@@ -79,9 +106,15 @@ def predictions(
     return table, {
         "answers": sum(len(g) for g in groups.values()),
         "unreadable": unreadable,
+        "unreadable_logprobs": unscored,
         "without_prediction": unlabelled,
         "tokens": tokens,
     }
+
+
+def _count(value: Any) -> int:
+    """A token count of a record (0 when it is not a whole number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _table(settings: Settings, rows: list[tuple[Any, ...]], has_score: bool) -> Table:

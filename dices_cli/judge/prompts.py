@@ -21,19 +21,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.judge.answers import SAFE, UNSAFE, UNSURE, WORD, read_answer
+from dices_cli.read.untrusted import UntrustedError, loads_toml, read_regular_file
 
-UNSAFE, SAFE, UNSURE = "unsafe", "safe", "unsure"
 VERDICTS = (UNSAFE, SAFE, UNSURE)
 DEFAULT_PROMPT = "dices-safety"
 KEYS = {"name", "version", "about", "system", "user", "answers"}
-# An answer ending a reply of at most this many words is read ("The answer is: Yes").
-PREAMBLE_WORDS = 12
-_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
+MAX_PROMPT_BYTES = 256 << 10  # a prompt is a few KB
+# The placeholders filled in, in one pass: text put in (the data) is never filled in again.
+_PLACEHOLDER = re.compile(r"\{(context|response|persona)\}")
+_WORD = WORD
 
 
 class PromptError(DicesError):
@@ -69,45 +70,22 @@ class Prompt:
 
     def messages(self, context: str, response: str, persona: str | None) -> list[dict[str, str]]:
         """The chat messages for one conversation; a persona line goes where the template
-        says `{persona}`, else first in the system message."""
-        user = self.user.replace("{context}", context).replace("{response}", response)
+        says `{persona}`, else first in the system message. The template's placeholders are
+        filled in one pass: a `{response}` inside the conversation stays as it is."""
+        values = {"context": context, "response": response, "persona": persona or ""}
+        user = _PLACEHOLDER.sub(lambda match: values[match[1]], self.user)
         system = self.system
-        if persona is not None:
-            if "{persona}" in self.user:
-                user = user.replace("{persona}", persona)
-            else:
-                system = f"{persona}\n\n{system}" if system else persona
-        elif "{persona}" in self.user:
-            user = user.replace("{persona}", "")
+        if persona is not None and "{persona}" not in self.user:
+            system = f"{persona}\n\n{system}" if system else persona
         return [
             *([{"role": "system", "content": system}] if system else []),
             {"role": "user", "content": user},
         ]
 
-    def read_answer(self, text: str | None) -> str | None:
-        """The verdict (unsafe, safe, unsure) an answer gives, or None when it cannot be read.
-
-        Tolerant of case, punctuation, markup and whitespace: the reply's first words, or
-        (for a reply of at most `PREAMBLE_WORDS` words) its last words, must be one of the
-        declared answers. Anything else (a refusal, an essay, nothing) is not read: a reply
-        is never guessed from words it merely contains."""
-        if not text:
-            return None
-        words = tuple(_WORD.findall(text.casefold()))
-        if not words:
-            return None
-        keys = sorted(
-            ((tuple(_WORD.findall(a.casefold())), v) for a, v in self.answers.items()),
-            key=lambda pair: -len(pair[0]),  # "not unsafe" before "not"
-        )
-        for key, verdict in keys:
-            if words[: len(key)] == key:
-                return verdict
-        if len(words) <= PREAMBLE_WORDS:
-            for key, verdict in keys:
-                if words[-len(key) :] == key:
-                    return verdict
-        return None
+    def read_answer(self, text: object) -> str | None:
+        """The verdict (unsafe, safe, unsure) an answer gives, or None when it cannot be
+        read (`dices_cli.judge.answers`: negations, hedges and both answers understood)."""
+        return read_answer(self.answers, text)
 
     def first_token_verdict(self, token: str) -> str | None:
         """The verdict a first answer token starts, if only one answer starts so ("Yes",
@@ -146,18 +124,18 @@ def load_prompt(given: str) -> Prompt:
                 f" {given}: no such prompt; choose {', '.join(shipped_prompts())} or give a file",
             )
     try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise PromptError(f"cannot read the prompt {path}: {error.strerror}") from error
+        data = read_regular_file(path, MAX_PROMPT_BYTES)
+    except UntrustedError as error:
+        raise PromptError(f"cannot read the prompt {path}: {error}") from error
     return parse_prompt(data, str(path))
 
 
 def parse_prompt(data: bytes, source: str) -> Prompt:
     """A prompt from the bytes of its TOML file; any problem is a `PromptError`."""
     try:
-        table = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise PromptError(f"the prompt {source} is not valid TOML: {error}") from error
+        table = loads_toml(data, MAX_PROMPT_BYTES)
+    except UntrustedError as error:
+        raise PromptError(f"the prompt {source} cannot be used: {error}") from error
     unknown = sorted(set(table) - KEYS)
     if unknown:
         raise PromptError(
@@ -187,6 +165,17 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
                 f"the prompt {source}: answer {answer!r} = {verdict!r}; each answer is a word "
                 f"mapped to {', '.join(VERDICTS)}"
             )
+    said: dict[tuple[str, ...], tuple[str, str]] = {}
+    for answer, verdict in answers.items():
+        words = tuple(_WORD.findall(answer.casefold()))
+        if words in said and said[words][1] != verdict:
+            first, other = said[words]
+            raise PromptError(
+                f"the prompt {source}: the answer {first!r} = {other!r} and {answer!r} = "
+                f"{verdict!r} are one answer (case and punctuation are ignored) with two "
+                "verdicts; declare it once"
+            )
+        said.setdefault(words, (answer, verdict))
     if not {UNSAFE, SAFE} <= set(answers.values()):
         raise PromptError(f"the prompt {source}: [answers] must name both unsafe and safe answers")
     return Prompt(

@@ -148,18 +148,23 @@ def _ask(
         return {"key": call.key, "asked_at": time.time(), **call.fields, **audit}
 
     def on_reply(call: Call, reply: Reply) -> None:
-        verdict = settings.prompt.read_answer(reply.answer)
+        answer = blanked(reply.answer, api_key)
         entry = record(
             call,
             ok=True,
             status=reply.status,
             latency_ms=round(reply.latency_ms, 3),
-            answer=reply.answer,
-            verdict=verdict,
-            finish_reason=reply.finish_reason,
+            answer=answer,
+            verdict=settings.prompt.read_answer(answer),
+            finish_reason=blanked(reply.finish_reason, api_key),
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
-            first_token=reply.first_token,
+            first_token=(
+                None
+                if reply.first_token is None
+                else [(blanked(t, api_key), p) for t, p in reply.first_token]
+            ),
+            error=blanked(reply.problem, api_key),
         )
         segment.append(entry)
         answers[call.key] = entry
@@ -175,7 +180,7 @@ def _ask(
                 ok=False,
                 status=attempt.status or None,
                 latency_ms=round(attempt.latency_ms, 3),
-                error=attempt.error,
+                error=blanked(attempt.error, api_key),
             )
         )
         state.failures += 1
@@ -197,6 +202,8 @@ def _ask(
             on_reply,
             on_failure,
         )
+    except KeyboardInterrupt:
+        raise JudgeInterrupted(state.done, len(calls)) from None
     except DicesError as error:
         answered = state.done - state.cached
         raise type(error)(
@@ -207,6 +214,25 @@ def _ask(
     finally:
         segment.close()
     return answers, state
+
+
+class JudgeInterrupted(DicesError):
+    """Ctrl-C during a run: what is answered is cached, and the same command resumes."""
+
+    exit_code = 130
+
+    def __init__(self, cached: int, calls: int) -> None:
+        super().__init__(
+            f"interrupted: {cached} of {calls} answers are cached; "
+            "run the same command again to resume"
+        )
+
+
+def blanked(text: str | None, secret: str | None) -> str | None:
+    """A server's text as kept in the cache: the API key, if the server echoed it, blanked."""
+    if text is None or not secret:
+        return text
+    return text.replace(secret, "***")
 
 
 def _manifest(
@@ -253,12 +279,11 @@ def manifest_path(predictions: Path) -> Path:
 def judged_settings(predictions: Path) -> Table | None:
     """How the models of a predictions file were judged, from its manifest (None without
     one, or with one that cannot be read: the predictions are scored all the same)."""
-    import json
-
     from dices_cli.output import table_from_rows
+    from dices_cli.read.untrusted import UntrustedError, loads_json, read_regular_file
 
     try:
-        manifest = json.loads(manifest_path(predictions).read_bytes())
+        manifest = loads_json(read_regular_file(manifest_path(predictions)))
         prompt = manifest["prompt"] or {}
         parameters = manifest["parameters"]
         counts = manifest["counts"]
@@ -277,8 +302,10 @@ def judged_settings(predictions: Path) -> Table | None:
             counts["items"],
             counts.get("unreadable"),
         )
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (UntrustedError, TypeError, KeyError, AttributeError):
         return None
+    if not all(value is None or isinstance(value, str | int | float) for value in row):
+        return None  # a manifest written by hand: a list or a table where a value belongs
     columns = ["model", "asked", "endpoint", "prompt", "version", "prompt_sha256"]
     columns += ["temperature", "samples", "max_tokens", "seed", "persona", "items", "unreadable"]
     return table_from_rows(columns, [row])

@@ -24,15 +24,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, system_reason
+from dices_cli.read.untrusted import (
+    UntrustedError,
+    bounded_lines,
+    finite_number,
+    loads_json,
+    open_regular_file,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 DIRECTORY = "judge"
 SYNC_SECONDS = 1.0
+# A record holds an answer of at most 20,000 characters and a few fields: a longer line, or
+# a deeper one, is not one of ours.
+MAX_LINE_BYTES = 1 << 20
+MAX_LINE_DEPTH = 8
 # The fields of a call's key, in order: the same key asks the same question of the same model.
 KEY_FIELDS = (
     "endpoint",
+    "endpoint_sha256",
     "model",
     "prompt",
     "prompt_hash",
@@ -87,17 +99,21 @@ def _segments(root: Path) -> list[Path]:
 
 
 def _records(root: Path) -> Iterator[dict[str, Any]]:
-    """Every whole record of every segment, oldest first."""
+    """Every whole record of every segment, oldest first. A line that is not one (cut short
+    by a crash, longer than MAX_LINE_BYTES, not JSON, too deep, or a key that is not text)
+    is skipped; a segment that is not a regular file (a FIFO, a device) is refused."""
     for segment in _segments(root):
         try:
-            with segment.open("rb") as handle:
-                for line in handle:
-                    if not line.endswith(b"\n"):
-                        break  # cut short by a crash: never a whole record
-                    with contextlib.suppress(ValueError):
-                        record = json.loads(line)
-                        if isinstance(record, dict) and "key" in record:
+            with open_regular_file(segment) as handle:
+                for line in bounded_lines(handle, MAX_LINE_BYTES):
+                    if line is None:
+                        continue
+                    with contextlib.suppress(UntrustedError):
+                        record = loads_json(line, MAX_LINE_BYTES, MAX_LINE_DEPTH)
+                        if isinstance(record, dict) and isinstance(record.get("key"), str):
                             yield record
+        except UntrustedError as error:
+            raise DicesError(f"cannot read the judge cache {segment}: {error}") from error
         except OSError as error:
             raise DicesError(
                 f"cannot read the judge cache {segment}: {system_reason(error)}"
@@ -110,8 +126,17 @@ def has_calls(root: Path) -> bool:
 
 
 def completed(root: Path) -> dict[str, dict[str, Any]]:
-    """Each key's latest completed call."""
-    return {record["key"]: record for record in _records(root) if record.get("ok")}
+    """Each key's latest completed call (`ok` true, and each field of `COLUMNS` of its
+    type: a record written by hand or by another version with a field of another type is
+    not an answer, and its call is asked again)."""
+    return {
+        record["key"]: record
+        for record in _records(root)
+        if record.get("ok") is True
+        and all(
+            _fits(record.get(name), kind) for name, kind in COLUMNS.items() if name != "item_id"
+        )
+    }
 
 
 class Segment:
@@ -157,7 +182,6 @@ class Segment:
 
 def calls_table(root: Path) -> pa.Table:
     """Every record of the cache as an Arrow table of `COLUMNS` (empty without a cache)."""
-    import datetime
 
     import pyarrow as pa
 
@@ -176,25 +200,30 @@ def calls_table(root: Path) -> pa.Table:
             if name == "item_id" and value is not None:
                 value = str(value)
             elif kind == "timestamp":
-                seconds = value if _fits(value, "float64") else None
-                value = (
-                    None
-                    if seconds is None
-                    else datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-                )
+                value = _timestamp(value)
             elif not _fits(value, kind):
                 value = None  # a record written by hand or by another version: its own business
             columns[name].append(value)
     return pa.table(columns, schema=schema)
 
 
+def _timestamp(value: Any) -> Any:
+    """Seconds since 1970 as a UTC time; None when they are not a number of a year 1 to 9999."""
+    import datetime
+
+    seconds = finite_number(value, -62_135_596_800, 253_402_300_799)
+    return None if seconds is None else datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+
+
 def _fits(value: Any, kind: str) -> bool:
     if value is None:
         return True
+    if kind == "timestamp":
+        return finite_number(value) is not None
     if kind == "string":
         return isinstance(value, str)
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "int64":
         return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return finite_number(value) is not None

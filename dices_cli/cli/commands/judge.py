@@ -22,6 +22,31 @@ if TYPE_CHECKING:
 
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 
+
+def finite(param: typer.CallbackParam, value: float | None) -> float | None:
+    """A number option's value when it is finite (Click's min and max let NaN through)."""
+    import math
+
+    from dices_cli.errors import UsageError
+
+    if value is not None and not math.isfinite(value):
+        raise UsageError(f"{param.opts[0]} {value}: give a finite number")
+    return value
+
+
+def endpoint_urls(values: list[str] | None) -> list[str] | None:
+    """--base-url's values when each is an http(s) URL with a host and a valid port."""
+    from dices_cli.errors import UsageError
+    from dices_cli.judge.client import check_base_url
+    from dices_cli.terminal_text import printable
+
+    for url in values or []:
+        reason = check_base_url(url)
+        if reason is not None:
+            raise UsageError(f"--base-url {printable(url)}: {reason}")
+    return values
+
+
 JUDGE_HELP = """Run an LLM judge or a safety classifier over DICES or ProsocialDialog: cached, resumable, polarity declared, straight into evaluate.
 
 Each conversation is sent to an OpenAI-compatible Chat Completions endpoint (vLLM, Ollama, llama.cpp's server, TGI, LM Studio, OpenAI, a gateway) with a declared prompt (--prompt: dices-safety, judge-bench, guard, or a TOML file of your own), and its answer read as the prompt's answers table says (Yes = unsafe for dices-safety, Yes = safe for judge-bench). An answer that cannot be read is kept raw and counted, never guessed. The key comes from $OPENAI_API_KEY (or the variable --api-key-env names) and is written nowhere.
@@ -58,6 +83,7 @@ def judge(
             metavar="URL",
             help="The endpoint (default https://api.openai.com/v1); repeat to spread the "
             "requests over replicas of one model.",
+            callback=endpoint_urls,
         ),
     ] = None,
     api_key_env: Annotated[
@@ -95,6 +121,7 @@ def judge(
             max=2.0,
             help="Sampling temperature (default 0, or 1 with --samples above 1).",
             show_default=False,
+            callback=finite,
         ),
     ] = None,
     max_tokens: Annotated[
@@ -114,7 +141,14 @@ def judge(
         ),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=0.1, help="Seconds to wait for one answer.")
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.1,
+            max=86_400,
+            help="Seconds to wait for one answer.",
+            callback=finite,
+        ),
     ] = 60.0,
     retries: Annotated[
         int,
@@ -207,9 +241,6 @@ def judge(
         refresh=refresh,
         logprobs=not no_logprobs,
     )
-    for url in settings.base_urls:
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"--base-url {url}: give an http:// or https:// URL")
     baseline = settings.baseline  # a usage error for an unknown baseline, before the work
     api_key = None if baseline is not None or dry_run else read_api_key(api_key_env)
     root = resolve_data_dir(data)
@@ -219,12 +250,14 @@ def judge(
         return
     inputs = [root, *([items] if items is not None else [])]
     out = Output.build(fmt, output, force, inputs)  # a usage error before the work
+    if output is not None:
+        check_manifest(output, force, inputs)
     with progress_shown() as progress:
         outcome = run_judge(store, settings, api_key, progress)
     report_counts(outcome)
     show(outcome.table, out, title="judge")
     if output is not None:
-        write_manifest(output, outcome, inputs)
+        write_manifest(output, outcome, inputs, force)
     if then_evaluate and output is not None:
         evaluate_written(output, dataset, data)
 
@@ -247,6 +280,13 @@ def read_api_key(variable: str | None) -> str | None:
     key = os.environ.get(variable or API_KEY_VARIABLE) or None
     if variable is not None and key is None:
         raise UsageError(f"--api-key-env {variable}: that environment variable is not set")
+    if key is not None and (
+        not key.isascii() or any(not c.isprintable() or c.isspace() for c in key)
+    ):
+        raise UsageError(
+            f"the API key in ${variable or API_KEY_VARIABLE} has spaces, control or non-ASCII "
+            "characters, which an HTTP header cannot carry"
+        )
     return key
 
 
@@ -334,6 +374,12 @@ def report_counts(outcome: Outcome) -> None:
         f"{counts.get('failed_attempts', 0)} failed attempts retried, "
         f"{counts.get('tokens', 0):,} tokens"
     )
+    if counts.get("unreadable_logprobs"):
+        say(
+            f"warning: {counts['unreadable_logprobs']} answers came with logprobs that are not "
+            "log probabilities (NaN, above 0, text): they have no score (dices sql "
+            '"SELECT answer, error FROM judge_calls WHERE ok AND error IS NOT NULL")'
+        )
     if counts.get("unreadable"):
         say(
             f"warning: {counts['unreadable']} answers could not be read (kept raw in the cache: "
@@ -342,12 +388,30 @@ def report_counts(outcome: Outcome) -> None:
         )
 
 
-def write_manifest(output: Path, outcome: Outcome, inputs: list[Path]) -> None:
+def check_manifest(output: Path, force: bool, inputs: list[Path]) -> None:
+    """Refuse, before the work, a manifest path that exists (without --force) or is a
+    symbolic link (ever: its target would be written)."""
+    from dices_cli.errors import DicesError
+    from dices_cli.judge.run import manifest_path
+    from dices_cli.output import check_output
+
+    manifest = manifest_path(output)
+    if manifest.is_symlink():
+        raise DicesError(
+            f"{manifest} is a symbolic link; dices does not write through one: remove it"
+        )
+    if manifest.exists() and not manifest.is_file():
+        raise DicesError(f"{manifest} exists and is not a file; remove it or choose another -o")
+    check_output(manifest, force, inputs)
+
+
+def write_manifest(output: Path, outcome: Outcome, inputs: list[Path], force: bool) -> None:
     from dices_cli.judge.run import manifest_path
     from dices_cli.output import open_output
 
+    check_manifest(output, force, inputs)  # again: it may have appeared during the run
     manifest = manifest_path(output)
-    with open_output(manifest, force=True, inputs=inputs) as handle:
+    with open_output(manifest, force=force, inputs=inputs) as handle:
         handle.write(json.dumps(outcome.manifest, indent=2, ensure_ascii=False).encode() + b"\n")
 
 
