@@ -188,7 +188,8 @@ def centred_interval(
     if raters > 0 and total > 0:
         # Satterthwaite: the resamples' variance counted as known, the raters' with df
         # degrees of freedom.
-        df = df * (total / raters) ** 2
+        ratio = total / raters
+        df = math.inf if ratio > 1e6 else df * ratio * ratio
     half = t_quantile(0.5 + level / 2, df) * math.sqrt(total)
     low, high = bounds
     return max(estimate - half, low), min(estimate + half, high)
