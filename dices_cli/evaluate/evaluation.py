@@ -471,7 +471,7 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     clustered = members is not None and settings.interval == "clustered"
     jackknife = Jackknife(members.group) if members is not None and clustered else None
     few = _few_raters(votes, settings, clustered)
-    notes: list[str] = [_few_note(votes, settings, group) for group in sorted(few)]
+    notes: list[str] = [few_raters_note(votes, settings, group) for group in sorted(few)]
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
     aligned = aligned_predictions(predictions.of(votes.dataset), votes)
@@ -519,7 +519,8 @@ def _few_raters(votes: Votes, settings: Settings, clustered: bool) -> frozenset[
     return frozenset(g for g, n in enumerate(votes.group_raters()) if n < MIN_RATERS)
 
 
-def _few_note(votes: Votes, settings: Settings, group: int) -> str:
+def few_raters_note(votes: Votes, settings: Settings, group: int) -> str:
+    """What the screen says of a group of fewer than MIN_RATERS raters."""
     from dices_cli.families import family_of
 
     keys = zip(settings.by, votes.group_keys[group], strict=True)

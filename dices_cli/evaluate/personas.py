@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,6 +43,7 @@ from dices_cli.evaluate.evaluation import (
     Settings,
     aligned_predictions,
     chosen_references,
+    few_raters_note,
 )
 from dices_cli.evaluate.groups import (
     Members,
@@ -636,7 +637,9 @@ def evaluate_personas(
             )
         summary += _summary_lines(model.model, column, votes.dataset, together, cells)
     numeric = [name not in TEXT_COLUMNS for name in COLUMNS]
-    return Evaluation(Table(COLUMNS, numeric, rows), [], [], summary)
+    grouped = replace(settings, by=(column,))
+    notes = [few_raters_note(votes, grouped, g) for g, small in enumerate(few) if small]
+    return Evaluation(Table(COLUMNS, numeric, rows), notes, [], summary)
 
 
 def _summary_lines(
