@@ -8,6 +8,13 @@ estimates only (no intervals): dices / script <= 1.0, median wall time of fresh 
     python bench/evaluate.py --runs 9 --json
     python bench/evaluate.py --data DIR      # an existing data directory, nothing generated
     python bench/evaluate.py --bootstrap 100 # fewer resamples for dices (the goal is at 1000)
+    python bench/evaluate.py --baseline main --skip-pandas   # this tree against main's
+
+With --baseline REF, `dices evaluate --by rater_race` on DICES-990 with several kinds of
+model (tests/drivers/mixed_models.py) is timed for this tree and for REF's (exported with
+git archive), alternating, in the same run; and each tree's seed stability is measured:
+the same command with --seed 0 and --seed 1, how far each interval's endpoints move, as a
+share of the interval's width (goal: at most STABILITY; time: at most SLOWER x REF's).
 
 The script is this file run as `python bench/evaluate.py --pandas DATASET DATA PREDICTIONS
 OUT`: it reads the ingested Parquet files with pandas, scores every model with
@@ -27,6 +34,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _results import append
+from drivers.mixed_models import write_predictions
 from ingest import add_shared_dir_argument, dices_command, ingested_replicas, measure
 
 GOAL = 1.0  # dices / script, median wall time
@@ -35,6 +45,9 @@ BY = ["rater_race", "rater_gender"]
 CHECKED = ("n", "accuracy", "f1", "kappa", "mcc", "roc_auc", "brier", "ece", "xrr")
 CHECKED_SHARE = ("cross_entropy", "jsd", "tvd", "pearson", "spearman")
 TOLERANCE = 1e-9
+REPO = Path(__file__).resolve().parents[1]
+STABILITY = 0.03  # the most an endpoint may move between seeds, as a share of the width
+SLOWER = 1.5  # the most this tree's `evaluate --by rater_race` may take, as REF's multiple
 
 # ----------------------------------------------------------------------------------------
 # The pandas + scikit-learn script. Standalone: pandas, numpy, scipy, scikit-learn.
@@ -310,6 +323,98 @@ def report(results: dict[str, Any], runs: int, bootstrap: int) -> str:
     return "\n".join(lines)
 
 
+def _tree_command(tree: Path) -> list[str]:
+    """`dices` from the source tree `tree` (not the installed one): the same start-up for
+    this tree and the baseline's, the working directory kept off the path (-P)."""
+    return ["env", f"PYTHONPATH={tree}", sys.executable, "-P", "-m", "dices_cli"]
+
+
+def _export(ref: str, folder: Path) -> Path:
+    """REF's tree, exported with git archive into `folder`."""
+    import subprocess
+
+    folder.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", ref], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def endpoint_moves(first: Path, second: Path) -> list[float]:
+    """Per interval of two runs' CSVs (rows in the same order), how far each endpoint moved
+    between them, as a share of the first run's width (intervals of width 0 left out)."""
+    import csv
+
+    moves = []
+    with first.open() as a, second.open() as b:
+        for one, other in zip(csv.DictReader(a), csv.DictReader(b), strict=True):
+            for column in one:
+                if not column.endswith("_low") or f"{column[:-4]}_high" not in one:
+                    continue
+                high = f"{column[:-4]}_high"
+                if not (one[column] and one[high] and other[column] and other[high]):
+                    continue
+                width = float(one[high]) - float(one[column])
+                if width > 0:
+                    moves += [
+                        abs(float(one[end]) - float(other[end])) / width for end in (column, high)
+                    ]
+    return moves
+
+
+def versus(data: Path, ref: str, runs: int, work: Path) -> dict[str, Any]:
+    """This tree against REF's: `evaluate --by rater_race` on DICES-990, time and stability."""
+    predictions = write_predictions(data, "990", work / "mixed_990.csv")
+    trees = {"this tree": REPO, ref: _export(ref, work / "baseline")}
+    base = ["evaluate", str(predictions), "-d", "990", "--data", str(data)]
+    base += ["--by", "rater_race", "-q", "-f", "csv", "--force"]
+    walls: dict[str, list[float]] = {name: [] for name in trees}
+    for number in range(runs):  # alternating, so that drift hits both alike
+        for name, tree in trees.items():
+            out = work / f"timed_{number}.csv"
+            walls[name].append(measure([*_tree_command(tree), *base, "-o", str(out)]).wall)
+    result: dict[str, Any] = {}
+    for name, tree in trees.items():
+        seeds = []
+        for seed in (0, 1):
+            out = work / f"{name.replace(' ', '_')}_seed{seed}.csv"
+            measure([*_tree_command(tree), *base, "--seed", str(seed), "-o", str(out)])
+            seeds.append(out)
+        moves = sorted(endpoint_moves(*seeds)) or [math.nan]  # none: no interval given
+        result[name] = {
+            "median_s": statistics.median(walls[name]),
+            "wall_s": walls[name],
+            "endpoints": len(moves),
+            "move_median": statistics.median(moves),
+            "move_p95": moves[int(0.95 * (len(moves) - 1))],
+            "move_max": moves[-1],
+        }
+    result["ratio"] = result["this tree"]["median_s"] / result[ref]["median_s"]
+    return result
+
+
+def versus_report(result: dict[str, Any], ref: str, runs: int) -> str:
+    lines = [
+        f"dices evaluate --by rater_race, DICES-990, 5 models; median of {runs} runs",
+        "tree          median s  endpoint move between seeds (share of width): median  p95  max",
+    ]
+    for name in ("this tree", ref):
+        r = result[name]
+        lines.append(
+            f"{name:<12}  {r['median_s']:8.2f}  {r['move_median']:43.3f}  "
+            f"{r['move_p95']:.3f}  {r['move_max']:.3f}"
+        )
+    mine = result["this tree"]
+    lines += [
+        f"time ratio {result['ratio']:.2f} (goal <= {SLOWER}: "
+        f"{'met' if result['ratio'] <= SLOWER else 'NOT met'}); largest move "
+        f"{mine['move_max']:.3f} (goal <= {STABILITY}: "
+        f"{'met' if mine['move_max'] <= STABILITY else 'NOT met'})",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per tool and dataset")
@@ -317,19 +422,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--bootstrap", type=int, default=1000, help="dices' resamples")
     parser.add_argument("--pandas", nargs=4, metavar=("DATASET", "DATA", "PREDICTIONS", "OUT"))
+    parser.add_argument("--baseline", metavar="REF", help="also time this tree against REF's")
+    parser.add_argument("--skip-pandas", action="store_true", help="no pandas comparison")
     add_shared_dir_argument(parser)
     args = parser.parse_args(argv)
     if args.pandas:
         pandas_evaluate(*args.pandas)
         return
+    results: dict[str, Any] = {}
+    compared: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
-        results = bench(data, args.runs, Path(temp), args.bootstrap)
+        if not args.skip_pandas:
+            results = bench(data, args.runs, Path(temp), args.bootstrap)
+        if args.baseline:
+            compared = versus(data, args.baseline, args.runs, Path(temp))
+    summary = {"runs": args.runs, "bootstrap": args.bootstrap, "goal": GOAL}
+    document: dict[str, Any] = {**summary, "results": results}
+    if compared is not None:
+        document["versus"] = {"baseline": args.baseline, "goal_ratio": SLOWER, **compared}
+    append("evaluate", document)
     if args.json:
-        summary = {"runs": args.runs, "bootstrap": args.bootstrap, "goal": GOAL}
-        print(json.dumps({**summary, "results": results}, indent=2))
-    else:
+        print(json.dumps(document, indent=2))
+        return
+    if results:
         print(report(results, args.runs, args.bootstrap))
+    if compared is not None:
+        print(versus_report(compared, args.baseline, args.runs))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,10 @@ SCRIPTS = {
     "load": ["--runs", "1", "--file", "{tiny}/350.csv"],
     "agreement": ["--runs", "1", "--permutations", "10", "--by", "rater_gender"],
     "calibration_disagreement": ["--quick", "--data", "{tiny}/data"],
-    "evaluate": ["--runs", "1", "--bootstrap", "10", "--data", "{tiny}/data"],
+    "evaluate": [
+        *("--runs", "1", "--bootstrap", "10", "--data", "{tiny}/data", "--baseline", "HEAD")
+    ],
+    "calibration_evaluate": [*("--simulations", "2", "--bootstrap", "20", "--replicates", "5")],
     "report": ["--runs", "1", "--permutations", "10", "--data", "{tiny}/data"],
     "prosocial": ["--runs", "1", "--rows", "200"],
     "predictions": ["--smoke", "--data", "{tiny}/data"],

@@ -76,3 +76,20 @@ def test_the_filter_audits_removal_test_holds_its_level(sample: Path) -> None:
     # Exact and conditional: it may be conservative, never anti-conservative; and it can
     # reject (a test that never could would pass the bound above vacuously).
     assert exact_independence_p([30, 30], [15, 0]) < 1e-4
+
+
+@pytest.mark.slow
+def test_evaluate_group_intervals_hold_a_known_truth_per_group_size(tmp_path: Path) -> None:
+    """`evaluate --by`'s kappa, jsd and their differences from the rest, for groups of 5,
+    13, 20, 35 and 50 raters of a crossed random-effects model (tests/drivers/crossed.py):
+    each interval holds the figure's expectation for a group of its size (the small-group
+    effect included) in as many datasets as a 95% interval should, per group size, within
+    the 99.9% binomial range. Full run: `python bench/calibration_evaluate.py`."""
+    from drivers.evaluate_truth import coverage, true_figures
+
+    simulations = 30
+    truth = true_figures(800, seed=1000)
+    covered = coverage(simulations, 200, seed=0, folder=tmp_path, truth=truth)
+    low = binom.ppf(0.0005, simulations, 0.95) / simulations
+    assert not np.isnan(covered).any()
+    assert (covered >= low).all(), covered

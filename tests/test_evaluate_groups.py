@@ -1,8 +1,9 @@
-"""`dices evaluate --by`: the group rows' permutation test and clustered intervals.
+"""`dices evaluate --by`: the group rows' permutation test.
 
-The test of a group against the rest must hold its level when demographics carry no
-information: the calibration here shuffles the raters' groups (group sizes kept) and counts
-how often p < 0.05. The bootstrap p-value it replaces rejected in 18-92% of such rows.
+(Their intervals: tests/test_evaluate_intervals.py.) The test of a group against the rest
+must hold its level when demographics carry no information: the calibration here shuffles
+the raters' groups (group sizes kept) and counts how often p < 0.05. The bootstrap p-value
+it replaces rejected in 18-92% of such rows.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import polars as pl
 import pytest
 from drivers.shuffled import shuffled_groups
 from scipy.stats import binom
-from sklearn.metrics import cohen_kappa_score
 
 from dices_cli.evaluate.evaluation import Settings, aligned_predictions, evaluate
 from dices_cli.evaluate.groups import members_of, permuted_differences
@@ -159,57 +159,3 @@ def test_group_tests_hold_their_level_under_shuffled_demographics(
     assert tests >= 300
     assert rejected <= binom.ppf(0.999, tests, 0.05), (rejected, tests)
     assert min(p_values) > 0
-
-
-def test_clustered_intervals_match_a_two_way_bootstrap_written_by_hand(
-    sample: Path, tmp_path: Path
-) -> None:
-    """The crossed rater x conversation resamples give a group's kappa an interval as wide
-    as independent two-way resamples drawn with a loop (within 25%), and wider than
-    conversations alone."""
-    by = ("rater_race",)
-    frame = models(sample, "350")["label+score"]
-    votes, read = loaded(sample, "350", frame, tmp_path, by)
-    clustered = evaluate(votes, read, Settings(by=by, bootstrap=400, permutations=0)).table
-    conversations = evaluate(
-        votes, read, Settings(by=by, bootstrap=400, permutations=0, interval="conversations")
-    ).table
-
-    def width(table: object, group: str) -> float:
-        (row,) = [
-            r
-            for r in table.records()  # type: ignore[attr-defined]
-            if r["reference"] == "crowd" and r["rater_race"] == group
-        ]
-        return float(row["kappa_high"] - row["kappa_low"])
-
-    # By hand: raters drawn within the group, conversations drawn, the group's plurality of
-    # the drawn raters' answers (ties left out), kappa with scikit-learn.
-    assert votes.rater is not None
-    group = 0
-    name = votes.group_keys[group][0]
-    label = np.where(frame["label"].to_numpy() == "Yes", 1, 0)
-    ids = frame["item_id"].to_numpy()
-    position = np.searchsorted(votes.item_ids, ids)
-    mine = votes.group == group
-    raters = np.unique(votes.rater[mine])
-    rng = np.random.default_rng(3)
-    kappas = []
-    for _ in range(400):
-        drawn_raters = rng.choice(raters, size=len(raters))
-        weight = np.bincount(drawn_raters, minlength=int(votes.rater.max()) + 1)
-        counts = np.zeros((3, votes.conversations))
-        np.add.at(counts, (votes.answer[mine], votes.item[mine]), weight[votes.rater[mine]])
-        top = counts.max(axis=0)
-        tie = (counts == top).sum(axis=0) > 1
-        unsafe = (counts.argmax(axis=0) == 1) & ~tie
-        defined = ~(tie & (counts[1] == top)) & (top > 0)
-        drawn = rng.integers(0, len(ids), size=len(ids))
-        keep = defined[position[drawn]]
-        kappas.append(
-            cohen_kappa_score(label[drawn][keep], unsafe[position[drawn]][keep].astype(int))
-        )
-    low, high = np.nanpercentile(kappas, [2.5, 97.5])
-    by_hand = high - low
-    assert abs(width(clustered, name) / by_hand - 1) < 0.25, (width(clustered, name), by_hand)
-    assert width(conversations, name) < width(clustered, name)

@@ -3,8 +3,9 @@
 One dataset at a time (item ids repeat across DICES-350 and DICES-990): the rows of
 predictions for it. Every metric of every row is computed for the same bootstrap resamples
 of the dataset's conversations, so a group's metric and the rest of the pool's are paired.
-With rater groups (`by`), the group rows' intervals resample the raters within their groups
-too (interval "clustered", the default), and a group's difference from the rest is tested
+With rater groups (`by`), the group rows' intervals leave out one rater at a time too (the
+raters' jackknife, interval "clustered", the default; dices_cli.metrics.intervals), and a
+group's difference from the rest is tested
 by permuting the raters' group labels (dices_cli.evaluate.groups). Formulas and rules:
 docs/evaluate.md.
 """
@@ -18,18 +19,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from dices_cli.errors import Option, UsageError
 from dices_cli.evaluate.baseline import DRAWS, draws
 from dices_cli.evaluate.groups import (
     Members,
-    crossed_counts,
+    left_out_batches,
     members_of,
     permuted_differences,
 )
 from dices_cli.evaluate.measure import (
     METRICS,
+    RATER_SMOOTH,
     Measured,
     Prediction,
     Resampled,
@@ -50,7 +51,13 @@ from dices_cli.evaluate.references import (
 )
 from dices_cli.metrics import defaults
 from dices_cli.metrics.agreement import Array
-from dices_cli.metrics.bootstrap import bootstrap_weights, percentile_interval, rater_weights
+from dices_cli.metrics.bootstrap import bootstrap_weights
+from dices_cli.metrics.intervals import (
+    MIN_RATERS,
+    Jackknife,
+    centred_interval,
+    difference_bounds,
+)
 from dices_cli.metrics.permutation import (
     benjamini_hochberg,
     shuffled_labellings,
@@ -130,6 +137,7 @@ def columns(by: Sequence[str]) -> list[str]:
         "p_value",
         "p_adjusted",
         "polarity_suspect",
+        "few_raters",
     ]
 
 
@@ -160,13 +168,18 @@ COLUMN_HELP = {
     "more rater, with the reference's raters (crowd rows); cross_entropy, jsd "
     "(Jensen-Shannon, bits), tvd (total variation), pearson, spearman of the predicted "
     "against the raters' shares (crowd-share rows). Empty where undefined.",
-    "METRIC_low/_high": "The 95% percentile bootstrap interval: conversations resampled "
-    "(ProsocialDialog: the utterances predicted); on group rows, with the default "
-    "clustered interval, the raters within their groups too.",
+    "METRIC_low/_high": "The 95% interval, centred on the estimate: +- a t quantile times "
+    "the square root of its variance over the conversations (bootstrap: conversations "
+    "resampled; ProsocialDialog: the utterances predicted) plus, on group rows with the "
+    "default clustered interval, over the raters (the delete-one-rater jackknife, with "
+    "Satterthwaite degrees of freedom); kept within the metric's range.",
     "compared_on": "Group rows: the metric compared with the rest of the pool (kappa, "
     "or jsd for crowd-share).",
     "rest": "That metric against the rest of the pool (the raters not in the group).",
-    "difference": "Group minus rest, with its paired bootstrap interval (difference_low/_high).",
+    "difference": "Group minus rest, with its interval (difference_low/_high; as the "
+    "metrics', the conversations and the raters of both sides resampled together). It "
+    "covers the difference expected of a group of this size, small-group effect included: "
+    "compare it with difference_null, not with 0.",
     "difference_null": "The difference expected when group labels carry no information: "
     "its mean over the random relabellings of the raters (a small group's own "
     "plurality is noisier, so a model agrees less with it whatever the group).",
@@ -177,6 +190,8 @@ COLUMN_HELP = {
     "polarity_suspect": "true when the model agrees with the gold label (DICES-350), the "
     "crowd (DICES-990) or the published label (ProsocialDialog) less than chance: kappa's "
     "whole interval below 0.",
+    "few_raters": "true on the rows of a group with fewer than 5 raters: its intervals are "
+    "left empty, as no interval holds its level for so few raters (clustered interval).",
 }
 
 
@@ -272,72 +287,55 @@ def _measure(
     return measured
 
 
-@dataclass(frozen=True)
-class Crossed:
-    """The two-way resamples of the group rows: rater draws (within groups) crossed with
-    conversation resamples."""
-
-    resamples: Resamples  # row 0 all ones, then the conversation resamples
-    counts: Array  # [rater draw, group, category, conversation]
-    point: Resamples  # row 0 alone: the group rows' point estimates
-
-
-def crossed_resamples(
-    members: Members, weights: NDArray[np.int32], settings: Settings
-) -> Crossed | None:
-    """ceil(sqrt(B)) rater draws crossed with as many conversation resamples (B =
-    --bootstrap): every pair is a two-way resample, and each draw's groups are scored on all
-    the conversation resamples at once, by the same stacked metrics as the other rows
-    (independent pairs would need every metric anew per resample)."""
-    if settings.interval != "clustered" or settings.bootstrap == 0:
-        return None
-    side = math.ceil(math.sqrt(settings.bootstrap))
-    seed = int(np.random.SeedSequence([settings.seed, 1]).generate_state(1)[0])
-    draws = rater_weights(members.group, side, seed)[1:]
-    return Crossed(
-        Resamples(weights[: side + 1]), crossed_counts(members, draws), Resamples(weights[:1])
-    )
-
-
 def _clustered(
     prediction: Prediction,
     votes: Votes,
     settings: Settings,
     references: Sequence[str],
-    crossed: Crossed,
+    members: Members,
+    resamples: Resamples,
     group_sets: Sequence[_Set],
 ) -> dict[_Key, Measured]:
-    """The group rows (and their rests): point estimates, n and ties from the sets
-    themselves, resampled values from the two-way resamples. The sets are measured on the
-    point alone: their conversation resamples would be thrown away (DICES-990, 10 models,
-    --by rater_race: 1.1 s of CPU saved, in-process, one run each)."""
-    points = _measure(prediction, votes, settings, references, crossed.point, group_sets, False)
-    draws, groups = crossed.counts.shape[:2]
-    pools = crossed.counts.sum(axis=1)
-    sets = [
-        (draw * groups + group, rest, pools[draw] - counts if rest else counts)
-        for draw in range(draws)
-        for group, counts in enumerate(crossed.counts[draw])
-        for rest in (False, True)
-    ]
-    drawn = _measure(prediction, votes, settings, references, crossed.resamples, sets, False)
-    result = {}
-    for key, measured in points.items():
-        reference, group, rest = key
-        values = {
-            metric: np.concatenate(
-                [
-                    point,
-                    *(
-                        drawn[reference, draw * groups + group, rest].values[metric][1:]
-                        for draw in range(draws)
-                    ),
-                ]
-            )
-            for metric, point in measured.values.items()
+    """The group rows (and their rests) on the conversation resamples, each metric of
+    RATER_SMOOTH with its values with every member left out in turn (the raters'
+    jackknife, `Measured.left_out`)."""
+    figures = _measure(prediction, votes, settings, references, resamples, group_sets, False)
+    point = Resamples(resamples.counts[:1])
+    # A side without the left-out rater keeps its value.
+    left_out = {
+        key: {
+            metric: np.full(len(members.group), values[0])
+            for metric, values in measured.values.items()
+            if metric in RATER_SMOOTH
         }
-        result[key] = Measured(measured.n, measured.ties, values)
-    return result
+        for key, measured in figures.items()
+    }
+    groups = members.groups
+    for rows, batch in left_out_batches(members):
+        # Leaving out a rater of group k changes k's own figures and the other groups'
+        # rests only; of a rest, only the crowd-share difference is smooth.
+        own_sets: list[_Set] = []
+        rest_sets: list[_Set] = []
+        for member, counts in enumerate(batch):
+            own = int(members.group[rows.start + member])
+            pool = counts.sum(axis=0)
+            own_sets.append((member * groups + own, False, counts[own]))
+            rest_sets += [
+                (member * groups + group, True, pool - counts[group])
+                for group in range(groups)
+                if group != own
+            ]
+        drawn = _measure(prediction, votes, settings, references, point, own_sets, False)
+        if "crowd-share" in references:
+            drawn |= _measure(prediction, votes, settings, ["crowd-share"], point, rest_sets, False)
+        for (reference, number, rest), measured in drawn.items():
+            member, group = divmod(number, groups)
+            for metric, array in left_out.get((reference, group, rest), {}).items():
+                array[rows.start + member] = measured.values[metric][0]
+    return {
+        key: Measured(measured.n, measured.ties, measured.values, left_out[key])
+        for key, measured in figures.items()
+    }
 
 
 _Test = tuple[float, float]  # p-value, the difference expected under the null
@@ -395,8 +393,32 @@ def _number(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def _interval(values: Array) -> tuple[float | None, float | None]:
-    low, high = percentile_interval(values)
+# The range of each metric: an interval is kept within it.
+BOUNDS = (
+    dict.fromkeys(
+        ("accuracy", "precision", "recall", "f1", "roc_auc", "average_precision"), (0.0, 1.0)
+    )
+    | dict.fromkeys(("brier", "ece", "jsd", "tvd"), (0.0, 1.0))
+    | dict.fromkeys(("kappa", "mcc", "pearson", "spearman"), (-1.0, 1.0))
+    | {"xrr": (-math.inf, 1.0), "cross_entropy": (0.0, math.inf)}
+)
+
+
+def _interval(
+    values: Array,
+    bounds: tuple[float, float],
+    left_out: Array | None = None,
+    raters: tuple[Jackknife, int] | None = None,
+) -> tuple[float | None, float | None]:
+    """The centred interval (dices_cli.metrics.intervals) of values (row 0 the estimate,
+    then the conversation resamples). With `raters` (the jackknife, and the group's raters),
+    a group row's: the jackknife's variance of `left_out` where given (a RATER_SMOOTH
+    figure), else a t quantile with the group's raters - 1 degrees of freedom."""
+    variance = (0.0, math.inf)
+    if raters is not None:
+        jackknife, size = raters
+        variance = jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
+    low, high = centred_interval(values, variance, bounds)
     return _number(low), _number(high)
 
 
@@ -446,18 +468,22 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     weights = bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed)
     resamples = Resamples(weights)
     members = members_of(votes) if settings.by else None
-    crossed = None if members is None else crossed_resamples(members, weights, settings)
-    notes: list[str] = []
+    clustered = members is not None and settings.interval == "clustered"
+    jackknife = Jackknife(members.group) if members is not None and clustered else None
+    few = _few_raters(votes, settings, clustered)
+    notes: list[str] = [few_raters_note(votes, settings, group) for group in sorted(few)]
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
     aligned = aligned_predictions(predictions.of(votes.dataset), votes)
     sets = _sets(votes, settings)
     for prediction in aligned:
-        if crossed is None:
+        if members is None or jackknife is None:
             figures = _measure(prediction, votes, settings, references, resamples, sets)
         else:
             figures = _measure(prediction, votes, settings, references, resamples, sets[:1])
-            figures |= _clustered(prediction, votes, settings, references, crossed, sets[1:])
+            figures |= _clustered(
+                prediction, votes, settings, references, members, resamples, sets[1:]
+            )
         covered = int(prediction.covered.sum())
         if covered < votes.total:
             notes.append(_coverage_note(prediction, votes))
@@ -477,10 +503,34 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     rows = [
         row
         for model, covered, figures in measured
-        for row in _rows(model, covered, figures, votes, settings, model in suspected, tests)
+        for row in _rows(
+            model, covered, figures, votes, settings, model in suspected, tests, (jackknife, few)
+        )
     ]
     table = Table(columns(settings.by), _numeric(settings.by), rows)
     return Evaluation(table, notes, suspects, _summary(table, votes.dataset))
+
+
+def _few_raters(votes: Votes, settings: Settings, clustered: bool) -> frozenset[int]:
+    """The groups with fewer than MIN_RATERS raters, whose clustered intervals are left
+    empty (none when the intervals are about this pool of raters, --interval conversations)."""
+    if not settings.by or not clustered:
+        return frozenset()
+    return frozenset(g for g, n in enumerate(votes.group_raters()) if n < MIN_RATERS)
+
+
+def few_raters_note(votes: Votes, settings: Settings, group: int) -> str:
+    """What the screen says of a group of fewer than MIN_RATERS raters."""
+    from dices_cli.families import family_of
+
+    keys = zip(settings.by, votes.group_keys[group], strict=True)
+    name = ", ".join(f"{column}={value}" for column, value in keys)
+    raters = votes.group_raters()[group]
+    return (
+        f"{family_of(votes.dataset).title_of(votes.dataset)}: {name} has {raters} "
+        f"rater{'s' * (raters != 1)}, fewer than {MIN_RATERS}: its intervals are left empty "
+        "(few_raters), as no interval holds its level for so few raters; its p-value holds"
+    )
 
 
 def _coverage_note(prediction: Prediction, votes: Votes) -> str:
@@ -528,7 +578,7 @@ def _polarity(
 
 
 def _numeric(by: Sequence[str]) -> list[bool]:
-    text = {"dataset", "model", "reference", "compared_on", "polarity_suspect", *by}
+    text = {"dataset", "model", "reference", "compared_on", "polarity_suspect", "few_raters", *by}
     return [name not in text for name in columns(by)]
 
 
@@ -540,7 +590,9 @@ def _rows(
     settings: Settings,
     suspect: bool,
     tests: dict[tuple[str, str, int], _Test],
+    raters_of: tuple[Jackknife | None, frozenset[int]],
 ) -> list[tuple[Any, ...]]:
+    jackknife, few = raters_of
     raters = [votes.pool_raters(), *votes.group_raters()] if settings.by else [votes.pool_raters()]
     no_group = (None,) * len(settings.by)
     # Per reference (in REFERENCES order) the whole pool, then each group.
@@ -552,9 +604,18 @@ def _rows(
         if group == POOL:
             continue
         metric = HEADLINE[reference]
-        difference = (
-            figures[reference, group, False].values[metric]
-            - figures[reference, group, True].values[metric]
+        own, others = figures[reference, group, False], figures[reference, group, True]
+        difference = own.values[metric] - others.values[metric]
+        left_out = (
+            own.left_out[metric] - others.left_out[metric]
+            if own.left_out is not None and others.left_out is not None and metric in own.left_out
+            else None
+        )
+        raters_of_group = None if jackknife is None else (jackknife, int(raters[group + 1] or 0))
+        interval = (
+            (None, None)
+            if group in few
+            else _interval(difference, difference_bounds(BOUNDS[metric]), left_out, raters_of_group)
         )
         p, expected = tests.get((model, reference, group), (math.nan, math.nan))
         p_values.setdefault(reference, []).append(p)
@@ -563,7 +624,7 @@ def _rows(
             metric,
             rest,
             _number(difference[0]),
-            *_interval(difference),
+            *interval,
             _number(expected),
             _number(p),
         )
@@ -580,14 +641,28 @@ def _rows(
         cells += [figure.ties if reference == "crowd" else None, figure.n]
         for metric in METRICS:
             values = figure.values.get(metric)
-            cells += (
-                [None, None, None] if values is None else [_number(values[0]), *_interval(values)]
+            if values is None:
+                cells += [None, None, None]
+                continue
+            left_out = None if figure.left_out is None else figure.left_out.get(metric)
+            interval = (
+                (None, None)
+                if group in few
+                else _interval(
+                    values,
+                    BOUNDS[metric],
+                    left_out,
+                    None
+                    if jackknife is None or group == POOL
+                    else (jackknife, int(raters[group + 1] or 0)),
+                )
             )
+            cells += [_number(values[0]), *interval]
         if key in differences:
             cells += [*differences[key], _number(next(adjusted[reference]))]
         else:
             cells += [None] * 8
-        cells.append(suspect)
+        cells += [suspect, group in few]
         rows.append(tuple(cells))
     return rows
 

@@ -9,9 +9,9 @@ a 5-rater group is 0.20 below the rest's on average. Two resampling schemes answ
   (as `dices query agreement` does), and recomputes the difference group - rest of the
   headline metric for each relabelling: its null distribution carries the small-group
   effect, and its mean is the difference expected for a group of that size;
-- the intervals resample raters within their groups (`rater_weights`) as well as
-  conversations: `crossed_counts` gives each rater draw's group counts, which the caller
-  scores on conversation resamples.
+- the intervals resample conversations, and leave out one rater at a time (the
+  delete-one-rater jackknife, dices_cli.metrics.intervals): `left_out_batches` gives the
+  groups' counts without each member, which the caller scores.
 
 A member is a (rater, group) pair: a rater who rated in two phases is a member of each phase
 group (`--by phase`), as in `dices query agreement`.
@@ -76,11 +76,19 @@ def _one_hot(labellings: NDArray[np.intp], groups: int) -> Array:
     return (labellings[:, None, :] == np.arange(groups)[None, :, None]).astype(np.float64)
 
 
-def crossed_counts(members: Members, rater_draws: NDArray[np.int32]) -> Array:
-    """[draw, group, category, conversation] counts of each group's raters as drawn:
-    rater_draws [draw, member] counts how often each member is in the draw."""
-    membership = _one_hot(members.group[None, :], members.groups)
-    return members.counts(membership * rater_draws[:, None, :].astype(np.float64))
+def left_out_batches(members: Members) -> Iterator[tuple[slice, Array]]:
+    """The delete-one-rater jackknife's group counts, a batch of members at a time: per
+    member left out, [member, group, category, conversation] the groups' answer counts
+    without that member's answers."""
+    groups = members.counts(_one_hot(members.group[None, :], members.groups))[0]
+    cells = members.groups * members.answers[0].size
+    size = max(1, BATCH_CELLS // cells)
+    for start in range(0, len(members.group), size):
+        rows = slice(start, start + size)
+        batch = np.repeat(groups[None], len(members.group[rows]), axis=0)
+        own = members.group[rows]
+        batch[np.arange(len(own)), own] -= members.answers[rows]
+        yield rows, batch
 
 
 def labelled_batches(

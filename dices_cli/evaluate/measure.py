@@ -40,6 +40,10 @@ LABEL_METRICS = ("accuracy", "precision", "recall", "f1", "kappa", "mcc")
 SCORE_METRICS = ("roc_auc", "average_precision", "brier", "ece")
 SHARE_METRICS = ("cross_entropy", "jsd", "tvd", "pearson", "spearman")
 METRICS = (*LABEL_METRICS, *SCORE_METRICS, "xrr", *SHARE_METRICS)
+# The metrics smooth in a set of raters' answers (against their shares, or pairs of their
+# answers), whose raters' share of an interval the jackknife gives; the others are against
+# the raters' plurality (dices_cli.metrics.intervals).
+RATER_SMOOTH = frozenset({"xrr", *SHARE_METRICS})
 Weights = NDArray[np.int32]  # (resamples, conversations): dices_cli.metrics.bootstrap
 
 
@@ -78,6 +82,9 @@ class Measured:
     n: int
     ties: int
     values: dict[str, Array]
+    # Group rows: per metric of RATER_SMOOTH, its value with each rater left out in turn
+    # (the jackknife of dices_cli.metrics.intervals); None for a fixed pool of raters.
+    left_out: dict[str, Array] | None = None
 
 
 class Resampled:

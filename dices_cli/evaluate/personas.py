@@ -18,9 +18,9 @@ simulated groups together against the real ones (docs/evaluate.md, "Persona file
   with the simulated one (the simulated group's value minus the other simulated groups'
   mean, weighted by their numbers of raters, so that it stands for the same rest).
 
-Intervals resample raters within their groups and conversations (the two-way resamples of
-evaluate's group rows, `crossed_resamples`); a whole conversation is resampled with all its
-cells. The correlation's test permutes the raters' group labels (group sizes kept): the
+Intervals are evaluate's (dices_cli.metrics.intervals): centred on the figure, conversations
+resampled (a whole conversation with all its cells) and each rater left out in turn. The
+correlation's test permutes the raters' group labels (group sizes kept): the
 real differences then carry no group information, the simulated ones stay. Simulated
 raters are not raters: these figures say how far a model's personas track the real groups'
 differences, not what those groups think.
@@ -31,21 +31,27 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dices_cli.errors import DicesError, UsageError
 from dices_cli.evaluate.evaluation import (
-    Crossed,
+    BOUNDS,
     Evaluation,
     Settings,
     aligned_predictions,
     chosen_references,
-    crossed_resamples,
+    few_raters_note,
 )
-from dices_cli.evaluate.groups import Members, labelled_batches, members_of, permuted_differences
+from dices_cli.evaluate.groups import (
+    Members,
+    labelled_batches,
+    left_out_batches,
+    members_of,
+    permuted_differences,
+)
 from dices_cli.evaluate.measure import (
     Measured,
     Prediction,
@@ -55,7 +61,13 @@ from dices_cli.evaluate.measure import (
 )
 from dices_cli.evaluate.references import UNRATED, YES, Mask, Votes, crowd_binary
 from dices_cli.metrics.agreement import Array
-from dices_cli.metrics.bootstrap import bootstrap_weights, percentile_interval
+from dices_cli.metrics.bootstrap import bootstrap_weights
+from dices_cli.metrics.intervals import (
+    MIN_RATERS,
+    Jackknife,
+    centred_interval,
+    difference_bounds,
+)
 from dices_cli.metrics.permutation import (
     benjamini_hochberg,
     shuffled_labellings,
@@ -83,8 +95,11 @@ COLUMNS = [
     "null",
     "p_value",
     "p_adjusted",
+    "few_raters",
 ]
-TEXT_COLUMNS = frozenset({"dataset", "model", "persona", "group", "figure", "reference"})
+TEXT_COLUMNS = frozenset(
+    {"dataset", "model", "persona", "group", "figure", "reference", "few_raters"}
+)
 # The columns that answer the question, kept on a narrow screen (dices_cli.cli.tabular).
 ANSWER = ("figure", "value", "low", "high", "p_value")
 # Per group and reference: the figures against the group's own raters and the rest's.
@@ -113,8 +128,9 @@ COLUMN_HELP = {
     "reference": "crowd or crowd-share (summary rows: crowd-share, the raters' shares).",
     "n": "Conversations measured (difference correlations: cells).",
     "value": "The figure.",
-    "low/high": "Its 95% percentile bootstrap interval: raters resampled within their "
-    "groups and conversations (the conversations interval: conversations only).",
+    "low/high": "Its 95% interval, centred on the value (as evaluate's): conversations "
+    "resampled and, with the default clustered interval, each rater left out in turn (the "
+    "raters' jackknife, t quantile); kept within the figure's range.",
     "null": "*_difference, spread_real and difference_*: the value expected when group "
     "labels carry no information (mean over the relabellings of the raters): sampling "
     "noise alone makes groups differ, so spread_real's null is above 0.",
@@ -123,6 +139,8 @@ COLUMN_HELP = {
     "labels shuffled across raters, group sizes kept; (k + 1) / (N + 1)).",
     "p_adjusted": "*_difference: p_value adjusted over the groups (Benjamini-Hochberg), per "
     "model and figure.",
+    "few_raters": "true on the rows of a group with fewer than 5 raters: its intervals are "
+    "left empty, as no interval holds its level for so few raters (clustered interval).",
 }
 
 
@@ -193,25 +211,26 @@ def _personas(votes: Votes, predictions: Predictions, column: str) -> list[_Pers
 
 def _against(
     prediction: Prediction,
-    own: Array,
-    rest: Array,
+    sides: Sequence[tuple[Array, Array]],
     resamples: Resamples,
     settings: Settings,
     references: Sequence[str],
-) -> dict[tuple[str, str], Measured]:
-    """The figures of GROUP_FIGURES against the `own` and `rest` answer counts."""
+) -> list[dict[tuple[str, str], Measured]]:
+    """Per (own, rest) answer counts of `sides`, the figures of GROUP_FIGURES against both."""
     resampled = Resampled(prediction, resamples)
-    measured: dict[tuple[str, str], Measured] = {}
+    measured: list[dict[tuple[str, str], Measured]] = [{} for _ in sides]
+    counts = [side for pair in sides for side in pair]
     if "crowd" in references:
-        binaries = [crowd_binary(own, settings.ties), crowd_binary(rest, settings.ties)]
-        own_m, rest_m = against_binary(
-            resampled, binaries, settings.threshold, [None, None], [True, True]
+        binaries = [crowd_binary(side, settings.ties) for side in counts]
+        figures = against_binary(
+            resampled, binaries, settings.threshold, [None] * len(counts), [True] * len(counts)
         )
-        measured["crowd", "own"], measured["crowd", "rest"] = own_m, rest_m
+        for number, figure in enumerate(figures):
+            measured[number // 2]["crowd", ("own", "rest")[number % 2]] = figure
     if "crowd-share" in references:
-        shared = against_shares(resampled, [own, rest], [True, True])
-        if shared:
-            measured["crowd-share", "own"], measured["crowd-share", "rest"] = shared
+        shared = against_shares(resampled, counts, [True] * len(counts))
+        for number, figure in enumerate(shared):
+            measured[number // 2]["crowd-share", ("own", "rest")[number % 2]] = figure
     return measured
 
 
@@ -219,42 +238,39 @@ def _group_figures(
     prediction: Prediction,
     group: int,
     counts: Array,
-    weights: Any,
-    crossed: Crossed | None,
+    resamples: Resamples,
+    members: Members | None,
     settings: Settings,
     references: Sequence[str],
 ) -> dict[tuple[str, str], Measured]:
     """The simulated `group` against its real group and the rest (answer counts [group,
-    category, conversation]), its resampled values from the `crossed` two-way resamples
-    where given (as evaluate's group rows)."""
+    category, conversation]) on the conversation resamples; with `members`, each figure's
+    values with every member left out in turn too (the raters' jackknife, as evaluate's
+    group rows)."""
     pool = counts.sum(axis=0)
-    # With two-way resamples, only the point estimate (row 0) is kept from these figures.
-    resamples = Resamples(weights) if crossed is None else crossed.point
-    figures = _against(
-        prediction, counts[group], pool - counts[group], resamples, settings, references
+    (figures,) = _against(
+        prediction, [(counts[group], pool - counts[group])], resamples, settings, references
     )
-    if crossed is None:
+    if members is None:
         return figures
-    drawn = [
-        _against(
-            prediction,
-            draw[group],
-            draw.sum(axis=0) - draw[group],
-            crossed.resamples,
-            settings,
-            references,
-        )
-        for draw in crossed.counts
-    ]
+    point = Resamples(resamples.counts[:1])
+    smooth = [r for r in references if r == "crowd-share"]  # the figures against shares
+    left_out = {
+        key: {metric: np.full(len(members.group), np.nan) for metric in measured.values}
+        for key, measured in figures.items()
+        if key[0] in smooth
+    }
+    if not left_out:
+        return figures
+    for rows, batch in left_out_batches(members):
+        sides = [(draw[group], draw.sum(axis=0) - draw[group]) for draw in batch]
+        drawn = _against(prediction, sides, point, settings, smooth)
+        for offset, run in enumerate(drawn):
+            for key, values in left_out.items():
+                for metric, array in values.items():
+                    array[rows.start + offset] = run[key].values[metric][0]
     return {
-        key: Measured(
-            measured.n,
-            measured.ties,
-            {
-                metric: np.concatenate([point[:1], *(run[key].values[metric][1:] for run in drawn)])
-                for metric, point in measured.values.items()
-            },
-        )
+        key: Measured(measured.n, measured.ties, measured.values, left_out.get(key))
         for key, measured in figures.items()
     }
 
@@ -322,6 +338,7 @@ class _Summary:
     values: dict[str, Array]
     n: dict[str, int]
     tests: dict[str, tuple[float, float]]  # p-value, the value expected under the null
+    left_out: dict[str, Array]  # per figure, its value with each rater left out (or none)
 
 
 def _pearson_rows(x: Array, y: Array, used: Mask) -> Array:
@@ -377,7 +394,7 @@ def _summary(
     votes: Votes,
     members: Members,
     weights: Any,
-    crossed: Crossed | None,
+    jackknife: bool,
     labellings: Any,
 ) -> _Summary:
     counts = votes.group_counts()
@@ -402,12 +419,14 @@ def _summary(
         }
 
     values = figures(counts, weights)
-    if crossed is not None:
-        drawn = [figures(draw, crossed.resamples.counts) for draw in crossed.counts]
-        values = {
-            name: np.concatenate([point[:1], *(run[name][1:] for run in drawn)])
-            for name, point in values.items()
-        }
+    left_out: dict[str, Array] = {}
+    if jackknife:
+        left_out = {name: np.full(len(members.group), np.nan) for name in values}
+        point = np.ones((1, votes.conversations))
+        for rows, batch in left_out_batches(members):
+            for offset, draw in enumerate(batch):
+                for name, value in figures(draw, point).items():
+                    left_out[name][rows.start + offset] = value[0]
     own, rest = real_shares(counts)
     both = ~np.isnan(_spread(own) + simulated_spread)
     cells = ~np.isnan(x) & ~np.isnan(_cells(own - rest))
@@ -432,16 +451,45 @@ def _summary(
                 warnings.simplefilter("ignore", RuntimeWarning)
                 expected = float(np.nanmean(permuted))
             tests[name] = (float(p), expected)
-    return _Summary(values, n, tests)
+    return _Summary(values, n, tests, left_out)
 
 
 def _number(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def _row_cells(values: Array) -> list[float | None]:
-    """value, low, high of a figure's resamples."""
-    low, high = percentile_interval(values)
+# The range of each figure (BOUNDS of evaluate for the metrics): its interval stays in it.
+FIGURE_BOUNDS = {
+    "kappa_difference": difference_bounds(BOUNDS["kappa"]),
+    "jsd_difference": difference_bounds(BOUNDS["jsd"]),
+    "spread_real": (0.0, 0.5),
+    "spread_simulated": (0.0, 0.5),
+    "spread_ratio": (0.0, math.inf),
+    "difference_pearson": (-1.0, 1.0),
+    "difference_spearman": (-1.0, 1.0),
+}
+
+
+def _left_out(measured: Measured, metric: str) -> Array | None:
+    return None if measured.left_out is None else measured.left_out[metric]
+
+
+def _row_cells(
+    values: Array,
+    bounds: tuple[float, float],
+    left_out: Array | None,
+    raters: tuple[Jackknife, int] | None,
+    few: bool = False,
+) -> list[float | None]:
+    """value, low, high of a figure: its estimate and centred interval (evaluate's: with
+    `raters`, the jackknife and the group's raters, the raters' variance of `left_out`
+    where given, else a t quantile with raters - 1 degrees of freedom), no interval for a
+    group of too few raters (`few`)."""
+    variance = (0.0, math.inf)
+    if raters is not None:
+        jackknife, size = raters
+        variance = jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
+    low, high = (math.nan, math.nan) if few else centred_interval(values, variance, bounds)
     return [_number(float(values[0])), _number(low), _number(high)]
 
 
@@ -460,7 +508,10 @@ def evaluate_personas(
     )
     group_raters = votes.group_raters()
     counts = votes.group_counts()
-    crossed = crossed_resamples(members, weights, settings)
+    resamples = Resamples(weights)
+    clustered = settings.interval == "clustered"
+    jackknife = Jackknife(members.group) if clustered else None
+    few = [clustered and raters < MIN_RATERS for raters in group_raters]
     rows: list[tuple[Any, ...]] = []
     summary: list[str] = []
     for model in _personas(votes, predictions, column):
@@ -468,7 +519,15 @@ def evaluate_personas(
         tests: dict[str, Array] = {}
         expected: dict[str, Array] = {}
         per_group = [
-            _group_figures(prediction, g, counts, weights, crossed, settings, references)
+            _group_figures(
+                prediction,
+                g,
+                counts,
+                resamples,
+                members if clustered else None,
+                settings,
+                references,
+            )
             for g, prediction in enumerate(personas)
         ]
         tested = [
@@ -499,6 +558,7 @@ def evaluate_personas(
                 own, rest = figures[reference, "own"], figures[reference, "rest"]
                 base: list[Any] = [votes.dataset, model.model, column, str(votes.group_keys[g][0])]
                 base.append(group_raters[g])
+                sizes = {"own": group_raters[g], "rest": sum(group_raters) - group_raters[g]}
                 for metric in GROUP_FIGURES[reference]:
                     for side, measured in (("own", own), ("rest", rest)):
                         rows.append(
@@ -507,13 +567,22 @@ def evaluate_personas(
                                 f"{metric}_{side}",
                                 reference,
                                 measured.n,
-                                *_row_cells(measured.values[metric]),
+                                *_row_cells(
+                                    measured.values[metric],
+                                    BOUNDS[metric],
+                                    _left_out(measured, metric),
+                                    None if jackknife is None else (jackknife, sizes[side]),
+                                    few[g],
+                                ),
                                 None,
                                 None,
                                 None,
+                                few[g],
                             )
                         )
                 difference = own.values[headline] - rest.values[headline]
+                own_out, rest_out = _left_out(own, headline), _left_out(rest, headline)
+                left_out = None if own_out is None or rest_out is None else own_out - rest_out
                 test = (
                     [
                         _number(float(expected[reference][g])),
@@ -529,12 +598,28 @@ def evaluate_personas(
                         f"{headline}_difference",
                         reference,
                         own.n,
-                        *_row_cells(difference),
+                        *_row_cells(
+                            difference,
+                            FIGURE_BOUNDS[f"{headline}_difference"],
+                            left_out,
+                            None if jackknife is None else (jackknife, sizes["own"]),
+                            few[g],
+                        ),
                         *test,
+                        few[g],
                     )
                 )
-        together = _summary(personas, votes, members, weights, crossed, labellings)
+        together = _summary(personas, votes, members, weights, clustered, labellings)
         pool: list[Any] = [votes.dataset, model.model, column, None, votes.pool_raters()]
+        cells = {
+            name: _row_cells(
+                together.values[name],
+                FIGURE_BOUNDS[name],
+                together.left_out.get(name),
+                None if jackknife is None else (jackknife, votes.pool_raters() or 0),
+            )
+            for name in (*SPREAD, *CORRELATIONS)
+        }
         for name in (*SPREAD, *CORRELATIONS):
             p, null = together.tests.get(name, (math.nan, math.nan))
             rows.append(
@@ -543,22 +628,32 @@ def evaluate_personas(
                     name,
                     "crowd-share",
                     together.n[name],
-                    *_row_cells(together.values[name]),
+                    *cells[name],
                     _number(null),
                     _number(p),
                     None,
+                    False,
                 )
             )
-        summary += _summary_lines(model.model, column, votes.dataset, together)
+        summary += _summary_lines(model.model, column, votes.dataset, together, cells)
     numeric = [name not in TEXT_COLUMNS for name in COLUMNS]
-    return Evaluation(Table(COLUMNS, numeric, rows), [], [], summary)
+    grouped = replace(settings, by=(column,))
+    notes = [few_raters_note(votes, grouped, g) for g, small in enumerate(few) if small]
+    return Evaluation(Table(COLUMNS, numeric, rows), notes, [], summary)
 
 
-def _summary_lines(model: str, column: str, dataset: str, figures: _Summary) -> list[str]:
-    """For a person: does the model's simulation of `column` reproduce the groups' differences?"""
+def _summary_lines(
+    model: str,
+    column: str,
+    dataset: str,
+    figures: _Summary,
+    cells: dict[str, list[float | None]],
+) -> list[str]:
+    """For a person: does the model's simulation of `column` reproduce the groups'
+    differences? (`cells`: each summary figure's value, low and high, as on its row.)"""
 
     def shown(name: str) -> str:
-        value, low, high = _row_cells(figures.values[name])
+        value, low, high = cells[name]
         if value is None:
             return "undefined"
         interval = "" if low is None else f" [{low:.3f}, {high:.3f}]"

@@ -2,7 +2,7 @@
 
 In DICES, Yes means unsafe. A judge asked "is the response safe?" answers Yes for the safe
 ones, so scored as it is its labels are flipped: its Cohen's kappa is far below 0, with
-the whole 95% bootstrap interval below 0. That is checked against the experts' gold label
+the whole 95% interval below 0. That is checked against the experts' gold label
 where there is one (DICES-350), else against the crowd's plurality (DICES-990), and against
 the published label made binary in ProsocialDialog.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dices_cli.metrics.agreement import Array
-from dices_cli.metrics.bootstrap import percentile_interval
+from dices_cli.metrics.intervals import centred_interval
 
 LIKELY_CAUSE = "Yes means unsafe in DICES; is your judge answering 'is it safe?'"
 # ProsocialDialog's label is made binary with unsafe = two or more needs caution votes or
@@ -52,7 +52,7 @@ class Suspect:
 def check(dataset: str, model: str, reference: str, kappa: Array) -> Suspect | None:
     """A Suspect when the bootstrap interval of `kappa` (row 0 the estimate) lies entirely
     below 0; None otherwise, and when there are no resamples to give an interval."""
-    low, high = percentile_interval(kappa)
+    low, high = centred_interval(kappa, bounds=(-1.0, 1.0))
     if not high < 0:  # NaN (no interval) is not a suspicion
         return None
     return Suspect(dataset, model, reference, float(kappa[0]), low, high)
