@@ -256,8 +256,10 @@ def info(
             f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
         )
     table = table_from_rows(list(records[0]), [tuple(r.values()) for r in records])
-    counts = Focus(answer=tuple(unit for units in UNITS.values() for unit in units))
-    show_shaped(table, shape, out, f"Datasets in {store.root}", focus=counts)
+    # What the help promises: the counts, where each dataset came from and its checksum.
+    counts = tuple(unit for units in UNITS.values() for unit in units)
+    answer = Focus(answer=(*counts, "source", "sha256"))
+    show_shaped(table, shape, out, f"Datasets in {store.root}", focus=answer)
     if verify and not report_damage(store):
         raise typer.Exit(1)
 

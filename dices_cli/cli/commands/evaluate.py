@@ -236,7 +236,7 @@ def evaluate(
         focus = Focus(("persona", "group"), ANSWER)
     else:
         chart_table, chart = headline_chart(result.table, settings.by)
-        focus = Focus(settings.by, EVALUATE_ANSWER)
+        focus = Focus.grouped(settings.by, EVALUATE_ANSWER)
     shown = chart_table if fmt is Format.CHART else result.table
     emit_shaped(shown, shape, fmt, output, "evaluate", force, inputs, chart, focus)
     if result.summary and stderr_is_terminal():

@@ -145,7 +145,8 @@ def filter_raters(
         show_shaped(audit_table(audits, rule.description), shape, out)
     elif write is None or fmt is not None or output is not None:
         table = quality_table(raters, rule, explain)
-        show_shaped(table, shape, out, "Rater quality", focus=Focus(answer=QUALITY_ANSWER))
+        answer = (*QUALITY_ANSWER, *(["explanation"] if explain else []))
+        show_shaped(table, shape, out, "Rater quality", focus=Focus(answer=answer))
 
 
 # The columns that answer "which raters are good": kept on a narrow screen with the ids.
