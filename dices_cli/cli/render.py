@@ -246,10 +246,12 @@ def report_problems(report: Report, problems: Sequence[Problem] | None = None) -
     for problem in shown[:PROBLEMS_SHOWN]:
         say(describe_problem(problem))
     if len(shown) > PROBLEMS_SHOWN:
-        say(
-            f"  ... and {len(shown) - PROBLEMS_SHOWN} more; "
-            "`dices validate FILE --format csv` lists them all"
-        )
+        from dices_cli.problems import PredictionProblemType
+
+        # `dices validate` reads dataset files: a predictions file's problems are not its.
+        predictions = any(isinstance(p.type, PredictionProblemType) for p in shown)
+        how = "" if predictions else "; `dices validate FILE --format csv` lists them all"
+        say(f"  ... and {len(shown) - PROBLEMS_SHOWN} more{how}")
 
 
 @contextlib.contextmanager

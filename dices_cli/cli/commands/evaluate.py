@@ -211,6 +211,8 @@ def evaluate(
         raise UsageError("give a predictions file (or - for stdin), or --explain")
     if predictions == "-" and raters == "-":
         raise UsageError("only one of PREDICTIONS and --raters can be - (stdin)")
+    if predictions != "-" and not os.path.lexists(predictions):  # as ingest says it: exit 2
+        raise UsageError(f"{predictions!r} does not exist")
     shape = Shape.parse(keep_columns, sort, limit)
     settings = evaluation_settings(
         dataset, against, ties, threshold, bootstrap, permutations, interval, seed, by, baseline
@@ -221,7 +223,7 @@ def evaluate(
     Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
     store = Store(resolve_data_dir(data))
     chosen = rater_selection(exclude_removed, raters, min_quality)  # reads --raters once
-    with one_means_hinted():
+    with one_means_hinted(), dataset_hinted(dataset):
         result = run_evaluation(
             store, predictions, dataset, settings, chosen, one_means, strict, tell=say
         )
@@ -352,6 +354,35 @@ def one_means_hinted() -> Iterator[None]:
         if any(str(p.type) == "ambiguous-label" for p in error.report.problems):
             say("hint: numeric or boolean labels need --one-means unsafe or --one-means safe")
         raise
+
+
+@contextlib.contextmanager
+def dataset_hinted(dataset: str) -> Iterator[None]:
+    """Predictions read inside the block: a file refused because many of its item ids are not
+    conversations of `dataset` is said to be checked against it, with the other DICES dataset
+    suggested (the ids of one are mostly not the other's)."""
+    from dices_cli.errors import InvalidInputError
+    from dices_cli.problems import PredictionProblemType
+
+    try:
+        yield
+    except InvalidInputError as error:
+        report = error.report
+        unknown = sum(p.type is PredictionProblemType.UNKNOWN_ITEM for p in report.problems)
+        unknown += sum(n for (kind, _), n in report.not_kept.items() if kind == "unknown-item")
+        if dataset not in DICES_OTHER or unknown < max(report.rows_read // 10, 1):
+            raise
+        other = DICES_OTHER[dataset]
+        default = ", the default" if dataset == "350" else ""
+        raise InvalidInputError(
+            f"{report.path}: {unknown:,} of {report.rows_read:,} rows name an item that is not "
+            f"a conversation of DICES-{dataset}, the dataset scored (-d {dataset}{default}); "
+            f"predictions for DICES-{other}? add -d {other} (or -d all with a dataset column)",
+            report,
+        ) from None
+
+
+DICES_OTHER = {"350": "990", "990": "350"}
 
 
 def register(app: typer.Typer) -> None:
