@@ -51,7 +51,9 @@ def hidden_columns(stderr: str, stdout: str, csv_text: str) -> list[str]:
     rules = [i for i, line in enumerate(lines) if RULE.match(line)]
     drawn = header_names(lines[1 : rules[0]]) if rules else header
     assert set(listed) <= set(header) - set(drawn)
-    filled = {name for i, name in enumerate(header) if any(row[i] for row in rows)}
+    # Without a value anywhere, the table shows the names alone: any of them may lack room.
+    filled = {name for i, name in enumerate(header) if any(row[i].strip() for row in rows)}
+    filled = filled or set(header)
     return [name for name in header if name not in drawn and name in filled]
 
 
