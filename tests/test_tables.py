@@ -200,8 +200,9 @@ def test_console_width_comes_from_columns(ingested: Path) -> None:
         "────────────────────────────────────────────────────────────\n"
         "350                350     123    43050     0.611      0.327\n"
         "990                990     173    72103     0.680      0.268\n",
-        "... no room for 1 more column: share_unsure\n"
-        "  --columns dataset,share_unsure shows one; --format csv shows all\n",
+        "... no room for 1 more column (--format csv shows all): "
+        "share_unsure\n"
+        "  to see one: --columns dataset,share_unsure\n",
     )
     assert drawn_at[200] == (
         "overview\n"
@@ -241,8 +242,9 @@ def test_five_digit_id_is_never_split_at_width_60() -> None:
         "dataset  item_id  measure_0  measure_1  measure_2  measure_3\n"
         "────────────────────────────────────────────────────────────\n"
         "350        21350     100000     100001     100002     100003\n",
-        "... no room for 4 more columns: measure_4 and 3 more\n"
-        "  --columns dataset,item_id,measure_4 shows one; --format csv shows all\n",
+        "... no room for 4 more columns (--format csv shows all): "
+        "measure_4 and 3 more\n"
+        "  to see one: --columns dataset,item_id,measure_4\n",
     )
 
 
@@ -261,8 +263,9 @@ def test_floats_have_three_decimals_and_are_never_split() -> None:
         "──────────────────────────────────────\n"
         "gen z         0.621      0.312   0.066\n"
         "millenial     0.667      0.333   0.000\n",
-        "... no room for 1 more column: entropy_bits\n"
-        "  --columns group,entropy_bits shows one; --format csv shows all\n",
+        "... no room for 1 more column (--format csv shows all): "
+        "entropy_bits\n"
+        "  to see one: --columns group,entropy_bits\n",
     )
 
 
@@ -443,8 +446,9 @@ def test_answer_columns_are_kept_before_the_others() -> None:
         "group  count_0  count_1  count_2     yes\n"
         "────────────────────────────────────────\n"
         "a       100000   100001   100002   0.250\n",
-        "... no room for 3 more columns: count_3 and 2 more\n"
-        "  --columns group,count_3 shows one; --format csv shows all\n",
+        "... no room for 3 more columns (--format csv shows all): "
+        "count_3 and 2 more\n"
+        "  to see one: --columns group,count_3\n",
     )
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -31,7 +30,6 @@ from dices_cli.cli.main import app
 PREDICTIONS = str(Path(__file__).resolve().parents[1] / "dices_cli/data/demo-predictions.csv")
 WIDTHS = st.one_of(st.sampled_from((60, 80, 120)), st.integers(50, 160))
 ROWS = ["--limit", "4"]
-ISO_TIME = re.compile(r"^(\d{4}-\d\d-\d\d)T(.*)$")
 
 # Every command with --columns; {data} is the data directory, {bad} a file with problems.
 COMMANDS = {
@@ -106,10 +104,7 @@ def shown_words(value: str) -> list[str]:
     number = table_number(value)
     if number is not None:
         return [number]
-    value = {"true": "True", "false": "False"}.get(value, value)
-    if ISO_TIME.match(value):  # a timestamp: the table shows str(), a space for the T
-        value = ISO_TIME.sub(r"\1 \2", value)
-    return value.split()
+    return {"true": "True", "false": "False"}.get(value, value).split()
 
 
 def check_named_whole(screen: Screen, csv_text: str, named: list[str], width: int) -> None:

@@ -97,7 +97,8 @@ def left_out_note(fitted: Layout, width: int) -> list[str]:
         empty_only = f"... {_count(len(fitted.empty), 'empty column')} not shown"
         return [empty_only] if fitted.empty else []
     empty = f" ({len(fitted.empty)} empty)" if fitted.empty else ""
-    head = f"... no room for {_count(len(fitted.hidden), 'more column')}{empty}: "
+    head = f"... no room for {_count(len(fitted.hidden), 'more column')}{empty} "
+    head += "(--format csv shows all): "
     names = list(fitted.hidden)
     for shown in range(len(names), 0, -1):
         more = len(names) - shown
@@ -105,7 +106,7 @@ def left_out_note(fitted: Layout, width: int) -> list[str]:
         if cell_len(head + listed) <= width or shown == 1:
             break
     example = ",".join([*fitted.keys, names[0]])
-    return [head + listed, f"  --columns {example} shows one; --format csv shows all"]
+    return [head + listed, f"  to see one: --columns {example}"]
 
 
 def _count(n: int, thing: str) -> str:

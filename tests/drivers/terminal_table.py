@@ -6,8 +6,9 @@ import re
 
 RULE = re.compile(r"^\s*─+\s*$")  # the line under a grid's header
 NOTE = re.compile(  # the two lines that say which columns had no room
-    r"^\.\.\. no room for (?P<count>\d+) more columns?(?: \(\d+ empty\))?: (?P<names>.*)\n"
-    r"  --columns (?P<example>[\w,]+) shows one; --format csv shows all$",
+    r"^\.\.\. no room for (?P<count>\d+) more columns?(?: \(\d+ empty\))? "
+    r"\(--format csv shows all\): (?P<names>.*)\n"
+    r"  to see one: --columns (?P<example>[\w,]+)$",
     re.M,
 )
 
@@ -38,7 +39,7 @@ def hidden_note(stderr: str) -> tuple[int, list[str]]:
 
 def note_lines(stderr: str) -> int:
     """How many lines of `stderr` say which columns a table left out."""
-    return len(re.findall(r"^(?:\.\.\. .*column|  --columns )", stderr, re.M))
+    return len(re.findall(r"^(?:\.\.\. .*column|  to see one: --columns )", stderr, re.M))
 
 
 def header_names(header_lines: list[str]) -> list[str]:
