@@ -330,6 +330,7 @@ def test_every_command_takes_quiet(runner: CliRunner, command: str) -> None:
 SUMMARY = (
     "filter: removes raters with a quality score below 0.45 (docs/rater-quality.md)\n"
     "DICES-350: kept 2 of 5 raters (3 removed) and 8 of 20 ratings\n"
+    "  signals scored: speed, straightlining, consistency, agreement, comprehension\n"
     "  vs the 0 raters the DICES authors removed: 0 removed here too "
     "(recall n/a, precision 0.00)\n"
 )

@@ -255,9 +255,16 @@ def test_a_setting_that_changes_the_drawing_leaves_it_to_typer(setting: dict[str
 
 
 def test_other_arguments_go_to_typer() -> None:
-    code, shown, loaded = console("launch", "--version")
+    code, shown, loaded = console("launch", "-q", "--version")
     assert (code, shown) == (0, b"dices 0.1.0\n")
     assert "typer" in loaded
+
+
+@pytest.mark.parametrize("asked", ["--version", "-V"])
+def test_the_version_is_answered_without_typer(asked: str) -> None:
+    code, shown, loaded = console("launch", asked)
+    assert (code, shown) == (0, b"dices 0.1.0\n")
+    assert not {module.split(".")[0] for module in loaded} & FRONT_END
 
 
 def on_a_terminal(module: str, columns: int) -> bytes:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from drivers.terminal import Screen, on_terminal
+from drivers.terminal_table import RULE, header_names, hidden_note, note_lines, table_number
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -34,8 +35,6 @@ from dices_cli.output import Format, Table, write_table
 from dices_cli.queries.catalog import catalog, parse_query
 
 WIDTHS = (60, 80, 120, 200)
-RULE = re.compile(r"^\s*─+\s*$")
-HIDDEN = re.compile(r"^  (?P<name>\w+): --columns (?P<shown>[\w,]+)$", re.M)
 FILLER = {"columns": "rater_age"}  # a value for each type of required parameter
 LONG_GROUPS = ["qoverall-by-demographic", "--by", "rater_raw_race"]  # labels of up to 99 chars
 
@@ -43,24 +42,19 @@ LONG_GROUPS = ["qoverall-by-demographic", "--by", "rater_raw_race"]  # labels of
 # ----------------------------------------------------------------------------- the checker
 
 
-def table_number(value: str) -> str | None:
-    """A CSV value as the table shows it when it is a number: ints as they are, floats with
-    3 decimals; None for anything else."""
-    if re.fullmatch(r"-?\d+", value):
-        return value
-    try:
-        return f"{float(value):.3f}"
-    except ValueError:
-        return None
-
-
-def hidden_columns(stderr: str) -> list[str]:
-    """The columns the note names as left out for want of room, each with the --columns that
-    shows it: the key columns and it."""
-    hidden = [(match["name"], match["shown"].split(",")) for match in HIDDEN.finditer(stderr)]
-    for name, shown in hidden:
-        assert shown[-1] == name, stderr
-    return [name for name, _shown in hidden]
+def hidden_columns(stderr: str, stdout: str, csv_text: str) -> list[str]:
+    """The columns of the result (`csv_text`) with a value in some row that the drawn table
+    (`stdout`) leaves out; the note (`stderr`) names some of them."""
+    header, *rows = csv.reader(io.StringIO(csv_text))
+    _count, listed = hidden_note(stderr)
+    lines = stdout.splitlines()
+    rules = [i for i, line in enumerate(lines) if RULE.match(line)]
+    drawn = header_names(lines[1 : rules[0]]) if rules else header
+    assert set(listed) <= set(header) - set(drawn)
+    # Without a value anywhere, the table shows the names alone: any of them may lack room.
+    filled = {name for i, name in enumerate(header) if any(row[i].strip() for row in rows)}
+    filled = filled or set(header)
+    return [name for name in header if name not in drawn and name in filled]
 
 
 def whole_words(header_lines: list[str], names: list[str]) -> None:
@@ -80,8 +74,10 @@ def check_drawn(title: str, stdout: str, stderr: str, csv_text: str, width: int)
     """Every number of `csv_text` is whole in its row of the drawn table, or its column is
     hidden; returns how the table was laid out ("grid" or "blocks")."""
     header, *rows = csv.reader(io.StringIO(csv_text))
-    hidden = hidden_columns(stderr)
-    assert set(hidden) <= set(header)
+    hidden = hidden_columns(stderr, stdout, csv_text)
+    count, _listed = hidden_note(stderr)
+    assert count == len(hidden) or not rows
+    assert note_lines(stderr) <= 2, stderr
     lines = stdout.splitlines()
     assert lines[0].strip() == title
     rules = [i for i, line in enumerate(lines) if RULE.match(line)]
@@ -89,15 +85,23 @@ def check_drawn(title: str, stdout: str, stderr: str, csv_text: str, width: int)
         assert all(cell_len(line) <= width for line in lines), stdout
         whole_words(lines[1 : rules[0]], header)
         drawn_rows = lines[rules[0] + 1 :]
-        assert len(drawn_rows) == len(rows)
-        for row, line in zip(rows, drawn_rows, strict=True):
-            words = line.split()
-            for name, value in zip(header, row, strict=True):
-                number = table_number(value)
-                if number is not None and name not in hidden:
-                    assert number in words, f"{name}={value} not whole in {line!r}"
+        if len(drawn_rows) == len(rows):  # a row per line: each number on its own row's
+            for row, line in zip(rows, drawn_rows, strict=True):
+                words = line.split()
+                for name, value in zip(header, row, strict=True):
+                    number = table_number(value)
+                    if number is not None and name not in hidden:
+                        assert number in words, f"{name}={value} not whole in {line!r}"
+        else:  # wrapped texts take more lines: the numbers come whole, in their order
+            assert len(drawn_rows) > len(rows)
+            words = iter(" ".join(drawn_rows).split())
+            for row in rows:
+                for name, value in zip(header, row, strict=True):
+                    number = table_number(value)
+                    if number is not None and name not in hidden:
+                        assert number in words, f"{name}={value} not whole in {stdout!r}"
         return "grid"
-    assert hidden == []  # one record per block shows every column
+    assert count == 0  # one record per block shows every column
     blocks = "\n".join(lines[1:]).split("\n\n") if rows else []
     assert len(blocks) == len(rows)
     for row, block in zip(rows, blocks, strict=True):
@@ -164,11 +168,15 @@ def test_canned_query_tables_keep_every_number_whole(
     expected = query_csv(ingested, tuple(arguments))
     shape = check_drawn(arguments[0], result.stdout, result.stderr, expected, width)
     assert catalog()[arguments[0]].answer
-    assert not set(hidden_columns(result.stderr)) & set(catalog()[arguments[0]].answer)
-    # A group label is a key, never cut: too long for a grid with the answer beside it at 120;
-    # rater-quality's four answers and its ids are wider than 60.
-    too_wide = (arguments == LONG_GROUPS and width <= 120) or (
-        arguments == ["rater-quality"] and width == 60
+    hidden = hidden_columns(result.stderr, result.stdout, expected)
+    assert not set(hidden) & set(catalog()[arguments[0]].answer)
+    # A group label is a key, never cut: wrapped at its words beside the answer from 80 up; at
+    # 60, the answers (their names in two lines at most) and the keys are wider than the line.
+    too_wide = width == 60 and arguments in (
+        LONG_GROUPS,
+        ["rater-quality"],
+        ["harm-types"],
+        ["agreement", "--by", "rater_age", "--permutations", "20"],
     )
     assert shape == ("blocks" if too_wide else "grid")
 
@@ -192,9 +200,9 @@ def test_console_width_comes_from_columns(ingested: Path) -> None:
         "────────────────────────────────────────────────────────────\n"
         "350                350     123    43050     0.611      0.327\n"
         "990                990     173    72103     0.680      0.268\n",
-        "... 1 more column not shown for want of room (--format csv shows every column); "
-        "to see one:\n"
-        "  share_unsure: --columns dataset,share_unsure\n",
+        "... no room for 1 more column (--format csv shows all): "
+        "share_unsure\n"
+        "  to see one: --columns dataset,share_unsure\n",
     )
     assert drawn_at[200] == (
         "overview\n"
@@ -234,12 +242,9 @@ def test_five_digit_id_is_never_split_at_width_60() -> None:
         "dataset  item_id  measure_0  measure_1  measure_2  measure_3\n"
         "────────────────────────────────────────────────────────────\n"
         "350        21350     100000     100001     100002     100003\n",
-        "... 4 more columns not shown for want of room (--format csv shows every column); "
-        "to see one:\n"
-        "  measure_4: --columns dataset,item_id,measure_4\n"
-        "  measure_5: --columns dataset,item_id,measure_5\n"
-        "  measure_6: --columns dataset,item_id,measure_6\n"
-        "  measure_7: --columns dataset,item_id,measure_7\n",
+        "... no room for 4 more columns (--format csv shows all): "
+        "measure_4 and 3 more\n"
+        "  to see one: --columns dataset,item_id,measure_4\n",
     )
 
 
@@ -258,9 +263,9 @@ def test_floats_have_three_decimals_and_are_never_split() -> None:
         "──────────────────────────────────────\n"
         "gen z         0.621      0.312   0.066\n"
         "millenial     0.667      0.333   0.000\n",
-        "... 1 more column not shown for want of room (--format csv shows every column); "
-        "to see one:\n"
-        "  entropy_bits: --columns group,entropy_bits\n",
+        "... no room for 1 more column (--format csv shows all): "
+        "entropy_bits\n"
+        "  to see one: --columns group,entropy_bits\n",
     )
 
 
@@ -299,7 +304,7 @@ def test_long_text_is_cut_to_one_line_with_an_ellipsis() -> None:
     )
 
 
-def test_a_key_too_wide_for_a_grid_gives_one_record_per_block() -> None:
+def test_a_key_too_wide_for_one_line_wraps_at_its_words() -> None:
     label = "Indian subcontinent (including Bangladesh, Bhutan, India, Maldives, Nepal)"
     table = Table(
         ["dataset", "rater_raw_race", "raters", "share_yes"],
@@ -311,8 +316,30 @@ def test_a_key_too_wide_for_a_grid_gives_one_record_per_block() -> None:
     )
     assert drawn(table, 60) == (
         "t\n"
+        "dataset  rater_raw_race                    raters  share_yes\n"
+        "────────────────────────────────────────────────────────────\n"
+        "350      Indian subcontinent (including        15      0.330\n"
+        "         Bangladesh, Bhutan, India,                         \n"
+        "         Maldives, Nepal)                                   \n"
+        "990      White                                 31      0.276\n",
+        "",
+    )
+
+
+def test_a_key_too_wide_for_a_grid_gives_one_record_per_block() -> None:
+    label = "Indian_subcontinent_(including_Bangladesh,_Bhutan,_India,_Maldives,_Nepal)"
+    table = Table(
+        ["dataset", "rater_raw_race", "raters", "share_yes"],
+        [False, False, True, True],
+        [
+            ("350", label, 15, 0.3298),
+            ("990", "White", 31, 0.2761),
+        ],
+    )
+    assert drawn(table, 60) == (
+        "t\n"
         "dataset         350\n"
-        f"rater_raw_race  {label}\n"  # longer than the line: it runs on, never cut
+        f"rater_raw_race  {label}\n"  # one word longer than the line: it runs on, never cut
         "raters          15\n"
         "share_yes       0.330\n"
         "\n"
@@ -419,11 +446,9 @@ def test_answer_columns_are_kept_before_the_others() -> None:
         "group  count_0  count_1  count_2     yes\n"
         "────────────────────────────────────────\n"
         "a       100000   100001   100002   0.250\n",
-        "... 3 more columns not shown for want of room (--format csv shows every column); "
-        "to see one:\n"
-        "  count_3: --columns group,count_3\n"
-        "  count_4: --columns group,count_4\n"
-        "  count_5: --columns group,count_5\n",
+        "... no room for 3 more columns (--format csv shows all): "
+        "count_3 and 2 more\n"
+        "  to see one: --columns group,count_3\n",
     )
 
 
@@ -446,7 +471,7 @@ def check_answer_whole(screen: Screen, csv_text: str, answer: tuple[str, ...], w
     assert screen.code == 0, screen.stderr
     header, *rows = csv.reader(io.StringIO(csv_text))
     assert rows and set(answer) <= set(header)
-    assert not set(hidden_columns(screen.stderr)) & set(answer), screen.stderr
+    assert not set(hidden_columns(screen.stderr, screen.stdout, csv_text)) & set(answer), screen
     lines = screen.stdout.splitlines()
     if any(RULE.match(line) for line in lines):  # a grid fits the terminal; blocks run on
         assert all(cell_len(line) <= width for line in lines), screen.stdout
@@ -515,7 +540,7 @@ def test_a_long_answer_text_wraps_between_words_and_is_never_cut() -> None:
     )
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()) as err:
-        print_table(table, "t", width=30, focus=Focus(answer=("lowest_group",)))
+        print_table(table, "t", width=30, focus=Focus(answer=("lowest_group", "gap")))
     assert (out.getvalue(), err.getvalue()) == (
         "t\n"
         "item_                         \n"

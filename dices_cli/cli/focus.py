@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The size of a group, shown beside any figure of a group: a reviewer asks for it first.
+GROUP_SIZES = ("raters",)
+
 
 @dataclass(frozen=True)
 class Focus:
@@ -18,3 +21,17 @@ class Focus:
 
     keys: tuple[str, ...] = ()
     answer: tuple[str, ...] = ()
+    named: tuple[str, ...] = ()  # named by the person (--columns, --sort): shown even if empty
+
+    @classmethod
+    def grouped(cls, groups: tuple[str, ...], answer: tuple[str, ...]) -> Focus:
+        """A result broken down by the rater columns `groups`: with the groups' sizes too."""
+        return cls(groups, (*answer, *GROUP_SIZES) if groups else answer)
+
+    def asking(self, *names: str | None) -> Focus:
+        """This focus with `names` (those a person named: --columns, --sort) kept too."""
+        return Focus(self.keys, self.answer, (*self.named, *(n for n in names if n)))
+
+    def keeps(self, name: str) -> bool:
+        """Whether a table shows the column `name` whatever the room (a key is kept too)."""
+        return name in self.answer or name in self.named

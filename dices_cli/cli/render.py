@@ -84,15 +84,29 @@ def print_table(
     else:
         _print_grid(console, fitted)
     sys.stdout.flush()  # the table before the notes, when both go to one place
-    if fitted.empty:
-        say(f"... {_count(len(fitted.empty), 'empty column')} not shown")
-    if fitted.hidden:
-        say(
-            f"... {_count(len(fitted.hidden), 'more column')} not shown for want of room "
-            "(--format csv shows every column); to see one:"
-        )
-        for name in fitted.hidden:
-            say(f"  {name}: --columns {','.join([*fitted.keys, name])}")
+    for line in left_out_note(fitted, console.width):
+        say(line)
+
+
+def left_out_note(fitted: Layout, width: int) -> list[str]:
+    """What a table leaves out, in two lines at most: the columns without room (as many of
+    their names as fit `width`) and how to see them, or the count of empty columns."""
+    from rich.cells import cell_len
+
+    if not fitted.hidden:
+        empty_only = f"... {_count(len(fitted.empty), 'empty column')} not shown"
+        return [empty_only] if fitted.empty else []
+    empty = f" ({len(fitted.empty)} empty)" if fitted.empty else ""
+    head = f"... no room for {_count(len(fitted.hidden), 'more column')}{empty} "
+    head += "(--format csv shows all): "
+    names = list(fitted.hidden)
+    for shown in range(len(names), 0, -1):
+        more = len(names) - shown
+        listed = ", ".join(names[:shown]) + (f" and {more} more" if more else "")
+        if cell_len(head + listed) <= width or shown == 1:
+            break
+    example = ",".join([*fitted.keys, names[0]])
+    return [head + listed, f"  to see one: --columns {example}"]
 
 
 def _count(n: int, thing: str) -> str:
@@ -233,10 +247,12 @@ def report_problems(report: Report, problems: Sequence[Problem] | None = None) -
     for problem in shown[:PROBLEMS_SHOWN]:
         say(describe_problem(problem))
     if len(shown) > PROBLEMS_SHOWN:
-        say(
-            f"  ... and {len(shown) - PROBLEMS_SHOWN} more; "
-            "`dices validate FILE --format csv` lists them all"
-        )
+        from dices_cli.problems import PredictionProblemType
+
+        # `dices validate` reads dataset files: a predictions file's problems are not its.
+        predictions = any(isinstance(p.type, PredictionProblemType) for p in shown)
+        how = "" if predictions else "; `dices validate FILE --format csv` lists them all"
+        say(f"  ... and {len(shown) - PROBLEMS_SHOWN} more{how}")
 
 
 @contextlib.contextmanager

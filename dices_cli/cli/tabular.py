@@ -4,13 +4,15 @@ Only the layout lives here; `dices_cli.cli.render` draws it with Rich. Widths ar
 the function the caller passes, so wide characters count as the terminal shows them.
 
 The rules: a number, an id, a date or a short enum-like value is never wrapped or cut; a
-long text is cut to one line with an ellipsis, unless it answers the question (then it wraps
-over lines at its words); a column with no value in any row is left out; the key columns
-(the ones that say which row this is) and the answer columns (the ones the command declares
-as its answer) always stay, and the others are added in order while they fit. When even the
-key and answer columns (or, without declared answers, the keys and one value column) do not
-fit, the result is laid out one record per block instead. A column name is never broken
-inside a word: only after _, - or a space.
+column with no value in any row is left out; the columns a table must show are never left out
+and never cut: the key columns (the ones that say which row this is), the answer columns (the
+ones the command declares as its answer) and the ones a person named (--columns, --sort). A
+long text among them wraps over lines at its words; any other long text is cut to one line
+with an ellipsis. The other columns are added in order while they fit. When even the columns
+a table must show (or, with no answer declared, the keys and one value column) do not fit
+side by side, with their long texts wrapped as narrow as their words allow, the result is laid
+out one record per block instead. A column name takes at most two lines, broken only after _,
+- or a space.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ TABLE_DECIMALS = 3
 GAP = 2  # the space between two columns as render.py draws them
 TEXT_WIDTH = 40  # the widest a column of long texts grows
 TEXT_MIN_WIDTH = 12  # the narrowest it shrinks to when space is short
+KEY_WIDTH = 20  # a wrapped key is this wide before other columns are given room
 WHOLE_TEXT = 25  # a text this short is a label (an enum value, a date): never cut
 
 Measure = Callable[[str], int]
@@ -56,20 +59,20 @@ class Column:
     name: str
     cells: list[str]
     numeric: bool  # drawn right-aligned
-    whole: bool  # never cut: a number, an id, a date or an enum-like value
+    whole: bool  # never cut, never wrapped: a number, an id, a date, a label or a code
     key: bool  # says which row this is: always shown
-    answer: bool  # answers the command's question: always shown, a long text wrapped
+    answer: bool  # answers the command's question, or was named: always shown
     longest: int  # the widest cell
     width: int = 0  # as drawn: the least it needs at first, then grown
 
     @property
     def wraps(self) -> bool:
-        """A long text that answers the question: wrapped over lines rather than cut."""
-        return self.answer and not self.whole
+        """A long text that must be shown: wrapped over lines at its words, never cut."""
+        return (self.key or self.answer) and not self.whole
 
     def header(self, measure: Measure) -> list[str]:
         """The column name in lines of at most `width`, broken only after _, - or a space
-        (`width` is never less than the name's longest word)."""
+        (`width` is never less than `header_width`: two lines at most)."""
         lines = [""]
         for part in _NAME_BREAK.split(self.name):
             if lines[-1] and measure(lines[-1] + part.rstrip()) > self.width:
@@ -91,16 +94,18 @@ class Layout:
 def layout(table: Table, width: int, measure: Measure = len, focus: Focus = Focus()) -> Layout:
     """Which columns of `table` a `width`-wide table shows, and how wide each is drawn."""
     columns = _columns(table, measure, focus)
-    # Without a single value anywhere (no rows, say) the names alone show the result's shape.
-    shown = [c for c in columns if any(c.cells)] or columns
+    # Without a single value anywhere (no rows, say) the names alone show the result's shape;
+    # a column named with --columns or --sort is shown even when it is empty.
+    shown = [c for c in columns if any(c.cells) or c.name in focus.named] or columns
     empty = [c.name for c in columns if c not in shown]
     for column in shown:
-        column.width = _least_width(column, measure)
+        column.width = _first_width(column, measure)
     keys = [c for c in shown if c.key]
     answers = [c for c in shown if c.answer and not c.key]
     others = [c for c in shown if not c.key and not c.answer]
     chosen = [*keys, *(answers or others[:1])]
     key_names = [c.name for c in keys]
+    _narrow([c for c in chosen if c.wraps], _total(chosen) - width, measure)
     if _total(chosen) > width:
         return Layout(shown, len(table.rows), [], key_names, empty, blocks=True)
     for column in others:
@@ -126,14 +131,13 @@ def _columns(table: Table, measure: Measure, focus: Focus) -> list[Column]:
         key = index < leading or _is_id(name) or name in focus.keys
         whole = (
             numeric
-            or key
             or all(isinstance(v, date | datetime | time | bool) for v in values if v is not None)
             or all(len(cell) <= WHOLE_TEXT or _is_token(cell) for cell in cells)
         )
         longest = max((measure(cell) for cell in cells), default=0)
         # A name can come from the data too (the header of a --table file).
         columns.append(
-            Column(printable(name), cells, numeric, whole, key, name in focus.answer, longest)
+            Column(printable(name), cells, numeric, whole, key, focus.keeps(name), longest)
         )
     return columns
 
@@ -149,15 +153,46 @@ def _is_id(name: str) -> bool:
 
 def _least_width(column: Column, measure: Measure) -> int:
     """The narrowest the column is drawn: its values whole (or a short start of long texts,
-    or long texts wrapped), and no word of its name broken."""
+    or long texts wrapped between words), and its name in at most two lines."""
     data = column.longest if column.whole else min(column.longest, TEXT_MIN_WIDTH)
     if column.wraps:  # wrapped between words, never inside one
         data = max([data, *(measure(word) for cell in column.cells for word in cell.split())])
-    return max(data, _longest_word(column.name, measure), 1)
+    return max(data, header_width(column.name, measure), 1)
 
 
-def _longest_word(name: str, measure: Measure) -> int:
-    return max(measure(part.rstrip()) for part in _NAME_BREAK.split(name))
+def _first_width(column: Column, measure: Measure) -> int:
+    """The width a column is first given: the least, but a wrapped text as wide as its
+    longest value up to TEXT_WIDTH for an answer, KEY_WIDTH for a key (narrowed again only if
+    the table must show more; widened with the room left once the columns are chosen)."""
+    least = _least_width(column, measure)
+    if not column.wraps:
+        return least
+    return max(least, min(column.longest, KEY_WIDTH if column.key else TEXT_WIDTH))
+
+
+def header_width(name: str, measure: Measure) -> int:
+    """The narrowest a column name is drawn: on one line, or on two broken after _, - or a
+    space, whichever is narrower."""
+    parts = _NAME_BREAK.split(name)
+    widths = [measure(name)]
+    for cut in range(1, len(parts)):
+        first, second = "".join(parts[:cut]), "".join(parts[cut:])
+        widths.append(max(measure(first.rstrip()), measure(second.rstrip())))
+    return min(widths)
+
+
+def _narrow(columns: list[Column], excess: int, measure: Measure) -> None:
+    """Wrapped texts narrowed, the widest first, by up to `excess` in all (each down to its
+    least width)."""
+    least = {column: _least_width(column, measure) for column in columns}
+    while excess > 0:
+        widest = max(
+            (c for c in columns if c.width > least[c]), key=lambda c: c.width, default=None
+        )
+        if widest is None:
+            return
+        widest.width -= 1
+        excess -= 1
 
 
 def _total(columns: list[Column]) -> int:
@@ -165,12 +200,12 @@ def _total(columns: list[Column]) -> int:
 
 
 def _grow(columns: list[Column], room: int, measure: Measure) -> None:
-    """Spend the spare `room`: on wrapped answers (shared out evenly) up to their longest
-    value, so that they take fewer lines; then on the other long texts up to TEXT_WIDTH; then
-    so that names fit on one line."""
+    """Spend the spare `room`: so that names fit on one line; then on wrapped texts (shared
+    out evenly) up to their longest value, so that they take fewer lines; then on the other
+    long texts up to TEXT_WIDTH."""
+    room = _widen(columns, room, lambda c: measure(c.name))
     room = _share_out([c for c in columns if c.wraps], room, lambda c: c.longest)
-    room = _share_out([c for c in columns if not c.whole], room, lambda c: TEXT_WIDTH)
-    _widen(columns, room, lambda c: measure(c.name))
+    _share_out([c for c in columns if not c.whole], room, lambda c: TEXT_WIDTH)
 
 
 def _share_out(columns: list[Column], room: int, most: Callable[[Column], int]) -> int:

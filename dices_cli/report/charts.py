@@ -432,10 +432,26 @@ def heatmap(
     value: tuple[str, str],
     number_format: str,
     column: str | None = "dataset",
+    count: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A cell per (x, y) coloured by `value`, which is also printed in it."""
-    encoding = {"x": _nominal(*x, axis={"labelAngle": -30}), "y": _nominal(*y)}
+    """A cell per (x, y) coloured by `value`, which is also printed in it; with `count` (a
+    field and its name, as the raters behind a share), that count too, on a second line, so
+    that a figure from a few is seen as such."""
+    encoding: dict[str, Any] = {"x": _nominal(*x, axis={"labelAngle": -30}), "y": _nominal(*y)}
     middle = _middle(data, value[0])
+    text: dict[str, Any] = {"field": value[0], "type": "quantitative", "format": number_format}
+    shown: list[dict[str, Any]] = []
+    if count is not None:  # the value over "n=COUNT": Vega draws a list as lines
+        field, name = count
+        label = f"[format(datum[{value[0]!r}], {number_format!r}), 'n=' + datum[{field!r}]]"
+        shown = [{"calculate": label, "as": "cell_text"}]
+        text = {"field": "cell_text"}
+        encoding["tooltip"] = [
+            {"field": x[0], "title": x[1]},
+            {"field": y[0], "title": y[1]},
+            {"field": value[0], "title": value[1], "format": number_format},
+            {"field": field, "title": name},
+        ]
     layer = [
         {
             "mark": {"type": "rect", "stroke": "white"},
@@ -454,7 +470,7 @@ def heatmap(
             "mark": {"type": "text", "fontSize": 12},
             "encoding": {
                 **encoding,
-                "text": {"field": value[0], "type": "quantitative", "format": number_format},
+                "text": text,
                 # Black on viridis' light (high) end, white on its dark end.
                 "color": {
                     "condition": {"test": f"datum[{value[0]!r}] > {middle}", "value": "black"},
@@ -463,7 +479,10 @@ def heatmap(
             },
         },
     ]
-    spec = _spec(title, description, data, layer=layer, width={"step": 64}, height={"step": 32})
+    height = {"step": 32 if count is None else 40}
+    spec = _spec(title, description, data, layer=layer, width={"step": 64}, height=height)
+    if shown:
+        spec["transform"] = shown
     return _facet(spec, independent=False, column=column)
 
 

@@ -134,12 +134,13 @@ def _intersection(ctx: Context, groups: Sequence[str]) -> Figure:
         (rest, rest),
         ("share_yes", "share of Yes"),
         ".0%",
+        count=("raters", "raters"),
     )
     return Figure(
         spec,
         table,
-        "Each cell is one intersection of groups, lighter for a larger share of Yes; check its "
-        "raters in the table: a cell of few raters is noisy.",
+        "Each cell is one intersection of groups, lighter for a larger share of Yes, with its "
+        "raters (n): a cell of few raters is noisy.",
     )
 
 

@@ -484,10 +484,12 @@ def run_query(
 
 
 def _focus(query: Query, parameters: dict[str, Any]) -> Focus:
-    """What a table of the result always shows: its group columns and its answer."""
+    """What a table of the result always shows: its group columns (with their sizes) and its
+    answer."""
     from dices_cli.cli.focus import Focus
 
-    return Focus(tuple(query.group_columns(parameters)), tuple(query.expanded_answer(parameters)))
+    groups = tuple(query.group_columns(parameters))
+    return Focus.grouped(groups, tuple(query.expanded_answer(parameters)))
 
 
 def _no_chart(canned: Query) -> UsageError:

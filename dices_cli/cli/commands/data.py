@@ -282,28 +282,31 @@ def info(
             f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
         )
     table = table_from_rows(list(records[0]), [tuple(r.values()) for r in records])
-    counts = Focus(answer=tuple(unit for units in UNITS.values() for unit in units))
-    show_shaped(table, shape, out, f"Datasets in {store.root}", focus=counts)
+    # What the help promises: the counts, where each dataset came from and its checksum.
+    counts = tuple(unit for units in UNITS.values() for unit in units)
+    answer = Focus(answer=(*counts, "source", "sha256"))
+    show_shaped(table, shape, out, f"Datasets in {store.root}", focus=answer)
     if verify and not report_damage(store):
         raise typer.Exit(1)
 
 
 def export(
     dataset: Annotated[
-        Literal["350", "990", "all", "prosocial"],
+        Literal["350", "990", "all", "prosocial"] | None,
         typer.Option(
             "--dataset",
             "-d",
-            help="The dataset to write; all (DICES-350 and 990) for the long and soft-labels "
-            "layouts; prosocial (wide only) writes ProsocialDialog's JSON Lines back.",
+            help="The dataset to write; all (DICES-350 and 990, the default of the long and "
+            "soft-labels layouts); prosocial (wide only) writes ProsocialDialog's JSON Lines "
+            "back. The wide and judge-bench layouts write one: name it.",
             show_default=False,
         ),
-    ],
+    ] = None,
     layout: Annotated[
         Layout,
         typer.Option(
             "--layout",
-            help="wide (the ingested file), long, soft-labels or judge-bench: see above.",
+            help="wide (the ingested file), long, crowdkit, soft-labels or judge-bench: see above.",
             case_sensitive=False,
         ),
     ] = Layout.WIDE,
@@ -344,9 +347,11 @@ def export(
 
     --layout long: one row per rating (ordered by dataset and id, DICES's row number):
     dataset, item_id, rater_id, label (Q_overall: Yes = unsafe, No, Unsure) and the
-    rater's demographics. crowd-kit's
-    aggregators take it as task = item_id, worker = rater_id, label = label (with -d all,
-    task is dataset and item_id together: the ids repeat across the datasets).
+    rater's demographics.
+
+    --layout crowdkit: the long layout under crowd-kit's names, what its aggregators
+    (MajorityVote, DawidSkene...) read as they are: task (the item_id; with -d all,
+    dataset/item_id, as 350/13: the ids repeat across the datasets), worker (rater_id), label.
 
     --layout soft-labels: one row per conversation, or with --by per conversation and
     rater group: dataset, item_id, the --by columns, ratings, n_no, n_yes, n_unsure,
@@ -390,6 +395,13 @@ def export(
 
     if fmt is Format.TABLE:
         raise UsageError("export writes data: pick --format csv, tsv, json, jsonl or parquet")
+    if dataset is None:  # the layouts that take both DICES datasets default to all of them
+        if layout in (Layout.WIDE, Layout.JUDGE_BENCH):
+            raise UsageError(
+                f"--layout {layout} writes one dataset: give --dataset 350, 990"
+                f"{' or prosocial' if layout is Layout.WIDE else ''}"
+            )
+        dataset = "all"
     _check_layout_options(layout, dataset, by, excel_safe, exclude_removed, raters, min_quality)
     if layout is not Layout.WIDE:
         _export_layout(
@@ -480,7 +492,12 @@ def _export_layout(
     from dices_cli.errors import UsageError
     from dices_cli.families.schema import DATASETS, missing_group_column
     from dices_cli.formats.dices.export import defused, source_path
-    from dices_cli.formats.dices.layouts import judge_bench, long_ratings, soft_labels
+    from dices_cli.formats.dices.layouts import (
+        crowdkit_ratings,
+        judge_bench,
+        long_ratings,
+        soft_labels,
+    )
     from dices_cli.output import Format, Output
     from dices_cli.queries.engine import chosen_datasets, open_session
     from dices_cli.raters.selection import resolve
@@ -512,7 +529,10 @@ def _export_layout(
         with out.open() as handle:
             handle.write(json.dumps(judge_bench(session), ensure_ascii=False).encode() + b"\n")
     else:
-        rows = long_ratings(session) if layout is Layout.LONG else soft_labels(session, by)
+        rows = {
+            Layout.LONG: long_ratings,
+            Layout.CROWDKIT: crowdkit_ratings,
+        }.get(layout, lambda session: soft_labels(session, by))(session)
         out.write(defused(rows) if excel_safe else rows)
 
 

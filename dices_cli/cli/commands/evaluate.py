@@ -211,6 +211,8 @@ def evaluate(
         raise UsageError("give a predictions file (or - for stdin), or --explain")
     if predictions == "-" and raters == "-":
         raise UsageError("only one of PREDICTIONS and --raters can be - (stdin)")
+    if predictions != "-" and not os.path.lexists(predictions):  # as ingest says it: exit 2
+        raise UsageError(f"{predictions!r} does not exist")
     shape = Shape.parse(keep_columns, sort, limit)
     settings = evaluation_settings(
         dataset, against, ties, threshold, bootstrap, permutations, interval, seed, by, baseline
@@ -221,7 +223,7 @@ def evaluate(
     Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
     store = Store(resolve_data_dir(data))
     chosen = rater_selection(exclude_removed, raters, min_quality)  # reads --raters once
-    with one_means_hinted():
+    with one_means_hinted(), dataset_hinted(dataset):
         result = run_evaluation(
             store, predictions, dataset, settings, chosen, one_means, strict, tell=say
         )
@@ -236,11 +238,82 @@ def evaluate(
         focus = Focus(("persona", "group"), ANSWER)
     else:
         chart_table, chart = headline_chart(result.table, settings.by)
-        focus = Focus(settings.by, EVALUATE_ANSWER)
+        focus = Focus.grouped(settings.by, EVALUATE_ANSWER)
     shown = chart_table if fmt is Format.CHART else result.table
-    emit_shaped(shown, shape, fmt, output, "evaluate", force, inputs, chart, focus)
+    written = Output.build(fmt, output, force, inputs, chart=True)
+    if settings.by and fmt is None and written.format is Format.TABLE and shape.is_identity:
+        show_group_summary(result.table, settings.by)  # the full table: --format or -o
+    else:
+        emit_shaped(shown, shape, fmt, output, "evaluate", force, inputs, chart, focus)
     if result.summary and stderr_is_terminal():
         say("\n".join(result.summary))
+
+
+GROUPS_SHOWN = 5  # group rows per reference in a terminal's ranked summary
+GROUP_ONLY = frozenset(
+    {"compared_on", "rest", "difference", "difference_low", "difference_high", "difference_null"}
+    | {"p_value", "p_adjusted"}
+)  # the columns only group rows fill
+
+
+def show_group_summary(table: Table, by: tuple[str, ...]) -> None:
+    """`evaluate --by` on a terminal: the whole pool's rows, then per reference the group rows
+    with the largest differences from the rest of the pool (with their interval and
+    adjusted p), and how to get the full table."""
+    import math
+
+    from dices_cli.cli.focus import Focus
+    from dices_cli.cli.render import print_table
+    from dices_cli.output import Table as ResultTable
+    from dices_cli.output import table_from_rows
+
+    records = table.records()
+    pool = [r for r in records if all(r[c] is None for c in by)]
+    kept = [c for c in table.columns if c not in by and c not in GROUP_ONLY]
+    pool_table = ResultTable(
+        kept,
+        [n for c, n in zip(table.columns, table.numeric, strict=True) if c in kept],
+        [tuple(r[c] for c in kept) for r in pool],
+    )
+    print_table(pool_table, "evaluate: the whole pool", focus=Focus(answer=EVALUATE_ANSWER))
+    datasets = sorted({r["dataset"] for r in records})
+    groups = [r for r in records if r not in pool and r["difference"] is not None]
+    for reference in dict.fromkeys(r["reference"] for r in groups):
+        rows = [r for r in groups if r["reference"] == reference]
+        rows.sort(key=lambda r: -abs(r["difference"]) if math.isfinite(r["difference"]) else 0)
+        metric = rows[0]["compared_on"]
+        shown = [
+            (
+                *([r["dataset"]] if len(datasets) > 1 else []),
+                r["model"],
+                *(r[c] for c in by),
+                r["raters"],
+                r["difference"],
+                _interval(r["difference_low"], r["difference_high"]),
+                r["p_adjusted"],
+            )
+            for r in rows[:GROUPS_SHOWN]
+        ]
+        columns = [*(["dataset"] if len(datasets) > 1 else []), "model", *by, "raters"]
+        columns += ["difference", INTERVAL, "p_adjusted"]
+        title = (
+            f"{metric} against {reference}: group minus rest of the pool, the largest "
+            f"{len(shown)} of {len(rows)}"
+        )
+        print()  # a blank line between the tables
+        focus = Focus(tuple(by), ("raters", "difference", INTERVAL, "p_adjusted"))
+        print_table(table_from_rows(columns, shown), title, focus=focus)
+    say(f"... the full table ({len(records)} rows x {len(table.columns)} columns): " + FULL_TABLE)
+
+
+INTERVAL = "95% interval"
+FULL_TABLE = "--format csv, or -o FILE.csv"
+
+
+def _interval(low: float | None, high: float | None) -> str | None:
+    if low is None or high is None:
+        return None
+    return f"[{low:.3f}, {high:.3f}]"
 
 
 def headline_chart(table: Table, by: tuple[str, ...]) -> tuple[Table, Chart]:
@@ -281,6 +354,35 @@ def one_means_hinted() -> Iterator[None]:
         if any(str(p.type) == "ambiguous-label" for p in error.report.problems):
             say("hint: numeric or boolean labels need --one-means unsafe or --one-means safe")
         raise
+
+
+@contextlib.contextmanager
+def dataset_hinted(dataset: str) -> Iterator[None]:
+    """Predictions read inside the block: a file refused because many of its item ids are not
+    conversations of `dataset` is said to be checked against it, with the other DICES dataset
+    suggested (the ids of one are mostly not the other's)."""
+    from dices_cli.errors import InvalidInputError
+    from dices_cli.problems import PredictionProblemType
+
+    try:
+        yield
+    except InvalidInputError as error:
+        report = error.report
+        unknown = sum(p.type is PredictionProblemType.UNKNOWN_ITEM for p in report.problems)
+        unknown += sum(n for (kind, _), n in report.not_kept.items() if kind == "unknown-item")
+        if dataset not in DICES_OTHER or unknown < max(report.rows_read // 10, 1):
+            raise
+        other = DICES_OTHER[dataset]
+        default = ", the default" if dataset == "350" else ""
+        raise InvalidInputError(
+            f"{report.path}: {unknown:,} of {report.rows_read:,} rows name an item that is not "
+            f"a conversation of DICES-{dataset}, the dataset scored (-d {dataset}{default}); "
+            f"predictions for DICES-{other}? add -d {other} (or -d all with a dataset column)",
+            report,
+        ) from None
+
+
+DICES_OTHER = {"350": "990", "990": "350"}
 
 
 def register(app: typer.Typer) -> None:

@@ -203,6 +203,9 @@ def show_shaped(
 ) -> None:
     """The one place a result takes its --columns/--sort/--limit shape, then is written to
     `output` (or drawn as `chart`'s bars; a table always shows the columns of `focus`)."""
+    from dices_cli.cli.focus import Focus
     from dices_cli.shape import apply
 
-    show(apply(result, shape), output, title, chart, focus)
+    # What a person names (--columns, --sort) is kept on screen like the command's answer.
+    asked = (focus or Focus()).asking(*(shape.columns or ()), shape.sort)
+    show(apply(result, shape), output, title, chart, asked)

@@ -18,13 +18,13 @@ from dices_cli.cli.commands.options import (
 )
 from dices_cli.cli.render import say
 from dices_cli.output import Format, Output
-from dices_cli.raters.quality import DEFAULT_MIN_QUALITY
+from dices_cli.raters.quality import COMPONENTS, DEFAULT_MIN_QUALITY
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from dices_cli.raters.audit import ColumnAudit, DatasetAudit
-    from dices_cli.raters.quality import RaterFilter
+    from dices_cli.raters.quality import RaterFilter, RaterQuality
     from dices_cli.shape import Shape
 
 
@@ -134,7 +134,7 @@ def filter_raters(
     run = run_rater_filter(store, dataset, min_quality, preset)
     raters, kept, audits = run.raters, run.kept, run.audits
     written = [] if write is None else write_filtered(store, Store(write), raters, rule, force)
-    _report(audits, rule, full=audit_only)
+    _report(audits, rule, full=audit_only, raters=raters)
     for stored in written:
         counts = stored.manifest["counts"]
         say(
@@ -147,7 +147,8 @@ def filter_raters(
         show_shaped(audit_table(audits, rule.description), shape, out)
     elif write is None or fmt is not None or output is not None:
         table = quality_table(raters, rule, explain)
-        show_shaped(table, shape, out, "Rater quality", focus=Focus(answer=QUALITY_ANSWER))
+        answer = (*QUALITY_ANSWER, *(["explanation"] if explain else []))
+        show_shaped(table, shape, out, "Rater quality", focus=Focus(answer=answer))
 
 
 # The columns that answer "which raters are good": kept on a narrow screen with the ids.
@@ -223,7 +224,12 @@ def _column_line(column: ColumnAudit) -> str:
     return f"  removed by {column.column}: {groups}; {test}"
 
 
-def _report(audits: Sequence[DatasetAudit], rule: RaterFilter, full: bool) -> None:
+def _report(
+    audits: Sequence[DatasetAudit],
+    rule: RaterFilter,
+    full: bool,
+    raters: Sequence[RaterQuality] = (),
+) -> None:
     """The audit for a person on stderr: a summary, or with `full` every line of it."""
     say(f"filter: removes {rule.description}")
     for a in audits:
@@ -231,6 +237,9 @@ def _report(audits: Sequence[DatasetAudit], rule: RaterFilter, full: bool) -> No
             f"DICES-{a.dataset}: kept {a.raters_kept:,} of {a.raters:,} raters "
             f"({a.raters_removed:,} removed) and {a.ratings_kept:,} of {a.ratings:,} ratings"
         )
+        scored = [r for r in raters if r.dataset == a.dataset]
+        if scored:
+            say(signals_line(scored, a.raters_removed == 0))
         caveat = " (a list from one public source, unverified)" if a.dataset == "990" else ""
         say(
             f"  vs the {a.published} raters the DICES authors removed{caveat}: "
@@ -261,6 +270,31 @@ def _report(audits: Sequence[DatasetAudit], rule: RaterFilter, full: bool) -> No
             )
     if not full:
         say("(--audit prints the whole audit)")
+
+
+# What a quality signal needs from the data, said when a dataset lacks it for every rater.
+SIGNAL_NEEDS = {
+    "speed": "answer times",
+    "agreement": "conversations rated by other raters too",
+}
+
+
+def signals_line(raters: Sequence[RaterQuality], none_removed: bool) -> str:
+    """Which signals the score of one dataset's `raters` saw, which it could not see and why,
+    and, when the filter removed no one, the lowest score (the --min-quality that would)."""
+    seen = [c for c in COMPONENTS if any(r.components.get(c) is not None for r in raters)]
+    unseen = [c for c in COMPONENTS if c not in seen]
+    name = f"DICES-{raters[0].dataset}"
+    line = f"  signals scored: {', '.join(seen)}"
+    if unseen:
+        missing = ", ".join(
+            f"{c} ({name} has no {SIGNAL_NEEDS.get(c, 'data for it')})" for c in unseen
+        )
+        line += f"; the score could not see {missing}"
+    if none_removed:
+        lowest = min(r.score for r in raters)
+        line += f"\n  no rater removed: the lowest score is {lowest:.2f}"
+    return line
 
 
 def register(app: typer.Typer) -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 class Layout(StrEnum):
     WIDE = "wide"
     LONG = "long"
+    CROWDKIT = "crowdkit"
     SOFT_LABELS = "soft-labels"
     JUDGE_BENCH = "judge-bench"
 
@@ -95,6 +96,20 @@ def long_ratings(session: Session) -> Stream:
     return session.stream(
         f"SELECT dataset, item_id, rater_id, Q_overall AS label{demographics} "
         "FROM ratings JOIN raters USING (dataset, rater_id) ORDER BY dataset, id"
+    )
+
+
+def crowdkit_ratings(session: Session) -> Stream:
+    """One row per rating of the selected raters under crowd-kit's own names, in the order of
+    `long_ratings`: task (the item id; with both datasets, dataset/item_id, as 350/13: the ids
+    repeat across them), worker (the rater id) and label (Q_overall)."""
+    return session.stream(
+        """SELECT
+            CASE WHEN (SELECT count(DISTINCT dataset) FROM ratings) > 1
+                THEN dataset || '/' || item_id ELSE CAST(item_id AS VARCHAR) END AS task,
+            rater_id AS worker,
+            Q_overall AS label
+        FROM ratings ORDER BY dataset, id"""
     )
 
 
