@@ -178,6 +178,11 @@ def run_family_query(
     from dices_cli.queries.family import FamilySession
 
     own = family_queries(family.name).get(canned.name)
+    if own is None and family.declared is not None:
+        raise UsageError(
+            f"{canned.name} asks DICES's or ProsocialDialog's own questions; {family.title}'s "
+            f"queries are: {', '.join(family_queries(family.name))}"
+        )
     if own is None:
         raise UsageError(f"{family.lacks()}; {canned.name} needs them")
     taken = {p.name for p in own.parameters}
