@@ -12,12 +12,14 @@ from pathlib import Path
 
 import krippendorff
 import numpy as np
+import pyarrow as pa
 import pytest
-from scipy.stats import binom
+from scipy.stats import binom, norm
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
 from dices_cli.families import FAMILIES
+from dices_cli.metrics.any_family import share_intervals
 from dices_cli.metrics.distance import Distance, alpha
 from dices_cli.metrics.permutation import permutation_test
 from tests.drivers.ordinal import OrdinalRatings, ordinal_ratings, write_dataset
@@ -262,3 +264,38 @@ def test_ordinal_group_tests_find_a_shifted_group() -> None:
         ratings.answers(), ratings.group, len(GROUP_SIZES), 99, 0, Distance("ordinal")
     )
     assert test.p[3, 1] < 0.05  # xrr of the shifted group with the rest
+
+
+def group_share_table(ratings: OrdinalRatings) -> pa.Table:
+    """label-by-group's SQL rows for `ratings` by group: each group's rating lists."""
+    rows = []
+    for group in range(int(ratings.group.max()) + 1):
+        mine = ratings.group[ratings.rater] == group
+        rows.append(
+            {
+                "dataset": "toy",
+                "grp": f"g{group}",
+                "share_positive": float((ratings.value[mine] >= 3).mean()),
+                "rating_rater": ratings.rater[mine].tolist(),
+                "rating_item": ratings.item[mine].tolist(),
+                "rating_yes": (ratings.value[mine] >= 3).astype(np.uint8).tolist(),
+            }
+        )
+    return pa.Table.from_pylist(rows)
+
+
+def test_the_share_interval_covers_the_true_share_per_group_size() -> None:
+    """Coverage of share_positive's clustered interval against the generator's truth: the
+    latent score is N(0, 1 + 0.5^2 + 1), and 3 or more is a latent above -0.5."""
+    truth = float(norm.cdf(0.5 / 1.5))
+    covered = dict.fromkeys(GROUP_SIZES, 0)
+    simulations = 60
+    for seed in range(simulations):
+        ratings = ordinal_ratings(GROUP_SIZES, items=60, per_rater=20, seed=1000 + seed)
+        parameters = {"by": ["grp"], "interval": "clustered", "bootstrap": 200, "seed": seed}
+        result = share_intervals(group_share_table(ratings), parameters)
+        low = result.columns.index("share_positive_ci_low")
+        for size, row in zip(GROUP_SIZES, result.rows, strict=True):
+            covered[size] += row[low] <= truth <= row[low + 1]
+    least = binom.ppf(0.001, simulations, 0.95)
+    assert all(hits >= least for hits in covered.values()), (covered, least)

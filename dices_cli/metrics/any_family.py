@@ -5,6 +5,9 @@ rater and the item (dense codes), and the category (the value's rank in its scal
 rows become the same [rater, category, item] answer array DICES's agreement counts
 (`dices_cli.metrics.compute`), measured by the same functions with the label's distance
 metric (`dices_cli.metrics.distance`); then DSI, the largest GAI along one attribute.
+
+`share_intervals` is the compute step of `label-by-group`: DICES's intervals of group
+shares (`dices_cli.metrics.shares`), of the share in the declared positive class.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ from dices_cli.metrics.compute import (
 from dices_cli.metrics.distance import Distance
 from dices_cli.metrics.groups import METRICS
 from dices_cli.output import Table
+
+# DICES's interval columns (dices_cli.metrics.shares) hold a share of Yes; here, of the
+# positive class.
+SHARE = ("share_yes", "share_positive")
 
 
 def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
@@ -53,3 +60,14 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
     dsi = max(defined) if len(group_columns) == 1 and defined else None
     label, metric = parameters["label"], distance.kind
     return Table(columns, numeric, [(row[0], label, metric, *row[1:], dsi) for row in rows])
+
+
+def share_intervals(table: pa.Table, parameters: dict[str, Any]) -> Table:
+    """The rows with the 95% interval of share_positive, made as DICES's share_yes's is."""
+    from dices_cli.metrics import shares
+
+    result = shares.compute(table, parameters)
+    columns = [
+        name.replace(*SHARE) if name.startswith(SHARE[0]) else name for name in result.columns
+    ]
+    return Table(columns, result.numeric, result.rows)
