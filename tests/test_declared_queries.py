@@ -299,3 +299,61 @@ def test_the_share_interval_covers_the_true_share_per_group_size() -> None:
             covered[size] += row[low] <= truth <= row[low + 1]
     least = binom.ppf(0.001, simulations, 0.95)
     assert all(hits >= least for hits in covered.values()), (covered, least)
+
+
+NAMED = """[[dataset]]
+name = "named_toy"
+title = "Named toy"
+[[dataset.file]]
+item = "item"
+rater = "rater"
+labels = ["level"]
+rater_attributes = ["value", "side"]
+[dataset.scales.level]
+kind = "ordinal"
+values = ["low", "mid", "high"]
+positive = ["high"]
+"""
+
+
+def test_a_scale_of_named_values_counts_them_in_order(tmp_path: Path) -> None:
+    cells = [("a", "r1", "low"), ("a", "r2", "high"), ("b", "r1", "mid"), ("b", "r2", "high")]
+    sides = {"r1": ("x", "left"), "r2": ("y", "right")}
+    lines = ["item,rater,level,value,side"]
+    lines += [f"{i},{r},{v},{','.join(sides[r])}" for i, r, v in cells]
+    (tmp_path / "named.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "named.toml").write_text(NAMED, encoding="utf-8")
+    data = tmp_path / "data"
+    runner = CliRunner()
+    ingested = runner.invoke(
+        app,
+        ["ingest", str(tmp_path / "named.csv"), "--declaration", str(tmp_path / "named.toml"),
+         "--data", str(data)],
+    )  # fmt: skip
+    assert ingested.exit_code == 0, ingested.output
+
+    def named(*args: str) -> tuple[int, str, str]:
+        result = runner.invoke(
+            app, ["query", *args, "-d", "named_toy", "--data", str(data), "-f", "csv"]
+        )
+        return result.exit_code, result.stdout, result.stderr
+
+    code, out, err = named("label-by-group", "--by", "side", "--interval", "wilson")
+    assert code == 0, err
+    assert [(r["side"], r["mean"], r["share_positive"]) for r in rows(out)] == [
+        ("left", "1.5", "0.0"),  # low = 1, mid = 2
+        ("right", "3.0", "1.0"),
+    ]
+    code, out, err = named("label-distribution")
+    assert [r["value"] for r in rows(out)] == ["low", "mid", "high"]  # the scale's order
+    code, out, err = named("item-distribution")
+    assert [(r["counts"], r["plurality"]) for r in rows(out)] == [
+        ("1 0 1", "tie"),
+        ("0 1 1", "tie"),
+    ]
+    code, out, err = named("agreement", "--metric", "interval")
+    assert code == 2
+    assert "Named toy's level has named values: the interval metric needs numbers" in err
+    code, out, err = named("label-by-group", "--by", "value")
+    assert code == 2
+    assert "Named toy's rater attribute 'value' has the name of a column of label_values" in err

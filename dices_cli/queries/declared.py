@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from dices_cli.queries.catalog import Query
     from dices_cli.store.datasets import Store
 
-SCALE_COLUMNS = "label, kind, value, rank, number, positive, label_order"
+# The columns of label_values, which a query joins to raters: no rater attribute may share
+# a name with one.
+LABEL_VALUE_COLUMNS = ("item_id", "label", "kind", "value", "rank", "number", "positive")
 
 
 def value_text(value: object, scale: Scale) -> str:
@@ -175,6 +177,12 @@ class DeclaredSession(FamilySession):
             if c not in ("dataset", "rater_id")
         ]
         for name in by:
+            if name in LABEL_VALUE_COLUMNS:
+                raise UsageError(
+                    f"{declared.title}'s rater attribute {name!r} has the name of a column of "
+                    "label_values; store it under another in the declaration "
+                    f'(rater_attributes = {{ rater_{name} = "..." }})'
+                )
             if name not in attributes:
                 have = (
                     f"its raters' attributes are: {', '.join(attributes)}"

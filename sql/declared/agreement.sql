@@ -60,5 +60,6 @@ SELECT
     dense_rank() OVER (ORDER BY item_id) - 1 AS item,
     rank AS category
 FROM label_values
-JOIN raters USING (dataset, rater_id)
+JOIN (SELECT COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)) FROM raters)
+    USING (dataset, rater_id)
 WHERE label = $label

@@ -52,6 +52,7 @@ FROM (
     FROM label_values
     WHERE label = $label
 )
-JOIN raters USING (dataset, rater_id)
+JOIN (SELECT COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)) FROM raters)
+    USING (dataset, rater_id)
 GROUP BY ALL
 ORDER BY ALL

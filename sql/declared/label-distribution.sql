@@ -21,7 +21,8 @@ WITH grouped AS (
         any_value(rank) AS rank,
         count(*) AS ratings
     FROM label_values
-    JOIN raters USING (dataset, rater_id)
+    JOIN (SELECT COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)) FROM raters)
+        USING (dataset, rater_id)
     WHERE label = $label
     GROUP BY ALL
 )
