@@ -155,7 +155,8 @@ def test_item_distribution_and_source_breakdown_add_up(generated: Path) -> None:
 def test_the_list_says_which_queries_prosocial_has() -> None:
     listed = {row[0]: row[1] for row in csv_rows(run("query", "--list", "-f", "csv"))[1:]}
     assert listed["label-check"] == "prosocial"
-    assert listed["overview"] == "350 990 prosocial"
+    assert listed["overview"] == "350 990 prosocial declared"
+    assert listed["label-by-group"] == "declared"
     assert listed["gold-vs-crowd"] == "350"
 
 
@@ -231,9 +232,11 @@ def test_each_family_declares_the_queries_its_sql_has() -> None:
         for path in top.glob("*.sql")
         if not path.name.startswith("_")
     }
+    every_declared = {path.stem for path in (top / "declared").glob("*.sql")}
     assert declared == {
         "dices": dices,
         "prosocial": {path.stem for path in (top / "prosocial").glob("*.sql")},
+        **{name: every_declared for name, f in FAMILIES.items() if f.declared is not None},
     }
 
 

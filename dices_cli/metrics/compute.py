@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from dices_cli.errors import Option, UsageError
 from dices_cli.families.schema import ANSWER, DATASETS, answer_columns
 from dices_cli.metrics.agreement import Array
+from dices_cli.metrics.distance import Distance
 from dices_cli.metrics.groups import METRICS, POOL_METRICS, pool_metrics
 from dices_cli.metrics.permutation import benjamini_hochberg, permutation_test
 from dices_cli.output import Table
@@ -29,7 +30,7 @@ Codes = NDArray[np.intp]
 
 
 @dataclass(frozen=True)
-class _Ratings:
+class Ratings:
     """One dataset's counted ratings. A rater is one rater in one group: with --by phase, a
     rater who rated in two phases is a rater of each. Groups and raters are numbered in
     sorted order (groups as the SQL sorts them: ENUM order, NULL last; raters by id)."""
@@ -111,14 +112,14 @@ def dense_codes(codes: Codes) -> tuple[Codes, Codes]:
     return present, rank[codes]
 
 
-def _ratings(
+def counted_ratings(
     group: Codes,
     values: list[list[Any]],
     rater: Codes,
     item: Codes,
     answer: Codes,
     categories: int,
-) -> _Ratings:
+) -> Ratings:
     groups, group_of_row = dense_codes(group)
     rater_ids, rater_of_row = np.unique(rater, return_inverse=True)
     units, unit_of_row = dense_codes(group_of_row * len(rater_ids) + rater_of_row)
@@ -126,12 +127,12 @@ def _ratings(
     answers = np.zeros((len(units), categories, len(items)))
     answers[unit_of_row, answer, item_of_row] = 1.0
     labels = units // len(rater_ids)
-    return _Ratings([group_key(int(g), values) for g in groups], labels, answers)
+    return Ratings([group_key(int(g), values) for g in groups], labels, answers)
 
 
 def _read(
     table: pa.Table, group_columns: Sequence[str], question: str, categories: Sequence[str]
-) -> dict[str, _Ratings | None]:
+) -> dict[str, Ratings | None]:
     """Each dataset's counted ratings, None for a dataset with none. An answer that is not
     a category (NULL, or Unsure with --unsure missing) is missing."""
     group, values = group_codes(table, group_columns)
@@ -141,11 +142,11 @@ def _read(
     datasets, names = enum_codes(table.column("dataset"))
     rater = array_values(table.column("rater_id").combine_chunks())
     item = array_values(table.column("item_id").combine_chunks())
-    ratings: dict[str, _Ratings | None] = {}
+    ratings: dict[str, Ratings | None] = {}
     for code in np.unique(datasets):
         counted = (datasets == code) & (answer >= 0)
         ratings[names[code]] = (
-            _ratings(
+            counted_ratings(
                 group[counted],
                 values,
                 rater[counted],
@@ -184,34 +185,49 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
     group_columns = [name for name in table.column_names if name in by]
     ratings = _read(table, group_columns, parameters["question"], categories)
     _check(parameters, list(ratings))
-    test_columns = [  # NULL for the whole pool, which is not tested
-        *(f"{m}_p" for m in METRICS),
-        *(f"{m}_p_bh" for m in METRICS),
-        *(f"{m}_null_{end}" for m in METRICS for end in ("low", "high")),
-    ]
-    columns = ["dataset", *group_columns, "raters", *METRICS, *test_columns]
-    numeric = [False] * (1 + len(group_columns)) + [True] * (1 + len(METRICS) + len(test_columns))
+    columns = ["dataset", *group_columns, "raters", *METRICS, *TEST_COLUMNS]
+    numeric = [False] * (1 + len(group_columns)) + [True] * (1 + len(METRICS) + len(TEST_COLUMNS))
     rows: list[tuple[Any, ...]] = []
     for dataset, per_dataset in ratings.items():
-        if per_dataset is None:
-            continue
-        raters = per_dataset.rater_counts()
-        if not by:
-            pool = dict(zip(POOL_METRICS, pool_metrics(per_dataset.answers), strict=True))
-            values = [_value(pool[m]) if m in pool else None for m in METRICS]
-            rows.append((dataset, *raters, *values, *[None] * len(test_columns)))
-            continue
-        test = permutation_test(
-            per_dataset.answers,
-            per_dataset.labels,
-            len(per_dataset.keys),
-            parameters["permutations"],
-            parameters["seed"],
-        )
-        adjusted = np.column_stack([benjamini_hochberg(test.p[:, m]) for m in range(len(METRICS))])
-        null_range = np.stack([test.null_low, test.null_high], axis=-1)  # [group, metric, end]
-        for group, key in enumerate(per_dataset.keys):
-            cells = [*test.observed[group], *test.p[group], *adjusted[group]]
-            cells += list(null_range[group].ravel())
-            rows.append((dataset, *key, raters[group], *(_value(c) for c in cells)))
+        if per_dataset is not None:
+            rows += group_rows(dataset, per_dataset, bool(by), parameters)
     return Table(columns, numeric, rows)
+
+
+TEST_COLUMNS = [  # NULL for the whole pool, which is not tested
+    *(f"{m}_p" for m in METRICS),
+    *(f"{m}_p_bh" for m in METRICS),
+    *(f"{m}_null_{end}" for m in METRICS for end in ("low", "high")),
+]
+
+
+def group_rows(
+    dataset: str,
+    per_dataset: Ratings,
+    grouped: bool,
+    parameters: dict[str, Any],
+    distance: Distance | None = None,
+) -> list[tuple[Any, ...]]:
+    """One dataset's rows: each group's raters, METRICS and TEST_COLUMNS (`grouped`), or
+    the whole pool's; IRR and XRR with `distance` (None: nominal)."""
+    raters = per_dataset.rater_counts()
+    if not grouped:
+        pool = dict(zip(POOL_METRICS, pool_metrics(per_dataset.answers, distance), strict=True))
+        values = [_value(pool[m]) if m in pool else None for m in METRICS]
+        return [(dataset, *raters, *values, *[None] * len(TEST_COLUMNS))]
+    test = permutation_test(
+        per_dataset.answers,
+        per_dataset.labels,
+        len(per_dataset.keys),
+        parameters["permutations"],
+        parameters["seed"],
+        distance,
+    )
+    adjusted = np.column_stack([benjamini_hochberg(test.p[:, m]) for m in range(len(METRICS))])
+    null_range = np.stack([test.null_low, test.null_high], axis=-1)  # [group, metric, end]
+    rows = []
+    for group, key in enumerate(per_dataset.keys):
+        cells = [*test.observed[group], *test.p[group], *adjusted[group]]
+        cells += list(null_range[group].ravel())
+        rows.append((dataset, *key, raters[group], *(_value(c) for c in cells)))
+    return rows

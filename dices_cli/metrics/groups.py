@@ -19,6 +19,7 @@ from dices_cli.metrics.agreement import (
     normalised_xrr,
     plurality_size,
 )
+from dices_cli.metrics.distance import Distance, alpha, cross_replication
 
 METRICS = ("irr", "xrr", "xrr_normalised", "gai", "negentropy", "plurality_size")
 POOL_METRICS = ("irr", "negentropy", "plurality_size")  # the ones that need no rest
@@ -28,16 +29,26 @@ POOL_METRICS = ("irr", "negentropy", "plurality_size")  # the ones that need no 
 BATCH_CELLS = 200_000
 
 
-def _metrics(inside: Array, outside: Array) -> Array:
-    """inside, outside: [labelling, group, category, conversation]."""
-    irr = krippendorff_alpha_nominal(inside)
+def _metrics(inside: Array, outside: Array, distance: Distance | None = None) -> Array:
+    """inside, outside: [labelling, group, category, conversation]. IRR and XRR with
+    `distance` (None: DICES's nominal answers, `agreement`'s own functions)."""
+
+    def irr_of(counts: Array) -> Array:
+        return krippendorff_alpha_nominal(counts) if distance is None else alpha(counts, distance)
+
+    def xrr_of(x: Array, y: Array) -> Array:
+        if distance is None:
+            return cross_replication_reliability(x, y)
+        return cross_replication(x, y, distance)
+
+    irr = irr_of(inside)
     if inside.shape[1] == 2:
         # Each group is the other's rest, and XRR is symmetric: half the work, same values.
         rest_irr = irr[:, ::-1]
-        xrr = np.repeat(cross_replication_reliability(inside[:, :1], outside[:, :1]), 2, axis=1)
+        xrr = np.repeat(xrr_of(inside[:, :1], outside[:, :1]), 2, axis=1)
     else:
-        rest_irr = krippendorff_alpha_nominal(outside)
-        xrr = cross_replication_reliability(inside, outside)
+        rest_irr = irr_of(outside)
+        xrr = xrr_of(inside, outside)
     return np.stack(
         [
             irr,
@@ -51,8 +62,11 @@ def _metrics(inside: Array, outside: Array) -> Array:
     )
 
 
-def group_metrics(answers: Array, labellings: NDArray[np.intp], groups: int) -> Array:
-    """METRICS of each group against the rest, for each labelling.
+def group_metrics(
+    answers: Array, labellings: NDArray[np.intp], groups: int, distance: Distance | None = None
+) -> Array:
+    """METRICS of each group against the rest, for each labelling (IRR and XRR with
+    `distance`; None: nominal).
 
     answers: [rater, category, conversation], 1 where the rater gave that answer.
     labellings: [labelling, rater] group numbers 0 .. groups - 1.
@@ -69,13 +83,12 @@ def group_metrics(answers: Array, labellings: NDArray[np.intp], groups: int) -> 
         inside = (membership.reshape(-1, raters) @ flat).reshape(
             len(chunk), groups, categories, conversations
         )
-        result[start : start + len(chunk)] = _metrics(inside, total - inside)
+        result[start : start + len(chunk)] = _metrics(inside, total - inside, distance)
     return result
 
 
-def pool_metrics(answers: Array) -> Array:
-    """POOL_METRICS of all raters together."""
+def pool_metrics(answers: Array, distance: Distance | None = None) -> Array:
+    """POOL_METRICS of all raters together (IRR with `distance`; None: nominal)."""
     counts = answers.sum(axis=0)
-    return np.array(
-        [krippendorff_alpha_nominal(counts), negentropy(counts), plurality_size(counts)]
-    )
+    irr = krippendorff_alpha_nominal(counts) if distance is None else alpha(counts, distance)
+    return np.array([irr, negentropy(counts), plurality_size(counts)])

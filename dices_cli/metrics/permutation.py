@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dices_cli.metrics.agreement import Array
+from dices_cli.metrics.distance import Distance
 from dices_cli.metrics.groups import group_metrics
 
 # A permuted value this close to the observed one counts as a tie: the same groups can be
@@ -69,16 +70,22 @@ class PermutationTest(NamedTuple):
 
 
 def permutation_test(
-    answers: Array, labels: NDArray[np.intp], groups: int, permutations: int, seed: int
+    answers: Array,
+    labels: NDArray[np.intp],
+    groups: int,
+    permutations: int,
+    seed: int,
+    distance: Distance | None = None,
 ) -> PermutationTest:
     """Each group's metrics, their p-values and their null ranges.
 
     The null hypothesis: group labels are exchangeable between raters, i.e. a group's
     metric is no different from that of as many raters drawn at random from the pool; the
-    null range is where 95% of those raters' values lie.
+    null range is where 95% of those raters' values lie. IRR and XRR with `distance`
+    (None: nominal).
     """
     labellings = np.vstack([labels, shuffled_labellings(labels, permutations, seed)])
-    values = group_metrics(answers, labellings, groups)
+    values = group_metrics(answers, labellings, groups, distance)
     observed, null = values[0], values[1:]
     return PermutationTest(observed, two_sided_p_values(observed, null), *null_range(null))
 

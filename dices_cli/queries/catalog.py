@@ -19,7 +19,11 @@ A header is the leading block of `--` comment lines:
     --   Free text, as many lines as needed, until the header ends.
 
 Parameter types: `columns` (a list of column names from the group-by choices), `question`
-(one answer column, such as Q_overall), `float`, `integer`, `choice(a|b)`. Each parameter
+(one answer column, such as Q_overall), `float`, `integer`, `choice(a|b)`; a declared
+dataset's queries (`sql/declared/`) take `attributes` (its rater attributes) and `label`
+(one of its labels), which `dices_cli.queries.declared` checks against its declaration.
+A `scales:` line names the scales (binary nominal ordinal) whose labels a declared
+dataset's query takes. Each parameter
 is bound by name (`$threshold`), never pasted.
 
 A `float` or `integer` parameter must declare its range, `in [low, high]` (both ends
@@ -101,7 +105,8 @@ GROUP_COLUMN_ORDER = tuple(
 )
 
 _PARAM = re.compile(
-    r"^param (?P<name>[a-z_]+): (?P<type>columns|question|float|integer|choice\([a-z|]+\))"
+    r"^param (?P<name>[a-z_]+): "
+    r"(?P<type>columns|attributes|label|question|float|integer|choice\([a-z|]+\))"
     r"(?: in \[(?P<low>[^,\]]+), (?P<high>[^,\]]+)\])?"
     r"(?:, (?P<required>required)| = (?P<default>[^:]+))?: (?P<help>.+)$"
 )
@@ -113,6 +118,9 @@ _CHART = re.compile(
     rf"(?: by (?P<labels>{_NAMES}))?(?: per (?P<panels>{_NAMES}))?$"
 )
 NUMERIC = {"float": float, "integer": int}
+# The datasets line of the queries of every declared dataset (sql/declared/).
+DECLARED = "declared"
+SCALES = ("binary", "nominal", "ordinal")
 SQL_DIR_VARIABLE = "DICES_SQL_DIR"
 
 
@@ -194,9 +202,13 @@ class Parameter:
         if raw is None or raw == []:
             if self.required:
                 raise MissingParameterError(self.name)
-            raw = [] if self.type == "columns" else self.default
+            raw = [] if self.type in ("columns", "attributes") else self.default
         if self.type in NUMERIC:
             return self._number(raw)
+        if self.type == "attributes":  # checked against the dataset's raters when run
+            return [str(c) for c in raw] if isinstance(raw, list | tuple) else [str(raw)]
+        if self.type == "label":  # None: the dataset's first label
+            return None if raw is None else str(raw)
         if self.type == "columns":
             columns = list(raw) if isinstance(raw, list | tuple) else [str(raw)]
             unknown = [c for c in columns if c not in GROUP_COLUMNS]
@@ -313,6 +325,7 @@ class Query:
     conditions: tuple[Condition, ...] = ()
     chart: Chart | None = None
     answer: tuple[str, ...] = ()  # the declared columns that answer the query's question
+    scales: tuple[str, ...] = SCALES  # a declared dataset's query: the scales it takes
 
     def parameter(self, name: str) -> Parameter | None:
         return next((p for p in self.parameters if p.name == name), None)
@@ -408,6 +421,7 @@ def parse_query(path: Path, text: str) -> Query:
         conditions=tuple(conditions),
         chart=chart,
         answer=answer,
+        scales=tuple(fields.get("scales", " ".join(SCALES)).split()),
     )
     _check_references(query)
     return query
@@ -425,7 +439,8 @@ def _check_references(query: Query) -> None:
             )
     for column in query.columns:
         group = column.group_parameter
-        if group is not None and getattr(query.parameter(group), "type", None) != "columns":
+        kind = None if group is None else getattr(query.parameter(group), "type", None)
+        if group is not None and kind not in ("columns", "attributes"):
             raise ValueError(f"{query.path.name}: column {column.name}: not a columns parameter")
     declared = {column.name for column in query.columns}
     for name in query.chart.names if query.chart is not None else []:
@@ -434,6 +449,9 @@ def _check_references(query: Query) -> None:
     for name in query.answer:
         if name not in declared:
             raise ValueError(f"{query.path.name}: answer: {name} is not a declared column")
+    for scale in query.scales:
+        if scale not in SCALES:
+            raise ValueError(f"{query.path.name}: scales: {scale} is not one of {SCALES}")
 
 
 def _chart(path: Path, line: str) -> Chart:
@@ -506,9 +524,19 @@ def _read_catalog(directory: Path) -> dict[str, Query]:
 
 
 def family_queries(family: str) -> dict[str, Query]:
-    """The canned queries written for a family other than DICES (`sql/FAMILY/NAME.sql`),
-    by name: the same name as a DICES query where they mean the same."""
-    return _read_catalog(sql_directory() / family)
+    """The canned queries written for a family other than DICES (`sql/FAMILY/NAME.sql`;
+    a declared dataset's: `sql/declared/NAME.sql`, over the one model), by name: the same
+    name as a DICES query where they mean the same."""
+    from dices_cli.families import FAMILIES
+
+    known = FAMILIES.get(family)
+    declared = known is not None and known.declared is not None
+    return _read_catalog(sql_directory() / (DECLARED if declared else family))
+
+
+def declared_queries() -> dict[str, Query]:
+    """The canned queries of every declared dataset (`sql/declared/NAME.sql`)."""
+    return _read_catalog(sql_directory() / DECLARED)
 
 
 def command_queries() -> dict[str, Query]:

@@ -23,13 +23,16 @@ def no_such_query(name: str) -> str:
     import difflib
 
     from dices_cli.families import family_of
-    from dices_cli.queries.catalog import command_queries
+    from dices_cli.queries.catalog import DECLARED, command_queries
 
     queries = command_queries()
     nearest = difflib.get_close_matches(name, list(queries), n=1)
     guess = f": did you mean {nearest[0]!r}? The" if nearest else "; the"
     listed = []
     for query in queries.values():
+        if query.datasets == (DECLARED,):
+            listed.append(f"{query.name} (declared datasets only)")
+            continue
         owner = family_of(query.datasets[0])
         listed.append(query.name if owner.name == "dices" else f"{query.name} ({owner.title} only)")
     return f"no query {name!r}{guess} queries are: {', '.join(listed)}"
@@ -128,10 +131,16 @@ def family_asked(canned: Query, dataset: str, store: Store) -> Family | None:
     query of its own belongs to, or the one with its own version of a DICES query when no
     DICES dataset is ingested. None for DICES."""
     from dices_cli.families import FAMILIES, family_of
-    from dices_cli.queries.catalog import family_queries
+    from dices_cli.queries.catalog import DECLARED, family_queries
 
     if dataset in FAMILIES:
         return FAMILIES[dataset]
+    if canned.datasets == (DECLARED,):
+        raise UsageError(
+            f"{canned.name} applies to declared datasets only: give ",
+            Option("dataset"),
+            " NAME (dices info lists the ingested ones)",
+        )
     owner = family_of(canned.datasets[0])
     if owner.name == "dices":
         if dataset != "all" or store.available():
@@ -169,6 +178,11 @@ def run_family_query(
     from dices_cli.queries.family import FamilySession
 
     own = family_queries(family.name).get(canned.name)
+    if own is None and family.declared is not None:
+        raise UsageError(
+            f"{canned.name} asks DICES's or ProsocialDialog's own questions; {family.title}'s "
+            f"queries are: {', '.join(family_queries(family.name))}"
+        )
     if own is None:
         raise UsageError(f"{family.lacks()}; {canned.name} needs them")
     taken = {p.name for p in own.parameters}
@@ -179,4 +193,8 @@ def run_family_query(
     parameters = own.bind({k: v for k, v in given.items() if k in taken})
     if show_sql is not None:
         show_sql(f"-- parameters: {parameters}\n{render_sql(own)}")
+    if family.declared is not None:
+        from dices_cli.queries.declared import DeclaredSession
+
+        return DeclaredSession(store, family.members[0]).run(own, parameters, typed)
     return FamilySession(store, family.members[0]).run(own, parameters, typed)

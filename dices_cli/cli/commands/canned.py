@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer._click import core as click_core
@@ -72,11 +72,13 @@ Examples:
 """
 
 QueryDataset = Annotated[
-    Literal["all", "350", "990", "prosocial"],
+    str,
     typer.Option(
         "--dataset",
         "-d",
-        help="Which ingested dataset(s) to query; prosocial for ProsocialDialog's own queries.",
+        help="Which ingested dataset(s) to query: all, 350, 990; prosocial for "
+        "ProsocialDialog's own queries; a declared dataset's name (dices info lists them) "
+        "for the queries over its labels and raters.",
     ),
 ]
 ShowSql = Annotated[
@@ -138,14 +140,19 @@ def _option(parameter: Parameter) -> TyperOption:
             " A column with the values No|Yes|Unsure in `dices sql --schema`; "
             "a wrong name is refused with the list."
         )
+    elif parameter.type == "attributes":  # the dataset's own: checked when it is read
+        metavar = "ATTRIBUTE"
+    elif parameter.type == "label":
+        metavar = "LABEL"
     elif parameter.choices:
         kind = TyperChoice(parameter.choices)
+    several = parameter.type in ("columns", "attributes")
     return TyperOption(
         param_decls=[option_name(parameter.name), parameter.name],
         type=kind,
-        multiple=parameter.type == "columns",
+        multiple=several,
         required=parameter.required,
-        default=None if parameter.type == "columns" else parameter.default,
+        default=None if several else parameter.default,
         metavar=metavar,
         show_default=True,
         help=help_text,  # plain text: Rich markup when help is drawn (`QueryCommand`)
@@ -175,9 +182,12 @@ def _help(query: Query, markup: Callable[[str], str] = str) -> str:
 def _datasets_said(query: Query) -> str:
     """The datasets a query applies to, and the families whose own version it has."""
     from dices_cli.families import family_of
-    from dices_cli.queries.catalog import family_queries
+    from dices_cli.queries.catalog import DECLARED, family_queries
     from dices_cli.runs import other_families
 
+    if query.datasets == (DECLARED,):
+        scales = " or ".join(query.scales)
+        return f"any declared dataset, with -d NAME (a label of a {scales} scale)"
     said = ", ".join(family_of(d).title_of(d) for d in query.datasets)
     for family in other_families():
         own = family_queries(family.name).get(query.name)
@@ -238,9 +248,10 @@ class QueryCommand(TyperCommand):
         try:
             return super().parse_args(ctx, args)
         except click_exceptions.NoSuchOption as error:
-            from dices_cli.queries.catalog import catalog
+            from dices_cli.queries.catalog import catalog, declared_queries
 
-            taken = {option_name(p.name) for q in catalog().values() for p in q.parameters}
+            queries = [*catalog().values(), *declared_queries().values()]
+            taken = {option_name(p.name) for q in queries for p in q.parameters}
             if error.option_name not in taken:
                 raise
             takes = ", ".join(option_name(p.name) for p in self.query.parameters)
@@ -306,6 +317,29 @@ def query_command(query: Query) -> QueryCommand:
     )
 
 
+def _declared_version(args: list[str]) -> Query | None:
+    """The declared datasets' version of the query `args` name (`sql/declared/`) when its
+    --dataset names a dataset that is not DICES's or ProsocialDialog's (a declared one,
+    known to the registry only once the data directory is read): it takes its own options."""
+    from dices_cli.families import FAMILIES
+    from dices_cli.queries.catalog import declared_queries
+
+    dataset = None
+    for index, arg in enumerate(args[1:], start=1):
+        if arg in ("-d", "--dataset") and index + 1 < len(args):
+            dataset = args[index + 1]
+        elif arg.startswith("--dataset="):
+            dataset = arg.partition("=")[2]
+        elif arg.startswith("-d") and len(arg) > 2 and not arg.startswith("--"):
+            dataset = arg[2:]
+    if dataset is None or dataset == "all":
+        return None
+    known = next((f for f in FAMILIES.values() if dataset in f.members), None)
+    if known is not None and known.declared is None:
+        return None
+    return declared_queries().get(args[0])
+
+
 def _no_such_query(name: str) -> str:
     """There is no query `name`: the API's message, and where the queries are described."""
     from dices_cli.runs import no_such_query
@@ -335,6 +369,10 @@ class QueryGroup(ListingGroup):
 
         if not args[0].startswith("-") and args[0] not in command_queries():
             raise UsageError(_no_such_query(args[0]))
+        own = _declared_version(args)
+        if own is not None:  # its own options and help
+            command = query_command(own)
+            return own.name, command.marked_up() if self.listing else command, args[1:]
         return super().resolve_command(ctx, args)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
@@ -376,7 +414,11 @@ def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: 
                 dict.fromkeys(
                     [
                         *q.datasets,
-                        *(f.name for f in other_families() if q.name in family_queries(f.name)),
+                        *(
+                            "declared" if f.declared is not None else f.name
+                            for f in other_families()
+                            if q.name in family_queries(f.name)
+                        ),
                     ]
                 )
             ),
@@ -446,8 +488,10 @@ def run_query(
     # --by rater_race -d all`, on 2 busy cores: 1.0 s -> 0.5 s). Set before numpy is imported.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+    from dices_cli.families import all_members
     from dices_cli.output import Format, Output
     from dices_cli.runs import family_asked, run_canned
+    from dices_cli.runs.common import check_choice
     from dices_cli.shape import Shape
     from dices_cli.store.datasets import Store, resolve_data_dir
 
@@ -455,7 +499,8 @@ def run_query(
     if fmt is Format.CHART and canned.chart is None:  # before the work
         raise _no_chart(canned)
     inputs = read_paths(data, raters)
-    store = Store(resolve_data_dir(data))
+    store = Store(resolve_data_dir(data))  # registers the datasets declared there
+    check_choice("dataset", dataset, ("all", *all_members()))
     family = family_asked(canned, dataset, store)
     if family is not None:  # before --raters FILE is read
         no_rater_selection(family, exclude_removed, raters, min_quality)

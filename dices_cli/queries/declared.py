@@ -1,0 +1,219 @@
+"""The canned queries of every declared dataset (`sql/declared/NAME.sql`), over its one model.
+
+A declared dataset's session (`DeclaredSession`) has the family views (items, raters,
+ratings) and two more, made from its declaration:
+
+    scale_values  one row per label and value of its scale: label, kind, value (text),
+                  rank (0-based, in the scale's order), number (the value; a scale of
+                  named values: rank + 1), positive (in the declared positive class;
+                  NULL when none is declared), label_order
+    label_values  one row per rating and label that has a value (a missing code is
+                  none): dataset, item_id, rater_id, label, kind, value, rank, number,
+                  positive
+
+so that one SQL file answers for every label, whatever its name or scale. Before a query
+runs its parameters are checked against the declaration: the label it asks for is one of
+the dataset's and of a scale the query takes (its `scales:` line), the rater attributes
+it groups by are the dataset's, and the distance metric fits the scale; each mistake is a
+usage error that says why.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dices_cli.errors import Option, UsageError
+from dices_cli.families import family_of, listed
+from dices_cli.queries.engine import INTERNAL, create_view, run_script
+from dices_cli.queries.family import FamilySession
+
+if TYPE_CHECKING:
+    from dices_cli.families.declaration import DatasetDeclaration, Scale
+    from dices_cli.output import Result
+    from dices_cli.queries.catalog import Query
+    from dices_cli.store.datasets import Store
+
+# The columns of label_values, which a query joins to raters: no rater attribute may share
+# a name with one.
+LABEL_VALUE_COLUMNS = ("item_id", "label", "kind", "value", "rank", "number", "positive")
+
+
+def value_text(value: object, scale: Scale) -> str:
+    """A scale value as the stored column reads cast to text (3, 1.5, 'offensive')."""
+    if scale.integral:
+        return str(int(float(str(value))))
+    return str(value)
+
+
+def scale_rows(declared: DatasetDeclaration) -> list[tuple[Any, ...]]:
+    """The rows of `scale_values`."""
+    rows = []
+    for order, label in enumerate(declared.labels):
+        scale = declared.scales[label]
+        for rank, value in enumerate(scale.values):
+            number = float(value) if scale.numeric else float(rank + 1)
+            positive = (value in scale.positive) if scale.positive else None
+            rows.append(
+                (label, scale.kind, value_text(value, scale), rank, number, positive, order)
+            )
+    return rows
+
+
+def positions(scale: Scale) -> tuple[float, ...]:
+    """The number each value of `scale` stands for, in order (named values: 1, 2, ...)."""
+    if scale.numeric:
+        return tuple(float(v) for v in scale.values)
+    return tuple(float(rank + 1) for rank in range(len(scale.values)))
+
+
+class DeclaredSession(FamilySession):
+    """A declared dataset's session: the family views, `scale_values` and `label_values`."""
+
+    def __init__(self, store: Store, name: str) -> None:
+        super().__init__(store, name)
+        declared = family_of(name).declared
+        assert declared is not None
+        self.declared = declared
+        self.con.execute(
+            "CREATE TABLE scale_values (label VARCHAR, kind VARCHAR, value VARCHAR, "
+            "rank INTEGER, number DOUBLE, positive BOOLEAN, label_order INTEGER)"
+        )
+        rows = scale_rows(declared)
+        if rows:
+            self.con.executemany("INSERT INTO scale_values VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        stored = {
+            c
+            for (c,) in self.con.execute(
+                f"SELECT column_name FROM (DESCRIBE {INTERNAL}.ratings_{name})"
+            ).fetchall()
+        }
+        # Declared names are letters, digits and _ (`declaration.NAME_OF_COLUMN`).
+        labels = [label for label in declared.labels if label in stored]
+        if labels:
+            quoted = [f'"{label}"' for label in labels]
+            cells = ", ".join(f"CAST({q} AS VARCHAR) AS {q}" for q in quoted)
+            unpivoted = (
+                f"UNPIVOT (SELECT dataset, item_id, rater_id, {cells} FROM ratings) "
+                f"ON {', '.join(quoted)} INTO NAME label VALUE value"
+            )
+        else:
+            unpivoted = (
+                "SELECT dataset, item_id, rater_id, NULL::VARCHAR AS label, "
+                "NULL::VARCHAR AS value FROM ratings WHERE false"
+            )
+        run_script(
+            self.con,
+            [
+                create_view(
+                    "label_values",
+                    "SELECT u.dataset, u.item_id, u.rater_id, u.label, s.kind, u.value, "
+                    f"s.rank, s.number, s.positive FROM ({unpivoted}) AS u "
+                    "JOIN scale_values AS s USING (label, value)",
+                )
+            ],
+        )
+
+    def run(self, query: Query, parameters: dict[str, Any], typed: bool = True) -> Result:
+        """The query's result, its parameters checked against the declaration first; a
+        `compute:` step gets every parameter, with the label's scale."""
+        import re
+
+        from dices_cli.queries.catalog import compute_step, render_sql
+        from dices_cli.queries.engine import _arrow
+
+        bound = self.checked(query, parameters)
+        compute = compute_step(query)
+        if compute is None:
+            return super().run(query, bound, typed)
+        sql = render_sql(query)
+        named = {k: v for k, v in bound.items() if re.search(rf"\${k}\b", sql)}
+        return compute(self._fetch(sql, named, _arrow), bound)
+
+    def checked(self, query: Query, parameters: dict[str, Any]) -> dict[str, Any]:
+        """`parameters` checked against the declaration, with what the SQL and a compute
+        step read of the label's scale (kind, categories, positions, positive_values)."""
+        declared = self.declared
+        bound = dict(parameters)
+        if "by" in bound:
+            self._check_attributes(query, bound["by"])
+        if query.parameter("label") is None:
+            return bound
+        if not declared.labels:
+            raise UsageError(f"{declared.title} declares no label; {query.name} needs one")
+        label = bound.get("label") or declared.labels[0]
+        if label not in declared.labels:
+            raise UsageError(
+                f"{declared.title} has no label {label!r}; choose ",
+                Option("label"),
+                f" from: {', '.join(declared.labels)}",
+            )
+        scale = declared.scales[label]
+        if scale.kind not in query.scales:
+            others = [n for n in declared.labels if declared.scales[n].kind in query.scales]
+            choose = f"; its {listed(others, 'and')} fit" if others else ""
+            raise UsageError(
+                f"{query.name} takes a label of a {listed(list(query.scales), 'or')} scale; "
+                f"{declared.title}'s {label} is {scale.kind}{choose}"
+            )
+        if "$positive_values" in query.body and not scale.positive:
+            raise UsageError(
+                f"{declared.title}'s {label} declares no positive class; {query.name} "
+                "reports the share in it (declare positive = [...] in its scale)"
+            )
+        bound["label"] = label
+        bound["kind"] = scale.kind
+        bound["categories"] = len(scale.values)
+        bound["positions"] = positions(scale)
+        bound["positive_values"] = ", ".join(value_text(v, scale) for v in scale.positive)
+        if "metric" in bound:
+            bound["metric"] = self._metric(bound["metric"], label, scale)
+        return bound
+
+    def _check_attributes(self, query: Query, by: list[str]) -> None:
+        declared = self.declared
+        attributes = [
+            c
+            for (c,) in self.con.execute("SELECT column_name FROM (DESCRIBE raters)").fetchall()
+            if c not in ("dataset", "rater_id")
+        ]
+        for name in by:
+            if name in LABEL_VALUE_COLUMNS:
+                raise UsageError(
+                    f"{declared.title}'s rater attribute {name!r} has the name of a column of "
+                    "label_values; store it under another in the declaration "
+                    f'(rater_attributes = {{ rater_{name} = "..." }})'
+                )
+            if name not in attributes:
+                have = (
+                    f"its raters' attributes are: {', '.join(attributes)}"
+                    if attributes
+                    else "its raters have no attributes"
+                )
+                raise UsageError(
+                    f"{declared.title} has no rater attribute {name!r} for ",
+                    Option("by"),
+                    f"; {have}",
+                )
+        if len(set(by)) < len(by):
+            raise UsageError(Option("by"), " names an attribute twice")
+
+    def _metric(self, metric: str, label: str, scale: Scale) -> str:
+        """The distance metric for `label`: auto is ordinal for an ordinal scale, else
+        nominal; the ordinal and interval metrics need ordered values, interval numbers."""
+        if metric == "auto":
+            return "ordinal" if scale.kind == "ordinal" else "nominal"
+        title = self.declared.title
+        if metric in ("ordinal", "interval") and scale.kind == "nominal":
+            raise UsageError(
+                f"{title}'s {label} is nominal: its values have no order for the {metric} "
+                "metric; use ",
+                Option("metric"),
+                " nominal",
+            )
+        if metric == "interval" and not scale.numeric and scale.kind != "binary":
+            raise UsageError(
+                f"{title}'s {label} has named values: the interval metric needs numbers; use ",
+                Option("metric"),
+                " ordinal",
+            )
+        return metric

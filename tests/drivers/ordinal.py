@@ -1,0 +1,108 @@
+"""Ordinal ratings with crossed effects: the known truth of the ordinal calibration tests.
+
+Each rater rates a random subset of the items on a 1..`levels` scale: a latent score
+item effect + rater effect + the rater's group shift + noise, cut at equally spaced
+thresholds. Items and raters are crossed (every rater meets many items, every item many
+raters), so ratings of one item, and of one rater, are correlated, as in POPQUORN. With
+every group shift 0 the groups carry no information: the null of a group test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+@dataclass(frozen=True)
+class OrdinalRatings:
+    """One rating per row: rater, item (codes from 0) and value (1..levels); each rater's
+    group (codes from 0)."""
+
+    rater: NDArray[np.intp]
+    item: NDArray[np.intp]
+    value: NDArray[np.intp]
+    group: NDArray[np.intp]
+    levels: int
+
+    def answers(self) -> NDArray[np.float64]:
+        """[rater, category, item] one-hot answers (category = value - 1)."""
+        counts = np.zeros((len(self.group), self.levels, int(self.item.max()) + 1))
+        counts[self.rater, self.value - 1, self.item] = 1.0
+        return counts
+
+
+def ordinal_ratings(
+    group_sizes: tuple[int, ...],
+    items: int,
+    per_rater: int,
+    seed: int,
+    levels: int = 5,
+    item_sd: float = 1.0,
+    rater_sd: float = 0.5,
+    shifts: tuple[float, ...] | None = None,
+) -> OrdinalRatings:
+    """Ratings by sum(group_sizes) raters, each rating `per_rater` of `items` items."""
+    rng = np.random.default_rng(seed)
+    group = np.repeat(np.arange(len(group_sizes)), group_sizes).astype(np.intp)
+    raters = len(group)
+    shift = np.zeros(len(group_sizes)) if shifts is None else np.asarray(shifts, dtype=float)
+    item_effect = rng.normal(0.0, item_sd, items)
+    rater_effect = rng.normal(0.0, rater_sd, raters) + shift[group]
+    rater = np.repeat(np.arange(raters), per_rater).astype(np.intp)
+    item = np.concatenate(
+        [rng.choice(items, per_rater, replace=False) for _ in range(raters)]
+    ).astype(np.intp)
+    latent = item_effect[item] + rater_effect[rater] + rng.normal(0.0, 1.0, len(item))
+    cuts = np.linspace(-1.5, 1.5, levels - 1)
+    value = (np.searchsorted(cuts, latent) + 1).astype(np.intp)
+    return OrdinalRatings(rater, item, value, group, levels)
+
+
+DECLARATION = """[[dataset]]
+name = "{name}"
+title = "Ordinal toy"
+
+[[dataset.file]]
+role = "ratings"
+item = "item_id"
+rater = "rater_id"
+labels = ["score", "colour"]
+rater_attributes = ["grp", "half"]
+
+[dataset.scales.score]
+kind = "ordinal"
+values = [{values}]
+positive = [{positive}]
+
+[dataset.scales.colour]
+kind = "nominal"
+values = ["red", "green", "blue"]
+"""
+
+
+def write_dataset(ratings: OrdinalRatings, folder: Path, name: str = "ordinal_toy") -> Path:
+    """A long CSV of `ratings` (with a nominal second label, `colour`, and a second rater
+    attribute, `half`) and its declaration in `folder`; the declaration's path."""
+    colours = ("red", "green", "blue")
+    lines = ["item_id,rater_id,score,colour,grp,half"]
+    for rater, item, value in zip(ratings.rater, ratings.item, ratings.value, strict=True):
+        group = ratings.group[rater]
+        lines.append(
+            f"i{item:03d},r{rater:03d},{value},{colours[(item + value) % 3]},"
+            f"g{group},{'ab'[rater % 2]}"
+        )
+    (folder / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    levels = range(1, ratings.levels + 1)
+    path = folder / f"{name}.toml"
+    path.write_text(
+        DECLARATION.format(
+            name=name,
+            values=", ".join(map(str, levels)),
+            positive=", ".join(str(v) for v in levels if v >= 3),
+        ),
+        encoding="utf-8",
+    )
+    return path
