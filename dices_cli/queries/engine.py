@@ -606,7 +606,10 @@ def connect() -> duckdb.DuckDBPyConnection:
     files of ratings took as long without them (COPY to CSV, Arrow batches)."""
     import duckdb
 
-    return duckdb.connect(":memory:", config={"async_threads": 0})
+    con = duckdb.connect(":memory:", config={"async_threads": 0})
+    # DuckDB draws its progress bar on stdout (a file or a pipe too), into the data.
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def run_script(
