@@ -19,11 +19,6 @@ from dices_cli.metrics.permutation import permutation_test
 from dices_cli.raters.audit import exact_independence_p
 
 
-@pytest.fixture(scope="module")
-def sample(sample_data: Path) -> Path:
-    return sample_data
-
-
 def within_level(p_values: list[float], level: float = 0.05) -> tuple[int, int, float]:
     """Rejections, tests, and the 99.9% upper binomial bound of rejections at `level`."""
     tests = len(p_values)
