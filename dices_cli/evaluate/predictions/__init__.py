@@ -25,7 +25,7 @@ number + 1 for Parquet (its first row is 2, as in a CSV with a header).
 Memory is bounded by the valid rows: a text file of one record a line (the common case;
 `columnar` checks it in one pass) is read by PyArrow a 4 MiB block at a time, and each
 block is typed and checked before the next is read, so that only the typed rows are held
-(10M CSV rows: about 18 s and 1.1 GB). Any other text file is read a record at a time
+(bench/predictions.py measures time and memory). Any other text file is read a record at a time
 (`dices_cli.read.lines`, which refuses a runaway record), the reader that says where and
 what each problem is, and its rows are typed and checked a batch at a time too; so are the
 lines of a JSON Lines file from the block PyArrow gives up at. The lines of a JSON Lines

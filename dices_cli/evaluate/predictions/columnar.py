@@ -39,8 +39,7 @@ if TYPE_CHECKING:
 # Bytes of text per PyArrow block, and so about 150,000 rows of CSV typed and checked at a
 # time. A block holds at least two lines (PyArrow refuses a line longer than a block, and its
 # JSON reader then hangs): a file with a longer line is read by the record reader. (Blocks
-# grew to twice the longest line before, and PyArrow held about ten times a line of MiBs:
-# `evaluate` of a CSV with a label of 20 MiB peaked 209 MiB above its start in PyArrow.)
+# grew to twice the longest line before, and PyArrow held about ten times a line of MiBs.)
 BLOCK_BYTES = 1 << 22
 LONGEST_COLUMNAR_LINE = BLOCK_BYTES // 2
 SCAN_BYTES = 1 << 22  # bytes looked at a time by `_simple_lines`
@@ -60,7 +59,7 @@ def read_columnar(
     report: Report,
 ) -> pl.DataFrame | None:
     """The typed frame of a CSV, TSV or JSON Lines file of one record per line, read by
-    PyArrow a block at a time (a 10M-row file in seconds; the record reader took minutes),
+    PyArrow a block at a time (many times faster than the record reader; bench/predictions.py),
     its problems in `report`; None when the columns refuse the file. NotSimple when the
     file is not plainly one record per line (`_simple_lines`) or when PyArrow finds it
     invalid: the record reader then reads it and says where and what each problem is. (A

@@ -147,8 +147,8 @@ def has_columns(columns: list[str], line: int | None, report: Report) -> bool:
 
 def too_long_known_cell(line: int, cells: Mapping[str, str | None]) -> Problem | None:
     """The problem of a known cell of a record longer than MAX_CELL_BYTES, if any, found
-    before the record's cells go to Polars: a label of 12 MiB took Polars' checks about
-    eight copies of it (`evaluate` peaked at 303 -> 354 MiB, a 23 MiB one at 414 MiB)."""
+    before the record's cells go to Polars, whose checks take several copies of a long
+    cell (bench/predictions.py)."""
     for name, cell in cells.items():
         if (
             cell is not None

@@ -24,8 +24,8 @@ Validating = Callable[[list[str]], "Validation | None"]
 class Rows:
     """The cells of the known columns, gathered into String frames a batch at a time and,
     with `validate`, handed to its Validation a VALIDATED_ROWS (or HELD_BYTES) at a time,
-    so that only the typed rows of a file are held, never its cells (a 10M-row JSON Lines
-    file held both: 4 GB).
+    so that only the typed rows of a file are held, never its cells (bench/predictions.py
+    measures the peak).
 
     `columns`: the known columns the file has; None for a JSON Lines file, whose columns
     are those some record names (`seen`): they are taken from the records read before the
@@ -101,7 +101,7 @@ class Rows:
         self.stale = self.stale or not self.seen <= set(self.columns)
         if frames and not self.stale and self.validation is not None:
             # One chunk a column, as PyArrow's batches are: typed columns chunked apart
-            # made the duplicate check copy the typed frame (1M rows: 190 MB).
+            # made the duplicate check copy the typed frame.
             self.validation.add(pl.concat(frames).select(LINE, *self.columns).rechunk())
 
     def finish(self) -> Validation | None:

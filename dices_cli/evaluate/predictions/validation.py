@@ -200,9 +200,9 @@ def _suspects(typed: pl.DataFrame) -> pl.DataFrame:
     """The rows that may repeat another's model, dataset and item, with first_line, the
     first line of their three. Rows are told apart by a 64-bit hash of the three, and only
     rows whose hash repeats (duplicates, and hash collisions, which the grouping tells from
-    them) are grouped by the three: grouping 10M rows by the three took 1.6 GB more, the
-    hash 0.3 GB. (Expressions over `typed` itself, not a Series beside it: a mask chunked
-    otherwise than the frame made Polars copy the frame.)"""
+    them) are grouped by the three: grouping every row by the three takes several times
+    the memory of the hash (bench/predictions.py). (Expressions over `typed` itself, not a
+    Series beside it: a mask chunked otherwise than the frame made Polars copy the frame.)"""
     import polars as pl
 
     key = pl.struct(MODEL, DATASET, ITEM_ID, PERSONA).hash()
