@@ -20,6 +20,7 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pytest
 from drivers.shuffled import shuffled_store
 from drivers.two_way import RATER_SD, pool_share, population_share, simulated_ratings
 from scipy.stats import binom
@@ -27,6 +28,8 @@ from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
 from dices_cli.metrics.shares import share_intervals
+
+pytestmark = pytest.mark.slow  # calibration: many simulated data sets per check
 
 DATASETS = 300  # simulated datasets per check (about 1 s each)
 RESAMPLES = 200
