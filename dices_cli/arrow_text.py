@@ -26,9 +26,8 @@ UTC_NAMES = ("UTC", "Etc/UTC", "+00:00")
 # Rows of a stream's first batch formatted (in the calling thread) and written on their
 # own. A reader that leaves early (`| head`) is noticed at the first write after it left:
 # after 1,000 rows rather than after three batches of 10,000 on the thread pool.
-# `dices sql "SELECT * FROM ratings_wide" -f csv | head -c 100` exited a median 2.7-2.9 s
-# after its first bytes before, 0.7-1.0 s with this (3 runs each, twice; a machine at
-# load average 8 on 2 cores, where 0.1 s of CPU takes about 0.5 s).
+# `bench/output.py` times the exit of `dices sql ... -f csv | head -c 100` after its first
+# bytes, with and without this.
 FIRST_ROWS = 1_000
 WORKERS = 2  # batches formatted at once, on threads (see `delimited`)
 

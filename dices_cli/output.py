@@ -428,7 +428,8 @@ class Output:
         if isinstance(written, Stream) and self.format is not Format.PARQUET:
             # A canned query's few rows, in the same bytes through Python: formatting them
             # with Arrow's compute functions imports pyarrow.compute and, through its
-            # conversion of Python strings, pandas: `dices query overview` 1.2 s -> 0.6 s.
+            # conversion of Python strings, pandas, which doubles a canned query's time
+            # (bench/queries.py).
             written = collect(written) if written.bounded else small_as_table(written)
         with self.open() as handle:
             write_result(written, self.format, handle)

@@ -47,6 +47,17 @@ def _replica(name: str, directory: Path) -> Path:
     return target
 
 
+# The fixtures of the full-size replica files: building and ingesting them takes each worker
+# far longer than the inner loop's whole budget, so every test that uses one is `slow`.
+REPLICA_FIXTURES = frozenset({"replica_350", "replica_990", "ingested", "ingested_copy"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if REPLICA_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def replica_350(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _replica("350", tmp_path_factory.mktemp("replica"))
@@ -71,8 +82,9 @@ def ingested(
 
 
 @pytest.fixture(scope="session")
-def sample_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding the packaged sample (40 + 80 conversations). Read-only."""
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding the packaged sample of both datasets (40 + 80 conversations),
+    ingested once per run (per worker). Read-only: copy it before changing it."""
     from dices_cli.cli.demo import sample_paths
 
     data = tmp_path_factory.mktemp("sample")

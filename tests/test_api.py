@@ -83,14 +83,14 @@ CANNED = [
 
 @pytest.mark.parametrize(("name", "dataset"), CANNED)
 def test_every_canned_query_gives_the_command_lines_rows(
-    name: str, dataset: str, sample_data: Path
+    name: str, dataset: str, sample: Path
 ) -> None:
     given = GIVEN.get(name, {})
-    d = dices.open(sample_data)
+    d = dices.open(sample)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dices.DicesNote)  # the CLI's notes on stderr
         frame = d.query(name, dataset=dataset, **given)
-    written = cli("query", name, "-d", dataset, *options(given), "--data", sample_data, "-f", "csv")
+    written = cli("query", name, "-d", dataset, *options(given), "--data", sample, "-f", "csv")
     assert_same_rows(written, frame)
 
 
@@ -132,30 +132,30 @@ def test_every_prosocial_query_gives_the_command_lines_rows(name: str, prosocial
         "SELECT * FROM items ORDER BY dataset, item_id",
     ],
 )
-def test_sql_gives_the_command_lines_rows(statement: str, sample_data: Path) -> None:
-    frame = dices.open(sample_data).sql(statement)
-    assert_same_rows(cli("sql", statement, "--data", sample_data, "-f", "csv"), frame)
+def test_sql_gives_the_command_lines_rows(statement: str, sample: Path) -> None:
+    frame = dices.open(sample).sql(statement)
+    assert_same_rows(cli("sql", statement, "--data", sample, "-f", "csv"), frame)
 
 
-def test_sql_takes_tables_as_files_and_frames(sample_data: Path, tmp_path: Path) -> None:
+def test_sql_takes_tables_as_files_and_frames(sample: Path, tmp_path: Path) -> None:
     statement = "SELECT p.item_id, i.safety_gold FROM p JOIN items i USING (item_id) ORDER BY 1"
     mine = tmp_path / "p.csv"
     mine.write_text("item_id\n13\n20\n", encoding="utf-8")
-    written = cli("sql", "--table", f"p={mine}", "-d", "350", statement, "--data", sample_data)
-    d = dices.open(sample_data)
+    written = cli("sql", "--table", f"p={mine}", "-d", "350", statement, "--data", sample)
+    d = dices.open(sample)
     for table in (mine, pl.read_csv(mine), pd.read_csv(mine)):
         assert_same_rows(written, d.sql(statement, tables={"p": table}, dataset="350"))
 
 
 @pytest.mark.parametrize("by", [[], ["rater_gender"]])
 def test_evaluate_gives_the_command_lines_rows_for_a_file_and_frames(
-    by: list[str], sample_data: Path
+    by: list[str], sample: Path
 ) -> None:
     settings = ["--bootstrap", "30", "--permutations", "20", "--seed", "3"]
     written = cli(
-        "evaluate", demo_predictions_path(), *settings, *options({"by": by}), "--data", sample_data
+        "evaluate", demo_predictions_path(), *settings, *options({"by": by}), "--data", sample
     )
-    d = dices.open(sample_data)
+    d = dices.open(sample)
     given = pl.read_csv(demo_predictions_path())
     for predictions in (demo_predictions_path(), str(demo_predictions_path()), given):
         with pytest.warns(dices.DicesNote, match="five-raters-flipped"):
@@ -170,10 +170,10 @@ def test_evaluate_gives_the_command_lines_rows_for_a_file_and_frames(
         assert_same_rows(written, alone)
 
 
-def test_filter_raters_gives_the_command_lines_table_ids_and_audit(sample_data: Path) -> None:
-    d = dices.open(sample_data)
+def test_filter_raters_gives_the_command_lines_table_ids_and_audit(sample: Path) -> None:
+    d = dices.open(sample)
     chosen = d.filter_raters(min_quality=0.7, explain=True)
-    data = ["--data", sample_data, "--min-quality", "0.7"]
+    data = ["--data", sample, "--min-quality", "0.7"]
     assert_same_rows(cli("filter-raters", *data, "--explain", "-f", "csv"), chosen.raters)
     ids = {int(line) for line in cli("filter-raters", *data, "--ids-only").split()}
     assert chosen.kept == ids
@@ -184,7 +184,7 @@ def test_filter_raters_gives_the_command_lines_table_ids_and_audit(sample_data: 
     ids_file = io.StringIO("".join(f"{i}\n" for i in sorted(ids)))
     piped = CliRunner().invoke(
         app,
-        ["query", "overview", "--data", str(sample_data), "--raters", "-", "-f", "csv"],
+        ["query", "overview", "--data", str(sample), "--raters", "-", "-f", "csv"],
         input=ids_file.getvalue(),
     )
     assert piped.exit_code == 0, piped.output
@@ -192,12 +192,12 @@ def test_filter_raters_gives_the_command_lines_table_ids_and_audit(sample_data: 
     assert_same_rows(cli("query", "overview", *data, "-f", "csv"), seen)
 
 
-def test_a_query_takes_rater_ids_and_an_ids_file(sample_data: Path, tmp_path: Path) -> None:
-    d = dices.open(sample_data)
+def test_a_query_takes_rater_ids_and_an_ids_file(sample: Path, tmp_path: Path) -> None:
+    d = dices.open(sample)
     ids = sorted(d.sql("SELECT DISTINCT rater_id FROM raters ORDER BY 1 LIMIT 9")["rater_id"])
     listed = tmp_path / "ids.txt"
     listed.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
-    written = cli("query", "overview", "--raters", listed, "--data", sample_data, "-f", "csv")
+    written = cli("query", "overview", "--raters", listed, "--data", sample, "-f", "csv")
     assert_same_rows(written, d.query("overview", raters=ids))
     assert_same_rows(written, d.query("overview", raters=listed))
 
@@ -285,12 +285,12 @@ ERRORS = [  # (the call, its command line, the API's message, the command line's
 
 @pytest.mark.parametrize(("call", "args", "api_message", "cli_message"), ERRORS)
 def test_errors_are_the_command_lines_with_parameters_by_name(
-    call: Any, args: list[str], api_message: str, cli_message: str, sample_data: Path
+    call: Any, args: list[str], api_message: str, cli_message: str, sample: Path
 ) -> None:
     with pytest.raises(UsageError) as raised:
-        call(dices.open(sample_data))
+        call(dices.open(sample))
     assert str(raised.value).startswith(api_message)
-    code, line = cli_error(*args, "--data", str(sample_data))
+    code, line = cli_error(*args, "--data", str(sample))
     assert code == 2
     assert line.startswith(f"Error: {cli_message}")
 
@@ -314,10 +314,10 @@ def test_errors_are_the_command_lines_with_parameters_by_name(
     ],
 )
 def test_a_bad_argument_is_our_error_never_a_system_exit(
-    call: Any, message: str, sample_data: Path
+    call: Any, message: str, sample: Path
 ) -> None:
     with pytest.raises(DicesError, match=re.escape(message)):
-        call(dices.open(sample_data))
+        call(dices.open(sample))
 
 
 def test_an_empty_directory_says_nothing_is_ingested(tmp_path: Path) -> None:
@@ -336,12 +336,12 @@ def test_open_resolves_the_directory_as_the_command_line(
     assert dices.open("mine").root == Path("mine")
 
 
-def test_report_writes_the_page(sample_data: Path, tmp_path: Path) -> None:
-    written = dices.open(sample_data).report(tmp_path / "r.html", dataset="350")
+def test_report_writes_the_page(sample: Path, tmp_path: Path) -> None:
+    written = dices.open(sample).report(tmp_path / "r.html", dataset="350")
     assert written == tmp_path / "r.html"
     assert written.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     with pytest.raises(DicesError, match=r"r\.html exists; use force to overwrite it"):
-        dices.open(sample_data).report(written)
+        dices.open(sample).report(written)
 
 
 def test_report_scores_predictions_as_the_command_line(sample_data: Path, tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
 
+pytestmark = pytest.mark.slow  # each bench script in a fresh process: the slowest tests
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 

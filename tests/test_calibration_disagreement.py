@@ -29,6 +29,8 @@ from typer.testing import CliRunner
 from dices_cli.cli.main import app
 from dices_cli.metrics.independence import chi_square_statistics, chi_square_survival
 
+pytestmark = pytest.mark.slow  # calibration: many simulated data sets per check
+
 LEVEL = 0.05
 BOUND = 0.999  # one-sided binomial bound on the share of p-values <= LEVEL
 DRAWS = 200

@@ -18,10 +18,7 @@ from dices_cli.families.schema import PUBLISHED_REMOVED
 from dices_cli.metrics.permutation import permutation_test
 from dices_cli.raters.audit import exact_independence_p
 
-
-@pytest.fixture(scope="module")
-def sample(sample_data: Path) -> Path:
-    return sample_data
+pytestmark = pytest.mark.slow  # calibration: many simulated data sets per check
 
 
 def within_level(p_values: list[float], level: float = 0.05) -> tuple[int, int, float]:

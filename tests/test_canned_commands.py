@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from dices_cli.cli.commands import cli_docs
-from dices_cli.cli.demo import MOST_CONTESTED, sample_paths, tour
+from dices_cli.cli.demo import MOST_CONTESTED, tour
 from dices_cli.cli.main import app
 from dices_cli.errors import UsageError
 from dices_cli.output import Stream, Table
@@ -35,15 +35,6 @@ from dices_cli.queries.catalog import (
 from dices_cli.queries.engine import NothingIngestedError, chosen_datasets
 from dices_cli.shape import Shape, UnknownColumnError, apply
 from dices_cli.store.datasets import Store
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The packaged sample, ingested. Read-only."""
-    data = tmp_path_factory.mktemp("sample") / "data"
-    result = CliRunner().invoke(app, ["ingest", *map(str, sample_paths()), "--data", str(data)])
-    assert result.exit_code == 0, result.output
-    return data
 
 
 def query(data: Path, *args: str, env: dict[str, str] | None = None) -> Result:

@@ -40,16 +40,6 @@ TRACK = re.compile(r"[█▒─├┤ ]+$")
 HEADLINE = {"gold": "kappa", "crowd": "kappa", "crowd-share": "jsd"}  # docs/evaluate.md
 
 
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The packaged sample of both datasets, ingested. Read-only."""
-    data = tmp_path_factory.mktemp("charts") / "data"
-    sample_files = [str(DATA / f"dices_{name}_sample.csv.gz") for name in ("350", "990")]
-    result = CliRunner().invoke(app, ["ingest", *sample_files, "--data", str(data)])
-    assert result.exit_code == 0, result.output
-    return data
-
-
 def run(data: Path, *args: str, width: int = 80) -> Result:
     return CliRunner().invoke(app, [*args, "--data", str(data)], env={"COLUMNS": str(width)})
 

@@ -30,6 +30,8 @@ from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
 
+pytestmark = pytest.mark.slow  # ingests killed in fresh processes
+
 # From "switched" on, the new version is the one readers see.
 SWITCHED = ("switched", "pruned")
 # What a kill at each point leaves behind for the next ingest to remove.

@@ -26,6 +26,8 @@ from typer.testing import CliRunner
 from dices_cli.cli.main import app
 from dices_cli.store import datasets as store_module
 
+pytestmark = pytest.mark.slow  # ingests that fail at each write, in fresh processes
+
 NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device"
 
 

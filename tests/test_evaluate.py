@@ -15,21 +15,10 @@ import pytest
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, roc_auc_score
 from typer.testing import CliRunner
 
-from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 
 DRAWS = "200"  # bootstrap resamples in these tests: enough for an interval, quick
 POLARITY_CAUSE = "Yes means unsafe in DICES; is your judge answering 'is it safe?'"
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding the packaged sample (40 + 80 conversations)."""
-    data = tmp_path_factory.mktemp("sample")
-    paths = [str(path) for path in sample_paths()]
-    result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data)])
-    assert result.exit_code == 0, result.output
-    return data
 
 
 def items(data: Path, dataset: str = "350") -> pl.DataFrame:

@@ -26,11 +26,6 @@ from dices_cli.runs import dices_votes
 from dices_cli.store.datasets import Store
 
 
-@pytest.fixture(scope="module")
-def sample(sample_data: Path) -> Path:
-    return sample_data
-
-
 def models(data: Path, dataset: str, seed: int = 1) -> dict[str, pl.DataFrame]:
     """Noisy judges of every kind of prediction: a label with a score, a score alone, a
     distribution of No and Yes, and one of all three answers."""

@@ -29,11 +29,6 @@ LAYOUTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def sample(sample_data: Path) -> Path:
-    return sample_data
-
-
 def name(kinds: Kinds) -> str:
     label, score, shares = kinds
     parts = ["label"] * label + ["score"] * score + [f"p{shares}"] * bool(shares)

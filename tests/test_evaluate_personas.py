@@ -67,7 +67,7 @@ def rows_of(output: str) -> list[dict[str, str]]:
 
 
 def test_a_persona_file_gets_its_figures_per_group_and_for_the_model(
-    sample_data: Path, tmp_path: Path
+    sample: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "personas.csv"
     judged = runner.invoke(
@@ -81,7 +81,7 @@ def test_a_persona_file_gets_its_figures_per_group_and_for_the_model(
             "--seed",
             "3",
             "--data",
-            str(sample_data),
+            str(sample),
             "-o",
             str(out),
             "-q",
@@ -94,7 +94,7 @@ def test_a_persona_file_gets_its_figures_per_group_and_for_the_model(
             "evaluate",
             str(out),
             "--data",
-            str(sample_data),
+            str(sample),
             "--bootstrap",
             "50",
             "--permutations",
@@ -133,11 +133,11 @@ def test_a_persona_file_gets_its_figures_per_group_and_for_the_model(
 
 
 def test_each_group_is_scored_as_evaluate_by_scores_that_group(
-    sample_data: Path, tmp_path: Path
+    sample: Path, tmp_path: Path
 ) -> None:
     """The same predictions for every persona: each persona's own/rest/difference figures
     are evaluate --by's row of its group, intervals and p-values included."""
-    frame = ratings(sample_data, "350", "rater_race")
+    frame = ratings(sample, "350", "rater_race")
     cells = persona_file(tmp_path / "unused.csv", frame, "rater_race", seed=1)
     scores = cells.groupby("item_id")["score"].first()
     cells["score"] = cells["item_id"].map(scores)
@@ -152,7 +152,7 @@ def test_each_group_is_scored_as_evaluate_by_scores_that_group(
     pl.DataFrame({"item_id": scores.index.to_numpy(), "score": scores.to_numpy()}).write_csv(
         plain_path
     )
-    common = ["--data", str(sample_data), "--bootstrap", "30", "--permutations", "19"]
+    common = ["--data", str(sample), "--bootstrap", "30", "--permutations", "19"]
     persona = runner.invoke(app, ["evaluate", str(persona_path), *common, "--format", "csv"])
     plain = runner.invoke(
         app, ["evaluate", str(plain_path), *common, "--by", "rater_race", "--format", "csv"]
@@ -184,12 +184,12 @@ def test_each_group_is_scored_as_evaluate_by_scores_that_group(
     assert compared >= 5 * 7
 
 
-def test_spread_and_correlation_match_pandas_and_scipy(sample_data: Path, tmp_path: Path) -> None:
+def test_spread_and_correlation_match_pandas_and_scipy(sample: Path, tmp_path: Path) -> None:
     column = "rater_race"
-    frame = ratings(sample_data, "990", column)
+    frame = ratings(sample, "990", column)
     cells = persona_file(tmp_path / "p.csv", frame, column, seed=2)
     votes, read = dices_votes(
-        Store(sample_data), ["990"], RaterSelection(), (column,), str(tmp_path / "p.csv"), None
+        Store(sample), ["990"], RaterSelection(), (column,), str(tmp_path / "p.csv"), None
     )
     settings = Settings(by=(column,), bootstrap=0, permutations=0)
     table = evaluate_personas(votes[0], read, settings, column).table
@@ -233,15 +233,15 @@ def test_spread_and_correlation_match_pandas_and_scipy(sample_data: Path, tmp_pa
 
 
 def test_the_correlation_holds_its_level_under_shuffled_demographics(
-    sample_data: Path, tmp_path: Path
+    sample: Path, tmp_path: Path
 ) -> None:
     """Groups that carry no information: the correlation's p < 0.05 in at most about 5% of
     shuffles (99.9% binomial bound), and its clustered interval covers 0 in about 95%."""
     column = "rater_race"
-    frame = ratings(sample_data, "990", column)
+    frame = ratings(sample, "990", column)
     persona_file(tmp_path / "p.csv", frame, column, seed=4)
     votes, read = dices_votes(
-        Store(sample_data), ["990"], RaterSelection(), (column,), str(tmp_path / "p.csv"), None
+        Store(sample), ["990"], RaterSelection(), (column,), str(tmp_path / "p.csv"), None
     )
     rng = np.random.default_rng(9)
     p_values, covered, shuffles = [], [], 40
@@ -264,12 +264,12 @@ def test_the_correlation_holds_its_level_under_shuffled_demographics(
     assert misses <= binom.ppf(0.999, shuffles, 0.05), (misses, shuffles)
 
 
-def test_a_correlation_that_is_there_is_found(sample_data: Path, tmp_path: Path) -> None:
+def test_a_correlation_that_is_there_is_found(sample: Path, tmp_path: Path) -> None:
     """A simulation that gives each group its real share (plus a little noise) tracks the
     real differences: a high correlation, p at its floor (a test that could never reject
     would pass the calibration above vacuously)."""
     column = "rater_race"
-    frame = ratings(sample_data, "990", column)
+    frame = ratings(sample, "990", column)
     frame["yes"] = frame["Q_overall"] == "Yes"
     shares = frame.groupby(["item_id", column])["yes"].mean().reset_index()
     rng = np.random.default_rng(0)
@@ -290,7 +290,7 @@ def test_a_correlation_that_is_there_is_found(sample_data: Path, tmp_path: Path)
             "-d",
             "990",
             "--data",
-            str(sample_data),
+            str(sample),
             "--bootstrap",
             "20",
             "--permutations",
@@ -305,10 +305,10 @@ def test_a_correlation_that_is_there_is_found(sample_data: Path, tmp_path: Path)
     assert float(pearson["p_value"]) == pytest.approx(0.1)
 
 
-def test_one_shuffled_store_end_to_end(sample_data: Path, tmp_path: Path) -> None:
+def test_one_shuffled_store_end_to_end(sample: Path, tmp_path: Path) -> None:
     """The CLI on a data directory whose demographics are shuffled: it runs, and the real
     spread is within what relabelling gives (its p-value is not tiny)."""
-    shuffled = shuffled_store(sample_data, tmp_path / "data", seed=3)
+    shuffled = shuffled_store(sample, tmp_path / "data", seed=3)
     out = tmp_path / "p.csv"
     judged = runner.invoke(
         app,
@@ -379,7 +379,7 @@ def test_one_shuffled_store_end_to_end(sample_data: Path, tmp_path: Path) -> Non
     ],
 )
 def test_persona_file_errors(
-    sample_data: Path,
+    sample: Path,
     tmp_path: Path,
     persona: list[str | None],
     extra: list[str],
@@ -389,13 +389,13 @@ def test_persona_file_errors(
     path = tmp_path / "p.csv"
     items = [13, 13] if persona[0] != persona[1] else [13, 20]
     pl.DataFrame({"item_id": items, "score": [0.5, 0.5], "persona": persona}).write_csv(path)
-    result = runner.invoke(app, ["evaluate", str(path), "--data", str(sample_data), *extra])
+    result = runner.invoke(app, ["evaluate", str(path), "--data", str(sample), *extra])
     assert result.exit_code == code, result.output
     assert "Error:" in result.stderr and message in " ".join(result.stderr.split())
 
 
 def test_the_report_shows_a_persona_file_as_its_persona_figures(
-    sample_data: Path, tmp_path: Path
+    sample: Path, tmp_path: Path
 ) -> None:
     """Not the last persona of each conversation scored as if it were the model: the
     persona figures, in a section of their own."""
@@ -409,7 +409,7 @@ def test_the_report_shows_a_persona_file_as_its_persona_figures(
             "--persona",
             "rater_gender",
             "--data",
-            str(sample_data),
+            str(sample),
             "-o",
             str(out),
             "-q",
@@ -426,7 +426,7 @@ def test_the_report_shows_a_persona_file_as_its_persona_figures(
             "-d",
             "350",
             "--data",
-            str(sample_data),
+            str(sample),
             "--bootstrap",
             "20",
             "-o",
@@ -442,13 +442,13 @@ def test_the_report_shows_a_persona_file_as_its_persona_figures(
 
 
 def test_a_label_only_persona_file_has_no_jsd_rows_and_labels_as_shares(
-    sample_data: Path, tmp_path: Path
+    sample: Path, tmp_path: Path
 ) -> None:
     """Labels only: no crowd-share figures per group (no probability to compare with the
     shares), and a simulated group's unsafe share is its label, 1 for Yes and 0 for No or
     Unsure (pandas' spread of those)."""
     column = "rater_gender"
-    frame = ratings(sample_data, "350", column)
+    frame = ratings(sample, "350", column)
     cells = persona_file(tmp_path / "unused.csv", frame, column, seed=6)
     labels = np.array(["Yes", "No", "Unsure"])[(cells["score"].to_numpy() * 3).astype(int)]
     path = tmp_path / "labels.csv"
@@ -465,7 +465,7 @@ def test_a_label_only_persona_file_has_no_jsd_rows_and_labels_as_shares(
             "evaluate",
             str(path),
             "--data",
-            str(sample_data),
+            str(sample),
             "--bootstrap",
             "0",
             "--permutations",

@@ -27,15 +27,6 @@ REFERENCE = SHARED / "data" / "reference"  # JUDGE-BENCH's DICES files
 DEMOGRAPHICS = ["rater_gender", "rater_race", "rater_raw_race", "rater_age", "rater_education"]
 
 
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The packaged sample of both datasets, ingested. Read-only."""
-    data = tmp_path_factory.mktemp("sample") / "data"
-    result = CliRunner().invoke(app, ["ingest", *map(str, sample_paths()), "--data", str(data)])
-    assert result.exit_code == 0, result.output
-    return data
-
-
 def export(data: Path, *args: str) -> Result:
     return CliRunner().invoke(app, ["export", *args, "--data", str(data)])
 

@@ -29,6 +29,8 @@ from test_bounded_input import FIXED_MEMORY, assert_clean, run_capped
 
 from dices_cli.cli.commands.download import WAYS_ROUND
 
+pytestmark = pytest.mark.slow  # a hostile corpus
+
 GOOD = build("350", items=3, raters=4)
 NAME = "diverse_safety_adversarial_dialog_350.csv"
 MAX_SIZE = 1 << 20  # --max-size 1M: no published size applies with --sha256

@@ -44,6 +44,8 @@ from dices_cli.cli.main import app
 from dices_cli.families.schema import DATASETS, Entity, Kind, canonical_names
 from dices_cli.problems import SHOWN_VALUE_CHARS, ProblemType
 
+pytestmark = pytest.mark.slow  # a hostile corpus
+
 # --- where a problem must say it is -----------------------------------------------------------
 
 FILE_LEVEL = {  # no line, no column

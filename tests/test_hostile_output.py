@@ -38,6 +38,8 @@ from dices_cli.report import charts
 from dices_cli.report.page import NOT_DRAWN, Provenance, _scoped, page
 from dices_cli.terminal_text import printable
 
+pytestmark = pytest.mark.slow  # a hostile corpus
+
 # Sequences a terminal obeys: colour, cursor moves, clearing, the window title, and the C1
 # form of CSI (0x9b) that some terminals take for ESC [.
 SEQUENCES = ["\x1b[31m", "\x1b[2J\x1b[H", "\x1b]0;pwned\x07", "\x9b31m", "\x1b[1A\r"]

@@ -36,6 +36,8 @@ from dices_cli.queries.catalog import GROUP_COLUMNS
 from dices_cli.queries.sandbox import MEMORY_LIMIT, run_sql
 from dices_cli.store.datasets import Store
 
+pytestmark = pytest.mark.slow  # a hostile corpus
+
 CANARY_TEXT = "rater_id\n296708581782793\n"
 READ_ONLY = "dices sql is read-only"
 EVIL_WRITE = "COPY (SELECT 1) TO 'pwned.csv'"

@@ -31,6 +31,8 @@ from dices_cli.cli.main import app
 from dices_cli.read.json_lines import MAX_DEPTH
 from dices_cli.read.lines import MAX_RECORD_BYTES
 
+pytestmark = pytest.mark.slow  # a hostile corpus
+
 SHARED = Path(os.environ.get("DICES_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 SAMPLES = SHARED / "data" / "prosocial" / "samples.jsonl"
 DATA = Path(__file__).resolve().parents[1] / "dices_cli" / "data"

@@ -25,9 +25,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
-from dices_cli.formats.ingest import ingest
 from dices_cli.judge import client
 from dices_cli.judge.prompts import PromptError, load_prompt, parse_prompt, shipped_prompts
 from dices_cli.queries.engine import open_session
@@ -38,17 +36,10 @@ KEY = "sk-test-4f1c9e0b7d2a"
 VERDICT = {"Yes": "unsafe", "No": "safe"}
 
 
-@pytest.fixture(scope="module")
-def sample_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("sample")
-    ingest(sample_paths(), Store(root), force=True)
-    return root
-
-
 @pytest.fixture
-def data(sample_data: Path, tmp_path: Path) -> Path:
+def data(sample: Path, tmp_path: Path) -> Path:
     target = tmp_path / "data"
-    shutil.copytree(sample_data, target, symlinks=True)
+    shutil.copytree(sample, target, symlinks=True)
     return target
 
 

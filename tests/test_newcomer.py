@@ -39,14 +39,6 @@ def refused(result: Result, code: int, command: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding the packaged sample (40 + 80 conversations)."""
-    data = tmp_path_factory.mktemp("sample") / "data"
-    assert run("ingest", *sample_paths(), "--data", data).exit_code == 0
-    return data
-
-
-@pytest.fixture(scope="module")
 def both_families(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample and a small synthetic ProsocialDialog, in one data directory."""
     folder = tmp_path_factory.mktemp("prosocial")

@@ -44,19 +44,6 @@ from dices_cli.store.datasets import Store
 ENUM = pa.dictionary(pa.uint8(), pa.string())
 
 
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding the packaged samples of both datasets."""
-    data = tmp_path_factory.mktemp("sample") / "data"
-    files = [
-        str(resources.files("dices_cli") / "data" / f"dices_{name}_sample.csv.gz")
-        for name in ("350", "990")
-    ]
-    result = CliRunner().invoke(app, ["ingest", *files, "--data", str(data)])
-    assert result.exit_code == 0, result.output
-    return data
-
-
 class Recorded:
     """Which `Output`s were opened, and in what format; and the bytes written outside one."""
 

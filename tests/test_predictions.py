@@ -19,7 +19,9 @@ from dices_cli.evaluate.predictions import (
     InvalidPredictionsError,
     Predictions,
     read_predictions,
+    validation,
 )
+from dices_cli.problems import SHOWN_VALUE_CHARS
 
 ITEMS = (1, 2, 3)
 DATA = Path(__file__).resolve().parents[1] / "dices_cli" / "data"
@@ -170,7 +172,7 @@ def test_problems_past_the_limit_are_counted_not_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file of millions of bad rows holds a record for the first few only."""
-    monkeypatch.setattr(predictions, "MAX_KEPT_PROBLEMS", 3)
+    monkeypatch.setattr(validation, "MAX_KEPT_PROBLEMS", 3)
     path = write(tmp_path, "p.csv", "item_id,score\n" + "x,2\n" * 5)
     with pytest.raises(InvalidPredictionsError) as raised:
         read_predictions(str(path), ITEMS)
@@ -424,7 +426,7 @@ def test_a_parquet_cell_too_long_for_a_prediction_stops_the_reading(tmp_path: Pa
             "cell-too-long",
             3,
             "label",
-            long[: predictions.SHOWN_VALUE_CHARS],
+            long[:SHOWN_VALUE_CHARS],
             "the label cell is 8 KiB long, and a label is a few bytes (at most 4096 here); "
             "reading stopped at this row",
         )

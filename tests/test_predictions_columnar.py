@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from dices_cli.evaluate import predictions
-from dices_cli.evaluate.predictions import InvalidPredictionsError, read_predictions
+from dices_cli.evaluate.predictions import InvalidPredictionsError, columnar, read_predictions
+from dices_cli.evaluate.predictions import rows as gathering
 
 ITEMS = (1, 2, 3)
 
@@ -36,16 +37,16 @@ def outcome(path: Path) -> object:
 
 def record_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     def declined(*_: object) -> None:
-        raise predictions._NotSimple
+        raise columnar.NotSimple
 
-    monkeypatch.setattr(predictions, "_read_columnar", declined)
+    monkeypatch.setattr(predictions, "read_columnar", declined)
 
 
 def columnar_only(monkeypatch: pytest.MonkeyPatch) -> None:
     def refused(*_: object) -> None:
         raise AssertionError("read by the record reader")
 
-    monkeypatch.setattr(predictions, "_read_records", refused)
+    monkeypatch.setattr(predictions, "read_records", refused)
 
 
 def assert_read_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,8 +185,8 @@ def test_a_file_of_many_blocks_keeps_its_line_numbers(
 ) -> None:
     """Blocks of a few KB, so that rows, line numbers and the checks over several rows
     (a duplicate in another block) span blocks."""
-    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
-    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 9)
     # Quoted names (some with a quote or a comma inside) put quotes on block edges.
     lines = [f'"m{m}",{i},Yes,0.5\n' for m in range(400) for i in ITEMS]
     lines[500:600] = [f'"m,""{n}""",1,"No",0.5\r\n' for n in range(100)]
@@ -221,8 +222,8 @@ def test_json_lines_with_problems_are_read_once(
     """A JSON Lines file PyArrow reads is not read again by the record reader for its
     problems: only their lines are, for Python's spelling of their values (2.0, not PyArrow's
     "2"), over blocks of a few KB so that the lines are found across blocks."""
-    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
-    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 9)
     row = '{{"model":"m{}","item_id":{},"label":"{}","score":{}}}\n'
     lines = [row.format(m, i, "Yes", 0.5) for m in range(400) for i in ITEMS]
     lines[700] = row.format(0, 2, "No", 0.25)  # m0's item 2 again
@@ -271,8 +272,8 @@ def test_the_record_reader_reads_alike_a_batch_at_a_time(
         path = tmp_path / name
         path.write_bytes(data)
         outcomes[name] = outcome(path)
-    monkeypatch.setattr(predictions, "BATCH_ROWS", 2)
-    monkeypatch.setattr(predictions, "VALIDATED_ROWS", 4)
+    monkeypatch.setattr(gathering, "BATCH_ROWS", 2)
+    monkeypatch.setattr(gathering, "VALIDATED_ROWS", 4)
     for name in cases:
         assert_frame_or_equal(outcome(tmp_path / name), outcomes[name])
     records, *_ = outcomes["a key named late.jsonl"]  # type: ignore[misc]
@@ -299,8 +300,8 @@ def test_json_lines_that_pyarrow_gives_up_on_late_are_read_on_from_there(
     """PyArrow's reader gives up at a block: the lines before it stay read (and checked),
     the record reader reads from there on; the records are the record reader's, lines,
     duplicates across the two and the spelling of 2.0 included."""
-    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
-    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 9)
     row = '{{"model":"m{}","item_id":{},"label":"{}","score":{}}}\n'
     lines = [row.format(m, i, "Yes", 0.5) for m in range(400) for i in ITEMS]
     lines[300] = row.format("late", 1, "Yes", "2.0")
@@ -334,8 +335,8 @@ def test_blank_lines_leave_a_file_to_the_columnar_reader(
     used to send a file to the record reader: 10M rows took minutes, not seconds. Both
     readers skip them; the lines of the records past them, in later blocks and after
     PyArrow gives up (a type changing), are the record reader's."""
-    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
-    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 9)
     if layout == "csv":
         row, header = "m{},{},{},{}\n", "model,item_id,label,score\n"
     else:
@@ -390,8 +391,8 @@ def test_any_file_with_blank_lines_is_read_alike(pieces: list[str], csv: bool) -
         ]
     header = "model,item_id,label,score\n" if csv else ""
     with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(predictions, "BLOCK_BYTES", 1 << 8)
-        patch.setattr(predictions, "SCAN_BYTES", 1 << 7)
+        patch.setattr(columnar, "BLOCK_BYTES", 1 << 8)
+        patch.setattr(columnar, "SCAN_BYTES", 1 << 7)
         path = Path(folder) / ("p.csv" if csv else "p.jsonl")
         path.write_text(header + "".join(pieces))
         assert_read_alike(path, patch)
@@ -403,18 +404,18 @@ def test_more_blank_lines_than_are_kept_go_to_the_record_reader(
     """The columnar reader keeps the number of each blank line (to give each row its line):
     past MAX_BLANK_LINES of them the record reader reads the file, which holds none, so that
     a file of a billion line ends takes no 8 GB."""
-    monkeypatch.setattr(predictions, "MAX_BLANK_LINES", 2)
+    monkeypatch.setattr(columnar, "MAX_BLANK_LINES", 2)
     path = tmp_path / "p.csv"
     path.write_text("item_id,label\n1,Yes\n\n2,No\n\n\n3,maybe\n")
     assert_read_alike(path, monkeypatch)
     read_by: list[str] = []
-    record_reader = predictions._read_records
+    record_reader = predictions.read_records
 
     def spied(*args: object) -> object:
         read_by.append("record reader")
         return record_reader(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(predictions, "_read_records", spied)
+    monkeypatch.setattr(predictions, "read_records", spied)
     records, *_ = outcome(path)  # type: ignore[misc]
     assert read_by == ["record reader"]
     assert [(kind, line) for kind, line, *_ in records] == [("not-in-enum", 7)]
@@ -423,8 +424,8 @@ def test_more_blank_lines_than_are_kept_go_to_the_record_reader(
 def test_a_json_lines_key_first_named_where_pyarrow_gave_up_is_read_by_the_record_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(predictions, "BLOCK_BYTES", 1 << 10)
-    monkeypatch.setattr(predictions, "SCAN_BYTES", 1 << 9)
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 9)
     lines = [f'{{"model":"m{m}","item_id":{i},"label":"Yes"}}\n' for m in range(400) for i in ITEMS]
     lines[1000] = '{"model":"late","item_id":2,"label":"Yes","score":2.0}\n'
     lines[1001] = '{"model":"late","item_id":3,\n'

@@ -11,7 +11,6 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.queries import engine
 from dices_cli.queries.engine import (
@@ -26,15 +25,6 @@ from dices_cli.queries.own_sql import macro_names
 from dices_cli.store.datasets import Store
 
 EVERY = (set(VIEWS), set(STORED_TABLES))
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The packaged sample, ingested. Read-only."""
-    data = tmp_path_factory.mktemp("sample") / "data"
-    result = CliRunner().invoke(app, ["ingest", *map(str, sample_paths()), "--data", str(data)])
-    assert result.exit_code == 0, result.output
-    return data
 
 
 @pytest.fixture

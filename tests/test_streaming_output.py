@@ -323,3 +323,13 @@ def test_a_stream_drawn_as_a_table_shows_its_first_rows(
     assert result.exit_code == 0, result.output
     assert result.stdout.split() == ["sql", "n", "─", "0", "1", "2"]
     assert result.stderr == "... only the first 3 rows shown: use --format csv to see all\n"
+
+
+def test_duckdb_draws_no_progress_bar_into_the_output() -> None:
+    """DuckDB draws a progress bar on stdout (into a file or a pipe too, a `\\r` first) once
+    a query has run 2 s, as one may under load: off in every session dices opens."""
+    from dices_cli.queries.engine import connect
+
+    with connect() as con:
+        setting = "SELECT current_setting('enable_progress_bar')"
+        assert con.execute(setting).fetchall() == [(False,)]

@@ -33,10 +33,9 @@ RICH_MARKUP_MODE: Literal["rich"] = "rich"
 # shows (the first paragraph of the command's own help; a test keeps them equal).
 # A command's module is imported, and Typer builds its options, only when the command runs
 # or shows its own help (`DicesGroup.get_command`), never to list it: `dices sql` no longer
-# imports the other six modules nor builds their commands (importing dices_cli.cli.main took
-# 130 ms of the 0.75 s before the first bytes of `dices sql ... | head -c 100`). `dices sql` and
-# `dices query` have a module each: when one module made both, Typer built both for either
-# (the other's took 1.7 ms of `dices query overview` and 0.7 ms of `dices sql`).
+# imports the other six modules nor builds their commands (a large share of the time before
+# the first bytes of `dices sql ... | head -c 100`; bench/startup.py). `dices sql` and
+# `dices query` have a module each: when one module made both, Typer built both for either.
 COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("data", "Validate DICES CSV files and store them as typed Parquet."),
     "validate": (

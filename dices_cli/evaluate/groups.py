@@ -296,9 +296,8 @@ class _ShareTest:
         probabilities = np.stack([probability for _, probability in given])
         # [held cell, side, model]: a group's and its rest's values for every model in one
         # row, gathered at once, instead of a gather per model and side from its own table
-        # (the rest's cells numbered apart): DICES-990, 10 models, --by rater_race, 1000
-        # permutations, both tests: 1.21-1.33 s -> 0.82-0.97 s of CPU (in-process, four
-        # runs each, interleaved, load 19). The sums over conversations then run along a
+        # (the rest's cells numbered apart), which costs a third more CPU for many models
+        # and permutations (bench/evaluate.py). The sums over conversations then run along a
         # strided axis, in another order: differences move by up to 7e-16.
         table = np.stack(
             [

@@ -388,9 +388,9 @@ def category_divergences(predicted: Array, observed: Array) -> Array:
     category, (k, ...).
 
     Category by category, not item by item: numpy's sums over a short last axis cost a
-    step per item (the 317,000 items of a model's clustered rows on DICES-990 with --by
-    rater_race: 0.054-0.067 s -> 0.022-0.037 s of CPU, k = 2 and 3, two runs each); the
-    sums over the categories are taken left to right, as numpy sums a row."""
+    step per item, which dominates for the hundreds of thousands of items of a model's
+    clustered rows with --by (bench/evaluate.py); the sums over the categories are taken
+    left to right, as numpy sums a row."""
     cross_entropy = -_summed(observed * np.log(np.clip(predicted, PROBABILITY_FLOOR, 1)))
     p = predicted / _summed(predicted)
     q = observed / _summed(observed)

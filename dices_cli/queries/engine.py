@@ -601,12 +601,14 @@ def connect() -> duckdb.DuckDBPyConnection:
 
     Without DuckDB's asynchronous I/O threads: they serve remote files, and dices reads
     only local ones. DuckDB starts 8 of them at every connection and joins them when it
-    closes: 2.0 ms of CPU of `dices sql "SELECT count(*) FROM ratings"` (a connection made
-    and closed, medians of 15 fresh processes: 24.9 -> 22.9 ms); reading both stored
-    files of ratings took as long without them (COPY to CSV, Arrow batches)."""
+    closes, a cost in every small answer (bench/startup.py); reading the stored files
+    takes as long without them (bench/output.py)."""
     import duckdb
 
-    return duckdb.connect(":memory:", config={"async_threads": 0})
+    con = duckdb.connect(":memory:", config={"async_threads": 0})
+    # DuckDB draws its progress bar on stdout (a file or a pipe too), into the data.
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def run_script(

@@ -26,9 +26,8 @@ if TYPE_CHECKING:
 
 CHUNK = 1 << 18  # hashed, then counted (line breaks, quotes), while in the CPU cache
 # Every byte but line breaks and quotes, deleted by `bytes.translate` in one pass: a pass of
-# `bytes.count` costs as much as that, and counting the few bytes left costs little
-# (DICES-990: 35-55 ms -> 25-35 ms of CPU, and it holds the GIL, which the import of
-# Polars beside it waits for).
+# `bytes.count` costs as much as that, and counting the few bytes left costs little (it
+# holds the GIL, which the import of Polars beside it waits for; bench/ingest.py).
 _ALL_BUT_LINE_BREAKS_AND_QUOTES = bytes(b for b in range(256) if b not in b'\n"')
 BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"

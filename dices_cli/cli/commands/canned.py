@@ -484,8 +484,8 @@ def run_query(
 ) -> None:
     """Run `canned` with the values `given` to its parameters (None: not given)."""
     # One BLAS thread, as in `dices evaluate`: a compute step's matrix products are small, and
-    # OpenBLAS's threads only fight for the cores (the bootstrap of `qoverall-by-demographic
-    # --by rater_race -d all`, on 2 busy cores: 1.0 s -> 0.5 s). Set before numpy is imported.
+    # OpenBLAS's threads only fight for the cores (the bootstrap of a query with --by;
+    # bench/queries.py). Set before numpy is imported.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     from dices_cli.families import all_members

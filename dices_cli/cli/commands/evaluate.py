@@ -193,7 +193,7 @@ def evaluate(
     force: Force = False,
 ) -> None:
     # One BLAS thread: the bootstrap's matrix products are small, and OpenBLAS's threads only
-    # fight the work for the cores (bench/evaluate.py, DICES-990 on 2 cores: 12.1 s -> 7.8 s).
+    # fight the work for the cores (bench/evaluate.py measures it).
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from dices_cli.cli.focus import Focus

@@ -31,7 +31,8 @@ import polars as pl
 
 from dices_cli.problems import SHOWN_VALUE_CHARS, Problem, ProblemType, Report, shortened
 from dices_cli.read.checksum import BOM, ByteFacts
-from dices_cli.read.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
+from dices_cli.read.csv_records import csv_records
+from dices_cli.read.lines import MAX_RECORD_BYTES
 from dices_cli.read.source import Source
 
 LINE = "_line"  # the line where a record starts; a column no DICES file has
@@ -52,10 +53,6 @@ POLARS_MAX_LINE = 8 << 20
 _ODD_QUOTES = re.compile(rb'(?<!")(?:"")*+"(?!")')
 BATCH_ROWS = 8192  # the strict path turns rows into a frame this many at a time
 CELL, CODE = "_cell", "_code"  # a distinct cell and its category code
-
-# The csv module refuses fields over 128 KiB by default, which would report a long but valid
-# cell as broken quoting; a cell may be as long as the file (2 GiB fits every C long).
-csv.field_size_limit(2**31 - 1)
 
 
 class EmptyFileError(Exception):
@@ -427,31 +424,17 @@ def _strict_parse(source: Source, types: Mapping[str, pl.DataType]) -> ParsedFil
     names = list(types)
     rows, parsed = _Rows(types), ParsedFile(pl.DataFrame())
     with source.open_text() as text:
-        lines = Lines(text)
-        reader = csv.reader(lines, strict=True)
-        header_read = False
-        while True:
-            lines.start_record()
-            try:
-                cells: list[str] | csv.Error = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as error:
-                cells = error
-            except RecordTooLongError:
-                first = lines.first
-                parsed.add_bad(first, lines.count - first + 1, [_record_too_long(first)])
-                reader = csv.reader(lines, strict=True)  # a fresh start at the next line
+        records = csv_records(text)
+        next(records, None)  # the header, already read by read_header
+        for first, count, cells in records:
+            if cells is None:
+                parsed.add_bad(first, count, [_record_too_long(first)])
                 continue
-            if not header_read:  # the header, already read by read_header
-                header_read = True
-                continue
-            first = lines.first
             problems = structure_problems(first, cells, names)
             if problems:
-                parsed.add_bad(first, lines.count - first + 1, problems)
+                parsed.add_bad(first, count, problems)
             elif cells:  # a record of one empty cell (a line of only a BOM, say) holds nothing
-                rows.add(cells, first, lines.count - first + 1)  # type: ignore[arg-type]
+                rows.add(cells, first, count)  # type: ignore[arg-type]
     parsed.frame = rows.frame()
     return parsed
 
