@@ -93,7 +93,7 @@ def _file_recognises(spec: FileSpec, first: bytes) -> bool:
     if not all(text.encode() in first for text in spec.contains):
         return False
     required = spec.required()
-    kind = spec.format or _sniffed(first)
+    kind = spec.format or sniffed_format(first)
     line = first.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
     if kind in ("csv", "tsv"):
         header = next(csv.reader([line], delimiter="\t" if kind == "tsv" else ","), [])
@@ -109,7 +109,7 @@ def _file_recognises(spec: FileSpec, first: bytes) -> bool:
     return False
 
 
-def _sniffed(first: bytes) -> str:
+def sniffed_format(first: bytes) -> str:
     import json
 
     start = first.lstrip()[:1]
