@@ -524,3 +524,15 @@ def validate(path: str | os.PathLike[str], dataset: str = "auto") -> ValidationR
     return ValidationReport(
         report.ok, problems, report.rows_read, report.rows_rejected, report.summary()
     )
+
+
+def describe(paths: Sequence[str | os.PathLike[str]], name: str | None = None) -> str:
+    """A draft declaration (TOML text) for files dices does not know (`dices describe`):
+    what it guessed is each a `DicesNote`; what it could not decide, a `DicesNote` too and
+    an UNDECIDED comment where the draft needs an edit before `ingest` takes it."""
+    from dices_cli.formats.declared.describe import describe as draft_of
+
+    draft = draft_of([Path(p) for p in paths], name)
+    for said in [*draft.guessed, *(f"could not decide: {u}" for u in draft.undecided)]:
+        _warn(said)
+    return draft.text

@@ -250,3 +250,14 @@ def test_errors_have_a_message_and_an_exit_code(
     assert done.exit_code == code, done.output
     assert message in done.stderr
     assert done.stdout == ""
+
+
+def test_the_api_returns_the_draft_and_notes_its_guesses(tmp_path: Path) -> None:
+    import dices_cli
+
+    data = conventional(tmp_path / "ratings.csv")
+    with pytest.warns(dices_cli.DicesNote) as notes:
+        text = dices_cli.describe([data], name="mine")
+    assert text == describe([data], name="mine").text
+    said = [str(n.message) for n in notes]
+    assert "ratings.csv: item id: comment_id (its name; 4 items)" in said
