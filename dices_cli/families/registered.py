@@ -44,11 +44,12 @@ def family_from(declared: DatasetDeclaration) -> Family:
                 declared.name,
                 0,
                 spec.description or f"{declared.title}: the {spec.role}",
-                (spec.source.url.removesuffix(Path(spec.source.saved_as).name),),
-                Path(spec.source.saved_as).name,
+                (),
+                spec.source.saved_as,
                 size=spec.source.size,
                 sha256=spec.source.sha256,
                 folder=str(Path(spec.source.saved_as).parent).removeprefix("."),
+                addresses=(spec.source.url,),
             )
             for spec in declared.files
             if spec.source is not None
