@@ -261,3 +261,16 @@ def test_the_api_returns_the_draft_and_notes_its_guesses(tmp_path: Path) -> None
     assert text == describe([data], name="mine").text
     said = [str(n.message) for n in notes]
     assert "ratings.csv: item id: comment_id (its name; 4 items)" in said
+
+
+def test_files_without_ratings_and_a_label_with_one_value(tmp_path: Path) -> None:
+    (tmp_path / "raters.csv").write_text("rater_id,country\nr1,IN\nr2,US\n")
+    (tmp_path / "items.csv").write_text("item_id,text,task\ni1,a,hate\ni2,b,hate\n")
+    draft = describe([tmp_path / "raters.csv", tmp_path / "items.csv"])
+    assert not draft.complete
+    assert draft.undecided == [
+        "no file holds ratings (an item id, a rater id and a label in one row): give the "
+        "ratings file too"
+    ]
+    assert "#   items.csv: task holds one value ('hate') in every row: left out" in draft.text
+    assert "published = { items = 2, raters = 2 }" in draft.text

@@ -106,6 +106,11 @@ def describe(
     undecided: list[str] = []
     several = len(paths) > 1
     files = [_describe_file(path, max_size, several, guessed, undecided) for path in paths]
+    if not any(f.role == "ratings" for f in files):
+        undecided.append(
+            "no file holds ratings (an item id, a rater id and a label in one row): give the "
+            "ratings file too"
+        )
     scales = _scales(files, guessed, undecided)
     counts = _counts(files)
     text = draft_text(dataset, files, scales, counts, guessed, undecided, several)
@@ -360,6 +365,11 @@ def _other_roles(
     elif labels:
         guessed.append(f"{said}labels: {', '.join(labels)} (their names)")
     for column in rest:
+        values = frame[column].drop_nulls()
+        if values.n_unique() <= 1 and (one.item or one.rater):
+            held = f"one value ({values[0]!r})" if values.len() else "no value"
+            guessed.append(f"{said}{column} holds {held} in every row: left out")
+            continue
         if column in labels:
             many = frame[column].drop_nulls().n_unique()
             if many > MOST_LEVELS:
@@ -371,11 +381,6 @@ def _other_roles(
                 roles["answers"].append(column)
             else:
                 roles["labels"].append(column)
-            continue
-        values = frame[column].drop_nulls()
-        if values.n_unique() <= 1 and (one.item or one.rater):
-            held = f"one value ({values[0]!r})" if values.len() else "no value"
-            guessed.append(f"{said}{column} holds {held} in every row: left out")
             continue
         if one.role == "raters" or (column in per_rater and column not in per_item):
             roles["rater_attributes"].append(column)
@@ -421,6 +426,7 @@ def _scales(
 
 
 def _counts(files: list[DescribedFile]) -> dict[str, int]:
+    """The counts ingest will store, of what the files' ids say (none of an undecided id)."""
     items: set[str] = set()
     raters: set[str] = set()
     ratings = 0
@@ -434,7 +440,8 @@ def _counts(files: list[DescribedFile]) -> dict[str, int]:
             items.update(frame[one.item].drop_nulls().to_list())
         if one.rater:
             raters.update(frame[one.rater].drop_nulls().to_list())
-    return {"items": len(items), "raters": len(raters), "ratings": ratings}
+    counts = {"items": len(items), "raters": len(raters), "ratings": ratings}
+    return {name: count for name, count in counts.items() if count}
 
 
 def _check(text: str, dataset: str) -> list[DatasetDeclaration]:

@@ -56,11 +56,12 @@ def draft_text(
         f"name = {_quoted(dataset)}",
         f"title = {_quoted(dataset)}",
         f"description = {_quoted(f'drafted by dices describe from {names}')}",
-        "# Counted from the files described: ingest warns when it stores other counts.",
-        "published = { "
-        + ", ".join(f"{k} = {v}" for k, v in counts.items() if v or k != "ratings")
-        + " }",
     ]
+    if counts:
+        lines += [
+            "# Counted from the files described: ingest warns when it stores other counts.",
+            "published = { " + ", ".join(f"{k} = {v}" for k, v in counts.items()) + " }",
+        ]
     for one in files:
         lines += ["", "[[dataset.file]]"]
         if one.role != "ratings":
