@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.families import coded_members, grouped_members
 from dices_cli.runs import (
     check_choice,
     chooses,
@@ -229,7 +230,7 @@ class Data:
         """
         from dices_cli.queries.catalog import command_queries
 
-        check_choice("dataset", dataset, ("all", "350", "990", "prosocial"))
+        check_choice("dataset", dataset, ("all", *coded_members()))
         canned = command_queries().get(name)
         if canned is None:
             raise UsageError(no_such_query(name))
@@ -355,7 +356,7 @@ class Data:
 
         if preset is not None:
             check_choice("preset", preset, ("authors",))
-        check_choice("dataset", dataset, ("all", "350", "990", "prosocial"))
+        check_choice("dataset", dataset, ("all", *coded_members()))
         run = run_rater_filter(self._store, dataset, min_quality, preset)
         rule = RaterFilter(min_quality=min_quality, preset=preset)  # type: ignore[arg-type]
         return RaterFilterResult(
@@ -471,7 +472,7 @@ def ingest(
     from dices_cli.formats.ingest import ingest as run_ingest
     from dices_cli.store.datasets import Store, resolve_data_dir
 
-    check_choice("dataset", dataset, ("auto", "350", "990"))
+    check_choice("dataset", dataset, ("auto", *grouped_members()))
     given = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
     store = Store(resolve_data_dir(None if dir is None else Path(dir)))
     results = run_ingest(given, store, dataset, force, None if rejects is None else Path(rejects))
@@ -512,7 +513,7 @@ def validate(path: str | os.PathLike[str], dataset: str = "auto") -> ValidationR
     from dices_cli.formats.validate import validate_file
     from dices_cli.problems import PROBLEM_FIELDS
 
-    check_choice("dataset", dataset, ("auto", "350", "990"))
+    check_choice("dataset", dataset, ("auto", *grouped_members()))
     report = validate_file(os.fspath(path), dataset)
     records = [problem.as_record() for problem in report.problems]
     schema = {name: pl.Int64 if name == "line" else pl.String for name in PROBLEM_FIELDS}

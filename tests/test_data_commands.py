@@ -323,7 +323,7 @@ USAGE_ERRORS = {
     "export-no-dataset": (["export", "--data", "DATA"], "Missing option '--dataset'"),
     "ingest-bad-dataset": (
         ["ingest", "FILE", "--dataset", "351", "--data", "DATA"],
-        "Invalid value for '--dataset'",
+        "'351' is not a dataset dices knows: auto, 350, 990, prosocial,",
     ),
     "ingest-no-such-file": (
         ["ingest", "missing.csv", "--data", "DATA"],

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import DicesError, InvalidInputError, UsageError
+from dices_cli.families.schema import DATASETS
 from dices_cli.formats.dices.csvparse import structure_problems
 from dices_cli.problems import (
     MAX_KEPT_PROBLEMS,
@@ -72,7 +73,7 @@ MODEL, DATASET, ITEM_ID, LABEL, SCORE = "model", "dataset", "item_id", "label", 
 PERSONA = "persona"
 DISTRIBUTION = ("p_no", "p_yes", "p_unsure")
 COLUMNS = (MODEL, DATASET, ITEM_ID, LABEL, SCORE, *DISTRIBUTION, PERSONA)
-DATASET_NAMES = ("350", "990")
+DATASET_NAMES = tuple(DATASETS)
 PROBABILITIES = (SCORE, *DISTRIBUTION)
 DEFAULT_MODEL = "model"  # the model of a file without a model column
 SUM_TOLERANCE = 1e-6
@@ -185,7 +186,7 @@ def read_predictions(
     kind: ItemKind = DICES_ITEMS,
 ) -> Predictions:
     """Read and validate the predictions in `given` (a path, or "-" for stdin) of the
-    conversations `item_ids`: of one dataset, or per dataset name ("350", "990") of those
+    conversations `item_ids`: of one dataset, or per dataset name (DATASET_NAMES) of those
     evaluated. With several datasets the file needs a dataset column (item ids repeat across
     them; UsageError without it), and a row's item must be one of its dataset's. `one_means`
     ("unsafe" or "safe") says what a label of 1 or true means; without it such labels are

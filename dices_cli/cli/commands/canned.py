@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer._click import core as click_core
@@ -38,10 +38,12 @@ from dices_cli.cli.commands.options import (
     no_rater_selection,
     rater_selection,
     read_paths,
+    registered,
 )
 from dices_cli.cli.commands.quiet import quiet_option
 from dices_cli.cli.render import say
 from dices_cli.errors import UsageError
+from dices_cli.families import coded_members
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -72,10 +74,11 @@ Examples:
 """
 
 QueryDataset = Annotated[
-    Literal["all", "350", "990", "prosocial"],
+    str,
     typer.Option(
         "--dataset",
         "-d",
+        click_type=registered("all", *coded_members()),
         help="Which ingested dataset(s) to query; prosocial for ProsocialDialog's own queries.",
     ),
 ]
