@@ -274,3 +274,14 @@ def test_files_without_ratings_and_a_label_with_one_value(tmp_path: Path) -> Non
     ]
     assert "#   items.csv: task holds one value ('hate') in every row: left out" in draft.text
     assert "published = { items = 2, raters = 2 }" in draft.text
+
+
+def test_rows_without_an_id_are_said(tmp_path: Path) -> None:
+    data = tmp_path / "gaps.csv"
+    data.write_text("item_id,rater_id,label\ni1,r1,0\n,r2,1\ni2,r1,1\n")
+    draft = describe([data])
+    assert draft.undecided == [
+        "gaps.csv: 1 row has no item id (item_id): ingest refuses the file unless it is "
+        "given a file for the rejected rows"
+    ]
+    assert "#   gaps.csv: item id: item_id (its name; 2 items)" in draft.text

@@ -294,8 +294,14 @@ def _id_column(
         return None
     named.sort(key=lambda c: frame[c].null_count())
     chosen = named[0]
-    count = frame[chosen].n_unique()
+    count = frame[chosen].drop_nulls().n_unique()
     guessed.append(f"{said}{noun} id: {chosen} (its name; {count:,} {noun}s)")
+    if empty := frame[chosen].null_count():
+        undecided.append(
+            f"{said}{empty:,} {'row has' if empty == 1 else 'rows have'} no {noun} id "
+            f"({chosen}): ingest refuses the file "
+            "unless it is given a file for the rejected rows"
+        )
     for other in named[1:]:
         if _same_grouping(frame, chosen, other):
             continue
