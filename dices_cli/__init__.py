@@ -31,6 +31,7 @@ __all__ = [
     "UsageError",
     "ValidationReport",
     "__version__",
+    "describe",
     "ingest",
     "open",
     "validate",

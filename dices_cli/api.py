@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.families import coded_members, grouped_members
 from dices_cli.runs import (
     check_choice,
     chooses,
@@ -255,7 +256,7 @@ class Data:
         """
         from dices_cli.queries.catalog import command_queries
 
-        check_choice("dataset", dataset, ("all", "350", "990", "prosocial"))
+        check_choice("dataset", dataset, ("all", *coded_members()))
         canned = command_queries().get(name)
         if canned is None:
             raise UsageError(no_such_query(name))
@@ -386,7 +387,7 @@ class Data:
 
         if preset is not None:
             check_choice("preset", preset, ("authors",))
-        check_choice("dataset", dataset, ("all", "350", "990", "prosocial"))
+        check_choice("dataset", dataset, ("all", *coded_members()))
         run = run_rater_filter(self._store, dataset, min_quality, preset)
         rule = RaterFilter(min_quality=min_quality, preset=preset)  # type: ignore[arg-type]
         return RaterFilterResult(
@@ -502,7 +503,7 @@ def ingest(
     from dices_cli.formats.ingest import ingest as run_ingest
     from dices_cli.store.datasets import Store, resolve_data_dir
 
-    check_choice("dataset", dataset, ("auto", "350", "990"))
+    check_choice("dataset", dataset, ("auto", *grouped_members()))
     given = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
     store = Store(resolve_data_dir(None if dir is None else Path(dir)))
     results = run_ingest(given, store, dataset, force, None if rejects is None else Path(rejects))
@@ -543,7 +544,7 @@ def validate(path: str | os.PathLike[str], dataset: str = "auto") -> ValidationR
     from dices_cli.formats.validate import validate_file
     from dices_cli.problems import PROBLEM_FIELDS
 
-    check_choice("dataset", dataset, ("auto", "350", "990"))
+    check_choice("dataset", dataset, ("auto", *grouped_members()))
     report = validate_file(os.fspath(path), dataset)
     records = [problem.as_record() for problem in report.problems]
     schema = {name: pl.Int64 if name == "line" else pl.String for name in PROBLEM_FIELDS}
@@ -555,3 +556,15 @@ def validate(path: str | os.PathLike[str], dataset: str = "auto") -> ValidationR
     return ValidationReport(
         report.ok, problems, report.rows_read, report.rows_rejected, report.summary()
     )
+
+
+def describe(paths: Sequence[str | os.PathLike[str]], name: str | None = None) -> str:
+    """A draft declaration (TOML text) for files dices does not know (`dices describe`):
+    what it guessed is each a `DicesNote`; what it could not decide, a `DicesNote` too and
+    an UNDECIDED comment where the draft needs an edit before `ingest` takes it."""
+    from dices_cli.formats.declared.describe import describe as draft_of
+
+    draft = draft_of([Path(p) for p in paths], name)
+    for said in [*draft.guessed, *(f"could not decide: {u}" for u in draft.undecided)]:
+        _warn(said)
+    return draft.text

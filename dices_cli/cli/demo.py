@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dices_cli.errors import DatasetExistsError
+from dices_cli.families.schema import DATASETS
 from dices_cli.formats.ingest import ingest
 from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import get_query
@@ -65,7 +66,7 @@ def _most_contested(store: Store) -> Table:
 def _check_only_the_sample(store: Store) -> None:
     """Refuse a directory holding a dataset ingested from anything but the sample: the
     demo replaces its own earlier run, never someone's data."""
-    for name in ("350", "990"):
+    for name in DATASETS:
         if store.exists(name):
             source = store.open(name).manifest["source"]["name"]
             if source not in SAMPLE_FILES:

@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "data",
         "Show what is ingested: per dataset, conversations, raters, ratings, source and checksum.",
     ),
+    "describe": ("describe", "Write a draft declaration (TOML) for files dices does not know yet."),
     "export": (
         "data",
         "Write an ingested dataset back as the original wide CSV, or in a layout other tools read.",

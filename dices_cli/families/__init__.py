@@ -34,9 +34,12 @@ __all__ = [
     "Family",
     "SourceFile",
     "all_members",
+    "coded_members",
     "families_of_files",
     "family_of",
+    "grouped_members",
     "listed",
+    "member_choices",
     "named",
     "register",
     "register_directory",
@@ -99,6 +102,11 @@ class Registry(dict[str, Family]):
         self.load()
         super().__setitem__(name, family)
 
+    def coded(self) -> list[Family]:
+        """The families with code of their own, in order, without parsing the declared ones
+        (the commands' choices are built from them as the command line starts)."""
+        return [family for family in super().values() if family.declared is None]
+
 
 FAMILIES = Registry((DICES, PROSOCIAL))
 
@@ -148,6 +156,30 @@ def family_of(member: str) -> Family:
 def all_members() -> tuple[str, ...]:
     """Every stored dataset of every family, in declaration order."""
     return tuple(member for family in FAMILIES.values() for member in family.members)
+
+
+def coded_members() -> tuple[str, ...]:
+    """The stored datasets of the families with code of their own (not declared as data):
+    what the commands written for them (evaluate, judge, the canned queries) offer."""
+    return tuple(member for family in FAMILIES.coded() for member in family.members)
+
+
+def grouped_members() -> tuple[str, ...]:
+    """The stored datasets, of the families with code of their own, that have rater ids and
+    demographics: what the rater-group commands read, and what their "all" means."""
+    return tuple(
+        member
+        for family in FAMILIES.coded()
+        if family.has_raters and family.has_demographics
+        for member in family.members
+    )
+
+
+def member_choices() -> tuple[str, ...]:
+    """The choices of the commands that read one family of their own code at a time
+    (evaluate, judge, export): the grouped datasets, "all" (those together), the others."""
+    grouped = grouped_members()
+    return (*grouped, "all", *(m for m in coded_members() if m not in grouped))
 
 
 def single_file_members() -> tuple[str, ...]:

@@ -31,10 +31,14 @@ class SourceFile:
     # The folder, under the download directory, that `dices download` puts it in, for a
     # name that could be another family's (train.json); "": the download directory itself.
     folder: str = ""
+    # Whole addresses, in order, for a file whose `path` under a mirror is not the tail of
+    # its address (a declared file: its mirror path is where the download puts it, unique
+    # to its dataset, so that two datasets' raw_data.csv do not meet on one mirror).
+    addresses: tuple[str, ...] = ()
 
     @property
     def urls(self) -> tuple[str, ...]:
-        return tuple(base + self.path for base in self.bases)
+        return self.addresses or tuple(base + self.path for base in self.bases)
 
     @property
     def saved_as(self) -> str:

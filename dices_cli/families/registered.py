@@ -44,11 +44,12 @@ def family_from(declared: DatasetDeclaration) -> Family:
                 declared.name,
                 0,
                 spec.description or f"{declared.title}: the {spec.role}",
-                (spec.source.url.removesuffix(Path(spec.source.saved_as).name),),
-                Path(spec.source.saved_as).name,
+                (),
+                spec.source.saved_as,
                 size=spec.source.size,
                 sha256=spec.source.sha256,
                 folder=str(Path(spec.source.saved_as).parent).removeprefix("."),
+                addresses=(spec.source.url,),
             )
             for spec in declared.files
             if spec.source is not None
@@ -93,7 +94,7 @@ def _file_recognises(spec: FileSpec, first: bytes) -> bool:
     if not all(text.encode() in first for text in spec.contains):
         return False
     required = spec.required()
-    kind = spec.format or _sniffed(first)
+    kind = spec.format or sniffed_format(first)
     line = first.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
     if kind in ("csv", "tsv"):
         header = next(csv.reader([line], delimiter="\t" if kind == "tsv" else ","), [])
@@ -109,7 +110,7 @@ def _file_recognises(spec: FileSpec, first: bytes) -> bool:
     return False
 
 
-def _sniffed(first: bytes) -> str:
+def sniffed_format(first: bytes) -> str:
     import json
 
     start = first.lstrip()[:1]

@@ -238,9 +238,10 @@ def blanked(text: str | None, secret: str | None) -> str | None:
 def _manifest(
     store: Store, settings: Settings, counts: dict[str, int], started: float
 ) -> dict[str, Any]:
+    from dices_cli.families import grouped_members
     from dices_cli.store.datasets import sources_of
 
-    names = ["350", "990"] if settings.dataset == "all" else [settings.dataset]
+    names = list(grouped_members()) if settings.dataset == "all" else [settings.dataset]
     datasets = {}
     for name in names:
         if store.exists(name):

@@ -628,7 +628,7 @@ def sql_literals(values: Sequence[str]) -> str:
 def chosen_datasets(
     store: Store,
     dataset: str,
-    needs: Sequence[str] = ("350", "990"),
+    needs: Sequence[str] = tuple(DATASETS),
     columns: Sequence[str] = (),
 ) -> list[str]:
     """The datasets a query over `dataset` ('350', '990' or 'all') reads.
@@ -656,7 +656,7 @@ def open_session(
     store: Store,
     dataset: str,
     selection: RaterSelection | None = None,
-    needs: Sequence[str] = ("350", "990"),
+    needs: Sequence[str] = tuple(DATASETS),
     columns: Sequence[str] = (),
     named: Collection[str] | None = None,
     connection: duckdb.DuckDBPyConnection | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dices_cli.families.schema import DATASETS
 from dices_cli.queries.engine import RaterSelection, chosen_datasets
 from dices_cli.store.datasets import Store
 
@@ -35,7 +36,7 @@ def resolve(
     store: Store,
     dataset: str,
     selection: RaterSelection,
-    needs: Sequence[str] = ("350", "990"),
+    needs: Sequence[str] = tuple(DATASETS),
     columns: Sequence[str] = (),
 ) -> RaterSelection:
     """`selection` with a minimum quality turned into rater ids, over the datasets a query

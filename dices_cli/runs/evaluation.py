@@ -40,12 +40,13 @@ def evaluation_settings(
     and choices of its options, and what ProsocialDialog (`dataset` prosocial) cannot take."""
     from dices_cli.evaluate.baseline import parse_baseline
     from dices_cli.evaluate.evaluation import PROSOCIAL_REFERENCES, REFERENCES, Settings
+    from dices_cli.families import member_choices
     from dices_cli.families.prosocial import MEMBER as PROSOCIAL
     from dices_cli.formats.dices.layouts import group_columns
     from dices_cli.metrics import defaults
     from dices_cli.queries.catalog import ParameterError, usage_error
 
-    check_choice("dataset", dataset, ("350", "990", "all", PROSOCIAL))
+    check_choice("dataset", dataset, member_choices())
     check_choice("ties", ties, ("exclude", "unsafe", "safe"))
     check_choice("interval", interval, ("clustered", "conversations"))
     bootstrap = defaults.BOOTSTRAP if bootstrap is None else bootstrap
@@ -115,10 +116,10 @@ def run_evaluation(
     `selection`; the raters seen go to `tell`. With `strict`, a suspected flipped polarity
     is an error; the evaluation's warnings and suspects are the caller's to say."""
     from dices_cli.evaluate.evaluation import chosen_references, combined, evaluate
-    from dices_cli.families import FAMILIES
+    from dices_cli.families import FAMILIES, grouped_members
     from dices_cli.families.prosocial import MEMBER as PROSOCIAL
 
-    datasets: list[str] = ["350", "990"] if dataset == "all" else [dataset]
+    datasets: list[str] = list(grouped_members()) if dataset == "all" else [dataset]
     for name in datasets:
         chosen_references(settings, name)  # before the work
     if dataset == PROSOCIAL:

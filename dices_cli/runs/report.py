@@ -59,6 +59,7 @@ def run_report(
     before any work, and `target` before anything is read (not replaced without `force`, never
     one of `inputs`). The page records `made_by` of the settings as resolved (`Recorded`),
     in the caller's words; warnings go to `tell`."""
+    from dices_cli.families import grouped_members
     from dices_cli.families.schema import DATASETS, missing_group_column
     from dices_cli.formats.dices.layouts import group_columns
     from dices_cli.output import OUTPUT, check_output, open_output
@@ -67,7 +68,7 @@ def run_report(
     from dices_cli.raters.selection import rater_selection
     from dices_cli.report import agreement_options, build_report, check_charts_available
 
-    check_choice("dataset", dataset, ("all", "350", "990"))
+    check_choice("dataset", dataset, ("all", *grouped_members()))
     given = {
         "predictions_dataset": predictions_dataset,
         "bootstrap": bootstrap,
@@ -84,7 +85,7 @@ def run_report(
                     Option(name), " scores predictions: give ", Option("predictions"), " FILE too"
                 )
     if predictions_dataset is not None:
-        check_choice("predictions_dataset", predictions_dataset, ("350", "990"))
+        check_choice("predictions_dataset", predictions_dataset, grouped_members())
     if one_means is not None:
         check_choice("one_means", one_means, ("unsafe", "safe"))
     inputs = [*inputs, *([Path(predictions)] if predictions not in (None, "-") else [])]

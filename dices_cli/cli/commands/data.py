@@ -6,12 +6,13 @@ import contextlib
 import gc
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dices_cli.cli.commands.options import (
     DEFAULT_MAX_SIZE,
+    MEMBERS_THEN_ALL,
     ColumnsOption,
     DataDir,
     ExcludeRemoved,
@@ -24,10 +25,12 @@ from dices_cli.cli.commands.options import (
     SortOption,
     rater_selection,
     read_paths,
+    registered,
     show_shaped,
     size_limit,
 )
 from dices_cli.cli.render import progress_bar, say
+from dices_cli.families import grouped_members, listed
 from dices_cli.formats.dices.layouts import Layout
 from dices_cli.queries.catalog import GROUP_COLUMNS
 
@@ -36,9 +39,13 @@ if TYPE_CHECKING:
     from dices_cli.store.datasets import StoredDataset
 
 DatasetChoice = Annotated[
-    Literal["auto", "350", "990"],
+    str,
     typer.Option(
-        "--dataset", "-d", help="Which DICES file this is: auto (from the header), 350 or 990."
+        "--dataset",
+        "-d",
+        click_type=registered("auto", *grouped_members()),
+        help="Which DICES file this is: auto (from the header), "
+        f"{listed(grouped_members(), 'or')}.",
     ),
 ]
 Files = Annotated[
@@ -292,10 +299,11 @@ def info(
 
 def export(
     dataset: Annotated[
-        Literal["350", "990", "all", "prosocial"] | None,
+        str | None,
         typer.Option(
             "--dataset",
             "-d",
+            click_type=registered(*MEMBERS_THEN_ALL),
             help="The dataset to write; all (DICES-350 and 990, the default of the long and "
             "soft-labels layouts); prosocial (wide only) writes ProsocialDialog's JSON Lines "
             "back. The wide and judge-bench layouts write one: name it.",

@@ -184,7 +184,8 @@ def download(
     the branch main; the first to serve the published size and SHA-256 wins, and what each
     earlier one did is said. ProsocialDialog comes from
     huggingface.co/datasets/allenai/prosocial-dialog (into DIR/prosocial; it publishes no
-    checksums, so each file's own SHA-256 is shown to check). A file is written as
+    checksums, so each file's own SHA-256 is shown to check). A declared dataset's files
+    come from the commit its declaration pins, into DIR/NAME. A file is written as
     NAME.SOURCE.part and renamed only once verified; a broken download resumes from the
     same source where the server allows it. A file already in DIR that is the published one
     is not fetched again. Proxies come from http_proxy, https_proxy and no_proxy;
@@ -245,10 +246,10 @@ def download(
 
         from dices_cli.cli.commands.data import ingest as ingest_files
 
-        # One ingest per dataset, as `dices ingest` would be run on its files: each dataset
-        # stands alone, and ingest recognises a file's dataset from its contents.
-        for _dataset, files in groupby(fetched, key=lambda done: done.wanted.dataset):
-            ingest_files([done.path for done in files], data=data, force=force)
+        # One ingest per dataset, as `dices ingest -d DATASET` would be run on its files: each
+        # dataset stands alone (two declared datasets may share their columns).
+        for dataset_of, files in groupby(fetched, key=lambda done: done.wanted.dataset):
+            ingest_files([done.path for done in files], data=data, dataset=dataset_of, force=force)
 
 
 def _say_retry(title: str, failed: SourceFailed, wait: float) -> None:

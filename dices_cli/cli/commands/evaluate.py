@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from dices_cli.cli.commands.options import (
+    MEMBERS_THEN_ALL,
     ColumnsOption,
     DataDir,
     ExcludeRemoved,
@@ -26,6 +27,7 @@ from dices_cli.cli.commands.options import (
     no_rater_selection,
     rater_selection,
     read_paths,
+    registered,
 )
 from dices_cli.cli.render import say
 from dices_cli.metrics import defaults
@@ -104,10 +106,11 @@ def evaluate(
         bool, typer.Option("--explain", help="Say what each column means and exit.")
     ] = False,
     dataset: Annotated[
-        Literal["350", "990", "all", "prosocial"],
+        str,
         typer.Option(
             "--dataset",
             "-d",
+            click_type=registered(*MEMBERS_THEN_ALL),
             help="The dataset the predictions are for; all: DICES-350 and DICES-990, each "
             "row's from the file's dataset column (item ids repeat across the two); "
             "prosocial: ProsocialDialog.",

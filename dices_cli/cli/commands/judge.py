@@ -8,11 +8,18 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dices_cli.cli.commands.options import DataDir, Force, OutputFile, OutputFormat
+from dices_cli.cli.commands.options import (
+    MEMBERS_THEN_ALL,
+    DataDir,
+    Force,
+    OutputFile,
+    OutputFormat,
+    registered,
+)
 from dices_cli.cli.render import say
 
 if TYPE_CHECKING:
@@ -95,8 +102,13 @@ def judge(
         ),
     ] = None,
     dataset: Annotated[
-        Literal["350", "990", "all", "prosocial"],
-        typer.Option("--dataset", "-d", help="The conversations to judge."),
+        str,
+        typer.Option(
+            "--dataset",
+            "-d",
+            click_type=registered(*MEMBERS_THEN_ALL),
+            help="The conversations to judge.",
+        ),
     ] = "350",
     prompt: Annotated[
         str,
@@ -418,7 +430,7 @@ def write_manifest(output: Path, outcome: Outcome, inputs: list[Path], force: bo
 def evaluate_written(output: Path, dataset: str, data: Path | None) -> None:
     from dices_cli.cli.commands.evaluate import evaluate
 
-    evaluate(str(output), dataset=dataset, data=data)  # type: ignore[arg-type]
+    evaluate(str(output), dataset=dataset, data=data)
 
 
 def register(app: typer.Typer) -> None:

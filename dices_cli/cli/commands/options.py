@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer._types import TyperChoice
 
 from dices_cli.cli.render import show
+from dices_cli.families import coded_members, grouped_members, listed, member_choices
 from dices_cli.output import Format, Output
 
 if TYPE_CHECKING:
@@ -64,13 +66,25 @@ def size_limit(text: str) -> int:
         raise UsageError(f"--max-size {error}") from None
 
 
+def registered(*names: str) -> TyperChoice:
+    """A choice among `names`, which the registry gives (`dices_cli.families`), drawn in
+    --help as Typer draws a Literal's."""
+    return TyperChoice(names)
+
+
 # What a query reads: every canned query and `dices sql`. prosocial is a choice so that a
 # command that cannot take it says why in one line (`dices_only`), not "not one of".
-DICES_DATASETS = ("all", "350", "990")
+DICES_DATASETS = ("all", *grouped_members())
+# The datasets first and "all" (DICES's) after their members, as evaluate, judge and export
+# list them.
+MEMBERS_THEN_ALL = member_choices()
 DatasetOption = Annotated[
-    Literal["all", "350", "990", "prosocial"],
+    str,
     typer.Option(
-        "--dataset", "-d", help="Which ingested dataset(s) to read (DICES: all, 350 or 990)."
+        "--dataset",
+        "-d",
+        click_type=registered("all", *coded_members()),
+        help=f"Which ingested dataset(s) to read (DICES: {listed(DICES_DATASETS, 'or')}).",
     ),
 ]
 

@@ -8,15 +8,18 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from dices_cli.cli.commands.options import (
+    DICES_DATASETS,
     ColumnsOption,
     DataDir,
     LimitOption,
     OutputFile,
     OutputFormat,
     SortOption,
+    registered,
     show_shaped,
 )
 from dices_cli.cli.render import say
+from dices_cli.families import coded_members, listed
 from dices_cli.output import Format, Output
 from dices_cli.raters.quality import COMPONENTS, DEFAULT_MIN_QUALITY
 
@@ -30,9 +33,12 @@ if TYPE_CHECKING:
 
 def filter_raters(
     dataset: Annotated[
-        Literal["all", "350", "990", "prosocial"],
+        str,
         typer.Option(
-            "--dataset", "-d", help="Which ingested dataset(s) to score (DICES: all, 350 or 990)."
+            "--dataset",
+            "-d",
+            click_type=registered("all", *coded_members()),
+            help=f"Which ingested dataset(s) to score (DICES: {listed(DICES_DATASETS, 'or')}).",
         ),
     ] = "all",
     min_quality: Annotated[

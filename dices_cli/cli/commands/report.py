@@ -18,8 +18,10 @@ from dices_cli.cli.commands.options import (
     dices_only,
     rater_selection,
     read_paths,
+    registered,
 )
 from dices_cli.cli.render import say
+from dices_cli.families import grouped_members
 from dices_cli.report import BOOTSTRAP, PERMUTATIONS
 
 if TYPE_CHECKING:
@@ -69,9 +71,10 @@ def report(
         ),
     ] = None,
     predictions_dataset: Annotated[
-        Literal["350", "990"] | None,
+        str | None,
         typer.Option(
             "--predictions-dataset",
+            click_type=registered(*grouped_members()),
             help="The dataset the predictions are for (default: 350 when the report shows it).",
         ),
     ] = None,

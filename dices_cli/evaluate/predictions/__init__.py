@@ -172,7 +172,7 @@ def read_predictions(
     kind: ItemKind = DICES_ITEMS,
 ) -> Predictions:
     """Read and validate the predictions in `given` (a path, or "-" for stdin) of the
-    conversations `item_ids`: of one dataset, or per dataset name ("350", "990") of those
+    conversations `item_ids`: of one dataset, or per dataset name (DATASET_NAMES) of those
     evaluated. With several datasets the file needs a dataset column (item ids repeat across
     them; UsageError without it), and a row's item must be one of its dataset's. `one_means`
     ("unsafe" or "safe") says what a label of 1 or true means; without it such labels are

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import UsageError
+from dices_cli.families.schema import DATASETS
 from dices_cli.problems import (
     SHOWN_VALUE_CHARS,
     PredictionProblemType,
@@ -26,7 +27,7 @@ MODEL, DATASET, ITEM_ID, LABEL, SCORE = "model", "dataset", "item_id", "label", 
 PERSONA = "persona"
 DISTRIBUTION = ("p_no", "p_yes", "p_unsure")
 COLUMNS = (MODEL, DATASET, ITEM_ID, LABEL, SCORE, *DISTRIBUTION, PERSONA)
-DATASET_NAMES = ("350", "990")
+DATASET_NAMES = tuple(DATASETS)
 PROBABILITIES = (SCORE, *DISTRIBUTION)
 DEFAULT_MODEL = "model"  # the model of a file without a model column
 SUM_TOLERANCE = 1e-6
