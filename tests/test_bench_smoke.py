@@ -6,6 +6,7 @@ runs to its end and prints its verdict line.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -74,3 +75,9 @@ def test_a_bench_script_runs_on_tiny_input(script: str, tiny: Path, tmp_path: Pa
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip(), "the script printed no figures"
+    if script != "summary":  # the one script that reads results rather than making them
+        written = tmp_path / f"{script}.jsonl"
+        assert written.is_file(), f"bench/{script}.py appended nothing to bench/results"
+        line = json.loads(written.read_text(encoding="utf-8").splitlines()[-1])
+        assert line["bench"] == script
+        assert line["machine"]["cpus"] and line["document"]
