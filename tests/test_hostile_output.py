@@ -35,6 +35,7 @@ from typer.testing import CliRunner
 from dices_cli.cli.main import app
 from dices_cli.families.schema import GENDER
 from dices_cli.report import charts
+from dices_cli.report import svg as report_svg
 from dices_cli.report.page import NOT_DRAWN, Provenance, _scoped, page
 from dices_cli.terminal_text import printable
 
@@ -215,8 +216,8 @@ def test_the_report_draws_control_characters_escaped_and_keeps_its_tables(
 
 
 @pytest.fixture(scope="module")
-def drawer() -> Iterator[charts.Drawer]:
-    with charts.Drawer() as drawing:
+def drawer() -> Iterator[report_svg.Drawer]:
+    with report_svg.Drawer() as drawing:
         yield drawing
 
 
@@ -237,7 +238,9 @@ any_text = st.lists(
 
 
 @given(labels=st.lists(any_text, min_size=1, max_size=4, unique=True))
-def test_any_text_is_drawn_by_the_chart_renderer(drawer: charts.Drawer, labels: list[str]) -> None:
+def test_any_text_is_drawn_by_the_chart_renderer(
+    drawer: report_svg.Drawer, labels: list[str]
+) -> None:
     """Any text as labels, titles and panel names: vl-convert draws it (in its own process,
     so that an abort is an error here, not the end of the test run), escaped."""
     data = [{"group": label, "n": i + 1, "panel": label} for i, label in enumerate(labels)]
@@ -256,7 +259,7 @@ AT_THE_CUT = [
 
 
 def test_labels_beyond_the_bmp_at_the_cut_are_drawn_cut_between_characters(
-    drawer: charts.Drawer,
+    drawer: report_svg.Drawer,
 ) -> None:
     """Each of these made vl-convert fail; each is now drawn, cut by dices (an ellipsis
     after whole characters: a flag, a joined emoji) before Vega sees it."""
@@ -293,7 +296,7 @@ def test_the_report_draws_rater_values_and_model_names_beyond_the_bmp_at_the_cut
         assert f">{html.escape(charts.short(value, 24))}</text>" in page  # a model's label
 
 
-def test_texts_cut_alike_are_kept_apart(drawer: charts.Drawer) -> None:
+def test_texts_cut_alike_are_kept_apart(drawer: report_svg.Drawer) -> None:
     """Two groups whose names differ only past the cut stay two groups (bars), not one."""
     names = ["x" * 50 + "1", "x" * 50 + "2"]
     data = [{"group": name, "n": i + 1, "panel": "p"} for i, name in enumerate(names)]
@@ -516,7 +519,7 @@ def test_the_report_under_an_address_space_cap_shows_its_tables_in_place_of_its_
     gib: int, tmp_path: Path
 ) -> None:
     """`ulimit -v` below what vl-convert's JavaScript engine reserves at its start (measured:
-    about 65 GiB; see `charts.RENDERER_ADDRESS_SPACE`), in a fresh process: the report is
+    about 65 GiB; see `report_svg.RENDERER_ADDRESS_SPACE`), in a fresh process: the report is
     written whole (exit 0), each figure's table open in place of its chart, with one warning
     line naming the cap and the fix, on stderr and atop the page; no crash dump."""
     with ingested_values(["Man", "Woman"]) as data:

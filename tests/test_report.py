@@ -506,7 +506,7 @@ def _heatmap(title: str) -> dict[str, Any]:
 def test_charts_are_drawn_by_one_process_in_the_order_given() -> None:
     # Their gradients are numbered from 0 as they come: the first chart vl-convert draws
     # (its start) defines none, and no chart went to another process.
-    from dices_cli.report.charts import Drawer
+    from dices_cli.report.svg import Drawer
 
     with Drawer() as drawer:
         charts = [drawer.draw(_heatmap(title)) for title in ("first", "second")]
@@ -520,7 +520,7 @@ def test_charts_are_drawn_by_one_process_in_the_order_given() -> None:
 
 def test_a_chart_the_drawing_process_cannot_draw_is_a_plain_error() -> None:
     from dices_cli.errors import DicesError
-    from dices_cli.report.charts import Drawer
+    from dices_cli.report.svg import Drawer
 
     broken = {"title": "broken", "data": {"values": []}, "mark": "no-such-mark"}
     with Drawer() as drawer, pytest.raises(DicesError) as raised:
@@ -533,7 +533,7 @@ def test_a_chart_the_drawing_process_cannot_draw_is_a_plain_error() -> None:
 
 def test_a_drawing_process_that_stopped_is_a_plain_error() -> None:
     from dices_cli.errors import DicesError
-    from dices_cli.report.charts import Drawer
+    from dices_cli.report.svg import Drawer
 
     with Drawer() as drawer:
         assert drawer._process is not None
@@ -546,7 +546,7 @@ def test_a_drawing_process_that_stopped_is_a_plain_error() -> None:
 def test_without_a_process_to_be_had_a_thread_draws_the_charts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from dices_cli.report.charts import Drawer, to_svg
+    from dices_cli.report.svg import Drawer, to_svg
 
     def refused(*arguments: Any, **options: Any) -> None:
         raise BlockingIOError(11, "Resource temporarily unavailable")  # fork's EAGAIN
@@ -568,7 +568,7 @@ SYSTEM_MONOSPACE = {
 # Each chart drawn with the font given ("": the report's own font list, CONFIG's).
 DRAW_IN_EACH_FONT = """
 import json, sys
-from dices_cli.report.charts import to_svg
+from dices_cli.report.svg import to_svg
 spec = json.loads(sys.argv[1])
 fonts = sys.argv[2:]
 print(json.dumps([to_svg({**spec, "config": {"font": f}} if f else spec) for f in fonts]))

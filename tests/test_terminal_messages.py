@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from dices_cli import __version__
 from dices_cli.cli.main import app
 from dices_cli.report import charts
+from dices_cli.report import svg as report_svg
 
 ITEMS_990 = "SELECT item_id FROM items WHERE dataset = '990' ORDER BY item_id"
 
@@ -147,6 +148,6 @@ def test_the_intersection_heatmap_shows_each_cells_raters() -> None:
         "t", "d", rows, ("race", "race"), ("gender", "gender"), ("share_yes", "share of Yes"),
         ".0%", count=("raters", "raters"),
     )  # fmt: skip
-    svg = charts.to_svg(spec)
+    svg = report_svg.to_svg(spec)
     lines = re.findall(r"<tspan[^>]*>([^<]*)</tspan>", svg)  # a cell's text: a line each
     assert lines == ["28%", "n=14", "27%", "n=3"]

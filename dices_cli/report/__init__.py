@@ -3,7 +3,8 @@
     context.py   what sections read (Context: the engine's sessions) and return (Section)
     sections.py  which queries each section runs and what it draws (SECTIONS, in order)
     models.py    model predictions scored by `dices evaluate`'s core, for the models section
-    charts.py    Vega-Lite specifications, rendered to inline SVG by vl-convert
+    charts.py    Vega-Lite specifications of the charts
+    svg.py       the charts rendered to inline SVG by vl-convert, in a process of its own
     page.py      the HTML: figures, their tables, how the report was made
 
 The charting library (vl-convert-python, a dependency) is imported only when a chart is
@@ -75,10 +76,10 @@ def build_report(
     from datetime import UTC, datetime
 
     from dices_cli.raters.selection import resolve
-    from dices_cli.report.charts import Drawer
     from dices_cli.report.context import Context
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
+    from dices_cli.report.svg import Drawer
 
     check_charts_available()
     # One version of each dataset for the rater selection, every section, the models and the
