@@ -21,6 +21,7 @@ import duckdb
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from scipy.stats import false_discovery_control
 from sklearn.metrics import (
     accuracy_score,
     cohen_kappa_score,
@@ -46,6 +47,15 @@ from dices_cli.families.schema import (
 )
 from dices_cli.queries.catalog import GROUP_COLUMNS, catalog
 
+# The columns of a share query's test of each group against the rest of its family.
+TEST_COLUMNS = [
+    "difference",
+    "difference_ci_low",
+    "difference_ci_high",
+    "p_value",
+    "p_adjusted",
+    "p_groups_differ",
+]
 # The issue's queries, the options each needs, and their output columns (the interface).
 QUERIES: dict[str, tuple[list[str], list[str]]] = {
     "overview": (
@@ -76,6 +86,8 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
             "share_yes_ci_low",
             "share_yes_ci_high",
             "interval",
+            "interval_note",
+            *TEST_COLUMNS,
         ],
     ),
     "gold-vs-crowd": ([], ["dataset", "safety_gold", "crowd_label", "conversations"]),
@@ -112,6 +124,7 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
             "share_yes_ci_low",
             "share_yes_ci_high",
             "interval",
+            "interval_note",
         ],
     ),
     "degree-of-harm": (
@@ -127,6 +140,8 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
             "share_yes_ci_low",
             "share_yes_ci_high",
             "interval",
+            "interval_note",
+            *TEST_COLUMNS,
         ],
     ),
     "rater-quality": (
@@ -191,7 +206,88 @@ def wilson_columns(successes: int, trials: int) -> dict[str, float | str]:
     """The interval columns of `--interval wilson` (the clustered default has its own
     checks: tests/test_shares.py, tests/test_calibration_shares.py)."""
     low, high = wilson(successes, trials)
-    return {"share_yes_ci_low": low, "share_yes_ci_high": high, "interval": "wilson"}
+    return {
+        "share_yes_ci_low": low,
+        "share_yes_ci_high": high,
+        "interval": "wilson",
+        "interval_note": None,  # a Wilson interval needs no raters or conversations to hold
+    }
+
+
+def no_test_columns() -> dict[str, None]:
+    """The test columns of a share query's row without --by: no groups, nothing to test."""
+    return dict.fromkeys(TEST_COLUMNS)
+
+
+def with_differences(expected: list[dict], family: list[str]) -> list[dict]:
+    """`expected` (rows with ratings and share_yes) with each row's difference: its share
+    of Yes minus that of the other rows of its family (the rows with the same `family`
+    values), from their counts."""
+    totals: dict[tuple, list[float]] = {}
+    for row in expected:
+        yes_and_ratings = totals.setdefault(tuple(row[c] for c in family), [0.0, 0.0])
+        yes_and_ratings[0] += row["share_yes"] * row["ratings"]
+        yes_and_ratings[1] += row["ratings"]
+    for row in expected:
+        yes, ratings = totals[tuple(row[c] for c in family)]
+        own_yes = row["share_yes"] * row["ratings"]
+        row["difference"] = row["share_yes"] - (yes - own_yes) / (ratings - row["ratings"])
+    return expected
+
+
+# The test columns pandas does not recompute (a cluster-robust interval, permutation
+# p-values): assert_share_invariants checks them; tests/test_shares.py against their
+# definitions.
+INFERRED = ("difference_ci_low", "difference_ci_high", "p_value", "p_adjusted", "p_groups_differ")
+
+
+def reference_columns(result: list[dict], expected: list[dict]) -> list[dict]:
+    """`result` on the columns `expected` names, in the result's order; every other column
+    of the result must be INFERRED."""
+    assert len(result) == len(expected)
+    for record, reference in zip(result, expected, strict=True):
+        assert set(record) - set(reference) <= set(INFERRED), record
+    return [
+        {key: value for key, value in record.items() if key in reference}
+        for record, reference in zip(result, expected, strict=True)
+    ]
+
+
+def assert_share_invariants(
+    result: list[dict], family: Sequence[str], permutations: int = 1000
+) -> None:
+    """What holds of every row of a share query: its share lies in its interval, and the
+    interval is empty exactly where interval_note says why; with --by, the difference lies
+    in its interval, each p-value is a permutation p-value (a multiple of
+    1 / (permutations + 1), never 0), p_adjusted is Benjamini-Hochberg's over the family's
+    p-values, and p_groups_differ is one per family."""
+    families: dict[tuple, list[dict]] = {}
+    for record in result:
+        low, high = record["share_yes_ci_low"], record["share_yes_ci_high"]
+        if record["interval_note"] == "all answers alike":
+            assert low == record["share_yes"] == high, record
+        elif record["interval_note"]:
+            assert low is None and high is None, record
+        else:
+            assert low < record["share_yes"] < high, record
+        if record.get("difference") is None:
+            assert all(record.get(column) is None for column in TEST_COLUMNS), record
+            continue
+        if record["difference_ci_low"] is not None:
+            assert record["difference_ci_low"] < record["difference"]
+            assert record["difference"] < record["difference_ci_high"]
+        p, adjusted = record["p_value"], record["p_adjusted"]
+        assert 0 < p <= adjusted + TOLERANCE and adjusted <= 1, record  # p x m / m may round
+        assert 0 < record["p_groups_differ"] <= 1, record
+        for value in (p, record["p_groups_differ"]):
+            assert value * (permutations + 1) == pytest.approx(round(value * (permutations + 1)))
+        families.setdefault(tuple(record[c] for c in family), []).append(record)
+    for members in families.values():
+        p_values = [r["p_value"] for r in members]
+        assert [r["p_adjusted"] for r in members] == pytest.approx(
+            false_discovery_control(p_values).tolist(), abs=1e-14
+        )
+        assert len({r["p_groups_differ"] for r in members}) == 1
 
 
 WILSON = ("--interval", "wilson")  # the interval the pandas references compute
@@ -306,7 +402,8 @@ def test_overview_matches_pandas(
 
 
 def demographic_expected(raw: pd.DataFrame, dataset: str, by: list[str]) -> list[dict]:
-    """qoverall-by-demographic from the raw CSV: counts, shares and a Wilson interval."""
+    """qoverall-by-demographic from the raw CSV: counts, shares, a Wilson interval and each
+    group's difference from the dataset's other groups."""
     counts = answer_counts(raw, by)
     raters = raw.groupby(by, observed=True)["rater_id"].nunique().reset_index(name="raters")
     expected = []
@@ -327,7 +424,7 @@ def demographic_expected(raw: pd.DataFrame, dataset: str, by: list[str]) -> list
                 **wilson_columns(row["n_yes"], n),
             }
         )
-    return sorted(expected, key=enum_key(by))
+    return with_differences(sorted(expected, key=enum_key(by)), ["dataset"])
 
 
 @pytest.mark.parametrize(
@@ -351,10 +448,9 @@ def test_qoverall_by_demographic_matches_pandas_350(
     # The replica's pool: every combination of 2 genders and 5 races (the schema lists more).
     assert len(expected) == 2 * (1 if len(group_columns) == 1 else 5)
     assert [list(r)[1 : 1 + len(group_columns)] for r in result] == [group_columns] * len(result)
-    assert result == approx_records(expected)
+    assert reference_columns(result, expected) == approx_records(expected)
+    assert_share_invariants(result, ["dataset"])
     assert sum(r["ratings"] for r in result) == 43_050
-    for record in result:  # the interval holds the estimate
-        assert record["share_yes_ci_low"] < record["share_yes"] < record["share_yes_ci_high"]
 
 
 def test_qoverall_by_demographic_matches_pandas_990(
@@ -374,7 +470,8 @@ def test_qoverall_by_demographic_matches_pandas_990(
     )
     expected = demographic_expected(raw_990, "990", ["rater_age", "rater_locale"])
     assert len(expected) == len(AGE) * len(LOCALE)
-    assert result == approx_records(expected)
+    assert reference_columns(result, expected) == approx_records(expected)
+    assert_share_invariants(result, ["dataset"])
 
 
 def test_qoverall_by_demographic_on_both_datasets_keeps_them_apart(
@@ -383,7 +480,12 @@ def test_qoverall_by_demographic_on_both_datasets_keeps_them_apart(
     result = records(runner, ingested, "qoverall-by-demographic", "--by", "rater_gender", *WILSON)
     expected = demographic_expected(raw_350, "350", ["rater_gender"])
     expected += demographic_expected(raw_990, "990", ["rater_gender"])
-    assert result == approx_records(expected)
+    assert reference_columns(result, expected) == approx_records(expected)
+    assert_share_invariants(result, ["dataset"])
+    # two groups: each is the other's rest
+    for dataset in REPLICA:
+        man, woman = (r["difference"] for r in result if r["dataset"] == dataset)
+        assert man == pytest.approx(-woman, abs=TOLERANCE)
 
 
 def test_qoverall_by_phase_and_locale_where_a_dataset_lacks_the_column(
@@ -598,12 +700,43 @@ def test_degree_of_harm_matches_pandas(
                 "share_yes": shares["Yes"] / len(frame),
                 "share_unsure": shares["Unsure"] / len(frame),
                 **wilson_columns(shares["Yes"], len(frame)),
+                **no_test_columns(),
             }
         )
     # the published DICES-350 counts
     assert [e["conversations"] for e in expected] == [31, 22, 98, 199]
     result = records(runner, ingested, "degree-of-harm", "-d", "350", *WILSON)
     assert result == approx_records(expected)
+    assert_share_invariants(result, ["dataset", "degree_of_harm"])
+
+
+def test_degree_of_harm_by_group_matches_pandas(
+    runner: CliRunner, ingested: Path, raw_350: pd.DataFrame
+) -> None:
+    """With --by, each group's difference is from the other groups of its degree."""
+    expected = []
+    for age in AGE:
+        for degree in DEGREE_OF_HARM:
+            frame = raw_350[(raw_350["rater_age"] == age) & (raw_350["degree_of_harm"] == degree)]
+            shares = frame["Q_overall"].value_counts()
+            expected.append(
+                {
+                    "dataset": "350",
+                    "rater_age": age,
+                    "degree_of_harm": degree,
+                    "conversations": frame["item_id"].nunique(),
+                    "ratings": len(frame),
+                    "share_no": shares["No"] / len(frame),
+                    "share_yes": shares["Yes"] / len(frame),
+                    "share_unsure": shares["Unsure"] / len(frame),
+                    **wilson_columns(shares["Yes"], len(frame)),
+                }
+            )
+    with_differences(expected, ["dataset", "degree_of_harm"])
+    result = records(runner, ingested, "degree-of-harm", "-d", "350", "--by", "rater_age", *WILSON)
+    assert reference_columns(result, expected) == approx_records(expected)
+    assert_share_invariants(result, ["dataset", "degree_of_harm"])
+    assert all(r["p_value"] is not None for r in result)
 
 
 def test_degree_of_harm_by_group_adds_up(runner: CliRunner, ingested: Path) -> None:
@@ -614,6 +747,7 @@ def test_degree_of_harm_by_group_adds_up(runner: CliRunner, ingested: Path) -> N
         "degree_of_harm",
         *QUERIES["degree-of-harm"][1][2:],
     ]
+    assert_share_invariants(result, ["dataset", "degree_of_harm"])
     totals = {name: sum(r["ratings"] for r in result if r["dataset"] == name) for name in REPLICA}
     assert totals == {name: REPLICA[name][2] for name in REPLICA}
     degrees_990 = [r["degree_of_harm"] for r in result if r["dataset"] == "990"]
@@ -648,6 +782,7 @@ def test_harm_types_matches_pandas(
     expected.sort(key=lambda r: (-r["conversations"], r["harm_tag"]))
     result = records(runner, ingested, "harm-types", "-d", "350", *WILSON)
     assert result == approx_records(expected)
+    assert_share_invariants(result, [])
 
 
 def test_harm_types_990_has_an_empty_tag_and_no_gold(runner: CliRunner, ingested: Path) -> None:

@@ -13,13 +13,21 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from scipy.stats import false_discovery_control, t
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
 from dices_cli.metrics.defaults import INTERVAL, INTERVALS, PERMUTATIONS, SEED
-from dices_cli.metrics.shares import MIN_CLUSTERS, Ratings, family_test, share_intervals
+from dices_cli.metrics.shares import (
+    MIN_CLUSTERS,
+    TEST_COLUMNS,
+    Ratings,
+    compute,
+    family_test,
+    share_intervals,
+)
 from dices_cli.metrics.student_t import t_quantile
 from dices_cli.queries.catalog import catalog
 
@@ -68,6 +76,41 @@ def test_too_few_raters_or_conversations_give_a_note_and_no_interval() -> None:
     low, high, notes = share_intervals(ratings, "conversations")
     assert notes == ["", "", "fewer than 5 conversations"]
     assert (low[:2] < [3 / 6, 4 / 7]).all() and (high[:2] > [3 / 6, 4 / 7]).all()
+
+
+def share_table(order: np.random.Generator | None) -> pa.Table:
+    """Two groups' rows of a share query's SQL (20 and 30 raters, 40 conversations), each
+    row's rating lists in rater order, or shuffled by `order`."""
+    draw = np.random.default_rng(7)
+    rows: dict[str, list] = {name: [] for name in ("dataset", "rater_age", "ratings")}
+    rows |= {"share_yes": [], "rating_rater": [], "rating_item": [], "rating_yes": []}
+    for group, (first, raters) in {"gen z": (0, 20), "gen x+": (20, 30)}.items():
+        rater = np.repeat(np.arange(first, first + raters), 40)
+        item = np.tile(np.arange(40), raters)
+        yes = (draw.random(len(rater)) < 0.3).astype(np.uint8)
+        shuffle = np.arange(len(rater)) if order is None else order.permutation(len(rater))
+        rows["dataset"].append("350")
+        rows["rater_age"].append(group)
+        rows["ratings"].append(len(rater))
+        rows["share_yes"].append(float(yes.mean()))
+        rows["rating_rater"].append(rater[shuffle].tolist())
+        rows["rating_item"].append(item[shuffle].tolist())
+        rows["rating_yes"].append(yes[shuffle].tolist())
+    types = {"rating_rater": pa.list_(pa.int64()), "rating_item": pa.list_(pa.int64())}
+    types["rating_yes"] = pa.list_(pa.uint8())
+    return pa.table({name: pa.array(values, types.get(name)) for name, values in rows.items()})
+
+
+def test_the_order_of_the_ratings_does_not_change_a_digit() -> None:
+    """DuckDB lists a row's ratings in the order its threads happen to take: the result,
+    to the last digit, must not depend on it."""
+    parameters = {"interval": "clustered", "by": ["rater_age"], "permutations": 50, "seed": 0}
+    listed = compute(share_table(None), parameters)
+    assert listed.columns[-6:] == list(TEST_COLUMNS)
+    assert all(value is not None for row in listed.rows for value in row[-6:])
+    for seed in range(5):
+        shuffled = compute(share_table(np.random.default_rng(seed)), parameters)
+        assert shuffled.rows == listed.rows
 
 
 # ----------------------------------------------------------------------------- the queries

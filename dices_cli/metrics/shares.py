@@ -319,11 +319,17 @@ def _list_column(table: pa.Table, name: str) -> tuple[NDArray[np.intp], NDArray[
 def _dataset_ratings(
     rows: Sequence[int], strata: Sequence[int], offsets: NDArray[np.intp], lists: list[NDArray[Any]]
 ) -> Ratings:
-    """The Ratings of `rows` (a dataset's), each in rater stratum `strata[i]`."""
+    """The Ratings of `rows` (a dataset's), each in rater stratum `strata[i]`. A row's
+    ratings are put in one order (rater, conversation, answer), whatever order the SQL
+    listed them in (DuckDB's threads choose it): the sums behind an interval then add up
+    in the same order, so the same data give the same last digits."""
     parts = [np.arange(offsets[row], offsets[row + 1]) for row in rows]
     taken = np.concatenate(parts)
-    starts = np.concatenate([[0], np.cumsum([len(part) for part in parts])]).astype(np.intp)
+    sizes = [len(part) for part in parts]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
     rater, conversation, yes = (values[taken] for values in lists)
+    order = np.lexsort((yes, conversation, rater, np.repeat(np.arange(len(parts)), sizes)))
+    rater, conversation, yes = rater[order], conversation[order], yes[order]
     rater_ids, rater_of = np.unique(rater, return_inverse=True)
     stratum = np.repeat(np.asarray(strata, dtype=np.intp), np.diff(starts))
     units, unit_of = dense_codes(stratum * len(rater_ids) + rater_of)
@@ -385,7 +391,7 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
             _cell(low[row]),
             _cell(high[row]),
             method,
-            notes[row],
+            notes[row] or None,  # no note is an empty cell, as in CSV
             *(_cell(v) for v in (tests[row] if tested else ())),
         )
         for row in range(table.num_rows)
