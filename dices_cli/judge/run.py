@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli import __version__
-from dices_cli.errors import DicesError
+from dices_cli.errors import DicesError, Option
 from dices_cli.judge.plan import Call, Settings, load_items, persona_groups, plan, request_body
 from dices_cli.judge.predictions import baseline_predictions, predictions
 from dices_cli.store.judge_cache import Segment, completed
@@ -105,15 +105,18 @@ def judge(
     settings: Settings,
     api_key: str | None,
     progress: Callable[[Progress], None] | None = None,
+    ask_missing: bool = True,
 ) -> Outcome:
-    """Run the judge: ask every call the cache does not answer, then the predictions."""
+    """Run the judge: ask every call the cache does not answer, then the predictions.
+    Without `ask_missing` (the answers came from a batch) a call the cache does not answer
+    is an `UnansweredError`, and nothing is asked."""
     started = time.time()
     items = load_items(store, settings)
     calls = plan(settings, items, persona_groups(store, settings))
     if settings.baseline is not None:
         table, counts = baseline_predictions(settings, calls)
     else:
-        answers, state = _ask(store, settings, calls, api_key, progress)
+        answers, state = _ask(store, settings, calls, api_key, progress, ask_missing)
         table, counts = predictions(settings, calls, answers)
         counts |= {
             "requests": state.done - state.cached,
@@ -130,6 +133,7 @@ def _ask(
     calls: list[Call],
     api_key: str | None,
     progress: Callable[[Progress], None] | None,
+    ask_missing: bool = True,
 ) -> tuple[dict[str, dict[str, Any]], Progress]:
     """Each call's completed record: from the cache, or asked now (and cached as it comes)."""
     from dices_cli.judge.client import Endpoint, run_calls
@@ -142,30 +146,12 @@ def _ask(
         progress(state)
     if not todo:
         return answers, state
+    if not ask_missing:
+        raise UnansweredError(len(todo), len(calls))
     segment = Segment(store.root)
 
-    def record(call: Call, **audit: Any) -> dict[str, Any]:
-        return {"key": call.key, "asked_at": time.time(), **call.fields, **audit}
-
     def on_reply(call: Call, reply: Reply) -> None:
-        answer = blanked(reply.answer, api_key)
-        entry = record(
-            call,
-            ok=True,
-            status=reply.status,
-            latency_ms=round(reply.latency_ms, 3),
-            answer=answer,
-            verdict=settings.prompt.read_answer(answer),
-            finish_reason=blanked(reply.finish_reason, api_key),
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-            first_token=(
-                None
-                if reply.first_token is None
-                else [(blanked(t, api_key), p) for t, p in reply.first_token]
-            ),
-            error=blanked(reply.problem, api_key),
-        )
+        entry = answered_record(settings, call, reply, api_key)
         segment.append(entry)
         answers[call.key] = entry
         state.done += 1
@@ -175,13 +161,7 @@ def _ask(
 
     def on_failure(call: Call, attempt: Attempt) -> None:
         segment.append(
-            record(
-                call,
-                ok=False,
-                status=attempt.status or None,
-                latency_ms=round(attempt.latency_ms, 3),
-                error=blanked(attempt.error, api_key),
-            )
+            failed_record(call, attempt.status or None, attempt.latency_ms, attempt.error, api_key)
         )
         state.failures += 1
         if progress:
@@ -214,6 +194,61 @@ def _ask(
     finally:
         segment.close()
     return answers, state
+
+
+def _record(call: Call, **audit: Any) -> dict[str, Any]:
+    return {"key": call.key, "asked_at": time.time(), **call.fields, **audit}
+
+
+def answered_record(
+    settings: Settings, call: Call, reply: Reply, api_key: str | None
+) -> dict[str, Any]:
+    """The cache record of a call's answer (`ok` true), the key blanked from its text."""
+    answer = blanked(reply.answer, api_key)
+    return _record(
+        call,
+        ok=True,
+        status=reply.status,
+        latency_ms=None if reply.latency_ms is None else round(reply.latency_ms, 3),
+        answer=answer,
+        verdict=settings.prompt.read_answer(answer),
+        finish_reason=blanked(reply.finish_reason, api_key),
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        first_token=(
+            None
+            if reply.first_token is None
+            else [(blanked(t, api_key), p) for t, p in reply.first_token]
+        ),
+        error=blanked(reply.problem, api_key),
+    )
+
+
+def failed_record(
+    call: Call, status: int | None, latency_ms: float | None, error: str, api_key: str | None
+) -> dict[str, Any]:
+    """The cache record of a failed attempt at a call (`ok` false): its status and why."""
+    return _record(
+        call,
+        ok=False,
+        status=status,
+        latency_ms=None if latency_ms is None else round(latency_ms, 3),
+        error=blanked(error, api_key),
+    )
+
+
+class UnansweredError(DicesError):
+    """A run from a batch's results whose cache lacks some calls' answers."""
+
+    def __init__(self, missing: int, calls: int) -> None:
+        super().__init__(
+            f"{missing} of {calls} calls have no answer in the cache (failed or expired in "
+            "the batch, or not in it): the same command with ",
+            Option("batch"),
+            " FILE writes a batch of those only; without ",
+            Option("batch_results"),
+            " they are asked online",
+        )
 
 
 class JudgeInterrupted(DicesError):

@@ -199,6 +199,35 @@ def judge(
             "--name", metavar="LABEL", help="The model column's value (default: --model)."
         ),
     ] = None,
+    batch: Annotated[
+        Path | None,
+        typer.Option(
+            "--batch",
+            metavar="FILE.jsonl",
+            dir_okay=False,
+            help="Write the requests the cache does not answer as an OpenAI Batch API input "
+            "file (vllm run-batch reads it too), and stop; split into FILE.001.jsonl, ... at "
+            "the limits below.",
+        ),
+    ] = None,
+    batch_results: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--batch-results",
+            metavar="FILE.jsonl",
+            dir_okay=False,
+            help="Read a batch's output (and error) files into the cache, then finish the "
+            "run from the cache; repeat for several files.",
+        ),
+    ] = None,
+    batch_max_requests: Annotated[
+        int,
+        typer.Option("--batch-max-requests", min=1, help="Requests per batch file at most."),
+    ] = 50_000,
+    batch_max_bytes: Annotated[
+        int,
+        typer.Option("--batch-max-bytes", min=1024, help="Bytes per batch file at most."),
+    ] = 200_000_000,
     then_evaluate: Annotated[
         bool, typer.Option("--evaluate", help="Run dices evaluate on the predictions written.")
     ] = False,
@@ -214,6 +243,7 @@ def judge(
     from dices_cli.output import Output
     from dices_cli.store.datasets import Store, resolve_data_dir
 
+    check_batch_options(batch, batch_results, dry_run, output, then_evaluate, refresh)
     if then_evaluate and output is None:
         raise UsageError("--evaluate reads the predictions file: give -o FILE")
     if then_evaluate and persona is not None:
@@ -249,11 +279,16 @@ def judge(
         show_dry_run(store, settings)
         return
     inputs = [root, *([items] if items is not None else [])]
+    if batch is not None:
+        write_batch_files(store, settings, batch, (batch_max_requests, batch_max_bytes), force)
+        return
     out = Output.build(fmt, output, force, inputs)  # a usage error before the work
     if output is not None:
         check_manifest(output, force, inputs)
+    if batch_results:
+        read_batch_results(store, settings, batch_results, api_key)
     with progress_shown() as progress:
-        outcome = run_judge(store, settings, api_key, progress)
+        outcome = run_judge(store, settings, api_key, progress, ask_missing=not batch_results)
     report_counts(outcome)
     show(outcome.table, out, title="judge")
     if output is not None:
@@ -267,10 +302,75 @@ def run_judge(
     settings: Settings,
     api_key: str | None,
     progress: Callable[[Progress], None] | None,
+    ask_missing: bool = True,
 ) -> Outcome:
     from dices_cli.judge.run import judge as run
 
-    return run(store, settings, api_key, progress)
+    return run(store, settings, api_key, progress, ask_missing)
+
+
+def check_batch_options(
+    batch: Path | None,
+    batch_results: list[Path] | None,
+    dry_run: bool,
+    output: Path | None,
+    then_evaluate: bool,
+    refresh: bool,
+) -> None:
+    from dices_cli.errors import UsageError
+
+    if batch is not None:
+        if batch_results:
+            raise UsageError("--batch writes a batch, --batch-results reads one: give one")
+        if dry_run:
+            raise UsageError("--batch writes files: it is no dry run (drop --dry-run)")
+        if output is not None or then_evaluate:
+            raise UsageError(
+                "--batch stops once the batch is written: give -o (and --evaluate) with "
+                "--batch-results"
+            )
+    if batch_results and (dry_run or refresh):
+        raise UsageError(
+            f"--batch-results reads answers into the cache: it takes no "
+            f"{'--dry-run' if dry_run else '--refresh'}"
+        )
+
+
+def write_batch_files(
+    store: Store, settings: Settings, path: Path, limits: tuple[int, int], force: bool
+) -> None:
+    """Write the batch, each file's name on stdout, what was written on stderr."""
+    from dices_cli.judge.batch import Limits, write_batch
+
+    written = write_batch(store, settings, path, Limits(*limits), force, (store.root,))
+    for part in written.files:
+        print(part.path)
+    say(
+        f"batch: {written.requests} requests in {len(written.files)} files "
+        f"({written.cached} of {written.calls} calls answered by the cache); submit each "
+        "to a Batch API or vllm run-batch, then run the same command with --batch-results "
+        "OUTPUT.jsonl in place of --batch"
+    )
+
+
+def read_batch_results(
+    store: Store, settings: Settings, paths: list[Path], api_key: str | None
+) -> None:
+    """Read a batch's results into the cache, saying what they held."""
+    from dices_cli.judge.batch import read_results
+    from dices_cli.terminal_text import printable
+
+    read = read_results(store, settings, paths, api_key)
+    say(
+        f"batch results: {read.answered} answers and {read.failed} failed requests cached, "
+        f"{read.already_cached} already cached, {read.problem_count} lines not results "
+        "of this run"
+    )
+    for problem in read.problems[:10]:
+        which = f" ({printable(problem.custom_id)})" if problem.custom_id else ""
+        say(f"  {printable(str(problem.path))} line {problem.line}{which}: {problem.problem}")
+    if read.problem_count > 10:
+        say(f"  ... and {read.problem_count - 10} more")
 
 
 def read_api_key(variable: str | None) -> str | None:
