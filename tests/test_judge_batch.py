@@ -22,6 +22,7 @@ from dices_cli.cli.main import app
 from dices_cli.judge.batch import Limits, _split, part_paths
 from tests.conftest import memory_cap
 from tests.drivers.batch_api import Processed, completion, process
+from tests.drivers.batch_server import running as batch_server
 from tests.drivers.judge_server import JudgeServer, running
 
 KEY = "sk-test-batch-8e21c0"
@@ -152,6 +153,7 @@ def test_a_request_larger_than_a_file_may_be_is_an_error(
     assert not list(tmp_path.glob("*.jsonl"))
 
 
+@pytest.mark.slow
 def test_a_batch_with_a_failure_and_an_expiry_completes_without_asking_twice(
     runner: CliRunner, data: Path, tmp_path: Path
 ) -> None:
@@ -343,3 +345,84 @@ def test_an_answer_from_another_server_is_not_asked_again(
         assert result.exit_code == 0, result.output
         assert "0 asked, 5 from the cache" in result.stderr
         assert isinstance(server, JudgeServer) and server.bodies == []
+
+
+# --- --submit, against a local fake of the Files and Batches endpoints -------------------
+
+
+def submit(runner: CliRunner, data: Path, url: str, *args: str):  # type: ignore[no-untyped-def]
+    return dices(runner, data, "--submit", "--batch-poll", "0", *args, url=url)
+
+
+def data_files(data: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in (data / "judge").rglob("*") if p.is_file())
+
+
+def test_submit_a_batch_that_expires_half_done_then_the_rest(
+    runner: CliRunner, data: Path, tmp_path: Path
+) -> None:
+    predictions = tmp_path / "p.csv"
+    with batch_server(KEY) as server:
+        server.expire_after, server.fail = 20, frozenset({2})
+        result = submit(runner, data, server.base_url, "--limit", "40", "-o", str(predictions))
+        assert result.exit_code == 1
+        assert "batch batch_0: expired" in result.stderr
+        assert "19 answers and 21 failed requests cached" in result.stderr
+        assert "Error: 21 of 40 calls have no answer in the cache" in result.stderr
+        assert not (data / "judge" / "batches").exists() or not any(
+            (data / "judge" / "batches").iterdir()
+        )
+        server.expire_after, server.fail = None, frozenset()
+        result = submit(runner, data, server.base_url, "--limit", "40", "-o", str(predictions))
+        assert result.exit_code == 0, result.output
+        assert "batch batch_1: completed" in result.stderr
+        assert "21 answers and 0 failed requests cached" in result.stderr
+        assert "0 asked, 40 from the cache" in result.stderr
+        assert len(rows(predictions)) == 40
+        ids = server.seen.custom_ids
+        assert len(ids) == 41 and len(set(ids)) == 40  # only the failed one asked again
+        assert [r for r in server.requests if r.startswith("POST")] == [
+            "POST /v1/files", "POST /v1/batches", "POST /v1/files", "POST /v1/batches"
+        ]  # fmt: skip
+    assert KEY not in data_files(data).decode()
+
+
+def test_a_run_stopped_while_its_batch_runs_is_picked_up_by_the_next(
+    runner: CliRunner, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dices_cli.judge import submit as submitting
+
+    def interrupt(_seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    with batch_server(KEY) as server:
+        server.polls_before_end = 5
+        monkeypatch.setattr(submitting.time, "sleep", interrupt)
+        result = submit(runner, data, server.base_url, "--limit", "6")
+        assert result.exit_code == 130
+        assert "interrupted: the 1 batches go on at the endpoint" in result.stderr
+        assert "run the same command again" in result.stderr
+        (state,) = (data / "judge" / "batches").glob("*.json")
+        assert json.loads(state.read_text())["batches"] == ["batch_0"]
+        monkeypatch.undo()
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        result = submit(runner, data, server.base_url, "--limit", "6")
+        assert result.exit_code == 0, result.output
+        assert "picking up 1 batches an earlier run submitted" in result.stderr
+        assert "6 answers and 0 failed requests cached" in result.stderr
+        assert [r for r in server.requests if r.startswith("POST")] == [
+            "POST /v1/files",
+            "POST /v1/batches",
+        ]
+        assert not state.exists()
+        assert len(server.seen.custom_ids) == 6
+
+
+def test_a_refusing_batch_endpoint_is_an_error_with_its_message(
+    runner: CliRunner, data: Path
+) -> None:
+    with batch_server("another-key") as server:
+        result = submit(runner, data, server.base_url, "--limit", "2")
+    assert result.exit_code == 1
+    assert "POST /v1/files refused: HTTP 401: bad key" in result.stderr
+    assert KEY not in result.stderr

@@ -58,6 +58,9 @@ class Limits:
     bytes: int = MAX_BYTES
 
 
+OPENAI_LIMITS = Limits()
+
+
 @dataclass(frozen=True)
 class BatchFile:
     path: Path
@@ -105,7 +108,8 @@ class ReadBack:
             self.problems.append(problem)
 
 
-def _calls(store: Store, settings: Settings) -> list[Call]:
+def planned_calls(store: Store, settings: Settings) -> list[Call]:
+    """The run's calls; a baseline has none to batch."""
     if settings.baseline is not None:
         raise UsageError(Option("model"), f" {settings.model} needs no server, and no batch")
     return plan(settings, load_items(store, settings), persona_groups(store, settings))
@@ -135,7 +139,7 @@ def write_batch(
     store: Store,
     settings: Settings,
     path: Path,
-    limits: Limits = Limits(),
+    limits: Limits = OPENAI_LIMITS,
     force: bool = False,
     inputs: tuple[Path, ...] = (),
 ) -> Written:
@@ -143,7 +147,7 @@ def write_batch(
     within `limits`. Each file appears whole or not at all (`dices_cli.output.open_output`)."""
     from dices_cli.output import open_output
 
-    calls = _calls(store, settings)
+    calls = planned_calls(store, settings)
     cached = {} if settings.refresh else completed(store.root)
     todo = [call for call in calls if call.key not in cached]
     # The split first (sizes only: no file holds every line in memory), then the files.
@@ -183,7 +187,7 @@ def read_results(
 ) -> ReadBack:
     """Read batch output files into the cache: each answer and each failed request of a
     call of this run that the cache does not answer yet."""
-    calls = {call.key: call for call in _calls(store, settings)}
+    calls = {call.key: call for call in planned_calls(store, settings)}
     cached = completed(store.root)
     read = ReadBack()
     seen: set[str] = set()

@@ -16,6 +16,7 @@ from dices_cli.cli.commands.options import DataDir, Force, OutputFile, OutputFor
 from dices_cli.cli.render import say
 
 if TYPE_CHECKING:
+    from dices_cli.judge.batch import ReadBack
     from dices_cli.judge.plan import Settings
     from dices_cli.judge.run import Outcome, Progress
     from dices_cli.store.datasets import Store
@@ -228,6 +229,25 @@ def judge(
         int,
         typer.Option("--batch-max-bytes", min=1024, help="Bytes per batch file at most."),
     ] = 200_000_000,
+    submit: Annotated[
+        bool,
+        typer.Option(
+            "--submit",
+            help="Send the batch to the endpoint's Files and Batches API, wait for it, and "
+            "read its results; the same command picks up a batch a stopped run sent.",
+        ),
+    ] = False,
+    batch_poll: Annotated[
+        float,
+        typer.Option(
+            "--batch-poll",
+            min=0.0,
+            max=3600,
+            metavar="SECONDS",
+            help="With --submit: seconds between two looks at a batch.",
+            callback=finite,
+        ),
+    ] = 60.0,
     then_evaluate: Annotated[
         bool, typer.Option("--evaluate", help="Run dices evaluate on the predictions written.")
     ] = False,
@@ -244,6 +264,11 @@ def judge(
     from dices_cli.store.datasets import Store, resolve_data_dir
 
     check_batch_options(batch, batch_results, dry_run, output, then_evaluate, refresh)
+    if submit and (batch is not None or batch_results or dry_run or refresh):
+        raise UsageError(
+            "--submit writes, sends and reads the batch itself: it takes no --batch, "
+            "--batch-results, --dry-run or --refresh"
+        )
     if then_evaluate and output is None:
         raise UsageError("--evaluate reads the predictions file: give -o FILE")
     if then_evaluate and persona is not None:
@@ -287,8 +312,11 @@ def judge(
         check_manifest(output, force, inputs)
     if batch_results:
         read_batch_results(store, settings, batch_results, api_key)
+    if submit:
+        submit_batch(store, settings, api_key, (batch_max_requests, batch_max_bytes), batch_poll)
     with progress_shown() as progress:
-        outcome = run_judge(store, settings, api_key, progress, ask_missing=not batch_results)
+        asks = not (batch_results or submit)
+        outcome = run_judge(store, settings, api_key, progress, ask_missing=asks)
     report_counts(outcome)
     show(outcome.table, out, title="judge")
     if output is not None:
@@ -353,14 +381,31 @@ def write_batch_files(
     )
 
 
+def submit_batch(
+    store: Store, settings: Settings, api_key: str | None, limits: tuple[int, int], poll: float
+) -> None:
+    """Send the batch (or pick up a stopped run's), wait for it, and read its results."""
+    from dices_cli.judge.batch import Limits
+    from dices_cli.judge.submit import submit
+
+    submitted = submit(store, settings, api_key, Limits(*limits), poll, say)
+    for batch in submitted.batches:
+        say(f"batch {batch['id']}: {batch['status']}")
+    show_read_back(submitted.read)
+
+
 def read_batch_results(
     store: Store, settings: Settings, paths: list[Path], api_key: str | None
 ) -> None:
     """Read a batch's results into the cache, saying what they held."""
     from dices_cli.judge.batch import read_results
+
+    show_read_back(read_results(store, settings, paths, api_key))
+
+
+def show_read_back(read: ReadBack) -> None:
     from dices_cli.terminal_text import printable
 
-    read = read_results(store, settings, paths, api_key)
     say(
         f"batch results: {read.answered} answers and {read.failed} failed requests cached, "
         f"{read.already_cached} already cached, {read.problem_count} lines not results "
