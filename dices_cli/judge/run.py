@@ -41,6 +41,8 @@ PRETOKEN = re.compile(
 # The chat format's own tokens: each message's role and separators, and the reply's
 # opening (OpenAI's published count for its chat models).
 TOKENS_PER_MESSAGE, TOKENS_PER_REPLY = 3, 3
+# A batch costs this share of the online price (OpenAI's and Anthropic's batch APIs).
+BATCH_SHARE = 0.5
 
 
 @dataclass
@@ -62,10 +64,27 @@ class DryRun:
     to_ask: int
     prompt_tokens: int  # estimated: `prompt_tokens`
     completion_tokens: int  # at most: max tokens x requests
+    cost: dict[str, Any] | None = None  # `cost`, at these tokens
 
     @property
     def estimated_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+def cost(
+    prices: tuple[float, float] | None, prompt_tokens: int, completion_tokens: int
+) -> dict[str, Any] | None:
+    """The dollars of these tokens at (input, output) dollars per million, online and as a
+    batch (BATCH_SHARE of it); None without prices."""
+    if prices is None:
+        return None
+    online = (prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1e6
+    return {
+        "price_in": prices[0],
+        "price_out": prices[1],
+        "online": round(online, 6),
+        "batch": round(online * BATCH_SHARE, 6),
+    }
 
 
 @dataclass(frozen=True)
@@ -97,7 +116,8 @@ def dry_run(store: Store, settings: Settings) -> DryRun:
     todo = [call for call in calls if call.key not in cached]
     prompts = sum(prompt_tokens(request_body(settings, call)["messages"]) for call in todo)
     answers = settings.max_tokens * len(todo)
-    return DryRun(len(calls), len(calls) - len(todo), len(todo), prompts, answers)
+    spent = cost(settings.prices, prompts, answers)
+    return DryRun(len(calls), len(calls) - len(todo), len(todo), prompts, answers, spent)
 
 
 def judge(
@@ -113,10 +133,12 @@ def judge(
     started = time.time()
     items = load_items(store, settings)
     calls = plan(settings, items, persona_groups(store, settings))
+    tokens: dict[str, Any] | None = None
     if settings.baseline is not None:
         table, counts = baseline_predictions(settings, calls)
     else:
         answers, state = _ask(store, settings, calls, api_key, progress, ask_missing)
+        tokens = reported_tokens(settings, calls, answers)
         table, counts = predictions(settings, calls, answers)
         counts |= {
             "requests": state.done - state.cached,
@@ -124,7 +146,39 @@ def judge(
             "failed_attempts": state.failures,
         }
     counts = {"items": len(items), "calls": len(calls), **counts}
-    return Outcome(table, counts, _manifest(store, settings, counts, started))
+    manifest = _manifest(store, settings, counts, started)
+    if tokens is not None:
+        manifest["tokens"] = tokens
+        manifest["cost"] = cost(settings.prices, tokens["prompt"], tokens["completion"])
+    return Outcome(table, counts, manifest)
+
+
+def reported_tokens(
+    settings: Settings, calls: list[Call], answers: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The tokens the server reported for the run's answers, and, for the answers it
+    reported prompt tokens for, the offline estimate of those (`prompt_tokens`): each run
+    checks the estimate."""
+    prompt = completion = estimated = reported = 0
+    for call in calls:
+        record = answers.get(call.key)
+        if record is None:
+            continue
+        completion += _count(record.get("completion_tokens"))
+        if _count(record.get("prompt_tokens")):
+            reported += 1
+            prompt += _count(record.get("prompt_tokens"))
+            estimated += prompt_tokens(request_body(settings, call)["messages"])
+    return {
+        "prompt": prompt,
+        "completion": completion,
+        "answers_with_prompt_tokens": reported,
+        "estimated_prompt": estimated,
+    }
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _ask(

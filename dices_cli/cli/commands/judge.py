@@ -248,6 +248,26 @@ def judge(
             callback=finite,
         ),
     ] = 60.0,
+    price_in: Annotated[
+        float | None,
+        typer.Option(
+            "--price-in",
+            min=0.0,
+            metavar="DOLLARS",
+            help="Dollars per million input tokens, online (default: the prompt's [price]).",
+            callback=finite,
+        ),
+    ] = None,
+    price_out: Annotated[
+        float | None,
+        typer.Option(
+            "--price-out",
+            min=0.0,
+            metavar="DOLLARS",
+            help="Dollars per million output tokens, online (default: the prompt's [price]).",
+            callback=finite,
+        ),
+    ] = None,
     then_evaluate: Annotated[
         bool, typer.Option("--evaluate", help="Run dices evaluate on the predictions written.")
     ] = False,
@@ -295,7 +315,11 @@ def judge(
         items=read_item_ids(items) if items is not None else None,
         refresh=refresh,
         logprobs=not no_logprobs,
+        price_in=price_in,
+        price_out=price_out,
     )
+    if (price_in is None) != (price_out is None) and settings.prompt.price is None:
+        raise UsageError("give both --price-in and --price-out (or a [price] in the prompt)")
     baseline = settings.baseline  # a usage error for an unknown baseline, before the work
     api_key = None if baseline is not None or dry_run else read_api_key(api_key_env)
     root = resolve_data_dir(data)
@@ -475,6 +499,12 @@ def show_dry_run(store: Store, settings: Settings) -> None:
         f"{planned.to_ask} requests): {planned.completion_tokens}"
     )
     print(f"estimated tokens (prompt + answer): {planned.estimated_tokens}")
+    if planned.cost is not None:
+        print(
+            f"cost at ${planned.cost['price_in']:g} in / ${planned.cost['price_out']:g} out per "
+            f"million tokens (at most: every answer --max-tokens long): online "
+            f"${planned.cost['online']:,.4f}, batch ${planned.cost['batch']:,.4f}"
+        )
 
 
 @contextlib.contextmanager
