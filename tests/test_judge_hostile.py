@@ -31,7 +31,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_bounded_input import LAUNCHER, MEMORY_CAP, assert_clean, run_capped
+from test_bounded_input import CPU_CAP, LAUNCHER, MEMORY_CAP, assert_clean, run_capped
+from test_bounded_input import DICES as DICES_ENTRY
 from typer.testing import CliRunner
 
 from dices_cli.cli.demo import sample_paths
@@ -474,7 +475,7 @@ def run_bounded(args: list[str], seconds: float = 60) -> tuple[int, str, int]:
     """`dices ARGS` in a fresh process under the memory cap, stopped after `seconds` (a
     read that would hang): (exit code, stderr, peak RSS)."""
     process = subprocess.Popen(
-        [sys.executable, "-c", LAUNCHER, str(MEMORY_CAP), *args],
+        [sys.executable, "-c", LAUNCHER, str(MEMORY_CAP), str(CPU_CAP), DICES_ENTRY, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,

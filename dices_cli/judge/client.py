@@ -68,7 +68,7 @@ class Reply:
     """What one completed call gave: the answer's text (None: no choice), and its audit."""
 
     status: int
-    latency_ms: float
+    latency_ms: float | None  # None: not measured (a batch's answer)
     answer: str | None
     finish_reason: str | None
     prompt_tokens: int | None
@@ -181,6 +181,12 @@ def parse_reply(status: int, latency_ms: float, body: bytes) -> Reply:
         parsed = loads_json(body, MAX_BODY_BYTES, MAX_BODY_DEPTH)
     except UntrustedError as error:
         raise ValueError(str(error)) from None
+    return reply_of(status, latency_ms, parsed)
+
+
+def reply_of(status: int, latency_ms: float | None, parsed: Any) -> Reply:
+    """A Chat Completions answer, already read as JSON, as a `Reply`; ValueError when it is
+    not one (a batch's result line holds it as its `response.body`)."""
     if not isinstance(parsed, dict) or not isinstance(parsed.get("choices"), list):
         raise ValueError("the answer has no choices list")
     usage: dict[str, Any] = parsed["usage"] if isinstance(parsed.get("usage"), dict) else {}

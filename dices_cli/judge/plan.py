@@ -43,6 +43,19 @@ class Settings:
     items: tuple[str, ...] | None = None
     refresh: bool = False
     logprobs: bool = True
+    price_in: float | None = None  # dollars per million tokens, online
+    price_out: float | None = None
+
+    @property
+    def prices(self) -> tuple[float, float] | None:
+        """(input, output) dollars per million tokens online: the options' over the
+        prompt's [price]; None when neither is known."""
+        given = self.prompt.price or (None, None)
+        price_in = self.price_in if self.price_in is not None else given[0]
+        price_out = self.price_out if self.price_out is not None else given[1]
+        if price_in is None or price_out is None:
+            return None
+        return price_in, price_out
 
     @property
     def label(self) -> str:

@@ -30,7 +30,8 @@ from dices_cli.read.untrusted import UntrustedError, loads_toml, read_regular_fi
 
 VERDICTS = (UNSAFE, SAFE, UNSURE)
 DEFAULT_PROMPT = "dices-safety"
-KEYS = {"name", "version", "about", "system", "user", "answers"}
+KEYS = {"name", "version", "about", "system", "user", "answers", "price"}
+MAX_PRICE = 1e6  # dollars per million tokens: far above any model's
 MAX_PROMPT_BYTES = 256 << 10  # a prompt is a few KB
 # The placeholders filled in, in one pass: text put in (the data) is never filled in again.
 _PLACEHOLDER = re.compile(r"\{(context|response|persona)\}")
@@ -50,6 +51,9 @@ class Prompt:
     user: str
     answers: dict[str, str]  # as written in the file -> unsafe, safe or unsure
     source: str  # where it was read from, for messages
+    # [price] input and output, in dollars per million tokens (online): the cost of a run,
+    # not a part of the question (not in `content_hash`)
+    price: tuple[float, float] | None = None
 
     @property
     def content_hash(self) -> str:
@@ -179,6 +183,7 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
     if not {UNSAFE, SAFE} <= set(answers.values()):
         raise PromptError(f"the prompt {source}: [answers] must name both unsafe and safe answers")
     return Prompt(
+        price=_price(table.get("price"), source),
         name=table["name"],
         version=str(table["version"]),
         about=table.get("about", ""),
@@ -187,3 +192,22 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
         answers=dict(answers),
         source=source,
     )
+
+
+def _price(table: object, source: str) -> tuple[float, float] | None:
+    """A prompt's [price] (input and output, dollars per million tokens), checked."""
+    from dices_cli.read.untrusted import finite_number
+
+    if table is None:
+        return None
+    if not isinstance(table, dict) or set(table) != {"input", "output"}:
+        raise PromptError(
+            f"the prompt {source}: [price] holds input = and output = (dollars per million "
+            "tokens), nothing else"
+        )
+    prices = [finite_number(table[key], 0.0, MAX_PRICE) for key in ("input", "output")]
+    if prices[0] is None or prices[1] is None:
+        raise PromptError(
+            f"the prompt {source}: [price] input and output are numbers from 0 to {MAX_PRICE:g}"
+        )
+    return prices[0], prices[1]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli import __version__
-from dices_cli.errors import DicesError
+from dices_cli.errors import DicesError, Option
 from dices_cli.judge.plan import Call, Settings, load_items, persona_groups, plan, request_body
 from dices_cli.judge.predictions import baseline_predictions, predictions
 from dices_cli.store.judge_cache import Segment, completed
@@ -41,6 +41,8 @@ PRETOKEN = re.compile(
 # The chat format's own tokens: each message's role and separators, and the reply's
 # opening (OpenAI's published count for its chat models).
 TOKENS_PER_MESSAGE, TOKENS_PER_REPLY = 3, 3
+# A batch costs this share of the online price (OpenAI's and Anthropic's batch APIs).
+BATCH_SHARE = 0.5
 
 
 @dataclass
@@ -62,10 +64,27 @@ class DryRun:
     to_ask: int
     prompt_tokens: int  # estimated: `prompt_tokens`
     completion_tokens: int  # at most: max tokens x requests
+    cost: dict[str, Any] | None = None  # `cost`, at these tokens
 
     @property
     def estimated_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+def cost(
+    prices: tuple[float, float] | None, prompt_tokens: int, completion_tokens: int
+) -> dict[str, Any] | None:
+    """The dollars of these tokens at (input, output) dollars per million, online and as a
+    batch (BATCH_SHARE of it); None without prices."""
+    if prices is None:
+        return None
+    online = (prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1e6
+    return {
+        "price_in": prices[0],
+        "price_out": prices[1],
+        "online": round(online, 6),
+        "batch": round(online * BATCH_SHARE, 6),
+    }
 
 
 @dataclass(frozen=True)
@@ -97,7 +116,8 @@ def dry_run(store: Store, settings: Settings) -> DryRun:
     todo = [call for call in calls if call.key not in cached]
     prompts = sum(prompt_tokens(request_body(settings, call)["messages"]) for call in todo)
     answers = settings.max_tokens * len(todo)
-    return DryRun(len(calls), len(calls) - len(todo), len(todo), prompts, answers)
+    spent = cost(settings.prices, prompts, answers)
+    return DryRun(len(calls), len(calls) - len(todo), len(todo), prompts, answers, spent)
 
 
 def judge(
@@ -105,15 +125,20 @@ def judge(
     settings: Settings,
     api_key: str | None,
     progress: Callable[[Progress], None] | None = None,
+    ask_missing: bool = True,
 ) -> Outcome:
-    """Run the judge: ask every call the cache does not answer, then the predictions."""
+    """Run the judge: ask every call the cache does not answer, then the predictions.
+    Without `ask_missing` (the answers came from a batch) a call the cache does not answer
+    is an `UnansweredError`, and nothing is asked."""
     started = time.time()
     items = load_items(store, settings)
     calls = plan(settings, items, persona_groups(store, settings))
+    tokens: dict[str, Any] | None = None
     if settings.baseline is not None:
         table, counts = baseline_predictions(settings, calls)
     else:
-        answers, state = _ask(store, settings, calls, api_key, progress)
+        answers, state = _ask(store, settings, calls, api_key, progress, ask_missing)
+        tokens = reported_tokens(settings, calls, answers)
         table, counts = predictions(settings, calls, answers)
         counts |= {
             "requests": state.done - state.cached,
@@ -121,7 +146,39 @@ def judge(
             "failed_attempts": state.failures,
         }
     counts = {"items": len(items), "calls": len(calls), **counts}
-    return Outcome(table, counts, _manifest(store, settings, counts, started))
+    manifest = _manifest(store, settings, counts, started)
+    if tokens is not None:
+        manifest["tokens"] = tokens
+        manifest["cost"] = cost(settings.prices, tokens["prompt"], tokens["completion"])
+    return Outcome(table, counts, manifest)
+
+
+def reported_tokens(
+    settings: Settings, calls: list[Call], answers: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The tokens the server reported for the run's answers, and, for the answers it
+    reported prompt tokens for, the offline estimate of those (`prompt_tokens`): each run
+    checks the estimate."""
+    prompt = completion = estimated = reported = 0
+    for call in calls:
+        record = answers.get(call.key)
+        if record is None:
+            continue
+        completion += _count(record.get("completion_tokens"))
+        if _count(record.get("prompt_tokens")):
+            reported += 1
+            prompt += _count(record.get("prompt_tokens"))
+            estimated += prompt_tokens(request_body(settings, call)["messages"])
+    return {
+        "prompt": prompt,
+        "completion": completion,
+        "answers_with_prompt_tokens": reported,
+        "estimated_prompt": estimated,
+    }
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _ask(
@@ -130,6 +187,7 @@ def _ask(
     calls: list[Call],
     api_key: str | None,
     progress: Callable[[Progress], None] | None,
+    ask_missing: bool = True,
 ) -> tuple[dict[str, dict[str, Any]], Progress]:
     """Each call's completed record: from the cache, or asked now (and cached as it comes)."""
     from dices_cli.judge.client import Endpoint, run_calls
@@ -142,30 +200,12 @@ def _ask(
         progress(state)
     if not todo:
         return answers, state
+    if not ask_missing:
+        raise UnansweredError(len(todo), len(calls))
     segment = Segment(store.root)
 
-    def record(call: Call, **audit: Any) -> dict[str, Any]:
-        return {"key": call.key, "asked_at": time.time(), **call.fields, **audit}
-
     def on_reply(call: Call, reply: Reply) -> None:
-        answer = blanked(reply.answer, api_key)
-        entry = record(
-            call,
-            ok=True,
-            status=reply.status,
-            latency_ms=round(reply.latency_ms, 3),
-            answer=answer,
-            verdict=settings.prompt.read_answer(answer),
-            finish_reason=blanked(reply.finish_reason, api_key),
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-            first_token=(
-                None
-                if reply.first_token is None
-                else [(blanked(t, api_key), p) for t, p in reply.first_token]
-            ),
-            error=blanked(reply.problem, api_key),
-        )
+        entry = answered_record(settings, call, reply, api_key)
         segment.append(entry)
         answers[call.key] = entry
         state.done += 1
@@ -175,13 +215,7 @@ def _ask(
 
     def on_failure(call: Call, attempt: Attempt) -> None:
         segment.append(
-            record(
-                call,
-                ok=False,
-                status=attempt.status or None,
-                latency_ms=round(attempt.latency_ms, 3),
-                error=blanked(attempt.error, api_key),
-            )
+            failed_record(call, attempt.status or None, attempt.latency_ms, attempt.error, api_key)
         )
         state.failures += 1
         if progress:
@@ -214,6 +248,61 @@ def _ask(
     finally:
         segment.close()
     return answers, state
+
+
+def _record(call: Call, **audit: Any) -> dict[str, Any]:
+    return {"key": call.key, "asked_at": time.time(), **call.fields, **audit}
+
+
+def answered_record(
+    settings: Settings, call: Call, reply: Reply, api_key: str | None
+) -> dict[str, Any]:
+    """The cache record of a call's answer (`ok` true), the key blanked from its text."""
+    answer = blanked(reply.answer, api_key)
+    return _record(
+        call,
+        ok=True,
+        status=reply.status,
+        latency_ms=None if reply.latency_ms is None else round(reply.latency_ms, 3),
+        answer=answer,
+        verdict=settings.prompt.read_answer(answer),
+        finish_reason=blanked(reply.finish_reason, api_key),
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        first_token=(
+            None
+            if reply.first_token is None
+            else [(blanked(t, api_key), p) for t, p in reply.first_token]
+        ),
+        error=blanked(reply.problem, api_key),
+    )
+
+
+def failed_record(
+    call: Call, status: int | None, latency_ms: float | None, error: str, api_key: str | None
+) -> dict[str, Any]:
+    """The cache record of a failed attempt at a call (`ok` false): its status and why."""
+    return _record(
+        call,
+        ok=False,
+        status=status,
+        latency_ms=None if latency_ms is None else round(latency_ms, 3),
+        error=blanked(error, api_key),
+    )
+
+
+class UnansweredError(DicesError):
+    """A run from a batch's results whose cache lacks some calls' answers."""
+
+    def __init__(self, missing: int, calls: int) -> None:
+        super().__init__(
+            f"{missing} of {calls} calls have no answer in the cache (failed or expired in "
+            "the batch, or not in it): the same command with ",
+            Option("batch"),
+            " FILE writes a batch of those only; without ",
+            Option("batch_results"),
+            " they are asked online",
+        )
 
 
 class JudgeInterrupted(DicesError):

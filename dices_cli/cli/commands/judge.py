@@ -23,6 +23,7 @@ from dices_cli.cli.commands.options import (
 from dices_cli.cli.render import say
 
 if TYPE_CHECKING:
+    from dices_cli.judge.batch import ReadBack
     from dices_cli.judge.plan import Settings
     from dices_cli.judge.run import Outcome, Progress
     from dices_cli.store.datasets import Store
@@ -211,6 +212,74 @@ def judge(
             "--name", metavar="LABEL", help="The model column's value (default: --model)."
         ),
     ] = None,
+    batch: Annotated[
+        Path | None,
+        typer.Option(
+            "--batch",
+            metavar="FILE.jsonl",
+            dir_okay=False,
+            help="Write the requests the cache does not answer as an OpenAI Batch API input "
+            "file (vllm run-batch reads it too), and stop; split into FILE.001.jsonl, ... at "
+            "the limits below.",
+        ),
+    ] = None,
+    batch_results: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--batch-results",
+            metavar="FILE.jsonl",
+            dir_okay=False,
+            help="Read a batch's output (and error) files into the cache, then finish the "
+            "run from the cache; repeat for several files.",
+        ),
+    ] = None,
+    batch_max_requests: Annotated[
+        int,
+        typer.Option("--batch-max-requests", min=1, help="Requests per batch file at most."),
+    ] = 50_000,
+    batch_max_bytes: Annotated[
+        int,
+        typer.Option("--batch-max-bytes", min=1024, help="Bytes per batch file at most."),
+    ] = 200_000_000,
+    submit: Annotated[
+        bool,
+        typer.Option(
+            "--submit",
+            help="Send the batch to the endpoint's Files and Batches API, wait for it, and "
+            "read its results; the same command picks up a batch a stopped run sent.",
+        ),
+    ] = False,
+    batch_poll: Annotated[
+        float,
+        typer.Option(
+            "--batch-poll",
+            min=0.0,
+            max=3600,
+            metavar="SECONDS",
+            help="With --submit: seconds between two looks at a batch.",
+            callback=finite,
+        ),
+    ] = 60.0,
+    price_in: Annotated[
+        float | None,
+        typer.Option(
+            "--price-in",
+            min=0.0,
+            metavar="DOLLARS",
+            help="Dollars per million input tokens, online (default: the prompt's [price]).",
+            callback=finite,
+        ),
+    ] = None,
+    price_out: Annotated[
+        float | None,
+        typer.Option(
+            "--price-out",
+            min=0.0,
+            metavar="DOLLARS",
+            help="Dollars per million output tokens, online (default: the prompt's [price]).",
+            callback=finite,
+        ),
+    ] = None,
     then_evaluate: Annotated[
         bool, typer.Option("--evaluate", help="Run dices evaluate on the predictions written.")
     ] = False,
@@ -226,6 +295,12 @@ def judge(
     from dices_cli.output import Output
     from dices_cli.store.datasets import Store, resolve_data_dir
 
+    check_batch_options(batch, batch_results, dry_run, output, then_evaluate, refresh)
+    if submit and (batch is not None or batch_results or dry_run or refresh):
+        raise UsageError(
+            "--submit writes, sends and reads the batch itself: it takes no --batch, "
+            "--batch-results, --dry-run or --refresh"
+        )
     if then_evaluate and output is None:
         raise UsageError("--evaluate reads the predictions file: give -o FILE")
     if then_evaluate and persona is not None:
@@ -252,7 +327,11 @@ def judge(
         items=read_item_ids(items) if items is not None else None,
         refresh=refresh,
         logprobs=not no_logprobs,
+        price_in=price_in,
+        price_out=price_out,
     )
+    if (price_in is None) != (price_out is None) and settings.prompt.price is None:
+        raise UsageError("give both --price-in and --price-out (or a [price] in the prompt)")
     baseline = settings.baseline  # a usage error for an unknown baseline, before the work
     api_key = None if baseline is not None or dry_run else read_api_key(api_key_env)
     root = resolve_data_dir(data)
@@ -261,11 +340,19 @@ def judge(
         show_dry_run(store, settings)
         return
     inputs = [root, *([items] if items is not None else [])]
+    if batch is not None:
+        write_batch_files(store, settings, batch, (batch_max_requests, batch_max_bytes), force)
+        return
     out = Output.build(fmt, output, force, inputs)  # a usage error before the work
     if output is not None:
         check_manifest(output, force, inputs)
+    if batch_results:
+        read_batch_results(store, settings, batch_results, api_key)
+    if submit:
+        submit_batch(store, settings, api_key, (batch_max_requests, batch_max_bytes), batch_poll)
     with progress_shown() as progress:
-        outcome = run_judge(store, settings, api_key, progress)
+        asks = not (batch_results or submit)
+        outcome = run_judge(store, settings, api_key, progress, ask_missing=asks)
     report_counts(outcome)
     show(outcome.table, out, title="judge")
     if output is not None:
@@ -279,10 +366,92 @@ def run_judge(
     settings: Settings,
     api_key: str | None,
     progress: Callable[[Progress], None] | None,
+    ask_missing: bool = True,
 ) -> Outcome:
     from dices_cli.judge.run import judge as run
 
-    return run(store, settings, api_key, progress)
+    return run(store, settings, api_key, progress, ask_missing)
+
+
+def check_batch_options(
+    batch: Path | None,
+    batch_results: list[Path] | None,
+    dry_run: bool,
+    output: Path | None,
+    then_evaluate: bool,
+    refresh: bool,
+) -> None:
+    from dices_cli.errors import UsageError
+
+    if batch is not None:
+        if batch_results:
+            raise UsageError("--batch writes a batch, --batch-results reads one: give one")
+        if dry_run:
+            raise UsageError("--batch writes files: it is no dry run (drop --dry-run)")
+        if output is not None or then_evaluate:
+            raise UsageError(
+                "--batch stops once the batch is written: give -o (and --evaluate) with "
+                "--batch-results"
+            )
+    if batch_results and (dry_run or refresh):
+        raise UsageError(
+            f"--batch-results reads answers into the cache: it takes no "
+            f"{'--dry-run' if dry_run else '--refresh'}"
+        )
+
+
+def write_batch_files(
+    store: Store, settings: Settings, path: Path, limits: tuple[int, int], force: bool
+) -> None:
+    """Write the batch, each file's name on stdout, what was written on stderr."""
+    from dices_cli.judge.batch import Limits, write_batch
+
+    written = write_batch(store, settings, path, Limits(*limits), force, (store.root,))
+    for part in written.files:
+        print(part.path)
+    say(
+        f"batch: {written.requests} requests in {len(written.files)} files "
+        f"({written.cached} of {written.calls} calls answered by the cache); submit each "
+        "to a Batch API or vllm run-batch, then run the same command with --batch-results "
+        "OUTPUT.jsonl in place of --batch"
+    )
+
+
+def submit_batch(
+    store: Store, settings: Settings, api_key: str | None, limits: tuple[int, int], poll: float
+) -> None:
+    """Send the batch (or pick up a stopped run's), wait for it, and read its results."""
+    from dices_cli.judge.batch import Limits
+    from dices_cli.judge.submit import submit
+
+    submitted = submit(store, settings, api_key, Limits(*limits), poll, say)
+    for batch in submitted.batches:
+        say(f"batch {batch['id']}: {batch['status']}")
+    show_read_back(submitted.read)
+
+
+def read_batch_results(
+    store: Store, settings: Settings, paths: list[Path], api_key: str | None
+) -> None:
+    """Read a batch's results into the cache, saying what they held."""
+    from dices_cli.judge.batch import read_results
+
+    show_read_back(read_results(store, settings, paths, api_key))
+
+
+def show_read_back(read: ReadBack) -> None:
+    from dices_cli.terminal_text import printable
+
+    say(
+        f"batch results: {read.answered} answers and {read.failed} failed requests cached, "
+        f"{read.already_cached} already cached, {read.problem_count} lines not results "
+        "of this run"
+    )
+    for problem in read.problems[:10]:
+        which = f" ({printable(problem.custom_id)})" if problem.custom_id else ""
+        say(f"  {printable(str(problem.path))} line {problem.line}{which}: {problem.problem}")
+    if read.problem_count > 10:
+        say(f"  ... and {read.problem_count - 10} more")
 
 
 def read_api_key(variable: str | None) -> str | None:
@@ -342,6 +511,12 @@ def show_dry_run(store: Store, settings: Settings) -> None:
         f"{planned.to_ask} requests): {planned.completion_tokens}"
     )
     print(f"estimated tokens (prompt + answer): {planned.estimated_tokens}")
+    if planned.cost is not None:
+        print(
+            f"cost at ${planned.cost['price_in']:g} in / ${planned.cost['price_out']:g} out per "
+            f"million tokens (at most: every answer --max-tokens long): online "
+            f"${planned.cost['online']:,.4f}, batch ${planned.cost['batch']:,.4f}"
+        )
 
 
 @contextlib.contextmanager
