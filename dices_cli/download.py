@@ -32,6 +32,7 @@ import os
 import re
 import socket
 import stat
+import string
 import threading
 import time
 import urllib.error
@@ -40,8 +41,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from http.client import HTTPException, HTTPResponse
 from pathlib import Path
-from typing import Any, BinaryIO
-from urllib.parse import urlsplit
+from typing import IO, Any, BinaryIO
+from urllib.parse import quote, urljoin, urlsplit
 
 from dices_cli import __version__
 from dices_cli.errors import DicesError, LockedError, Option, UsageError, system_reason
@@ -63,6 +64,7 @@ DEFAULT_TIMEOUT = 30.0  # seconds without a byte from the server
 DEFAULT_DEADLINE = 3600.0  # seconds for one source to serve a whole file, tries included
 DEFAULT_RETRIES = 4
 RETRIED_STATUSES = (429, 500, 502, 503, 504)
+MAX_REDIRECTS = 10  # redirects followed for one request
 # What http.client refuses in an address, once it is too late to say which option gave it.
 _UNSENDABLE = re.compile("[\x00-\x20\x7f]")
 
@@ -225,10 +227,7 @@ def _fetch(wanted: WantedFile, directory: Path, settings: _Settings) -> Fetched:
     present = _present(wanted, target, settings.force)
     if present is not None:
         return present
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise DicesError(f"cannot create {target.parent}: {system_reason(error)}") from None
+    _make_directories(directory, target.parent)
     failed: list[SourceFailed] = []
     for url in wanted.urls:
         try:
@@ -246,6 +245,32 @@ def _fetch(wanted: WantedFile, directory: Path, settings: _Settings) -> Fetched:
     for number, failure in enumerate(failed):
         said += ["; " if number else "", *failure.message]
     raise NoSourceServed(*said, unreachable=all(failure.unreachable for failure in failed))
+
+
+def _make_directories(directory: Path, parent: Path) -> None:
+    """Create `parent`, a directory under `directory` (the one the user named, which may be
+    a link), each directory between them refused if it is a symbolic link or not a
+    directory: a link there would have the files land outside `directory`."""
+    at = directory
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in parent.relative_to(directory).parts:
+            at = at / name
+            with contextlib.suppress(FileExistsError):
+                at.mkdir()
+            found = os.lstat(at)
+            if stat.S_ISLNK(found.st_mode):
+                raise DicesError(
+                    f"{at} is a symbolic link, and dices writes only into directories of its "
+                    f"own under {directory}; move it away, then run this again"
+                )
+            if not stat.S_ISDIR(found.st_mode):
+                raise DicesError(
+                    f"{at} is {_kind(found) or 'a file'}, not a directory; move it away, then "
+                    "run this again"
+                )
+    except OSError as error:
+        raise DicesError(f"cannot create {at}: {system_reason(error)}") from None
 
 
 def _part_path(target: Path, url: str) -> Path:
@@ -500,9 +525,22 @@ class _Deadline:
         return max(0.0, self._ends - time.monotonic())
 
     def opener(self) -> urllib.request.OpenerDirector:
-        """urllib's opener (proxies from the environment included), with connections that
-        this deadline shuts down."""
-        return urllib.request.build_opener(_WatchedHTTP(self), _WatchedHTTPS(self))
+        """urllib's opener for HTTP(S) alone (proxies from the environment included), with
+        connections that this deadline shuts down and redirects followed to HTTP(S) alone
+        (`_Redirects`): no other scheme (ftp://, file://, data:) can be opened, so nothing
+        escapes the deadline."""
+        opener = urllib.request.OpenerDirector()
+        for handler in (
+            urllib.request.ProxyHandler(),
+            urllib.request.UnknownHandler(),
+            urllib.request.HTTPDefaultErrorHandler(),
+            _Redirects(),
+            urllib.request.HTTPErrorProcessor(),
+            _WatchedHTTP(self),
+            _WatchedHTTPS(self),
+        ):
+            opener.add_handler(handler)
+        return opener
 
     def connection(self, kind: type[http.client.HTTPConnection]) -> Callable[..., Any]:
         def connect(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
@@ -551,6 +589,49 @@ class _WatchedHTTPS(urllib.request.HTTPSHandler):
         return self.do_open(self.deadline.connection(http.client.HTTPSConnection), req)
 
 
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Redirects followed as urllib follows them, but only to http:// or https://, at most
+    `MAX_REDIRECTS` times, and without reading the redirect's body: urllib's handler reads
+    it whole, and a server can make it endless. A redirect refused is `_SourceFault`."""
+
+    def http_error_302(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+    ) -> Any | None:
+        location = headers.get("location") or headers.get("uri")
+        if location is None:
+            return None  # an error with its status, as any other answer that is not the file
+        # As urllib does: http.client decodes the header as ISO-8859-1; those bytes, and
+        # anything not sendable, percent-encoded.
+        address = urljoin(
+            req.full_url, quote(location, encoding="iso-8859-1", safe=string.punctuation)
+        )
+        parts = urlsplit(address)
+        followed: int = getattr(req, "dices_redirects", 0)
+        refused = None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            refused = (
+                f"redirected to {printable(location)}, which is not an http:// or https:// address"
+            )
+        elif followed == MAX_REDIRECTS:
+            refused = f"redirected more than {MAX_REDIRECTS} times"
+        if refused is not None:
+            fp.close()
+            raise _SourceFault(refused)
+        new = self.redirect_request(req, fp, code, msg, headers, address)
+        if new is None:
+            return None
+        new.dices_redirects = followed + 1  # type: ignore[attr-defined]
+        fp.close()  # unread: its body is never wanted
+        return self.parent.open(new, timeout=req.timeout)
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
+
 class _FromSource:
     """The tries of one source at one file, into its `.part`."""
 
@@ -572,22 +653,26 @@ class _FromSource:
                 self._transfer()
                 return
             except _Interrupted as fault:
+                last = fault
                 if self.deadline.passed:
-                    raise self._late() from None
+                    raise self._late(last) from None
                 if attempt == self.settings.retries:
                     raise
                 wait = min(BACKOFF_SECONDS * 2**attempt, self.deadline.remaining())
                 self.settings.retrying(self.wanted.title, SourceFailed(self.url, fault.did), wait)
             time.sleep(wait)
             if self.deadline.passed:
-                raise self._late()
+                raise self._late(last)
 
-    def _late(self) -> _Interrupted:
-        return _Interrupted(
-            f"did not serve the whole file within the {self.deadline.seconds:g} s that ",
-            Option("deadline"),
-            " allows",
-        )
+    def _late(self, last: _Interrupted) -> _Interrupted:
+        """The time is up. A source never reached is said to be that (the network is the
+        likelier cause than the deadline), the deadline in second place."""
+        allowed = (f"{self.deadline.seconds:g} s that ", Option("deadline"), " allows")
+        if last.unreachable:
+            return _Interrupted(
+                *last.did, " (tried again until the ", *allowed, " had passed)", unreachable=True
+            )
+        return _Interrupted("did not serve the whole file within the ", *allowed)
 
     def _transfer(self) -> None:
         """One request for the rest of the file; `_Interrupted` if it stops before the end."""
@@ -619,6 +704,14 @@ class _FromSource:
             raise _SourceFault(answer) from None
         except (OSError, HTTPException) as error:  # URLError is an OSError
             reason = error.reason if isinstance(error, urllib.error.URLError) else error
+            if isinstance(reason, socket.gaierror):
+                # A name that cannot be looked up is no network (or a wrong name): trying
+                # again does not cure it.
+                raise _SourceFault(
+                    "could not be reached: no network, or no such host (the name lookup "
+                    f"failed: {self._reason(reason)})",
+                    unreachable=True,
+                ) from None
             raise _Interrupted(
                 f"could not be reached: {self._reason(reason)}", unreachable=True
             ) from None

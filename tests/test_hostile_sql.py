@@ -17,6 +17,8 @@ a directory elsewhere; no output may show them (see test_sandbox_tempdir.py).
 
 from __future__ import annotations
 
+import io
+import json
 import shutil
 import subprocess
 import sys
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from drivers.datadir import subset
-from test_bounded_input import run_capped
+from test_bounded_input import FIXED_MEMORY, run_capped
 from test_sandbox_tempdir import DISABLED, LAYOUTS, assert_no_canary, planted_temp
 from typer.testing import CliRunner, Result
 
@@ -33,7 +35,8 @@ from dices_cli.cli.main import app
 from dices_cli.errors import UsageError
 from dices_cli.output import collect
 from dices_cli.queries.catalog import GROUP_COLUMNS
-from dices_cli.queries.sandbox import MEMORY_LIMIT, run_sql
+from dices_cli.queries.sandbox import MAX_TABLE_COLUMNS, MEMORY_LIMIT, run_sql
+from dices_cli.read.lines import header_fields
 from dices_cli.store.datasets import Store
 
 pytestmark = pytest.mark.slow  # a hostile corpus
@@ -542,3 +545,94 @@ def test_a_data_path_that_looks_like_sql_is_only_a_path(
     result = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM ratings", "--data", str(fresh)])
     assert result.exit_code == 0, result.output
     assert result.stdout == "n\n4920\n"
+
+
+# --- very wide tables of one's own (issue 36, cause 10) ------------------------------------
+
+WIDE = 10_000  # columns: past MAX_TABLE_COLUMNS, and took 10 s and 360 MB before the limit
+
+
+def _wide_csv(separator: str) -> bytes:
+    header = separator.join(f"c{i}" for i in range(WIDE))
+    return f"{header}\n{separator.join('1' * WIDE)}\n".encode()
+
+
+def _wide_parquet(path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({f"c{i}": [1] for i in range(WIDE)}), path)
+
+
+TOO_MANY = f"more than {MAX_TABLE_COLUMNS:,} columns"
+HEADER = f"its header names {TOO_MANY}, the most a table of yours may have"
+KEYS = f"{TOO_MANY} (keys, nested ones included), the most a table of yours may have"
+WIDE_FILES = {
+    "wide.csv": (_wide_csv(","), HEADER),
+    "wide.tsv": (_wide_csv("\t"), HEADER),
+    "keys.jsonl": (
+        json.dumps({f"k{i}": 1 for i in range(WIDE)}).encode() + b"\n",
+        f"line 1: the rows so far hold {KEYS}",
+    ),
+    "rows.jsonl": (
+        b"".join(b'{"k%d": 1}\n' % i for i in range(WIDE)),
+        f"line {MAX_TABLE_COLUMNS + 1}: the rows so far hold {KEYS}",
+    ),
+    "nested.jsonl": (
+        json.dumps({"a": [{f"k{i}": 1 for i in range(WIDE)}]}).encode() + b"\n",
+        f"line 1: the rows so far hold {KEYS}",
+    ),
+    "wide.parquet": (
+        b"",
+        f"it has {WIDE:,} columns, more than {MAX_TABLE_COLUMNS:,}, the most a table of yours "
+        "may have",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", WIDE_FILES)
+def test_a_table_too_wide_is_refused_before_it_is_read(
+    name: str, sample_data: Path, tmp_path: Path
+) -> None:
+    """A 439 KB CSV of 50,000 columns took 1.2 GB and 106 s; 500,000 ran 14 minutes and died:
+    the columns are counted first (a CSV's header, every key of a JSON Lines file, a Parquet
+    footer), under a bound, and too many are an error naming the limit."""
+    content, said = WIDE_FILES[name]
+    path = tmp_path / name
+    if name.endswith(".parquet"):
+        _wide_parquet(path)
+    else:
+        path.write_bytes(content)
+    args = ["sql", "SELECT count(*) AS n FROM t", "--table", f"t={path}"]
+    code, stderr, peak = run_capped([*args, "--data", str(sample_data)], cpu=120)
+    assert (code, stderr) == (1, f"Error: cannot read table t from {path}: {said}\n")
+    assert peak < FIXED_MEMORY, f"{peak >> 20} MiB"
+
+
+def test_a_table_at_the_column_limit_is_read(
+    runner: CliRunner, sample_data: Path, tmp_path: Path
+) -> None:
+    """MAX_TABLE_COLUMNS columns are read; a separator inside a quoted name is no column."""
+    names = ['"a,b,c"', *(f"c{i}" for i in range(1, MAX_TABLE_COLUMNS))]
+    path = tmp_path / "widest.csv"
+    path.write_text(",".join(names) + "\n" + ",".join("1" * MAX_TABLE_COLUMNS) + "\n")
+    statement = 'SELECT "a,b,c" + c4095 AS n FROM t'
+    args = ["sql", statement, "--table", f"t={path}", "--data", str(sample_data)]
+    result = runner.invoke(app, args)
+    assert (result.exit_code, result.stdout) == (0, "n\n2\n"), result.output
+
+
+@pytest.mark.parametrize(
+    ("header", "fields"),
+    [
+        (b"a,b,c\n1,2,3\n", 3),
+        (b'"a\nb",c\n', 2),
+        (b'"a"",""b",c', 2),
+        (b"\n", 1),
+        (b"", 1),
+        (b"a,b\r\nc,d,e\n", 2),
+    ],
+)
+def test_header_fields_counts_the_first_record(header: bytes, fields: int) -> None:
+    assert header_fields(io.BytesIO(header), b",", 10) == fields
+    assert header_fields(io.BytesIO(header), b",", 1) == min(fields, 2)

@@ -47,6 +47,10 @@ STOP_GRACE = 2.0  # seconds
 # makes, which only the time limit bounds). With no temporary directory nothing spills to
 # disk: a statement that needs more fails with DuckDB's Out of Memory error.
 MEMORY_LIMIT = "2GiB"
+# The most columns a table of the user's may have: the readers' memory grows with the
+# columns, not the bytes (a 439 KB CSV of 50,000 columns took 1.2 GB), so this is checked
+# before a file is given to them. DICES's widest view has under a hundred.
+MAX_TABLE_COLUMNS = 4096
 
 LOCKDOWN = (
     f"SET memory_limit = '{MEMORY_LIMIT}'",
@@ -182,7 +186,7 @@ def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Ta
                 raise DicesError(f"cannot read table {name} from {source.name}: {problem}")
         try:
             if kind == "parquet":
-                parquet_file(source, max_size)
+                parquet_file(source, max_size, _too_wide(name, source.name))
                 frame = pl.read_parquet(source.text_path)
             elif kind == "jsonl":
                 frame = pl.read_ndjson(source.text_path)
@@ -208,25 +212,70 @@ def _text_problem(source: Source, kind: str) -> str | None:
     # Imported here: dices sql reads no table of a user's but with --table (problems: 1.7 ms).
     from dices_cli.problems import ProblemType
     from dices_cli.read.json_lines import JsonLineError, json_lines, parsed, too_long_message
-    from dices_cli.read.lines import MAX_RECORD_BYTES, first_overlong
+    from dices_cli.read.lines import MAX_RECORD_BYTES, first_overlong, header_fields
 
-    with source.open_text() as text:
-        if kind != "jsonl":
+    if kind != "jsonl":
+        with source.open_text() as text:
             line = first_overlong(text, quoted=True)
-            if line is None:
-                return None
+        if line is not None:
             return (
                 f"line {line}: the record starting here is longer than "
                 f"{MAX_RECORD_BYTES >> 20} MiB [{ProblemType.RECORD_TOO_LONG}]"
             )
+        with source.open_text() as text:
+            fields = header_fields(text, b"\t" if kind == "tsv" else b",", MAX_TABLE_COLUMNS)
+        return _too_many_columns("its header names", "") if fields > MAX_TABLE_COLUMNS else None
+    keys: set[tuple[str, ...]] = set()  # every key, as its path from the row
+    with source.open_text() as text:
         for number, line_text in json_lines(text):
             if line_text is None:
                 return f"line {number}: {too_long_message('a row')} [{ProblemType.RECORD_TOO_LONG}]"
             try:
-                parsed(line_text)
+                value = parsed(line_text)
             except JsonLineError as error:
                 return f"line {number}: {error.message} [{error.type}]"
+            if not _add_keys(value, keys):
+                keyed = " (keys, nested ones included)"
+                return f"line {number}: {_too_many_columns('the rows so far hold', keyed)}"
     return None
+
+
+def _add_keys(value: object, keys: set[tuple[str, ...]]) -> bool:
+    """Add the path of each key in `value` (a JSON value) to `keys`, nested ones too (each a
+    column, or a field of one); False once there are more than MAX_TABLE_COLUMNS."""
+    stack: list[tuple[object, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                keys.add((*path, key))
+                if len(keys) > MAX_TABLE_COLUMNS:
+                    return False
+                stack.append((inner, (*path, key)))
+        elif isinstance(item, list):
+            stack.extend((inner, path) for inner in item)
+    return True
+
+
+def _too_many_columns(what: str, counted: str) -> str:
+    return (
+        f"{what} more than {MAX_TABLE_COLUMNS:,} columns{counted}, the most a table of "
+        "yours may have"
+    )
+
+
+def _too_wide(name: str, file: str) -> Callable[[int], DicesError | None]:
+    """The error for a Parquet file of `columns` columns when that is too many."""
+
+    def check(columns: int) -> DicesError | None:
+        if columns <= MAX_TABLE_COLUMNS:
+            return None
+        return DicesError(
+            f"cannot read table {name} from {file}: it has {columns:,} columns, more than "
+            f"{MAX_TABLE_COLUMNS:,}, the most a table of yours may have"
+        )
+
+    return check
 
 
 def add_tables(session: Session, tables: Mapping[str, pa.Table]) -> None:

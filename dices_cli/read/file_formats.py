@@ -14,6 +14,8 @@ from dices_cli.read.lines import BOM
 from dices_cli.read.source import STDIN, Source, format_size
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pyarrow.parquet as pq
 
 FORMATS = {
@@ -64,14 +66,21 @@ def file_format(given: str, source: Source) -> str:
     return "tsv" if b"\t" in text.split(b"\n", 1)[0] else "csv"
 
 
-def parquet_file(source: Source, max_size: int) -> pq.ParquetFile:
+def parquet_file(
+    source: Source, max_size: int, columns: Callable[[int], DicesError | None] | None = None
+) -> pq.ParquetFile:
     """The source opened as Parquet (a pyarrow ParquetFile), refused when it is not one or
-    when its data would take more than `max_size` bytes once decoded (`decoded_size`)."""
+    when its data would take more than `max_size` bytes once decoded (`decoded_size`).
+    `columns`, given the number of columns (leaves of nested ones included), returns the
+    error to raise when they are too many, before the data is looked at."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         parquet = pq.ParquetFile(source.text_path)
+        wide = columns(parquet.metadata.num_columns) if columns is not None else None
+        if wide is not None:
+            raise wide
         inflated = decoded_size(parquet, source.text_path, max_size)
     except (pa.ArrowException, OSError) as error:
         raise DicesError(f"{source.name} cannot be read as Parquet: {error}") from error
