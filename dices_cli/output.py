@@ -241,6 +241,32 @@ def choose_format(
     return Format.TABLE if stdout_is_terminal else Format.CSV
 
 
+# The data directory's layout, as the store writes it (`dices_cli.store.datasets`): its
+# versions under STORE, each dataset's MANIFEST. Here because no output goes inside one.
+STORE = ".store"
+MANIFEST = "manifest.json"
+
+
+def enclosing_data_dir(path: Path) -> Path | None:
+    """The data directory that `path` is in, or would be made in: one whose `.store`, or
+    whose dataset folder (DIR/350, a link into `.store`), holds it; None when there is none.
+    Written there, a file is deleted by the next `ingest --force`, or mixed into a dataset.
+    The path is looked at as given and with its links resolved."""
+    from dices_cli.families import all_members
+
+    members = set(all_members())
+    absolute = Path(os.path.abspath(path))
+    for candidate in dict.fromkeys([absolute, absolute.resolve()]):
+        for part in [candidate, *candidate.parents]:
+            if part.name == STORE:
+                return part.parent
+            if part.name in members and (
+                (part.parent / STORE).is_dir() or (part / MANIFEST).is_file()
+            ):
+                return part.parent
+    return None
+
+
 def check_output(
     path: Path, force: bool = False, inputs: Sequence[Path] = (), option: Option = OUTPUT
 ) -> None:
@@ -248,8 +274,6 @@ def check_output(
     directory (always), or an existing file or symbolic link (unless `force`). A directory
     among `inputs` is a data directory: nothing in it.
     """
-    from dices_cli.store.datasets import enclosing_data_dir
-
     target = path.resolve()
     for source in inputs:
         if source.is_dir():

@@ -51,16 +51,15 @@ from dices_cli.errors import (
 )
 from dices_cli.families import Family, all_members, family_of
 from dices_cli.families.schema import DATASETS, canonical_names
+from dices_cli.output import MANIFEST, STORE
 
 if TYPE_CHECKING:
     import polars as pl
 
 DATA_ENV = "DICES_DATA"
 DEFAULT_DIR = "dices-data"
-STORE = ".store"
 TEMP_PREFIX = ".tmp-"
 ADOPTING_PREFIX = ".adopting-"
-MANIFEST = "manifest.json"
 # Times a pinned open resolves the link again when the version it found was pruned before it
 # could hold it: each retry means two more complete ingests meanwhile.
 PIN_ATTEMPTS = 20
@@ -81,24 +80,6 @@ SOURCE_SHAPE = {"name": str, "sha256": str}  # one file a version was made from
 def files_shape(family: Family) -> dict[str, Any]:
     """The "files" record; manifests written before it was added cannot be verified."""
     return {f"{table}.parquet": {"size": int, "sha256": str} for table in family.tables}
-
-
-def enclosing_data_dir(path: Path) -> Path | None:
-    """The data directory that `path` is in, or would be made in: one whose `.store`, or
-    whose dataset folder (DIR/350, a link into `.store`), holds it; None when there is none.
-    Written there, a file is deleted by the next `ingest --force`, or mixed into a dataset.
-    The path is looked at as given and with its links resolved."""
-    members = set(all_members())
-    absolute = Path(os.path.abspath(path))
-    for candidate in dict.fromkeys([absolute, absolute.resolve()]):
-        for part in [candidate, *candidate.parents]:
-            if part.name == STORE:
-                return part.parent
-            if part.name in members and (
-                (part.parent / STORE).is_dir() or (part / MANIFEST).is_file()
-            ):
-                return part.parent
-    return None
 
 
 def resolve_data_dir(explicit: Path | None) -> Path:

@@ -181,7 +181,7 @@ def _check_write_dir(write: Path) -> None:
     """--write DIR is a data directory of its own: never inside another's `.store` or
     dataset folder (DIR/350), where the next `ingest --force` deleted it without a word."""
     from dices_cli.errors import UsageError
-    from dices_cli.store.datasets import enclosing_data_dir
+    from dices_cli.output import enclosing_data_dir
 
     enclosing = enclosing_data_dir(write)
     if enclosing is not None:

@@ -27,13 +27,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import http.client
 import os
 import re
 import socket
 import stat
-import string
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -41,10 +38,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from http.client import HTTPException, HTTPResponse
 from pathlib import Path
-from typing import IO, Any, BinaryIO
-from urllib.parse import quote, urljoin, urlsplit
+from typing import BinaryIO
+from urllib.parse import urlsplit
 
 from dices_cli import __version__
+from dices_cli.download.network import Deadline, Interrupted, Message, SourceFault
 from dices_cli.errors import DicesError, LockedError, Option, UsageError, system_reason
 from dices_cli.families import FAMILIES, listed, single_file_members
 from dices_cli.read.checksum import Digest, sha256_fd
@@ -54,7 +52,6 @@ from dices_cli.terminal_text import printable
 Progress = Callable[[str, float], None]  # (the file being fetched, fraction of it done)
 # (the file's title, what its source did, the seconds before the next try): said as it happens
 Retrying = Callable[[str, "SourceFailed", float], None]
-Message = tuple[str | Option, ...]  # a message in parts, as `DicesError` takes it
 
 BASE_VARIABLE = "DICES_DOWNLOAD_BASE"  # a mirror of every file, under the same paths
 
@@ -64,7 +61,6 @@ DEFAULT_TIMEOUT = 30.0  # seconds without a byte from the server
 DEFAULT_DEADLINE = 3600.0  # seconds for one source to serve a whole file, tries included
 DEFAULT_RETRIES = 4
 RETRIED_STATUSES = (429, 500, 502, 503, 504)
-MAX_REDIRECTS = 10  # redirects followed for one request
 # What http.client refuses in an address, once it is too late to say which option gave it.
 _UNSENDABLE = re.compile("[\x00-\x20\x7f]")
 
@@ -232,7 +228,7 @@ def _fetch(wanted: WantedFile, directory: Path, settings: _Settings) -> Fetched:
     for url in wanted.urls:
         try:
             digest = _fetch_from(url, wanted, target, settings)
-        except _SourceFault as fault:
+        except SourceFault as fault:
             failed.append(SourceFailed(url, fault.did, fault.unreachable))
             continue
         for other in wanted.urls:
@@ -337,35 +333,22 @@ def _mismatch(wanted: WantedFile, digest: Digest) -> str | None:
     return None
 
 
-class _SourceFault(Exception):
-    """This source cannot serve the file; `did` says what it did instead."""
-
-    def __init__(self, *did: str | Option, unreachable: bool = False) -> None:
-        super().__init__("".join(map(str, did)))
-        self.did: Message = did
-        self.unreachable = unreachable
-
-
-class _Interrupted(_SourceFault):
-    """The transfer stopped for a reason that trying again may cure."""
-
-
 def _fetch_from(url: str, wanted: WantedFile, target: Path, settings: _Settings) -> Digest:
     """The file from the source at `url`, verified and renamed to `target` (under the lock
-    of its `.part`, so that no other run takes the bytes meanwhile); `_SourceFault` when
+    of its `.part`, so that no other run takes the bytes meanwhile); `SourceFault` when
     this source does not serve it."""
     part = _PartFile(_part_path(target, url), fresh=settings.force)
-    with _Deadline(settings.deadline) as deadline, part:
+    with Deadline(settings.deadline) as deadline, part:
         try:
             _FromSource(url, wanted, part, deadline, settings).transfer_with_retries()
             digest = part.finish()
             mismatch = _mismatch(wanted, digest)
             if mismatch is not None:
-                raise _SourceFault(f"served different bytes ({mismatch}), which were not kept")
+                raise SourceFault(f"served different bytes ({mismatch}), which were not kept")
             os.replace(part.path, target)
-        except _Interrupted as failure:  # tries or time spent: perhaps resumable later
+        except Interrupted as failure:  # tries or time spent: perhaps resumable later
             did = (*failure.did, _left_behind(part))
-            raise _SourceFault(*did, unreachable=failure.unreachable) from None
+            raise SourceFault(*did, unreachable=failure.unreachable) from None
         except KeyboardInterrupt:
             _left_behind(part)
             raise
@@ -494,144 +477,6 @@ def _left_behind(part: _PartFile) -> str:
     return ""
 
 
-class _Deadline:
-    """The time one source has to serve a whole file, tries included. A socket timeout bounds
-    each wait, not their sum: a server sending a byte a second never trips it. When the
-    time is up, every connection opened for the source is shut down (through a duplicate of
-    its socket, which stays valid once TLS has wrapped the original), so that whatever read
-    waits on one returns at once."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.passed = False
-        self._lock = threading.Lock()
-        self._watched: list[socket.socket] = []
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-
-    def __enter__(self) -> _Deadline:
-        self._ends = time.monotonic() + self.seconds
-        self._timer.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._timer.cancel()
-        with self._lock:
-            for watched in self._watched:
-                watched.close()
-            self._watched.clear()
-
-    def remaining(self) -> float:
-        return max(0.0, self._ends - time.monotonic())
-
-    def opener(self) -> urllib.request.OpenerDirector:
-        """urllib's opener for HTTP(S) alone (proxies from the environment included), with
-        connections that this deadline shuts down and redirects followed to HTTP(S) alone
-        (`_Redirects`): no other scheme (ftp://, file://, data:) can be opened, so nothing
-        escapes the deadline."""
-        opener = urllib.request.OpenerDirector()
-        for handler in (
-            urllib.request.ProxyHandler(),
-            urllib.request.UnknownHandler(),
-            urllib.request.HTTPDefaultErrorHandler(),
-            _Redirects(),
-            urllib.request.HTTPErrorProcessor(),
-            _WatchedHTTP(self),
-            _WatchedHTTPS(self),
-        ):
-            opener.add_handler(handler)
-        return opener
-
-    def connection(self, kind: type[http.client.HTTPConnection]) -> Callable[..., Any]:
-        def connect(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
-            opened = kind(*args, **kwargs)
-            # http.client's own hook for making the socket (documented for tests to replace).
-            opened._create_connection = self._connect  # type: ignore[attr-defined]
-            return opened
-
-        return connect
-
-    def _connect(self, *args: Any, **kwargs: Any) -> socket.socket:
-        made = socket.create_connection(*args, **kwargs)
-        with self._lock:
-            self._watched.append(made.dup())
-            if self.passed:
-                _shut(self._watched[-1])
-        return made
-
-    def _expire(self) -> None:
-        with self._lock:
-            self.passed = True
-            for watched in self._watched:
-                _shut(watched)
-
-
-def _shut(connection: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # closed already
-        connection.shutdown(socket.SHUT_RDWR)
-
-
-class _WatchedHTTP(urllib.request.HTTPHandler):
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self.deadline = deadline
-
-    def http_open(self, req: urllib.request.Request) -> HTTPResponse:
-        return self.do_open(self.deadline.connection(http.client.HTTPConnection), req)
-
-
-class _WatchedHTTPS(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self.deadline = deadline
-
-    def https_open(self, req: urllib.request.Request) -> HTTPResponse:
-        return self.do_open(self.deadline.connection(http.client.HTTPSConnection), req)
-
-
-class _Redirects(urllib.request.HTTPRedirectHandler):
-    """Redirects followed as urllib follows them, but only to http:// or https://, at most
-    `MAX_REDIRECTS` times, and without reading the redirect's body: urllib's handler reads
-    it whole, and a server can make it endless. A redirect refused is `_SourceFault`."""
-
-    def http_error_302(
-        self,
-        req: urllib.request.Request,
-        fp: IO[bytes],
-        code: int,
-        msg: str,
-        headers: http.client.HTTPMessage,
-    ) -> Any | None:
-        location = headers.get("location") or headers.get("uri")
-        if location is None:
-            return None  # an error with its status, as any other answer that is not the file
-        # As urllib does: http.client decodes the header as ISO-8859-1; those bytes, and
-        # anything not sendable, percent-encoded.
-        address = urljoin(
-            req.full_url, quote(location, encoding="iso-8859-1", safe=string.punctuation)
-        )
-        parts = urlsplit(address)
-        followed: int = getattr(req, "dices_redirects", 0)
-        refused = None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            refused = (
-                f"redirected to {printable(location)}, which is not an http:// or https:// address"
-            )
-        elif followed == MAX_REDIRECTS:
-            refused = f"redirected more than {MAX_REDIRECTS} times"
-        if refused is not None:
-            fp.close()
-            raise _SourceFault(refused)
-        new = self.redirect_request(req, fp, code, msg, headers, address)
-        if new is None:
-            return None
-        new.dices_redirects = followed + 1  # type: ignore[attr-defined]
-        fp.close()  # unread: its body is never wanted
-        return self.parent.open(new, timeout=req.timeout)
-
-    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
-
-
 class _FromSource:
     """The tries of one source at one file, into its `.part`."""
 
@@ -640,7 +485,7 @@ class _FromSource:
         url: str,
         wanted: WantedFile,
         written: _PartFile,
-        deadline: _Deadline,
+        deadline: Deadline,
         settings: _Settings,
     ) -> None:
         self.url, self.wanted, self.written = url, wanted, written
@@ -652,7 +497,7 @@ class _FromSource:
             try:
                 self._transfer()
                 return
-            except _Interrupted as fault:
+            except Interrupted as fault:
                 last = fault
                 if self.deadline.passed:
                     raise self._late(last) from None
@@ -664,18 +509,18 @@ class _FromSource:
             if self.deadline.passed:
                 raise self._late(last)
 
-    def _late(self, last: _Interrupted) -> _Interrupted:
+    def _late(self, last: Interrupted) -> Interrupted:
         """The time is up. A source never reached is said to be that (the network is the
         likelier cause than the deadline), the deadline in second place."""
         allowed = (f"{self.deadline.seconds:g} s that ", Option("deadline"), " allows")
         if last.unreachable:
-            return _Interrupted(
+            return Interrupted(
                 *last.did, " (tried again until the ", *allowed, " had passed)", unreachable=True
             )
-        return _Interrupted("did not serve the whole file within the ", *allowed)
+        return Interrupted("did not serve the whole file within the ", *allowed)
 
     def _transfer(self) -> None:
-        """One request for the rest of the file; `_Interrupted` if it stops before the end."""
+        """One request for the rest of the file; `Interrupted` if it stops before the end."""
         while (response := self._request()) is None:
             self.written.restart()  # the .part holds more than the file has: ask for all of it
         with response:
@@ -700,19 +545,19 @@ class _FromSource:
             # The reason phrase is the server's own text.
             answer = f"answered {error.code} {printable(str(error.reason))}"
             if error.code in RETRIED_STATUSES:
-                raise _Interrupted(answer) from None
-            raise _SourceFault(answer) from None
+                raise Interrupted(answer) from None
+            raise SourceFault(answer) from None
         except (OSError, HTTPException) as error:  # URLError is an OSError
             reason = error.reason if isinstance(error, urllib.error.URLError) else error
             if isinstance(reason, socket.gaierror):
                 # A name that cannot be looked up is no network (or a wrong name): trying
                 # again does not cure it.
-                raise _SourceFault(
+                raise SourceFault(
                     "could not be reached: no network, or no such host (the name lookup "
                     f"failed: {self._reason(reason)})",
                     unreachable=True,
                 ) from None
-            raise _Interrupted(
+            raise Interrupted(
                 f"could not be reached: {self._reason(reason)}", unreachable=True
             ) from None
 
@@ -723,7 +568,7 @@ class _FromSource:
             start = re.match(r"bytes ([0-9]+)-", response.headers.get("Content-Range", ""))
             if start is None or int(start[1]) != written.size:
                 written.restart()
-                raise _Interrupted("sent the wrong part of the file")
+                raise Interrupted("sent the wrong part of the file")
         else:  # the whole file, whatever was asked
             written.resumable = response.headers.get("Accept-Ranges", "").lower() == "bytes"
             written.restart()
@@ -733,22 +578,22 @@ class _FromSource:
         end = announced if announced is not None else self.wanted.size
         limit, bound = self._limit(announced)
         if announced is not None and announced > limit:
-            raise _SourceFault(f"announced {announced:,} bytes, more than ", *bound)
+            raise SourceFault(f"announced {announced:,} bytes, more than ", *bound)
         while True:
             try:
                 chunk = response.read(CHUNK)
             except (OSError, HTTPException) as error:
-                raise _Interrupted(self._broken(end, error)) from None
+                raise Interrupted(self._broken(end, error)) from None
             if not chunk:
                 break
             if written.size + len(chunk) > limit:  # checked before writing: never past it
-                raise _SourceFault("sent more than ", *bound, ", which were not kept")
+                raise SourceFault("sent more than ", *bound, ", which were not kept")
             written.write(chunk)
             fraction = written.size / end if end else 0.0
             self.settings.progress(self.wanted.file_name, fraction)
         # A shut-down connection without a Content-Length ends as if the body did.
         if self.deadline.passed or (end is not None and written.size < end):
-            raise _Interrupted(self._broken(end, None))
+            raise Interrupted(self._broken(end, None))
 
     def _limit(self, announced: int | None) -> tuple[int, Message]:
         """The most bytes this source may send, and that bound in words ("the 100 bytes
