@@ -3,8 +3,9 @@
 Each query that declares a chart, and `dices evaluate`, is drawn at 60, 80 and 120 columns
 (Rich takes the width from COLUMNS) and read back: every bar's printed value and interval is
 the query's CSV value rounded as the table for people rounds it (3 decimals: Python's
-`f"{x:.3f}"` of the CSV's exact number), with the row's label, in the row's panel and order,
-and no line is wider than the terminal. Hand-made charts pin the drawing, random ones the
+`f"{x:.3f}"` of the CSV's exact number), or, where the row has no interval, its
+interval_note, with the row's label, in the row's panel and order, and no line is wider than
+the terminal. Hand-made charts pin the drawing, random ones the
 width and the numbers, and the error paths say what to do.
 """
 
@@ -34,7 +35,7 @@ PREDICTIONS = str(DATA / "demo-predictions.csv")
 WIDTHS = (60, 80, 120)
 BAR = re.compile(
     r"^(?P<lead>.*?) ?(?P<value>-?\d+\.\d{3}|nan|no value)"
-    r"(?: \[(?P<low>-?\d+\.\d{3}), (?P<high>-?\d+\.\d{3})\])?$"
+    r"(?: \[(?P<low>-?\d+\.\d{3}), (?P<high>-?\d+\.\d{3})\]| \((?P<note>[^()]+)\))?$"
 )
 TRACK = re.compile(r"[█▒─├┤ ]+$")
 HEADLINE = {"gold": "kappa", "crowd": "kappa", "crowd-share": "jsd"}  # docs/evaluate.md
@@ -89,6 +90,7 @@ def read_chart(stdout: str, titles: set[str]) -> list[tuple[str, str, str]]:
             numbers = match["value"] + (
                 f" [{match['low']}, {match['high']}]" if match["low"] else ""
             )
+            numbers += f" ({match['note']})" if match["note"] else ""
             bars.append((panel, label, numbers))
             label_lines = []
         else:
@@ -99,7 +101,8 @@ def read_chart(stdout: str, titles: set[str]) -> list[tuple[str, str, str]]:
 def expected_bars(
     rows: list[dict[str, str]], value: str, interval: tuple[str, str] | None, labels: list[str]
 ) -> list[tuple[str, str, str]]:
-    """What the chart of CSV `rows` prints: a panel per dataset, in order of appearance."""
+    """What the chart of CSV `rows` prints: a panel per dataset, in order of appearance;
+    a row without its interval shows its interval_note, if any, instead."""
     by_panel: dict[str, list[tuple[str, str, str]]] = {}
     for row in rows:
         panel = f"dataset {row['dataset']}"
@@ -107,6 +110,8 @@ def expected_bars(
         numbers = rounded(row[value])
         if interval and row[interval[0]] != "":
             numbers += f" [{rounded(row[interval[0]])}, {rounded(row[interval[1]])}]"
+        elif row.get("interval_note"):
+            numbers += f" ({row['interval_note']})"
         by_panel.setdefault(panel, []).append((panel, label, numbers))
     return [bar for bars in by_panel.values() for bar in bars]
 
@@ -183,8 +188,9 @@ def test_every_bar_prints_its_csv_value(
     rows = csv_rows(sample, "query", *arguments)
     expected = expected_bars(rows, value, interval, labels)
     assert len(expected) == len(rows) > 1
-    if interval and "--by" in arguments:  # every group has its interval
-        assert all(" [" in numbers for _, _, numbers in expected)
+    if interval and "--by" in arguments:  # every group has its interval, or says why not
+        assert all((row[interval[0]] != "") != bool(row.get("interval_note")) for row in rows)
+        assert any(row[interval[0]] != "" for row in rows)
     assert read_chart(drawn.stdout, {panel for panel, _, _ in expected}) == expected
     assert_fits(drawn.stdout, width)
     heading = f"{arguments[0]}: {value}" + (f" [{interval[0]}, {interval[1]}]" if interval else "")
@@ -371,6 +377,28 @@ def test_bars_value_and_interval_are_drawn_on_one_scale() -> None:
         "b ├─▒▒▒ -0.250 [-0.500, 0.000]\n"
         "c no value\n"
         "d      ██████████ 1.000\n"
+    )
+
+
+def test_a_row_without_its_interval_says_why() -> None:
+    table = Table(
+        ["group", "v", "lo", "hi", "interval_note"],
+        [False, True, True, True, False],
+        [
+            ("a", 0.5, 0.25, 0.75, None),
+            ("b", 0.25, None, None, "fewer than 5 raters"),
+            ("c", None, None, None, "no ratings"),
+            ("d", 1.0, None, None, None),
+        ],
+    )
+    assert drawn(table, Chart("v", "lo", "hi", ("group",)), 50) == (
+        "t: v [lo, hi]\n"
+        "\n"
+        # 20 cells for 0 to 1: 50 less the label (2) and the widest numbers (1 + 27)
+        "a █████▒▒▒▒▒────┤ 0.500 [0.250, 0.750]\n"
+        "b █████ 0.250 (fewer than 5 raters)\n"
+        "c no value (no ratings)\n"
+        "d ████████████████████ 1.000\n"
     )
 
 

@@ -9,7 +9,9 @@ A bar runs from 0 to its value: solid, shaded where the interval overlaps it, th
 line out to the interval's other end; so the bar's tip is the value and the shaded part and
 the line around the tip are the interval. Right after what is drawn comes the value, rounded
 as the table for people rounds it (`tabular.cell_text`: floats with 3 decimals), and the
-interval, `[low, high]`, rounded alike. A label is never cut: when the labels leave too
+interval, `[low, high]`, rounded alike; a row without its interval gets, in its place, the
+row's `interval_note` (why there is none, e.g. "fewer than 5 raters") where the result has
+one, so no bar looks more precise than it is. A label is never cut: when the labels leave too
 little room for the bars, each goes on a line of its own above its bar.
 """
 
@@ -39,6 +41,7 @@ INDENT = 2  # a bar under its label starts this far in
 NO_LABEL = "all"  # a bar's label when the chart has no label columns (a whole pool)
 EMPTY_LABEL = "(empty)"  # a label column without a value
 NO_VALUE = "no value"
+NOTE = "interval_note"  # a result's column saying why a row has no interval
 
 Measure = Callable[[str], int]
 
@@ -87,8 +90,10 @@ def panels(table: Table, chart: Chart) -> list[Panel]:
             low, high = _number(record[ends[0]]), _number(record[ends[1]])
             if low is not None and high is not None:
                 text += f" [{cell_text(record[ends[0]])}, {cell_text(record[ends[1]])}]"
-            else:  # an interval without both ends is not drawn
+            else:  # an interval without both ends is not drawn; its note says why
                 low = high = None
+                note = cell_text(record.get(NOTE))
+                text += f" ({note})" if note else ""
         bar = Bar(label or NO_LABEL, _number(value), low, high, text)
         found.setdefault(title, []).append(bar)
     return [Panel(title, bars) for title, bars in found.items()]
