@@ -462,8 +462,9 @@ def test_the_generated_table_lists_every_query() -> None:
     )
     assert (
         "| dataset, the --by columns, raters, ratings, n_no, n_yes, n_unsure, share_no, "
-        "**share_yes**, share_unsure, **share_yes_ci_low**, **share_yes_ci_high**, interval |"
-        in table
+        "**share_yes**, share_unsure, **share_yes_ci_low**, **share_yes_ci_high**, interval, "
+        "interval_note, difference, difference_ci_low, difference_ci_high, p_value, p_adjusted, "
+        "p_groups_differ |" in table
     )
 
 
