@@ -166,10 +166,10 @@ def test_dices_sql_loads_neither_the_catalogue_nor_the_checksums(ingested: Path)
 
 
 def test_a_share_interval_loads_neither_pandas_nor_arrow_compute(ingested: Path) -> None:
-    # The bootstrap of the share queries needs numpy and reads Arrow's buffers itself:
-    # pyarrow.compute (imported by ListArray.flatten, 0.12 s) and pandas (by pyarrow's own
-    # conversions, 0.2 s) would double the work of the interval.
-    query = ["query", "qoverall-by-demographic", "--by", "rater_race", "--bootstrap", "10"]
+    # The share queries' intervals and group test need numpy and read Arrow's buffers
+    # themselves: pyarrow.compute (imported by ListArray.flatten, 0.12 s) and pandas (by
+    # pyarrow's own conversions, 0.2 s) would double their work.
+    query = ["query", "qoverall-by-demographic", "--by", "rater_race", "--permutations", "10"]
     loaded = modules_after(*query, "--data", str(ingested), "-f", "csv")
     assert "numpy" in loaded
     assert not loaded & {"pyarrow.compute", "pandas", "polars"}
