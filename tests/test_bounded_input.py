@@ -177,6 +177,7 @@ def test_memory_is_bounded_by_the_valid_part(
     assert peak < 3 * valid + FIXED_MEMORY, f"{peak / MiB:.0f} MiB for {valid / MiB:.0f} MiB"
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_is_refused_at_the_limit(tmp_path: Path) -> None:
     """1 GiB of zeros in a 1 MB gzip file: refused once its text passes --max-size."""
     bomb = tmp_path / "bomb.csv.gz"
@@ -368,6 +369,7 @@ PATHOLOGY = {
 }
 
 
+@pytest.mark.slow
 @given(
     dataset=st.sampled_from(["350", "990"]),
     pathology=st.sampled_from(sorted(PATHOLOGY)),

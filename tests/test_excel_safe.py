@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import polars as pl
+import pytest
 from fixtures.dices_csv import header, read_cells, rows, to_csv
 from hypothesis import given
 from hypothesis import strategies as st
@@ -130,6 +131,7 @@ TEXT = st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"
 STARTS = st.sampled_from(["", "=", "+", "-", "@", "\t", "\r", "'", " ", "\n", "a"])
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(STARTS, TEXT), min_size=3, max_size=3))
 def test_property_only_formula_starts_change_and_the_data_does_not(
     values: list[tuple[str, str]],

@@ -732,6 +732,7 @@ PROPERTY = settings(
 )
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(dices_files())
 def test_property_ingest_then_export_gives_the_same_cells(file: tuple[str, bytes]) -> None:
@@ -747,6 +748,7 @@ def test_property_ingest_then_export_gives_the_same_cells(file: tuple[str, bytes
         assert read_cells(export(runner, store, name)) == read_cells(data)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(dices_tables(lone_cr=False), st.data())
 def test_property_problem_lines_are_physical_lines(

@@ -149,6 +149,7 @@ def test_json_lines_cases_are_read_alike(
 CELL = st.text(alphabet='ab, "\t\r\n1Y\xe9', max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(rows=st.lists(st.tuples(CELL, CELL), max_size=5), tsv=st.booleans())
 def test_any_small_table_is_read_alike(rows: list[tuple[str, str]], tsv: bool) -> None:
@@ -254,6 +255,7 @@ def test_json_lines_with_problems_are_read_once(
     ]
 
 
+@pytest.mark.slow
 def test_the_record_reader_reads_alike_a_batch_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -375,6 +377,7 @@ JSON_PIECES = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(pieces=st.lists(JSON_PIECES, max_size=60), csv=st.booleans())
 def test_any_file_with_blank_lines_is_read_alike(pieces: list[str], csv: bool) -> None:
