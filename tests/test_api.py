@@ -344,13 +344,13 @@ def test_report_writes_the_page(sample: Path, tmp_path: Path) -> None:
         dices.open(sample).report(written)
 
 
-def test_report_scores_predictions_as_the_command_line(sample_data: Path, tmp_path: Path) -> None:
+def test_report_scores_predictions_as_the_command_line(sample: Path, tmp_path: Path) -> None:
     """`Data.report(predictions=...)` is `dices report --predictions`: the same page but for
     the lines that say when and how it was made."""
     predictions = demo_predictions_path()
     (tmp_path / "api").mkdir()
     with pytest.warns(dices.DicesNote, match="'five-raters-flipped' agrees with the experts"):
-        by_api = dices.open(sample_data).report(
+        by_api = dices.open(sample).report(
             tmp_path / "api/r.html", dataset="350", predictions=predictions, bootstrap=20
         )
     ran = CliRunner().invoke(
@@ -364,7 +364,7 @@ def test_report_scores_predictions_as_the_command_line(sample_data: Path, tmp_pa
             "--bootstrap",
             "20",
             "--data",
-            str(sample_data),
+            str(sample),
             "-o",
             str(tmp_path / "r.html"),
         ],
@@ -380,9 +380,9 @@ def test_report_scores_predictions_as_the_command_line(sample_data: Path, tmp_pa
     assert page(by_api) == page(tmp_path / "r.html")
 
 
-def test_report_options_that_score_need_predictions(sample_data: Path, tmp_path: Path) -> None:
+def test_report_options_that_score_need_predictions(sample: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"^strict scores predictions: give predictions FILE too$"):
-        dices.open(sample_data).report(tmp_path / "r.html", strict=True)
+        dices.open(sample).report(tmp_path / "r.html", strict=True)
 
 
 # --- the names, and what importing them costs -------------------------------------------------
@@ -450,7 +450,7 @@ HOSTILE_TABLE_NAMES = ["../x", "p=/etc/x", "a/b", "", "1p", "items", "select", 1
 
 @pytest.mark.parametrize("name", [*HOSTILE_TABLE_NAMES, "ABSOLUTE"])
 def test_a_table_name_is_checked_before_its_frame_is_written(
-    name: Any, sample_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: Any, sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A frame given as table NAME was written to NAME.parquet in a temporary directory
     before NAME was checked: `../x` or an absolute name overwrote any *.parquet."""
@@ -464,7 +464,7 @@ def test_a_table_name_is_checked_before_its_frame_is_written(
     if name == "ABSOLUTE":
         name = str(tmp_path / "victim")
     with pytest.raises(UsageError) as refused:
-        dices.open(sample_data).sql("SELECT 1", tables={name: pl.DataFrame({"a": [1]})})
+        dices.open(sample).sql("SELECT 1", tables={name: pl.DataFrame({"a": [1]})})
     message = str(refused.value)
     if name in ("items",):
         assert message.startswith("the table name 'items' is taken")
@@ -491,16 +491,16 @@ def test_a_table_name_is_checked_before_its_frame_is_written(
     ],
 )
 def test_rater_ids_are_whole_numbers_never_truncated(
-    raters: Any, message: str, sample_data: Path
+    raters: Any, message: str, sample: Path
 ) -> None:
     """`raters=[296708581782793.5]` was taken as rater 296708581782793, silently."""
     with pytest.raises(UsageError) as refused:
-        dices.open(sample_data).query("overview", raters=raters)
+        dices.open(sample).query("overview", raters=raters)
     assert str(refused.value) == message
 
 
-def test_a_whole_float_rater_id_is_that_rater(sample_data: Path) -> None:
-    d = dices.open(sample_data)
+def test_a_whole_float_rater_id_is_that_rater(sample: Path) -> None:
+    d = dices.open(sample)
     ids = d.sql("SELECT DISTINCT rater_id FROM raters ORDER BY 1 LIMIT 3")["rater_id"].to_list()
     as_floats = d.query("overview", raters=[float(i) for i in ids])
     assert as_floats.equals(d.query("overview", raters=ids))
@@ -515,7 +515,7 @@ def test_a_whole_float_rater_id_is_that_rater(sample_data: Path) -> None:
         (lambda d: d.sql("SELECT 1", tables=[("p", "x.csv")]), "tables is a mapping of names"),
     ],
 )
-def test_a_bad_sql_argument_is_a_usage_error(call: Any, message: str, sample_data: Path) -> None:
+def test_a_bad_sql_argument_is_a_usage_error(call: Any, message: str, sample: Path) -> None:
     with pytest.raises(UsageError) as refused:
-        call(dices.open(sample_data))
+        call(dices.open(sample))
     assert str(refused.value).startswith(message)

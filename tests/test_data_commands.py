@@ -320,7 +320,10 @@ USAGE_ERRORS = {
         ["export", "--dataset", "351", "--data", "DATA"],
         "Invalid value for '--dataset'",
     ),
-    "export-no-dataset": (["export", "--data", "DATA"], "Missing option '--dataset'"),
+    "export-no-dataset": (
+        ["export", "--data", "DATA"],
+        "--layout wide writes one dataset: give --dataset 350, 990 or prosocial",
+    ),
     "ingest-bad-dataset": (
         ["ingest", "FILE", "--dataset", "351", "--data", "DATA"],
         "'351' is not a dataset dices knows: auto, 350, 990, prosocial, d3code,",

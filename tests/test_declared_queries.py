@@ -295,10 +295,14 @@ def test_the_share_interval_covers_the_true_share_per_group_size() -> None:
         parameters = {"by": ["grp"], "interval": "clustered", "bootstrap": 200, "seed": seed}
         result = share_intervals(group_share_table(ratings), parameters)
         low = result.columns.index("share_positive_ci_low")
+        note = result.columns.index("interval_note")
         for size, row in zip(GROUP_SIZES, result.rows, strict=True):
+            if size < 5:  # no interval holds its level for so few raters: none is given
+                assert row[low] is None and row[note] == "fewer than 5 raters", row
+                continue
             covered[size] += row[low] <= truth <= row[low + 1]
     least = binom.ppf(0.001, simulations, 0.95)
-    assert all(hits >= least for hits in covered.values()), (covered, least)
+    assert all(hits >= least for size, hits in covered.items() if size >= 5), (covered, least)
 
 
 NAMED = """[[dataset]]

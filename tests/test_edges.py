@@ -256,9 +256,11 @@ def test_a_file_system_without_hard_links(
     assert names_in(tmp_path) == ["result.csv"]
 
 
-def test_force_keeps_the_permissions_and_replaces_a_links_target(
+def test_force_replaces_a_link_never_its_target(
     small: Path, runner: CliRunner, tmp_path: Path
 ) -> None:
+    """-o LINK --force replaces the link with the file; what it pointed at is left alone (a
+    link planted where an output goes must not redirect the write)."""
     target = tmp_path / "target.csv"
     target.write_bytes(b"old\n")
     target.chmod(0o640)
@@ -266,8 +268,9 @@ def test_force_keeps_the_permissions_and_replaces_a_links_target(
     link.symlink_to(target)
     result = run(runner, small, *WRITERS["query"], "-o", str(link), "--force")
     assert result.exit_code == 0, result.output
-    assert link.is_symlink()
-    assert target.read_bytes() == run(runner, small, *WRITERS["query"]).stdout_bytes
+    assert not link.is_symlink()
+    assert link.read_bytes() == run(runner, small, *WRITERS["query"]).stdout_bytes
+    assert target.read_bytes() == b"old\n"
     assert target.stat().st_mode & 0o777 == 0o640
     assert names_in(tmp_path) == ["link.csv", "target.csv"]
 
@@ -475,8 +478,8 @@ def test_every_numeric_parameter_has_a_range_holding_its_default() -> None:
         ("gold-vs-crowd-summary", "threshold"),
         *(
             (name, parameter)
-            for name in ("qoverall-by-demographic", "degree-of-harm", "harm-types")
-            for parameter in ("bootstrap", "seed")
+            for name in ("qoverall-by-demographic", "degree-of-harm")
+            for parameter in ("permutations", "seed")
         ),
         ("group-disagreement", "min_raters"),
         ("group-disagreement", "permutations"),

@@ -250,8 +250,14 @@ def options_named_by_the_core() -> set[str]:
 def command_line_options() -> set[str]:
     """Every option name of every command of `dices`, generated query commands too."""
     from dices_cli.cli.commands.cli_docs import commands
+    from dices_cli.queries.catalog import declared_queries
 
-    return {
+    declared = {  # a declared dataset's queries take their options from their .sql headers
+        "--" + parameter.name.replace("_", "-")
+        for query in declared_queries().values()
+        for parameter in query.parameters
+    }
+    return declared | {
         flag
         for _, command in commands()
         for param in command.params

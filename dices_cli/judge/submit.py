@@ -85,7 +85,9 @@ class Submitted:
 def api_base(settings: Settings) -> str:
     """The one base URL batches go to (`/files` and `/batches` beside `/chat/completions`)."""
     if len(settings.base_urls) != 1:
-        raise UsageError(Option("submit"), " sends a batch to one endpoint: give one --base-url")
+        raise UsageError(
+            Option("submit"), " sends a batch to one endpoint: give one ", Option("base_url")
+        )
     return completions_url(settings.base_urls[0])
 
 

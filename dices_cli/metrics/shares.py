@@ -347,9 +347,9 @@ def _dataset_ratings(
 def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
     """The SQL's rows without their rating lists, with the interval of share_yes, the method
     that made it (`interval`) and its note; for a query with a `by` parameter, each group's
-    test against the rest of its family (TEST_COLUMNS)."""
+    test against the rest of its family (TEST_COLUMNS) when it also takes permutations."""
     method = parameters["interval"]
-    tested = "by" in parameters
+    tested = "by" in parameters and "permutations" in parameters  # a query that asks for the test
     by = [name for name in table.column_names if name in parameters.get("by", [])]
     shown = [name for name in table.column_names if name not in RATING_LISTS]
     numeric = [_is_number(table.schema.field(name).type) for name in shown]

@@ -119,7 +119,7 @@ class DeclaredSession(FamilySession):
         import re
 
         from dices_cli.queries.catalog import compute_step, render_sql
-        from dices_cli.queries.engine import _arrow
+        from dices_cli.queries.engine import arrow_table
 
         bound = self.checked(query, parameters)
         compute = compute_step(query)
@@ -127,7 +127,7 @@ class DeclaredSession(FamilySession):
             return super().run(query, bound, typed)
         sql = render_sql(query)
         named = {k: v for k, v in bound.items() if re.search(rf"\${k}\b", sql)}
-        return compute(self._fetch(sql, named, _arrow), bound)
+        return compute(self._fetch(sql, named, arrow_table), bound)
 
     def checked(self, query: Query, parameters: dict[str, Any]) -> dict[str, Any]:
         """`parameters` checked against the declaration, with what the SQL and a compute

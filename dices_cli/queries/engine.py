@@ -454,7 +454,7 @@ class Session:
         if compute is None:
             return self.stream(sql, named, bounded=True) if typed else self.execute(sql, named)
         # Arrow, not Python values: a compute step works on whole columns.
-        return compute(self._fetch(sql, named, _arrow), parameters)
+        return compute(self._fetch(sql, named, arrow_table), parameters)
 
 
 # The types whose values DuckDB gives Python as Arrow does (`output.Stream.head`), so that
@@ -574,14 +574,14 @@ def _python_rows(cursor: duckdb.DuckDBPyConnection) -> Table:
     description = cursor.description or []
     if any("WITH TIME ZONE" in str(d[1]) for d in description):
         # DuckDB turns time zones into Python values only with pytz; Arrow does not.
-        arrow = _arrow(cursor)
+        arrow = arrow_table(cursor)
         rows = list(zip(*(column.to_pylist() for column in arrow.columns), strict=True))
     else:
         rows = cursor.fetchall()
     return table_from_rows([d[0] for d in description], rows)
 
 
-def _arrow(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
+def arrow_table(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
     with warnings.catch_warnings():  # "makes an extra copy": the copy is columnar and cheap
         warnings.simplefilter("ignore", UserWarning)
         return cursor.to_arrow_table()
