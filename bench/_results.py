@@ -36,6 +36,14 @@ def _git(*arguments: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
+# The tree measured: taken when the script starts (it imports this module first), not when
+# it ends, as a long run outlives commits made meanwhile.
+MEASURED = {
+    "commit": _git("rev-parse", "--short=12", "HEAD"),
+    "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+}
+
+
 def machine() -> dict[str, Any]:
     """The machine a figure was measured on, as far as it can be seen from inside."""
     try:
@@ -69,8 +77,7 @@ def append(bench: str, document: dict[str, Any] | list[Any]) -> Path | None:
     folder.mkdir(parents=True, exist_ok=True)
     line = {
         "bench": bench,
-        "commit": _git("rev-parse", "--short=12", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        **MEASURED,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "document": document,

@@ -112,6 +112,25 @@ def _calibration_groups(document: dict[str, Any]) -> Iterator[Row]:
         yield _at_most(what, row["rate"], round(row["bound_rate"], 3))
 
 
+def _within(what: str, value: float, low: float, high: float) -> Row:
+    holds = None if math.isnan(value) else low <= value <= high
+    return what, value, f"in [{low:g}, {high:g}]", holds
+
+
+def _calibration_shares(document: dict[str, Any]) -> Iterator[Row]:
+    low, high = document["coverage_range"]
+    for group in document["groups"]:
+        raters = group["raters"]
+        yield _within(f"{raters} raters: share coverage", group["share_coverage"], low, high)
+        yield _within(
+            f"{raters} raters: difference coverage", group["difference_coverage"], low, high
+        )
+        yield _at_most(f"{raters} raters: level", group["level"], document["level_at_most"])
+        if group.get("power_at_0.6") is not None:
+            power = group["power_at_0.6"]
+            yield f"{raters} raters: power at a 0.6 shift", power, ">= 0.7", power >= 0.7
+
+
 READERS: dict[str, Reader] = {
     "ingest": _ingest,
     "startup": _startup,
@@ -125,6 +144,7 @@ READERS: dict[str, Reader] = {
     "prosocial": _prosocial,
     "judge": _judge,
     "calibration_groups": _calibration_groups,
+    "calibration_shares": _calibration_shares,
 }
 
 
