@@ -79,7 +79,7 @@ def in_process(
     from dices_cli.evaluate.evaluation import Settings
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.report import BASELINES, BOOTSTRAP, agreement_options, build_report
-    from dices_cli.report.charts import to_svg
+    from dices_cli.report.svg import to_svg
     from dices_cli.report.context import Context
     from dices_cli.report.models import ModelsRequest, score_models
     from dices_cli.report.page import Provenance, page
@@ -141,7 +141,7 @@ def build_beside(build: Callable[[], str]) -> tuple[tuple[float, float], float]:
     """(wall, CPU) seconds of `build`, a `build_report` call, and the seconds from the end of
     its last section's queries to the last of its charts drawn."""
     import dices_cli.report.sections as sections
-    from dices_cli.report.charts import Drawer
+    from dices_cli.report.svg import Drawer
 
     ends: dict[str, float] = {"queries": 0.0, "charts": 0.0}
     original_sections, original_draw = sections.SECTIONS, Drawer.draw
