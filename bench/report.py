@@ -79,11 +79,11 @@ def in_process(
     from dices_cli.evaluate.evaluation import Settings
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.report import BASELINES, BOOTSTRAP, agreement_options, build_report
-    from dices_cli.report.svg import to_svg
     from dices_cli.report.context import Context
     from dices_cli.report.models import ModelsRequest, score_models
     from dices_cli.report.page import Provenance, page
     from dices_cli.report.sections import SECTIONS
+    from dices_cli.report.svg import to_svg
     from dices_cli.store.datasets import Store
 
     store = Store(data)

@@ -88,6 +88,14 @@ class RaterFilterResult:
     kept: frozenset[int]
     description: str
 
+    def __repr__(self) -> str:
+        """One line: how many raters were kept of how many, by which rule (the ids and the
+        tables are the attributes, not the printout)."""
+        return (
+            f"RaterFilterResult({len(self.kept)} of {self.raters.height} raters kept: "
+            f"{self.description})"
+        )
+
 
 def _selection(
     raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None,

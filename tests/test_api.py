@@ -519,3 +519,12 @@ def test_a_bad_sql_argument_is_a_usage_error(call: Any, message: str, sample: Pa
     with pytest.raises(UsageError) as refused:
         call(dices.open(sample))
     assert str(refused.value).startswith(message)
+
+
+def test_a_rater_filter_result_prints_in_one_line(sample: Path) -> None:
+    good = dices.open(sample).filter_raters(min_quality=0.6)
+    assert repr(good) == (
+        f"RaterFilterResult({len(good.kept)} of {good.raters.height} raters kept: "
+        f"{good.description})"
+    )
+    assert "\n" not in repr(good) and len(repr(good)) < 200
