@@ -30,9 +30,9 @@ UNUSED_URL = "http://127.0.0.1:9/v1"  # batch mode talks to no server
 
 
 @pytest.fixture
-def data(sample_data: Path, tmp_path: Path) -> Path:
+def data(sample: Path, tmp_path: Path) -> Path:
     target = tmp_path / "data"
-    shutil.copytree(sample_data, target, symlinks=True)
+    shutil.copytree(sample, target, symlinks=True)
     return target
 
 

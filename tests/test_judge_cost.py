@@ -23,9 +23,9 @@ PROMPT = (
 
 
 @pytest.fixture
-def data(sample_data: Path, tmp_path: Path) -> Path:
+def data(sample: Path, tmp_path: Path) -> Path:
     target = tmp_path / "data"
-    shutil.copytree(sample_data, target, symlinks=True)
+    shutil.copytree(sample, target, symlinks=True)
     return target
 
 

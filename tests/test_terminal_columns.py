@@ -77,13 +77,13 @@ COMMANDS = {
 
 
 @pytest.fixture(scope="module")
-def places(sample_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def places(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("columns")
     body = rows("350", 2, 3)
     body[3]["phase"] = "Phase9"
     bad = folder / "bad.csv"
     bad.write_bytes(to_csv(header("350"), [list(r.values()) for r in body]))
-    return {"data": str(sample_data), "bad": str(bad), "dir": str(folder / "downloads")}
+    return {"data": str(sample), "bad": str(bad), "dir": str(folder / "downloads")}
 
 
 def arguments_of(command: str, places: dict[str, str]) -> list[str]:

@@ -27,11 +27,11 @@ FAST = ["--bootstrap", "20", "--permutations", "20"]
 
 
 @pytest.fixture(scope="module")
-def five_models(sample_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def five_models(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Five models' labels and scores for every DICES-990 conversation of the sample."""
     listed = CliRunner().invoke(
         app,
-        ["sql", ITEMS_990, "-f", "csv", "--data", str(sample_data)],
+        ["sql", ITEMS_990, "-f", "csv", "--data", str(sample)],
     )
     assert listed.exit_code == 0, listed.output
     items = listed.stdout.split()[1:]
@@ -52,10 +52,10 @@ def screen_lines(screen: Screen) -> list[str]:
 
 @pytest.mark.slow
 def test_evaluate_by_on_a_terminal_is_a_ranked_summary_that_fits(
-    sample_data: Path, five_models: Path
+    sample: Path, five_models: Path
 ) -> None:
     arguments = ["evaluate", str(five_models), "-d", "990", "--by", "rater_race", *FAST]
-    arguments += ["--data", str(sample_data)]
+    arguments += ["--data", str(sample)]
     screen = on_terminal(80, *arguments)
     assert screen.code == 0, screen.stderr
     lines = screen_lines(screen)
@@ -93,11 +93,11 @@ def test_evaluate_by_on_a_terminal_is_a_ranked_summary_that_fits(
 
 @pytest.mark.slow
 def test_evaluate_by_keeps_the_full_table_for_the_formats_asked_for(
-    sample_data: Path, five_models: Path
+    sample: Path, five_models: Path
 ) -> None:
     """-f table, --columns or -o: the full result, as asked."""
     arguments = ["evaluate", str(five_models), "-d", "990", "--by", "rater_race", *FAST]
-    arguments += ["--data", str(sample_data), "--columns", "model,rater_race,raters,kappa"]
+    arguments += ["--data", str(sample), "--columns", "model,rater_race,raters,kappa"]
     screen = on_terminal(80, *arguments)
     assert screen.code == 0, screen.stderr
     assert "the largest" not in screen.stdout
@@ -107,13 +107,13 @@ def test_evaluate_by_keeps_the_full_table_for_the_formats_asked_for(
 
 
 def test_evaluate_of_one_model_shows_its_table_and_two_lines_of_note(
-    sample_data: Path, tmp_path: Path
+    sample: Path, tmp_path: Path
 ) -> None:
     predictions = Path(__file__).resolve().parents[1] / "dices_cli/data/demo-predictions.csv"
     lines = predictions.read_text(encoding="utf-8").splitlines()
     path = tmp_path / "one-model.csv"
     path.write_text("\n".join(x for x in lines if not x.startswith("five-raters-flipped")) + "\n")
-    screen = on_terminal(80, "evaluate", str(path), "--bootstrap", "20", "--data", str(sample_data))
+    screen = on_terminal(80, "evaluate", str(path), "--bootstrap", "20", "--data", str(sample))
     assert screen.code == 0, screen.stderr
     assert note_lines(screen.stderr) == 2, screen.stderr
     assert re.search(r"^\.\.\. no room for \d+ more columns", screen.stderr, re.M)

@@ -26,9 +26,9 @@ def run(*arguments: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def predictions_990(sample_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def predictions_990(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A label for every DICES-990 conversation of the sample: most ids are no DICES-350's."""
-    code, out, err = run("sql", ITEMS_990, "-f", "csv", "--data", str(sample_data))
+    code, out, err = run("sql", ITEMS_990, "-f", "csv", "--data", str(sample))
     assert code == 0, err
     path = tmp_path_factory.mktemp("wrong") / "preds990.csv"
     path.write_text("item_id,label\n" + "".join(f"{i},Yes\n" for i in out.split()[1:]))
@@ -36,9 +36,9 @@ def predictions_990(sample_data: Path, tmp_path_factory: pytest.TempPathFactory)
 
 
 def test_predictions_of_the_other_dataset_name_the_one_scored_and_suggest_it(
-    sample_data: Path, predictions_990: Path
+    sample: Path, predictions_990: Path
 ) -> None:
-    code, _out, err = run("evaluate", str(predictions_990), "--data", str(sample_data))
+    code, _out, err = run("evaluate", str(predictions_990), "--data", str(sample))
     assert code == 1
     first = err.splitlines()[0]
     assert first.startswith(f"Error: {predictions_990}: ")
@@ -50,13 +50,13 @@ def test_predictions_of_the_other_dataset_name_the_one_scored_and_suggest_it(
     assert "dices validate" not in err  # it reads dataset files, not predictions
     code, _out, err = run(
         "evaluate", str(predictions_990), "-d", "990", "--bootstrap", "0", "--data",
-        str(sample_data), "-f", "csv",
+        str(sample), "-f", "csv",
     )  # fmt: skip
     assert code == 0, err
 
 
-def test_the_rater_filter_says_what_its_score_could_not_see(sample_data: Path) -> None:
-    arguments = ["filter-raters", "-d", "990", "--data", str(sample_data), "-f", "csv"]
+def test_the_rater_filter_says_what_its_score_could_not_see(sample: Path) -> None:
+    arguments = ["filter-raters", "-d", "990", "--data", str(sample), "-f", "csv"]
     code, _out, err = run(*arguments, "--min-quality", "0")
     assert code == 0, err
     assert (
@@ -64,36 +64,36 @@ def test_the_rater_filter_says_what_its_score_could_not_see(sample_data: Path) -
         "could not see speed (DICES-990 has no answer times)\n"
     ) in err
     assert "\n  no rater removed: the lowest score is 0." in err
-    code, _out, err = run("filter-raters", "-d", "350", "--data", str(sample_data), "-f", "csv")
+    code, _out, err = run("filter-raters", "-d", "350", "--data", str(sample), "-f", "csv")
     assert code == 0, err
     assert "  signals scored: speed, straightlining, consistency, agreement, comprehension\n" in err
 
 
 def test_export_long_without_a_dataset_writes_both_like_other_commands(
-    sample_data: Path,
+    sample: Path,
 ) -> None:
-    code, out, err = run("export", "--layout", "long", "--data", str(sample_data))
+    code, out, err = run("export", "--layout", "long", "--data", str(sample))
     assert code == 0, err
     datasets = {row["dataset"] for row in csv.DictReader(io.StringIO(out))}
     assert datasets == {"350", "990"}
-    code, out, err = run("export", "--data", str(sample_data))
+    code, out, err = run("export", "--data", str(sample))
     assert code == 2
     assert err.startswith(
         "Error: --layout wide writes one dataset: give --dataset 350, 990 or prosocial\n"
     )
 
 
-def test_the_crowdkit_layout_has_crowdkits_names(sample_data: Path) -> None:
-    code, out, err = run("export", "--layout", "crowdkit", "--data", str(sample_data))
+def test_the_crowdkit_layout_has_crowdkits_names(sample: Path) -> None:
+    code, out, err = run("export", "--layout", "crowdkit", "--data", str(sample))
     assert code == 0, err
     both = list(csv.reader(io.StringIO(out)))
     assert both[0] == ["task", "worker", "label"]
-    code, out, err = run("export", "--layout", "long", "--data", str(sample_data))
+    code, out, err = run("export", "--layout", "long", "--data", str(sample))
     long = list(csv.DictReader(io.StringIO(out)))
     assert [tuple(row) for row in both[1:]] == [
         (f"{r['dataset']}/{r['item_id']}", r["rater_id"], r["label"]) for r in long
     ]
-    code, out, err = run("export", "--layout", "crowdkit", "-d", "990", "--data", str(sample_data))
+    code, out, err = run("export", "--layout", "crowdkit", "-d", "990", "--data", str(sample))
     assert code == 0, err
     one = list(csv.reader(io.StringIO(out)))
     assert one[1:] == [
