@@ -45,7 +45,6 @@ def test_the_choices_are_the_registered_families_own() -> None:
 @pytest.mark.parametrize(
     ("words", "option", "choices"),
     [
-        (["query", "overview"], "dataset", ("all", *coded_members())),
         (["filter-raters"], "dataset", ("all", *coded_members())),
         (["evaluate"], "dataset", member_choices()),
         (["judge"], "dataset", member_choices()),
@@ -64,3 +63,16 @@ def test_each_commands_dataset_choice_is_drawn_from_the_registry(
         ctx = command.make_context(word, [], resilient_parsing=True)
     (param,) = [p for p in command.params if p.name == option]
     assert tuple(param.type.choices) == choices
+
+
+def test_a_querys_dataset_is_checked_against_every_registered_dataset(tmp_path: Path) -> None:
+    """`dices query -d` takes a declared dataset too (its own queries), so its choices are
+    checked when the command runs, against the registry: an unknown one lists them all."""
+    from typer.testing import CliRunner
+
+    from dices_cli.families import all_members
+
+    result = CliRunner().invoke(app, ["query", "overview", "-d", "nosuch", "--data", str(tmp_path)])
+    assert result.exit_code == 2
+    choices = ", ".join(("all", *all_members()))
+    assert f"--dataset must be one of: {choices} (got 'nosuch')" in result.output
