@@ -91,7 +91,7 @@ def evaluate_calibration(
 
     from dices_cli.evaluate.evaluation import Settings, evaluate
     from dices_cli.queries.engine import RaterSelection
-    from dices_cli.runs import dices_votes
+    from dices_cli.runs.evaluation import dices_votes
     from dices_cli.store.datasets import Store
 
     predictions = work / f"predictions_{dataset}.csv"
@@ -120,7 +120,7 @@ def persona_calibration(
     from dices_cli.evaluate.evaluation import Settings
     from dices_cli.evaluate.personas import CORRELATIONS, evaluate_personas
     from dices_cli.queries.engine import RaterSelection
-    from dices_cli.runs import dices_votes
+    from dices_cli.runs.evaluation import dices_votes
     from dices_cli.store.datasets import Store
 
     column = "rater_race"

@@ -39,17 +39,11 @@ from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
 from dices_cli.families import coded_members, grouped_members
-from dices_cli.runs import (
-    check_choice,
-    chooses,
-    evaluation_settings,
-    no_such_query,
-    refuse_rater_selection,
-    run_canned,
-    run_evaluation,
-    run_rater_filter,
-    run_report,
-)
+from dices_cli.runs.canned import no_such_query, run_canned
+from dices_cli.runs.common import check_choice, chooses, refuse_rater_selection
+from dices_cli.runs.evaluation import evaluation_settings, run_evaluation
+from dices_cli.runs.raters import run_rater_filter
+from dices_cli.runs.report import run_report
 
 if TYPE_CHECKING:
     import polars as pl

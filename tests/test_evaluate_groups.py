@@ -22,7 +22,7 @@ from dices_cli.evaluate.groups import members_of, permuted_differences
 from dices_cli.evaluate.predictions import Predictions
 from dices_cli.evaluate.references import Votes
 from dices_cli.queries.engine import RaterSelection
-from dices_cli.runs import dices_votes
+from dices_cli.runs.evaluation import dices_votes
 from dices_cli.store.datasets import Store
 
 

@@ -40,7 +40,7 @@ from dices_cli.queries.engine import RaterSelection
 from dices_cli.report.context import Context
 from dices_cli.report.models import ModelsRequest, score_models
 from dices_cli.report.sections import SECTIONS
-from dices_cli.runs import dices_votes
+from dices_cli.runs.evaluation import dices_votes
 from dices_cli.store.datasets import Store
 
 runner = CliRunner()

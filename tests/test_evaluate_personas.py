@@ -28,7 +28,7 @@ from dices_cli.cli.main import app
 from dices_cli.evaluate.evaluation import Settings
 from dices_cli.evaluate.personas import COLUMNS, evaluate_personas
 from dices_cli.queries.engine import RaterSelection
-from dices_cli.runs import dices_votes
+from dices_cli.runs.evaluation import dices_votes
 from dices_cli.store.datasets import Store
 
 runner = CliRunner()

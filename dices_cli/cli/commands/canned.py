@@ -183,7 +183,7 @@ def _datasets_said(query: Query) -> str:
     """The datasets a query applies to, and the families whose own version it has."""
     from dices_cli.families import family_of
     from dices_cli.queries.catalog import DECLARED, family_queries
-    from dices_cli.runs import other_families
+    from dices_cli.runs.canned import other_families
 
     if query.datasets == (DECLARED,):
         scales = " or ".join(query.scales)
@@ -342,7 +342,7 @@ def _declared_version(args: list[str]) -> Query | None:
 
 def _no_such_query(name: str) -> str:
     """There is no query `name`: the API's message, and where the queries are described."""
-    from dices_cli.runs import no_such_query
+    from dices_cli.runs.canned import no_such_query
 
     return f"{no_such_query(name)} (`dices query --list` describes them)"
 
@@ -405,7 +405,7 @@ def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: 
     from dices_cli.cli.focus import Focus
     from dices_cli.output import Table
     from dices_cli.queries.catalog import command_queries, family_queries
-    from dices_cli.runs import other_families
+    from dices_cli.runs.canned import other_families
 
     rows = [
         (
@@ -490,7 +490,7 @@ def run_query(
 
     from dices_cli.families import all_members
     from dices_cli.output import Format, Output
-    from dices_cli.runs import family_asked, run_canned
+    from dices_cli.runs.canned import family_asked, run_canned
     from dices_cli.runs.common import check_choice
     from dices_cli.shape import Shape
     from dices_cli.store.datasets import Store, resolve_data_dir

@@ -203,7 +203,7 @@ def evaluate(
     from dices_cli.errors import UsageError
     from dices_cli.families import FAMILIES
     from dices_cli.output import Format, Output
-    from dices_cli.runs import evaluation_settings, run_evaluation
+    from dices_cli.runs.evaluation import evaluation_settings, run_evaluation
     from dices_cli.shape import Shape
     from dices_cli.store.datasets import Store, resolve_data_dir
 

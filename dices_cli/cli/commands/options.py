@@ -105,7 +105,7 @@ def no_rater_selection(
 ) -> None:
     """A usage error (exit 2) when a rater selection option is given for `family`, a family
     whose raters cannot be chosen."""
-    from dices_cli.runs import refuse_rater_selection
+    from dices_cli.runs.common import refuse_rater_selection
 
     refuse_rater_selection(family, exclude_removed or raters is not None or min_quality is not None)
 

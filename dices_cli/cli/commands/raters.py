@@ -122,7 +122,7 @@ def filter_raters(
     from dices_cli.cli.focus import Focus
     from dices_cli.raters.audit import audit_table
     from dices_cli.raters.quality import RaterFilter, quality_table, write_filtered
-    from dices_cli.runs import run_rater_filter
+    from dices_cli.runs.raters import run_rater_filter
     from dices_cli.shape import Shape
     from dices_cli.store.datasets import Store, resolve_data_dir
 

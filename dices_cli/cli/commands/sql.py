@@ -118,7 +118,7 @@ def sql(
     from dices_cli.queries.family import session_for
     from dices_cli.queries.sandbox import add_tables, read_table, run_sql, user_tables
     from dices_cli.raters.selection import resolve
-    from dices_cli.runs import check_choice
+    from dices_cli.runs.common import check_choice
     from dices_cli.shape import Shape
     from dices_cli.store.datasets import Store, resolve_data_dir
 
