@@ -241,3 +241,17 @@ def test_every_built_in_declaration_parses_with_pinned_sources() -> None:
             assert spec.source is not None and spec.source.commit, (one.name, spec.match)
             assert (spec.source.sha256 is None) == (spec.source.size is None)
             assert spec.source.sha256 is not None or spec.source.note, (one.name, spec.match)
+
+
+def test_a_header_the_csv_module_refuses_is_recognised_by_no_declaration(tmp_path: Path) -> None:
+    """A file whose first line holds a lone CR (a truncated, spliced file) is refused as not
+    DICES data, never "a bug in dices" while the declared families look at it."""
+    from typer.testing import CliRunner
+
+    from dices_cli.cli.main import app
+
+    broken = tmp_path / "broken.csv"
+    broken.write_bytes(b"\rid,rater_id,rater_gender")
+    result = CliRunner().invoke(app, ["validate", str(broken)])
+    assert result.exit_code == 1
+    assert "bug in dices" not in result.output

@@ -97,7 +97,10 @@ def _file_recognises(spec: FileSpec, first: bytes) -> bool:
     kind = spec.format or sniffed_format(first)
     line = first.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
     if kind in ("csv", "tsv"):
-        header = next(csv.reader([line], delimiter="\t" if kind == "tsv" else ","), [])
+        try:
+            header = next(csv.reader([line], delimiter="\t" if kind == "tsv" else ","), [])
+        except csv.Error:  # a header the csv module refuses (a lone CR in it) is no match
+            return False
         return set(required) <= {cell.strip() for cell in header}
     if kind == "jsonl":
         try:
