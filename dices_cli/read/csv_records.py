@@ -12,7 +12,8 @@ import csv
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from dices_cli.read.lines import Lines, RecordTooLongError
+from dices_cli.problems import Problem, ProblemType
+from dices_cli.read.lines import MAX_RECORD_BYTES, Lines, RecordTooLongError
 
 # The csv module refuses fields over 128 KiB by default, which would report a long but valid
 # cell as broken quoting; a cell may be as long as the file (2 GiB fits every C long).
@@ -41,3 +42,16 @@ def csv_records(text: BinaryIO, delimiter: str = ",") -> Iterator[Record]:
             reader = csv.reader(lines, delimiter=delimiter, strict=True)  # afresh, next line
             continue
         yield lines.first, lines.count - lines.first + 1, cells
+
+
+def record_too_long(line: int, usual: str) -> Problem:
+    """The problem of a record too long to read, starting at `line`; `usual` says how long a
+    record of this file's kind is ("a prediction is a few bytes")."""
+    return Problem(
+        ProblemType.RECORD_TOO_LONG,
+        line,
+        None,
+        None,
+        f"the record starting here is longer than {MAX_RECORD_BYTES >> 20} MiB, and {usual}; "
+        "reading goes on at the next line",
+    )

@@ -31,9 +31,8 @@ from dices_cli.problems import (
     ProblemType,
     Report,
 )
-from dices_cli.read.csv_records import csv_records
+from dices_cli.read.csv_records import csv_records, record_too_long
 from dices_cli.read.json_lines import JsonLineError, json_lines, parsed
-from dices_cli.read.lines import MAX_RECORD_BYTES
 from dices_cli.read.source import Source
 
 if TYPE_CHECKING:
@@ -91,7 +90,7 @@ def _delimited_rows(
     with source.open_text() as text:
         for first, _, cells in csv_records(text, delimiter):
             if cells is None:
-                report.add([_record_too_long(first)])
+                report.add([record_too_long(first, "a prediction is a few bytes")])
                 if rows is not None:
                     rows.records += 1
                 continue
@@ -206,7 +205,7 @@ _KNOWN = frozenset(COLUMNS)
 def json_problem(line: int, text: str | None) -> Problem | dict[str, object]:
     """The object on a line, or the problem that it is not one (`dices_cli.read.json_lines`)."""
     if text is None:
-        return _record_too_long(line)
+        return record_too_long(line, "a prediction is a few bytes")
     try:
         record = parsed(text)
     except JsonLineError as error:
@@ -224,14 +223,3 @@ def json_problem(line: int, text: str | None) -> Problem | dict[str, object]:
 def _shown_line(text: str) -> str:
     """The start of a line, as a problem's value."""
     return text.strip()[:SHOWN_VALUE_CHARS].encode("utf-8", "backslashreplace").decode()
-
-
-def _record_too_long(line: int) -> Problem:
-    return Problem(
-        ProblemType.RECORD_TOO_LONG,
-        line,
-        None,
-        None,
-        f"the record starting here is longer than {MAX_RECORD_BYTES >> 20} MiB, and a "
-        "prediction is a few bytes; reading goes on at the next line",
-    )

@@ -31,8 +31,7 @@ import polars as pl
 
 from dices_cli.problems import SHOWN_VALUE_CHARS, Problem, ProblemType, Report, shortened
 from dices_cli.read.checksum import BOM, ByteFacts
-from dices_cli.read.csv_records import csv_records
-from dices_cli.read.lines import MAX_RECORD_BYTES
+from dices_cli.read.csv_records import csv_records, record_too_long
 from dices_cli.read.source import Source
 
 LINE = "_line"  # the line where a record starts; a column no DICES file has
@@ -375,17 +374,6 @@ def _trusted(
     return ParsedFile(frame)
 
 
-def _record_too_long(line: int) -> Problem:
-    return Problem(
-        ProblemType.RECORD_TOO_LONG,
-        line,
-        None,
-        None,
-        f"the record starting here is longer than {MAX_RECORD_BYTES >> 20} MiB, and a DICES "
-        "record is a few KB; reading goes on at the next line",
-    )
-
-
 class _Rows:
     """Valid records gathered into Polars frames, a batch at a time."""
 
@@ -428,7 +416,7 @@ def _strict_parse(source: Source, types: Mapping[str, pl.DataType]) -> ParsedFil
         next(records, None)  # the header, already read by read_header
         for first, count, cells in records:
             if cells is None:
-                parsed.add_bad(first, count, [_record_too_long(first)])
+                parsed.add_bad(first, count, [record_too_long(first, "a DICES record is a few KB")])
                 continue
             problems = structure_problems(first, cells, names)
             if problems:
