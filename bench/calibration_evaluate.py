@@ -13,7 +13,8 @@ effect alone), and the 20-rater group's logit shifted by 0.6.
     python bench/calibration_evaluate.py                    # 200 datasets per scenario
     python bench/calibration_evaluate.py --simulations 50 --bootstrap 200 --json
 
-The CI's fast version is tests/test_calibration_groups.py. The table goes in docs/metrics.md.
+The CI's fast version is tests/calibration/test_calibration_groups.py. The table goes in
+docs/metrics.md.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ binomial bound), and no p-value should be 0.
   correlation's clustered interval (--bootstrap 100) misses 0 (a "rejection" there).
 
 The figures go in docs/metrics.md ("Calibration"). The CI's fast versions of these checks
-are tests/test_evaluate_groups.py and tests/test_calibration_groups.py.
+are tests/evaluate/test_evaluate_groups.py and tests/calibration/test_calibration_groups.py.
 """
 
 from __future__ import annotations

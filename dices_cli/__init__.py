@@ -7,7 +7,7 @@ The Python API (`dices_cli.api`; docs/python.md is a worked session):
     d.query("qoverall-by-demographic", dataset="350", by=["rater_gender"])
 
 The names below are the API, versioned: what `__all__` names changes only with a note in
-CHANGELOG.md (tests/test_api.py compares them). They are loaded on first use, so that
+CHANGELOG.md (tests/api/test_api.py compares them). They are loaded on first use, so that
 `import dices_cli` imports no heavy library (nor `dices --help`, which imports this).
 """
 

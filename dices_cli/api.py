@@ -5,7 +5,7 @@ that read one (`query`, `sql`, `evaluate`, `filter_raters`, `report`), and `inge
 `validate` are the two that read CSV files. Each calls the function the command calls
 (`dices_cli.runs`, or the core function itself) and returns its result as a Polars frame where
 the command renders it: so a command's CSV and the method's frame hold the same rows
-(tests/test_api.py holds them equal).
+(tests/api/test_api.py holds them equal).
 
 Parameters are checked as on the command line: a canned query's from its `.sql` header,
 the others against the same ranges and choices. A failure is one of dices' own exceptions

@@ -5,7 +5,7 @@ interval against the generator's truth, per group size (tests/drivers/ordinal.py
     python scripts/calibration_ordinal.py [--shuffles 200] [--permutations 199]
                                           [--datasets 300] [--resamples 500]
 
-The CI tests (tests/test_declared_queries.py) run smaller versions of both.
+The CI tests (tests/queries/test_declared_queries.py) run smaller versions of both.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scipy.stats import binom, norm
 
-from tests.test_declared_queries import (
+from tests.queries.test_declared_queries import (
     GROUP_SIZES,
     calibration,
     group_share_table,

@@ -7,7 +7,7 @@ predictions, in headless Chromium.
 
 Needs Debian's `chromium` (or $CHROMIUM) and the `report` extra. The browser is driven over
 the DevTools protocol on a pipe (`--remote-debugging-pipe`: no port, no extra package);
-`Browser` is also what tests/test_report.py uses to check the page and log its requests.
+`Browser` is also what tests/report/test_report.py uses to check the page and log its requests.
 """
 
 from __future__ import annotations

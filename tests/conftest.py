@@ -52,10 +52,19 @@ def _replica(name: str, directory: Path) -> Path:
 REPLICA_FIXTURES = frozenset({"replica_350", "replica_990", "ingested", "ingested_copy"})
 
 
+# The marked suites: every test under tests/hostile/ is `hostile` (the corpora of hostile
+# input), every test under tests/calibration/ is `calibration` (intervals and tests against
+# a known truth); `pytest -m "not hostile and not calibration"` leaves the package's own.
+SUITES = {"hostile": pytest.mark.hostile, "calibration": pytest.mark.calibration}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if REPLICA_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        folder = item.path.parent.name
+        if folder in SUITES and item.path.parent.parent == REPO / "tests":
+            item.add_marker(SUITES[folder])
 
 
 @pytest.fixture(scope="session")

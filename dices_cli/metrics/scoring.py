@@ -21,7 +21,7 @@ per model), _ranked_metrics (only the thresholds holding an unsafe item), correl
 model's side of its correlations, once per set of items, its counts and ranks as integers)
 and correlation_metrics (sums over a group's few distinct shares, not over its items). Every
 value stays the same as without them, up to the last bits of a float sum taken in another
-order (tests/test_scoring.py).
+order (tests/metrics/test_scoring.py).
 """
 
 from __future__ import annotations

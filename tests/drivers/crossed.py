@@ -1,5 +1,5 @@
 """DICES-shaped ratings from a crossed random-effects model with a known truth: the data of
-the calibration checks of group figures (tests/test_calibration_shares.py,
+the calibration checks of group figures (tests/calibration/test_calibration_shares.py,
 bench/calibration_shares.py; usable by any test or bench script).
 
 Rater u answers Yes on conversation i with probability expit(MU + s_g + a_u + b_i):

@@ -1,5 +1,5 @@
 """The calibration of `dices evaluate`'s group intervals against a known truth
-(tests/test_calibration_groups.py, bench/calibration_evaluate.py).
+(tests/calibration/test_calibration_groups.py, bench/calibration_evaluate.py).
 
 Ratings come from the crossed random-effects model of tests/drivers/crossed.py (raters in
 groups of 5, 13, 20, 35 and 50, every one rating every conversation). A judge scores each

@@ -1,7 +1,7 @@
 """A predictions file of several kinds of model for a dataset, as a study brings them: labels
 only, a score only, labels and a score, a predicted distribution of three answers, and a
 judge whose labels are flipped (Yes for safe). Used by the tests that every interval holds
-its estimate (tests/test_evaluate_intervals.py) and by bench/evaluate.py.
+its estimate (tests/evaluate/test_evaluate_intervals.py) and by bench/evaluate.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Ratings drawn from a known two-way random-effects model: the truth that the calibration
-of group shares' intervals is checked against (tests/test_calibration_shares.py,
+of group shares' intervals is checked against (tests/calibration/test_calibration_shares.py,
 bench/calibration_shares.py).
 
 Rater u answers Yes on conversation i with probability expit(mu + a_u + b_i), a_u ~ N(0,
