@@ -26,11 +26,11 @@ import pytest
 from fixtures.dices_csv import build
 from hypothesis import event, given
 from hypothesis import strategies as st
-from test_bounded_input import FIXED_MEMORY, assert_clean, run_capped
 from typer.testing import CliRunner
 
 from dices_cli.cli.commands.download import WAYS_ROUND
 from dices_cli.cli.main import app
+from tests.hostile.test_bounded_input import FIXED_MEMORY, assert_clean, run_capped
 
 pytestmark = pytest.mark.slow  # a hostile corpus
 

@@ -29,7 +29,6 @@ import regex
 from fixtures.dices_csv import header, rows, to_csv
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_bounded_input import run_capped
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
@@ -38,6 +37,7 @@ from dices_cli.report import charts
 from dices_cli.report import svg as report_svg
 from dices_cli.report.page import NOT_DRAWN, Provenance, _scoped, page
 from dices_cli.terminal_text import printable
+from tests.hostile.test_bounded_input import run_capped
 
 pytestmark = pytest.mark.slow  # a hostile corpus
 

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 from drivers.datadir import subset
-from test_bounded_input import FIXED_MEMORY, run_capped
 from typer.testing import CliRunner, Result
 
 from dices_cli.cli.main import app
@@ -37,6 +36,7 @@ from dices_cli.queries.catalog import GROUP_COLUMNS
 from dices_cli.queries.sandbox import MAX_TABLE_COLUMNS, MEMORY_LIMIT, run_sql
 from dices_cli.read.lines import header_fields
 from dices_cli.store.datasets import Store
+from tests.hostile.test_bounded_input import FIXED_MEMORY, run_capped
 from tests.queries.test_sandbox_tempdir import DISABLED, LAYOUTS, assert_no_canary, planted_temp
 
 pytestmark = pytest.mark.slow  # a hostile corpus

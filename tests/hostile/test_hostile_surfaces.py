@@ -24,12 +24,12 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_bounded_input import FIXED_MEMORY, MiB, assert_clean, run_capped
 from typer.testing import CliRunner, Result
 
 from dices_cli.cli.main import app
 from dices_cli.read.json_lines import MAX_DEPTH
 from dices_cli.read.lines import MAX_RECORD_BYTES
+from tests.hostile.test_bounded_input import FIXED_MEMORY, MiB, assert_clean, run_capped
 
 pytestmark = pytest.mark.slow  # a hostile corpus
 

@@ -31,8 +31,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_bounded_input import CPU_CAP, LAUNCHER, MEMORY_CAP, assert_clean, run_capped
-from test_bounded_input import DICES as DICES_ENTRY
 from typer.testing import CliRunner
 
 from dices_cli.cli.demo import sample_paths
@@ -44,6 +42,8 @@ from dices_cli.judge.prompts import load_prompt
 from dices_cli.read.untrusted import MAX_DEPTH, UntrustedError, loads_json
 from dices_cli.store.datasets import Store
 from tests.drivers.judge_server import JudgeServer, _Handler
+from tests.hostile.test_bounded_input import CPU_CAP, LAUNCHER, MEMORY_CAP, assert_clean, run_capped
+from tests.hostile.test_bounded_input import DICES as DICES_ENTRY
 
 KEY = "sk-test-4f1c9e0b7d2a"
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,20 +19,20 @@ from typing import Any
 
 import polars as pl
 import pytest
-import test_hostile_sql as hostile
-import test_sql_sandbox as sandbox_tests
-from test_hostile_sql import (  # noqa: F401 (fixtures, used by name)
-    CANARY_TEXT,
-    canary,
-    temp_canary,
-)
-from test_sandbox_tempdir import DISABLED, assert_no_canary
 from typer.testing import CliRunner, Result
 
 from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.queries import engine
 from tests.conftest import CappedRunner
+from tests.hostile import test_hostile_sql as hostile
+from tests.hostile.test_hostile_sql import (  # noqa: F401 (fixtures, used by name)
+    CANARY_TEXT,
+    canary,
+    temp_canary,
+)
+from tests.queries import test_sql_sandbox as sandbox_tests
+from tests.queries.test_sandbox_tempdir import DISABLED, assert_no_canary
 
 REPO = Path(__file__).resolve().parents[2]
 READ_ONLY = "dices sql is read-only"

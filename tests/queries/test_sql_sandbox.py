@@ -15,16 +15,16 @@ import time
 from pathlib import Path
 
 import pytest
-from test_sandbox_tempdir import (
-    DISABLED,
-    assert_no_canary,
-    temp_canary,  # noqa: F401 (a fixture, used by name)
-)
 from typer.testing import CliRunner, Result
 
 from dices_cli.cli.main import app
 from dices_cli.families.schema import PUBLISHED_REMOVED
 from dices_cli.store.datasets import Store
+from tests.queries.test_sandbox_tempdir import (
+    DISABLED,
+    assert_no_canary,
+    temp_canary,  # noqa: F401 (a fixture, used by name)
+)
 
 CANARY_TEXT = "rater_id\n296708581782793\n"
 READ_ONLY = "dices sql is read-only"

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from test_sandbox_tempdir import DISABLED
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
+from tests.queries.test_sandbox_tempdir import DISABLED
 
 DATA = Path(__file__).resolve().parents[2] / "dices_cli" / "data"
 DEMO = DATA / "demo-predictions.csv"

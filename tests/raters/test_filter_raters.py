@@ -21,12 +21,12 @@ from typing import Any
 import pandas as pd
 import pytest
 from scipy.stats import fisher_exact
-from test_quality import brute_force_p
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
 from dices_cli.queries.catalog import catalog
 from tests.conftest import GENERATOR
+from tests.raters.test_quality import brute_force_p
 
 ANSWERS = ["No", "Yes", "Unsure"]
 DEMOGRAPHICS_350 = ["rater_gender", "rater_race", "rater_age", "rater_education"]
