@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from dices_cli.errors import DicesError, Option, UsageError
 from dices_cli.families import coded_members, grouped_members
 from dices_cli.runs.canned import no_such_query, run_canned
-from dices_cli.runs.common import check_choice, chooses, refuse_rater_selection
+from dices_cli.runs.common import check_choice
 from dices_cli.runs.evaluation import evaluation_settings, run_evaluation
 from dices_cli.runs.raters import run_rater_filter
 from dices_cli.runs.report import run_report
@@ -293,24 +293,20 @@ class Data:
         >>> d.sql("SELECT dataset, count(*) AS n FROM ratings GROUP BY 1 ORDER BY 1").rows()
         [('350', 4920), ('990', 5855)]
         """
-        from dices_cli.families import FAMILIES, all_members
-        from dices_cli.queries.sandbox import check_table_names, run_sql, user_tables
-        from dices_cli.raters.selection import resolve
+        from dices_cli.queries.sandbox import check_table_names
+        from dices_cli.runs.sql import run_sql
 
-        check_choice("dataset", dataset, ("all", *all_members()))
         if tables is not None and not isinstance(tables, Mapping):
             raise UsageError(
                 "tables is a mapping of names to files or frames, not ", type(tables).__name__
             )
         check_table_names(list(tables or {}))  # a frame is written to NAME.parquet
         selection = _selection(raters, exclude_removed, min_quality)
-        if dataset in FAMILIES:
-            refuse_rater_selection(FAMILIES[dataset], chooses(selection))
         with contextlib.ExitStack() as files:
             paths = {n: files.enter_context(_as_file(t, n)) for n, t in (tables or {}).items()}
-            named = user_tables([f"{n}={p}" for n, p in paths.items()])
-            chosen = None if dataset in FAMILIES else resolve(self._store, dataset, selection)
-            with run_sql(self._store, dataset, text, chosen, timeout, named) as result:
+            with run_sql(
+                self._store, text, dataset, selection, tables=paths, timeout=timeout
+            ) as result:
                 return frame(result)
 
     def evaluate(
