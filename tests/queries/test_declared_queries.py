@@ -130,7 +130,8 @@ def test_label_distribution_and_item_distribution(data: Path, toy: OrdinalRating
          "Ordinal toy's colour is nominal: its values have no order for the ordinal metric"),
         (["harm-types"],
          "harm-types asks DICES's or ProsocialDialog's own questions; Ordinal toy's queries are: "
-         "agreement, item-distribution, label-by-group, label-distribution, overview"),
+         "agreement, group-disagreement, item-distribution, label-by-group, "
+         "label-distribution, overview"),
     ],
 )  # fmt: skip
 def test_a_query_that_does_not_fit_says_why(data: Path, args: list[str], message: str) -> None:
