@@ -436,19 +436,12 @@ class Data:
         >>> d.query("overview", raters=good)["raters"].to_list()
         [88, 163]
         """
-        from dices_cli.raters.audit import audit_table
-        from dices_cli.raters.quality import RaterFilter, quality_table
-
-        if preset is not None:
-            check_choice("preset", preset, ("authors",))
-        check_choice("dataset", dataset, ("all", *coded_members()))
         run = run_rater_filter(self._store, dataset, min_quality, preset)
-        rule = RaterFilter(min_quality=min_quality, preset=preset)  # type: ignore[arg-type]
         return RaterFilterResult(
-            raters=frame(quality_table(run.raters, rule, explain)),
-            audit=frame(audit_table(run.audits, rule.description)),
-            kept=frozenset(r.rater_id for r in run.raters if r.key in run.kept),
-            description=rule.description,
+            raters=frame(run.quality(explain)),
+            audit=frame(run.audit_table()),
+            kept=frozenset(run.kept_ids),
+            description=run.rule.description,
         )
 
     def report(
