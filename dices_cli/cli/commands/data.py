@@ -151,6 +151,15 @@ def ingest(
         ),
     ] = None,
     max_size: MaxSize = DEFAULT_MAX_SIZE,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            "--split",
+            metavar="NAME",
+            help="The split the files hold, when their names do not say it (ProsocialDialog: "
+            "train, valid or test; a file named train.json is the train split).",
+        ),
+    ] = None,
 ) -> None:
     """Validate DICES CSV files and store them as typed Parquet.
 
@@ -185,7 +194,7 @@ def ingest(
         store = Store(resolve_data_dir(data))
         with progress_bar(enabled=True) as progress, _max_size_named():
             results = run_ingest(
-                files, store, dataset, force, rejects, progress, limit, declaration
+                files, store, dataset, force, rejects, progress, limit, declaration, split
             )
     for result in results:
         for note in result.notes:
