@@ -115,10 +115,13 @@ def shares(ctx: DeclaredContext, label: str) -> Section | None:
     if not scale.positive or scale.kind == "nominal" or not ctx.attributes:
         return None
     keep = ["raters", "ratings", "share_positive", "share_positive_ci_low"]
-    keep += ["share_positive_ci_high", "mean", "interval_note"]
+    keep += ["share_positive_ci_high", "mean", "interval_note", "difference", "p_adjusted"]
     rows = []
     for attribute in ctx.attributes:
-        result = ctx.run("label-by-group", label=label, by=[attribute])
+        result = ctx.run(
+            "label-by-group", label=label, by=[attribute], permutations=ctx.permutations,
+            seed=ctx.seed,
+        )  # fmt: skip
         for record in result.records():
             group = "(missing)" if record[attribute] is None else str(record[attribute])
             rows.append((attribute, group, *(record[k] for k in keep)))
@@ -141,8 +144,10 @@ def shares(ctx: DeclaredContext, label: str) -> Section | None:
                 chart,
                 table,
                 "A dot is a group's share of ratings in the positive class, its line the 95% "
-                "interval (a two-way bootstrap of the group's raters and the items); a group "
-                "of fewer than 5 raters gets no line (interval_note says why).",
+                "interval (two-way cluster-robust over the group's raters and the items); a "
+                "group of fewer than 5 raters gets no line (interval_note says why). "
+                "difference is the group's share minus the rest's, p_adjusted its permutation "
+                "p-value adjusted for the groups tested (Benjamini-Hochberg).",
             )
         ],
         notes=[label_shown(label, scale)],
