@@ -3,8 +3,8 @@ checks of plain arguments, which name the parameter as an `Option`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import Option, UsageError
 
@@ -51,3 +51,23 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
 def in_range(name: str, value: float, low: float, high: float) -> None:
     if not low <= value <= high:  # False for NaN
         raise UsageError(Option(name), f" must be between {low:g} and {high:g} (got {value:g})")
+
+
+def check_names(command: str, given: Iterable[str], taken: Collection[str]) -> None:
+    """A usage error for the first of the keyword arguments `given` that `command` does not
+    take, saying those it takes."""
+    for name in given:
+        if name not in taken:
+            said = [part for n in sorted(taken) for part in (", ", Option(n))][1:]
+            raise UsageError(f"{command} does not take ", Option(name), "; it takes: ", *said)
+
+
+def one_or_several(given: Any) -> Sequence[Any]:
+    """One value or several: a string or a path is one (not its characters)."""
+    import os
+
+    if given is None:
+        return ()
+    if isinstance(given, str | os.PathLike) or not isinstance(given, Iterable):
+        return (given,)
+    return tuple(given)
