@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.runs.common import Tell, check_names, in_range, one_or_several, unsaid
+from dices_cli.runs.common import (
+    Tell,
+    check_choice,
+    check_names,
+    in_range,
+    one_or_several,
+    unsaid,
+)
 
 if TYPE_CHECKING:
     from dices_cli.judge.batch import ReadBack, Written
@@ -144,7 +151,18 @@ def judge_settings(**given: Any) -> JudgeSettings:
     for name in ("items", "batch", "output"):
         if values.get(name) is not None:
             values[name] = Path(values[name])
+    if values.get("format") is not None:
+        values["format"] = output_format(values["format"])
     return JudgeSettings(**values)
+
+
+def output_format(given: str) -> Format:
+    """The `Format` a caller names: csv, tsv, json, jsonl or parquet (a file's formats)."""
+    from dices_cli.output import Format
+
+    written = [f.value for f in Format if f not in (Format.TABLE, Format.CHART)]
+    check_choice("format", str(given).lower(), written)
+    return Format(str(given).lower())
 
 
 def run_judge(

@@ -131,6 +131,20 @@ def test_the_api_batch_is_the_command_lines(sample: Path, tmp_path: Path) -> Non
     assert (tmp_path / "api.jsonl").read_bytes() == (tmp_path / "cli.jsonl").read_bytes()
 
 
+def test_the_api_writes_output_in_the_format_named(sample: Path, tmp_path: Path) -> None:
+    import polars as pl
+
+    judged = dices.open(sample).judge(
+        "baseline:random", limit=3, output=tmp_path / "p.out", format="Parquet"
+    )
+    assert pl.read_parquet(tmp_path / "p.out").equals(judged)
+    with pytest.raises(DicesError) as raised:
+        dices.open(sample).judge("baseline:random", output=tmp_path / "q.csv", format="table")
+    assert str(raised.value) == (
+        "format must be one of: csv, tsv, json, jsonl, parquet (got 'table')"
+    )
+
+
 def test_the_apis_warnings_are_notes_and_its_summary_is_the_result(
     sample: Path, tmp_path: Path, server: JudgeServer
 ) -> None:
