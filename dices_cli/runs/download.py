@@ -12,12 +12,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dices_cli.download import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from dices_cli.errors import Option, UsageError
 from dices_cli.read.source import DEFAULT_MAX_SIZE
-from dices_cli.runs.common import Tell, in_range, unsaid
+from dices_cli.runs.common import Tell, check_names, in_range, unsaid
 
 if TYPE_CHECKING:
     from dices_cli.download import Fetched, Progress, Retrying, WantedFile
@@ -64,6 +64,10 @@ class DownloadResult:
     files: tuple[Fetched, ...] = ()
     ingested: tuple[IngestResult, ...] = ()
 
+    def table(self) -> Table:
+        """The plan of a dry run, else the files fetched."""
+        return self.plan if self.plan is not None else self.fetched_table()
+
     def fetched_table(self) -> Table:
         """The files fetched, one row each (`FETCHED_COLUMNS`; `url` None: it was there)."""
         from dices_cli.output import table_from_rows
@@ -73,6 +77,18 @@ class DownloadResult:
             for f in self.files
         ]
         return table_from_rows(list(FETCHED_COLUMNS), rows)
+
+
+def download_settings(**given: Any) -> DownloadSettings:
+    """`DownloadSettings` from a Python caller's keyword arguments (`dir` and `data` a
+    string or a path)."""
+    from dataclasses import fields
+
+    check_names("download", given, {f.name for f in fields(DownloadSettings)})
+    for name in ("dir", "data"):
+        if given.get(name) is not None:
+            given[name] = Path(given[name])
+    return DownloadSettings(**given)
 
 
 def run_download(
@@ -154,7 +170,8 @@ def size_of(given: int | str) -> int:
     from dices_cli.read.source import parse_size
 
     if isinstance(given, int) and not isinstance(given, bool):
-        in_range("max_size", given, 1, math.inf)
+        if given < 1:
+            raise UsageError(Option("max_size"), f" must be at least 1 (got {given})")
         return given
     try:
         return parse_size(str(given))

@@ -15,20 +15,34 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.runs.common import Tell, in_range, unsaid
+from dices_cli.runs.common import (
+    Tell,
+    check_choice,
+    check_names,
+    in_range,
+    one_or_several,
+    unsaid,
+)
 
 if TYPE_CHECKING:
     from dices_cli.judge.batch import ReadBack, Written
     from dices_cli.judge.plan import Settings
     from dices_cli.judge.run import DryRun, Outcome, Progress
-    from dices_cli.output import Format, Output
+    from dices_cli.output import Format, Output, Table
     from dices_cli.store.datasets import Store
 
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 PROBLEMS_TOLD = 10  # a batch's results: the lines that are no results of the run, told at most
+
+# A dry run's figures, and a batch's files, as a table's columns.
+DRY_RUN_COLUMNS = ["calls", "cached", "requests", "prompt_tokens", "answer_tokens", "tokens"]
+DRY_RUN_COLUMNS += ["cost_online", "cost_batch"]
+BATCH_COLUMNS = ["path", "requests", "bytes"]
+# A caller's names for the settings that are not JudgeSettings' own fields.
+CALLER_NAMES = {"base_url": "base_urls"}
 
 # The bounds of each number (inclusive; inf: none above), which the command line declares too.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -105,6 +119,50 @@ class JudgeResult:
     written: Written | None = None
     outcome: Outcome | None = None
     output: Output | None = None
+
+    def table(self) -> Table:
+        """The result as rows: the predictions; a dry run's figures (`DRY_RUN_COLUMNS`, one
+        row); a batch's files (`BATCH_COLUMNS`, one row each)."""
+        from dices_cli.output import table_from_rows
+
+        if self.planned is not None:
+            planned, cost = self.planned, self.planned.cost or {}
+            counts = (planned.calls, planned.cached, planned.to_ask, planned.prompt_tokens)
+            tokens = (planned.completion_tokens, planned.estimated_tokens)
+            row = (*counts, *tokens, cost.get("online"), cost.get("batch"))
+            return table_from_rows(DRY_RUN_COLUMNS, [row])
+        if self.written is not None:
+            rows = [(str(f.path), f.requests, f.bytes) for f in self.written.files]
+            return table_from_rows(BATCH_COLUMNS, rows)
+        assert self.outcome is not None
+        return self.outcome.table
+
+
+def judge_settings(**given: Any) -> JudgeSettings:
+    """`JudgeSettings` from a Python caller's keyword arguments: `base_url` one URL or
+    several, `batch_results` one file or several, each path a string or a path."""
+    from dataclasses import fields
+
+    taken = {f.name for f in fields(JudgeSettings)} - {"then_evaluate", *CALLER_NAMES.values()}
+    check_names("judge", given, taken | set(CALLER_NAMES))
+    values = {CALLER_NAMES.get(name, name): value for name, value in given.items()}
+    values["base_urls"] = tuple(one_or_several(values.get("base_urls")))
+    values["batch_results"] = tuple(map(Path, one_or_several(values.get("batch_results"))))
+    for name in ("items", "batch", "output"):
+        if values.get(name) is not None:
+            values[name] = Path(values[name])
+    if values.get("format") is not None:
+        values["format"] = output_format(values["format"])
+    return JudgeSettings(**values)
+
+
+def output_format(given: str) -> Format:
+    """The `Format` a caller names: csv, tsv, json, jsonl or parquet (a file's formats)."""
+    from dices_cli.output import Format
+
+    written = [f.value for f in Format if f not in (Format.TABLE, Format.CHART)]
+    check_choice("format", str(given).lower(), written)
+    return Format(str(given).lower())
 
 
 def run_judge(
