@@ -208,10 +208,10 @@ def evaluate(
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from dices_cli.cli.focus import Focus
     from dices_cli.errors import UsageError
-    from dices_cli.families import FAMILIES
+    from dices_cli.families import FAMILIES, declared_family
     from dices_cli.output import Format, Output
     from dices_cli.runs.evaluation import evaluation_settings, run_evaluation
-    from dices_cli.runs.scale_evaluation import declared_family, run_scale_evaluation
+    from dices_cli.runs.scale_evaluation import run_scale_evaluation
     from dices_cli.shape import Shape
     from dices_cli.store.datasets import Store, resolve_data_dir
 
