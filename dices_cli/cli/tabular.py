@@ -24,6 +24,7 @@ from datetime import date, datetime, time
 from typing import TYPE_CHECKING
 
 from dices_cli.cli.focus import Focus
+from dices_cli.output import text_cell
 from dices_cli.terminal_text import printable
 
 if TYPE_CHECKING:
@@ -42,15 +43,15 @@ _LINE_BREAKS = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
 
 
 def cell_text(value: object) -> str:
-    """A value as the table for people shows it: floats rounded, lists joined, one line
+    """A value as the table for people shows it: floats rounded, lists as JSON, one line
     without blanks around it (so a cell of spaces is an empty one), any other control
     character shown escaped (`printable`)."""
     if value is None:
         return ""
     if isinstance(value, float):
         return f"{value:.{TABLE_DECIMALS}f}"
-    if isinstance(value, list | tuple):
-        return printable(", ".join(str(v) for v in value))
+    if isinstance(value, list | tuple | dict):  # as JSON, the way CSV writes it
+        return printable(text_cell(value))
     return printable(str(value).translate(_LINE_BREAKS).strip())
 
 
