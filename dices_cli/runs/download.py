@@ -165,6 +165,14 @@ def check_seconds(settings: DownloadSettings) -> None:
             )
 
 
+def unreachable(error: BaseException) -> bool:
+    """Whether `error` ended a download because no source could be reached at all (no
+    network, a wrong host, a firewall): other ways to the files may help."""
+    from dices_cli.download import NoSourceServed, SourceFailed
+
+    return isinstance(error, NoSourceServed | SourceFailed) and error.unreachable
+
+
 def plan_table(wanted: Sequence[WantedFile], directory: Path) -> Table:
     """Per file and source, in the order they are tried: what the file must be, where it is
     fetched from, and what is in `directory` now. Nothing is fetched."""
