@@ -6,7 +6,9 @@ degree-of-harm, the report's shares figure), per group size: the tables of docs/
     python bench/calibration_shares.py --quick    # a smoke test: few datasets
 
 Data: tests/drivers/crossed.py (rater sd 1, conversation sd 1.5 on the logit, 350
-conversations, groups of 5, 13, 20, 35 and 50 raters, known true shares). Per group size,
+conversations, groups of 5, 13, 20, 35 and 50 raters, known true shares; `--rated 0.5`
+keeps each rating with that chance, as where a conversation has a subset of the raters,
+and the ratings-weighted share then differs from the raters' mean share). Per group size,
 with all groups alike: how often the clustered 95% interval of the group's share holds its
 true share, and that of its difference from the rest the true difference, beside the
 binomial 99.9% range of a calibrated interval; how often p_value < 0.05 (level) for each
@@ -47,16 +49,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, help="ignored: the data are simulated")
     parser.add_argument("--datasets", type=int, default=1000)
     parser.add_argument("--permutations", type=int, default=1000)
+    parser.add_argument(
+        "--rated", type=float, default=1.0, help="each rating's chance of being kept (1: all)"
+    )
     args = parser.parse_args(argv)
     datasets, permutations = (10, 50) if args.quick else (args.datasets, args.permutations)
     started = time.perf_counter()
-    null = calibration(datasets, seed=1, permutations=permutations)
-    shifted = calibration(datasets, seed=2, shift=SHIFT, shifted=SHIFTED, permutations=permutations)
+    null = calibration(datasets, seed=1, permutations=permutations, rated=args.rated)
+    shifted = calibration(
+        datasets, 2, shift=SHIFT, shifted=SHIFTED, permutations=permutations, rated=args.rated
+    )
     seconds = time.perf_counter() - started
     low, high = (end / datasets for end in binom.interval(0.999, datasets, 0.95))
     fewest, most = (end / datasets for end in binom.interval(0.999, datasets, 0.05))
     print(
-        f"{datasets} datasets per column, {permutations} permutations; a calibrated 95% "
+        f"{datasets} datasets per column, {permutations} permutations, each rating kept "
+        f"with probability {args.rated:g}; a calibrated 95% "
         f"interval covers within [{low:.3f}, {high:.3f}], a 5% test rejects within "
         f"[{fewest:.3f}, {most:.3f}]"
     )
@@ -114,6 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         {
             "datasets": datasets,
             "permutations": permutations,
+            "rated": args.rated,
             "coverage_range": [low, high],
             "level_range": [fewest, most],
             "groups": rows,

@@ -43,8 +43,9 @@
 --   is its share minus the other groups', with its interval; p_value tests it by
 --   relabelling raters at random (group sizes kept; --permutations, --seed), two-sided
 --   unless --alternative greater (is the group's share higher?) or less asks one way,
---   which finds a given shift more often; p_adjusted corrects for the number of groups
---   (Benjamini-Hochberg), and p_groups_differ asks whether the groups differ at all. (`dices query agreement` measures how much a
+--   which finds a shift that way more often and never one the other way; p_adjusted
+--   corrects for the number of groups (Benjamini-Hochberg), and p_groups_differ asks
+--   whether the groups differ at all. (`dices query agreement` measures how much a
 --   group's raters agree with each other and with the rest, not their share of Yes.)
 WITH grouped AS (
     SELECT

@@ -151,9 +151,15 @@ def ratings_by_group(data: Crossed) -> Any:
 
 
 def calibration(
-    datasets: int, seed: int, shift: float = 0.0, shifted: int = 2, permutations: int = 200
+    datasets: int,
+    seed: int,
+    shift: float = 0.0,
+    shifted: int = 2,
+    permutations: int = 200,
+    rated: float = 1.0,
 ) -> dict[str, Any]:
-    """Over `datasets` simulated datasets (GROUP_SIZES, `shift` on group `shifted`), per
+    """Over `datasets` simulated datasets (GROUP_SIZES, `shift` on group `shifted`, each
+    rating kept with probability `rated`), per
     group: how often the clustered interval of its share holds its true share
     ("share_coverage") and that of its difference from the rest the true difference
     ("difference_coverage"); per test and alternative, how often its p-value is below 0.05
@@ -178,7 +184,7 @@ def calibration(
     omnibus = 0
     sizes = np.array(GROUP_SIZES, dtype=np.float64)
     for dataset in range(datasets):
-        data = simulate(rng, shift=(shifted, shift) if shift else None)
+        data = simulate(rng, shift=(shifted, shift) if shift else None, rated=rated)
         truth = data.true_shares()
         others = (truth @ sizes - truth * sizes) / (sizes.sum() - sizes)
         ratings = ratings_by_group(data)
