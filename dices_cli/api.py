@@ -1,11 +1,11 @@
 """The Python API: what every `dices` command does, as functions that return Polars frames.
 
 `dices_cli.open(DIR)` gives a `Data` over a data directory; its methods are the commands
-that read one (`query`, `sql`, `evaluate`, `filter_raters`, `report`), and `ingest` and
-`validate` are the two that read CSV files. Each calls the function the command calls
-(`dices_cli.runs`, or the core function itself) and returns its result as a Polars frame where
-the command renders it: so a command's CSV and the method's frame hold the same rows
-(tests/api/test_api.py holds them equal).
+that read one (`info`, `query`, `sql`, `evaluate`, `filter_raters`, `export`, `report`), and
+`ingest`, `validate` and `describe` are those that read files. Each calls the function the
+command calls (one of `dices_cli.runs`) and returns its result as a Polars frame where the
+command renders it: so a command's CSV and the method's frame hold the same rows
+(tests/api/test_commands_and_api_agree.py holds them equal).
 
 Parameters are checked as on the command line: a canned query's from its `.sql` header,
 the others against the same ranges and choices. A failure is one of dices' own exceptions

@@ -58,13 +58,9 @@ DEFAULT_MAX_SIZE = "2G"  # dices_cli.read.source.DEFAULT_MAX_SIZE, spelled for -
 
 def size_limit(text: str) -> int:
     """The bytes a --max-size SIZE stands for (500M, 4G; `dices_cli.read.source.parse_size`)."""
-    from dices_cli.errors import UsageError
-    from dices_cli.read.source import parse_size
+    from dices_cli.runs.common import size_of
 
-    try:
-        return parse_size(text)
-    except ValueError as error:
-        raise UsageError(f"--max-size {error}") from None
+    return size_of(text)
 
 
 def registered(*names: str) -> TyperChoice:
@@ -164,15 +160,12 @@ LimitOption = Annotated[
 def rater_selection(
     exclude_removed: bool, raters: str | None, min_quality: float | None = None
 ) -> RaterSelection:
-    """The rater selection every query honours, from the shared options."""
-    from dices_cli.raters.selection import rater_selection as selection_of
+    """The rater selection every query honours, from the shared options (the ids file read
+    here, stdin for -)."""
+    from dices_cli.runs.common import selection_of
 
     if raters is None:
         return selection_of(exclude_removed, min_quality=min_quality)
-    # Imported for a --raters file only: every query makes a selection, few read rater ids
-    # (raters.id_list and read.ids: 0.3-0.4 ms of `dices sql` and `dices query`).
-    from dices_cli.raters.id_list import parse_rater_ids
-
     if raters == "-":
         data, source = sys.stdin.buffer.read(), "stdin"
     else:
@@ -182,14 +175,14 @@ def rater_selection(
             from dices_cli.errors import DicesError
 
             raise DicesError(f"cannot read --raters {raters}: {error.strerror}") from error
-    return selection_of(exclude_removed, parse_rater_ids(data, source), source, min_quality)
+    return selection_of(exclude_removed, data, source, min_quality)
 
 
 def read_paths(data: Path | None, raters: str | None) -> list[Path]:
     """What a query reads, which -o must not overwrite: the data directory, --raters FILE."""
-    from dices_cli.store.datasets import resolve_data_dir
+    from dices_cli.runs.common import data_dir
 
-    return [resolve_data_dir(data), *([Path(raters)] if raters not in (None, "-") else [])]
+    return [data_dir(data), *([Path(raters)] if raters not in (None, "-") else [])]
 
 
 def emit_shaped(

@@ -110,8 +110,8 @@ def report(
     from dices_cli.cli.commands.evaluate import one_means_hinted
     from dices_cli.cli.commands.wording import flag
     from dices_cli.errors import Option, UsageError
+    from dices_cli.runs.common import data_store
     from dices_cli.runs.report import run_report
-    from dices_cli.store.datasets import Store, resolve_data_dir
 
     dices_only(dataset, "dices report")
     if predictions == "-" and raters == "-":
@@ -128,7 +128,7 @@ def report(
 
     with one_means_hinted():
         run = run_report(
-            Store(resolve_data_dir(data)),
+            data_store(data),
             output,
             dataset,
             rater_selection(exclude_removed, raters, min_quality),
