@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 from dices_cli.cli.commands import evaluate as command
 from dices_cli.cli.main import app
 from dices_cli.evaluate.evaluation import Settings, evaluate
+from dices_cli.evaluate.notes import INTERVAL_NOTES
 from dices_cli.evaluate.personas import evaluate_personas, persona_chart
 from dices_cli.metrics.intervals import (
     MIN_RATERS,
@@ -86,9 +87,10 @@ def test_no_estimate_lies_outside_its_own_interval(
     ingested: Path, predictions: dict[str, Path], dataset: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In the CSV and in the ranked summary on the screen, for labels, a score only, a
-    distribution and a flipped judge, every group of rater_race (5 raters and up)."""
+    distribution and a flipped judge, every group of rater_race (5 raters and up), with
+    the default intervals; and every endpoint the same for another seed."""
     arguments = ["evaluate", str(predictions[dataset]), "-d", dataset, "--data", str(ingested)]
-    arguments += ["--by", "rater_race", "--bootstrap", "200", "--permutations", "0"]
+    arguments += ["--by", "rater_race", "--permutations", "0"]
     result = runner.invoke(app, [*arguments, "-f", "csv"])
     assert result.exit_code == 0, result.output
     records = list(csv.DictReader(io.StringIO(result.stdout)))
@@ -96,6 +98,9 @@ def test_no_estimate_lies_outside_its_own_interval(
     assert sum(len(triplets(r)) for r in records) > 300
     assert outside(records) == []  # type: ignore[arg-type]
     assert any(r["difference_low"] for r in records if r["rater_race"])
+    reseeded = runner.invoke(app, [*arguments, "-f", "csv", "--seed", "1"])
+    assert reseeded.exit_code == 0, reseeded.output
+    assert reseeded.stdout == result.stdout
     # The ranked summary a person sees on a terminal.
     monkeypatch.setattr(command, "stderr_is_terminal", lambda: True)
     shown = runner.invoke(app, [*arguments, "-f", "csv"])
@@ -196,6 +201,16 @@ def test_a_group_of_fewer_than_5_raters_has_no_interval_and_says_so(tmp_path: Pa
         assert enough[f"{metric}_low"] is not None and enough["difference_low"] is not None
     (note,) = [n for n in evaluation.warnings if "fewer than" in n]
     assert "group=g0 has 4 raters, fewer than 5" in note
+    # The jsd difference's interval, known to be too narrow for a group that differs: said
+    # on its rows (not on a few_raters row, which has none) and once on the screen.
+    assert rows["g1", "crowd-share"]["interval_note"] == INTERVAL_NOTES["crowd-share"]
+    assert rows["g0", "crowd-share"]["interval_note"] is None
+    assert rows["g1", "crowd"]["interval_note"] is None
+    (said,) = [n for n in evaluation.warnings if "interval_note" in n]
+    assert (
+        said
+        == f"DICES-990, crowd-share group rows: {INTERVAL_NOTES['crowd-share']} (interval_note)"
+    )
     # About this pool of raters (conversations only), a small group has its interval.
     pool = evaluate(
         votes, read, Settings(by=("group",), bootstrap=50, permutations=0, interval="conversations")
