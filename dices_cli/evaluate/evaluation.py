@@ -64,6 +64,7 @@ from dices_cli.metrics.intervals import (
     centred_interval,
     conversation_weights,
     difference_bounds,
+    difference_interval,
 )
 from dices_cli.metrics.permutation import (
     benjamini_hochberg,
@@ -406,6 +407,17 @@ def _number(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
+def _raters(left_out: Array | None, raters: tuple[Jackknife, int] | None) -> tuple[float, float]:
+    """The rater_variance of a figure (dices_cli.metrics.intervals): with `raters` (the
+    jackknife, and the group's raters), a group row's: the jackknife's variance of
+    `left_out` where given (a RATER_SMOOTH figure), else none and a t quantile with the
+    group's raters - 1 degrees of freedom; else none."""
+    if raters is None:
+        return 0.0, math.inf
+    jackknife, size = raters
+    return jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
+
+
 def _interval(
     values: Array,
     bounds: tuple[float, float],
@@ -413,16 +425,9 @@ def _interval(
     raters: tuple[Jackknife, int] | None = None,
     log: bool = False,
 ) -> tuple[float | None, float | None]:
-    """The centred interval (dices_cli.metrics.intervals) of values (row 0 the estimate,
-    then the conversation resamples). With `raters` (the jackknife, and the group's raters),
-    a group row's: the jackknife's variance of `left_out` where given (a RATER_SMOOTH
-    figure), else a t quantile with the group's raters - 1 degrees of freedom; `log`: on
-    the log scale."""
-    variance = (0.0, math.inf)
-    if raters is not None:
-        jackknife, size = raters
-        variance = jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
-    low, high = centred_interval(values, variance, bounds, log=log)
+    """The centred interval of values (row 0 the estimate, then the conversation blocks
+    left out), with `_raters`' variance; `log`: on the log scale."""
+    low, high = centred_interval(values, _raters(left_out, raters), bounds, log=log)
     return _number(low), _number(high)
 
 
@@ -585,11 +590,23 @@ def _rows(
             else None
         )
         raters_of_group = None if jackknife is None else (jackknife, int(raters[group + 1] or 0))
-        interval = (
-            (None, None)
-            if group in few
-            else _interval(difference, difference_bounds(BOUNDS[metric]), left_out, raters_of_group)
-        )
+        bounds = difference_bounds(BOUNDS[metric])
+        if group in few:
+            interval: tuple[float | None, float | None] = (None, None)
+        elif metric in LOG_SCALE:  # from the two sides' intervals on the log scale
+            own_side, rest_side = (
+                (side.values[metric], _raters((side.left_out or {}).get(metric), raters_of_group))
+                for side in (own, others)
+            )
+            low, high = difference_interval(
+                own_side,
+                rest_side,
+                (difference, _raters(left_out, raters_of_group)),
+                BOUNDS[metric],
+            )
+            interval = (_number(low), _number(high))
+        else:
+            interval = _interval(difference, bounds, left_out, raters_of_group)
         p, expected = tests.get((model, reference, group), (math.nan, math.nan))
         p_values.setdefault(reference, []).append(p)
         rest = _number(figures[reference, group, True].values[metric][0])

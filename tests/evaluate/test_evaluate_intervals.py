@@ -35,6 +35,7 @@ from dices_cli.metrics.intervals import (
     Jackknife,
     centred_interval,
     conversation_weights,
+    difference_interval,
 )
 from dices_cli.metrics.student_t import t_quantile
 from dices_cli.queries.engine import RaterSelection
@@ -322,3 +323,41 @@ def test_the_jackknife_of_a_mean_is_its_variance_of_the_mean() -> None:
         total += values[mine].var(ddof=1) / len(mine)
     variance, _ = Jackknife(stratum).variance(left_out)
     assert math.isclose(variance, total, rel_tol=1e-12)
+
+
+def test_a_jsd_difference_interval_is_recovered_from_the_sides_log_intervals() -> None:
+    """Zou & Donner's MOVER by hand: each side's interval on the log scale (scipy's t with
+    blocks - 1 degrees of freedom), their correlation from the three jackknife variances."""
+    rng = np.random.default_rng(8)
+    blocks = 40
+    own = np.concatenate([[0.06], 0.06 + rng.normal(0, 0.004, blocks)])
+    rest = np.concatenate([[0.03], 0.03 + 0.5 * (own[1:] - 0.06) + rng.normal(0, 0.002, blocks)])
+    difference = own - rest
+    v1, v2, vd = (_jackknife_by_hand(list(v[1:])) for v in (own, rest, difference))
+    q = stats.t.ppf(0.975, blocks - 1)
+    (l1, u1), (l2, u2) = (
+        (e * math.exp(-q * math.sqrt(v) / e), e * math.exp(q * math.sqrt(v) / e))
+        for e, v in ((0.06, v1), (0.03, v2))
+    )
+    r = (v1 + v2 - vd) / (2 * math.sqrt(v1 * v2))
+    low = 0.03 - math.sqrt((0.06 - l1) ** 2 + (u2 - 0.03) ** 2 - 2 * r * (0.06 - l1) * (u2 - 0.03))
+    high = 0.03 + math.sqrt((u1 - 0.06) ** 2 + (0.03 - l2) ** 2 - 2 * r * (u1 - 0.06) * (0.03 - l2))
+    none = (0.0, math.inf)
+    got = difference_interval((own, none), (rest, none), (difference, none), (0.0, 1.0))
+    assert got == pytest.approx((low, high), rel=1e-9)
+    assert high - 0.03 > 0.03 - low  # the side a divergence grows on is the wider
+
+
+@given(
+    st.lists(st.floats(0.001, 0.2), min_size=3, max_size=30),
+    st.lists(st.floats(0.001, 0.2), min_size=3, max_size=30),
+    st.floats(0, 0.01),
+)
+def test_a_difference_interval_holds_its_estimate(
+    own: list[float], rest: list[float], raters: float
+) -> None:
+    size = min(len(own), len(rest))
+    a, b = np.array(own[:size]), np.array(rest[:size])
+    variance = (raters, 10.0)
+    low, high = difference_interval((a, variance), (b, variance), (a - b, variance), (0.0, 1.0))
+    assert -1.0 <= low <= a[0] - b[0] <= high <= 1.0
