@@ -205,7 +205,7 @@ COLUMN_HELP = {
     "left empty, as no interval holds its level for so few raters (clustered interval).",
     "interval_note": "On group rows (clustered interval): what its intervals do not hold, "
     "from their calibration against a known truth per group size (crowd-share: the jsd "
-    "difference's interval is too narrow for a group whose shares differ from the rest's).",
+    "difference's interval is approximate).",
 }
 
 

@@ -17,8 +17,8 @@ from dices_cli.metrics.intervals import MIN_RATERS
 
 # Per reference, what a group row's clustered intervals do not hold.
 INTERVAL_NOTES = {
-    "crowd-share": "the jsd difference's interval is too narrow when the group's shares "
-    "differ from the rest's (it then holds the truth less often than 95%): read it as "
+    "crowd-share": "the jsd difference's interval is approximate (wider than 95% needs "
+    "when the group's shares match the rest's, narrower when they differ): read it as "
     "rough; the p_value holds",
 }
 
