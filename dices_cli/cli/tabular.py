@@ -51,6 +51,10 @@ def cell_text(value: object) -> str:
         return f"{value:.{TABLE_DECIMALS}f}"
     if isinstance(value, list | tuple):
         return printable(", ".join(str(v) for v in value))
+    if isinstance(value, bytes):  # a BLOB, as DuckDB writes it: `\xAA` for a byte
+        from dices_cli.output import blob_text
+
+        return blob_text(value)
     return printable(str(value).translate(_LINE_BREAKS).strip())
 
 
