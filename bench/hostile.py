@@ -216,20 +216,26 @@ def ingest_sample(tree: Path, data: Path) -> None:
     environment = tree_environment(tree)
     paths = subprocess.run(
         [sys.executable, "-c", "from dices_cli.cli.demo import sample_paths as s; print(*s())"],
+        cwd=tree,
         env=environment,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
     command = [sys.executable, "-m", "dices_cli", "ingest", *paths, "--data", str(data), "-q"]
-    subprocess.run(command, env=environment, check=True, capture_output=True)
+    subprocess.run(command, cwd=tree, env=environment, check=True, capture_output=True)
 
 
 def run_case(tree: Path, args: list[str], cap: int, cpu: int, wall: int) -> dict[str, Any]:
     """`dices ARGS` from `tree` under the caps: how it ended and its first line on stderr."""
     launcher = [sys.executable, "-c", LAUNCHER, str(cap), str(cpu), str(wall), *args]
-    done = subprocess.run(
-        launcher, env=tree_environment(tree), capture_output=True, text=True, timeout=wall + 60
+    done = subprocess.run(  # from `tree`: `python -m` imports from its working directory first
+        launcher,
+        cwd=tree,
+        env=tree_environment(tree),
+        capture_output=True,
+        text=True,
+        timeout=wall + 60,
     )
     *said, ended = done.stderr.rstrip("\n").split("\n")
     figures = json.loads(ended)
@@ -287,10 +293,10 @@ def main() -> None:
         print(json.dumps(document, indent=2))
     else:
         print(f"tree {tree} ({document['tree_commit']}), ulimit -v {options.cap_mib} MiB")
-        print(f"{'case':34} {'wall s':>7} {'peak RSS MB':>12} {'exit':>7}")
+        print(f"{'case':34} {'wall s':>7} {'peak RSS MB':>12} {'exit':>7}  stderr's first line")
         for row in rows:
             figures = f"{row['wall_s']:7.2f} {row['peak_rss_mb']:12.1f} {row['exit']!s:>7}"
-            print(f"{row['case']:34} {figures}")
+            print(f"{row['case']:34} {figures}  {row['said'][:100]}")
     append("hostile", document)
 
 
