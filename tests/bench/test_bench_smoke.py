@@ -54,6 +54,7 @@ SCRIPTS = {
     "calibration_shares": ["--quick", "--data", "{tiny}/data"],
     "judge": ["--runs", "1", "--quick", "--data", "{tiny}/data"],
     "startup": ["--smoke", "--data", "{tiny}/data"],
+    "hostile": ["--smoke"],
     "summary": [],
 }
 
