@@ -12,7 +12,7 @@ between rows) is only counted here: when any is found the caller reads the file 
 the same tables (tests/formats/test_declared_stream.py holds them equal).
 
 An entity's attribute is the same on every row that gives one (else the count above),
-so its first value is its least; its rows' order is the order of its first row.
+so its first value is its greatest; its rows' order is the order of its first row.
 """
 
 from __future__ import annotations
@@ -54,24 +54,31 @@ def stream(
     if not header or any(c not in header for c in spec.required()):
         return None
     named = [_from_name(p, source.display_name).alias(c) for c, p in spec.from_name.items()]
-    rows = scan.with_row_index(ROW).with_columns(*named).with_columns(_keys(spec))
-    reads = {
-        label: label_read(column, label, declared.scales[label])
-        for label, column in spec.labels.items()
-    }
-    answers = [pl.col(c).alias(n) for n, c in spec.answers.items()]
-    ratings = with_positive(
-        rows.select(ITEM, RATER, *(value for value, _, _ in reads.values()), *answers), declared
+    # Each label's cell is read once, into its value and two flags, which both the ratings
+    # and the counts take.
+    read = {}
+    for label, column in spec.labels.items():
+        value, absent, outside = label_read(column, label, declared.scales[label])
+        read[label] = (
+            value.alias(f"_value_{label}"),
+            absent.alias(f"_absent_{label}"),
+            outside.alias(f"_outside_{label}"),
+        )
+    rows = (
+        scan.with_row_index(ROW)
+        .with_columns(*named)
+        .with_columns(*_keys(spec), *(e for three in read.values() for e in three))
+        .with_columns(pl.struct(ITEM, RATER).hash().alias("_pair"))
     )
-    pair = pl.struct(ITEM, RATER).hash()
+    answers = [pl.col(c).alias(n) for n, c in spec.answers.items()]
+    values = [pl.col(f"_value_{label}").alias(label) for label in read]
+    ratings = with_positive(rows.select(ITEM, RATER, *values, *answers), declared)
     checks = rows.select(
         pl.len().alias("records"),
         (pl.col(ITEM).is_null() | pl.col(RATER).is_null()).sum().alias("keyless"),
-        pl.sum_horizontal(*(outside.sum() for _, _, outside in reads.values()), pl.lit(0)).alias(
-            "outside"
-        ),
-        (pl.len() - pair.n_unique()).alias("again"),
-        *(absent.sum().alias(f"missing_{label}") for label, (_, absent, _) in reads.items()),
+        pl.sum_horizontal(pl.col("^_outside_.*$").sum(), pl.lit(0)).alias("outside"),
+        (pl.len() - pl.col("_pair").n_unique()).alias("again"),
+        *(pl.col(f"_absent_{label}").sum().alias(f"missing_{label}") for label in read),
     )
     raters = _entity(rows, RATER, {**spec.rater_attributes})
     items = _entity(rows, ITEM, {**spec.text, **spec.item_attributes})
@@ -95,7 +102,7 @@ def stream(
         "ratings": target,
     }
     missing = dict.fromkeys(declared.labels, 0)
-    missing.update({label: found[f"missing_{label}"] for label in reads})
+    missing.update({label: found[f"missing_{label}"] for label in read})
     built = Built(tables, missing, {0: set()}, {"ratings": found["records"]})
     return built, found["records"]
 
@@ -117,11 +124,12 @@ def _from_name(pattern: str, name: str) -> pl.Expr:
 
 def _entity(rows: pl.LazyFrame, key: str, columns: dict[str, str]) -> pl.LazyFrame:
     """One row per entity: its first row, each attribute's value, and `_differ`, how many
-    of its attributes take two values."""
-    differ = [(pl.col(c).min() != pl.col(c).max()).fill_null(False) for c in columns.values()]
+    of its attributes take two values (told by their hashes: numbers compare faster)."""
+    hashes = [pl.when(pl.col(c).is_not_null()).then(pl.col(c).hash()) for c in columns.values()]
+    differ = [(h.min() != h.max()).fill_null(False) for h in hashes]
     return rows.group_by(key).agg(
         pl.col(ROW).min(),
-        *(pl.col(c).min().alias(n) for n, c in columns.items()),
+        *(pl.col(c).max().alias(n) for n, c in columns.items()),
         pl.sum_horizontal(*differ, pl.lit(0)).alias("_differ"),
     )
 
