@@ -84,6 +84,7 @@ COPY (
 COPY_SCRIPT = """
 import sys, duckdb
 connection = duckdb.connect()
+connection.execute("SET enable_progress_bar = false")
 connection.execute(
     "COPY (FROM read_csv(?, header = true, columns = {columns})) TO '" + sys.argv[2] + "'",
     [sys.argv[1]],
@@ -111,6 +112,7 @@ FROM (
 QUERY_SCRIPT = """
 import sys, duckdb
 connection = duckdb.connect()
+connection.execute("SET enable_progress_bar = false")
 stored = sys.argv[2]
 tables = {"ratings": stored + "/ratings.parquet", "raters": stored + "/raters.parquet"}
 cursor = connection.execute(sys.argv[1], tables)
@@ -211,7 +213,7 @@ def ratio(a: Tool, b: Tool, name: str = "wall") -> float:
     return a.median(name) / b.median(name)
 
 
-def bench(rows: int, runs: int, folder: Path) -> dict[str, Any]:
+def bench(rows: int, runs: int, folder: Path, queries: list[str]) -> dict[str, Any]:
     data_file = folder / "ratings.csv"
     print(f"generating {rows:,} rows ...", file=sys.stderr)
     generate(data_file, rows)
@@ -254,7 +256,8 @@ def bench(rows: int, runs: int, folder: Path) -> dict[str, Any]:
     print(table([(dices, duck, "ingest")]), file=sys.stderr)
     stored = str((data / "scalebench").resolve())
     tools = [(dices, duck, "ingest")]
-    for name, (arguments, sql, keys) in QUERIES.items():
+    for name in queries:
+        arguments, sql, keys = QUERIES[name]
         query = [
             *dices_command(),
             *("query", name, "-d", "scalebench", *arguments),
@@ -316,10 +319,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=2e7, help="ratings in the CSV (2e7)")
     parser.add_argument("--runs", type=int, default=3, help="fresh-process runs per tool")
+    parser.add_argument(
+        "--queries",
+        nargs="*",
+        choices=list(QUERIES),
+        default=list(QUERIES),
+        help="the queries to time (default: all; none: ingest alone)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     arguments = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-scale-") as folder:
-        document = bench(int(arguments.rows), arguments.runs, Path(folder))
+        document = bench(int(arguments.rows), arguments.runs, Path(folder), arguments.queries)
     append("scale", document)
     if arguments.json:
         print(json.dumps(document, indent=2))
