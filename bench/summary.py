@@ -73,6 +73,17 @@ def _load(document: dict[str, Any]) -> Iterator[Row]:
         yield _at_most(f"{name} on the large file (s)", query["median_s"], goals["query_s"])
 
 
+def _scale(document: dict[str, Any]) -> Iterator[Row]:
+    ingest, rows = document["ingest"], f"{document['rows']:.0e} rows"
+    yield _at_most(
+        f"ingest {rows}: dices / DuckDB COPY (wall)", ingest["ratio_wall"], ingest["goal"]
+    )
+    rss = ingest["dices"]["median_peak_rss_mb"]
+    yield _at_most(f"ingest {rows}: peak RSS (MB)", rss, 1000)
+    for name, query in document["queries"].items():
+        yield _at_most(f"{name} {rows}: dices / DuckDB (wall)", query["ratio_wall"], query["goal"])
+
+
 def _agreement(document: dict[str, Any]) -> Iterator[Row]:
     for result in document["results"]:
         yield _at_most(f"agreement --by {result['by']} (s)", result["median_s"], document["goal_s"])
@@ -142,6 +153,7 @@ READERS: dict[str, Reader] = {
     "queries": _queries,
     "filter": _filter,
     "load": _load,
+    "scale": _scale,
     "agreement": _agreement,
     "calibration_disagreement": _calibration_disagreement,
     "report": _report,

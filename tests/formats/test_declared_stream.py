@@ -179,3 +179,14 @@ def test_a_file_without_a_declared_column_is_left_to_the_whole_read(tmp_path: Pa
     data.write_text("corpus,item,rater\na,1,r1\n")
     with open_source(data) as source:
         assert stream(declaration, declaration.files[0], source, "csv", tmp_path) is None
+
+
+@pytest.mark.parametrize("row", ["a,3,r1,x,1,no,3,,woman,24,extra", "a,3,r1,x"])
+def test_a_row_duckdb_cannot_parse_strictly_is_left_to_the_whole_read(
+    tmp_path: Path, row: str
+) -> None:
+    _, declaration = declared(tmp_path)
+    data = write(tmp_path, [*ROWS, row])
+    with open_source(data) as source:
+        assert stream(declaration, declaration.files[0], source, "csv", tmp_path) is None
+    assert not (tmp_path / RATINGS_FILE).exists()
