@@ -372,6 +372,7 @@ class Data:
         against: str | Sequence[str] | None = None,
         by: str | Sequence[str] | None = None,
         *,
+        label: str | None = None,
         ties: str = "exclude",
         threshold: float = 0.5,
         bootstrap: int | None = None,
@@ -387,7 +388,8 @@ class Data:
     ) -> pl.DataFrame:
         """Score a model's predictions (`dices evaluate`): a file, or a polars or pandas frame
         with item_id and a label, score or distribution. One row per model x reference
-        (x group); warnings (coverage, a suspected flipped polarity) are `DicesNote`s.
+        (x group); warnings (coverage, a suspected flipped polarity) are `DicesNote`s. A
+        declared dataset's `label` (None: its first) is scored by LeWiDi's measures.
 
         >>> from dices_cli.cli.demo import demo_predictions_path
         >>> scored = d.evaluate(demo_predictions_path(), against=["gold"], bootstrap=50)
@@ -401,6 +403,7 @@ class Data:
                 dataset,
                 _names(against),
                 _names(by),
+                label=label,
                 ties=ties,
                 threshold=threshold,
                 bootstrap=bootstrap,
@@ -517,6 +520,43 @@ class Data:
             _warn(f"note: {note}")
         return run.path
 
+    # --- judge and download: dices_cli.runs.judge, dices_cli.runs.download --------------------
+
+    def judge(self, model: str, dataset: str = "350", **settings: Any) -> pl.DataFrame:
+        """Run an LLM judge or a safety classifier over `dataset`'s conversations
+        (`dices judge`): its predictions (model, item_id, label, score, ...), which `evaluate`
+        takes as they are. `settings` are `dices_cli.runs.judge.JudgeSettings`' by name
+        (`base_url`, `prompt`, `samples`, `limit`, `output`, `force`, ...), checked as on the
+        command line; the answers are cached in the data directory, as the command's are.
+        With `dry_run=True`: one row of what a run would ask; with `batch=FILE`: the batch
+        files written, one row each. Warnings are `DicesNote`s.
+
+        >>> d.judge("baseline:always-unsafe", limit=2).select("item_id", "label").rows()
+        [(13, 'unsafe'), (20, 'unsafe')]
+        """
+        from dices_cli.runs.judge import judge_settings, run_judge
+
+        given = judge_settings(model=model, dataset=dataset, **settings)
+        return frame(run_judge(self._store, given, tell=_noted).table())
+
+    def download(
+        self, dataset: str, dir: str | os.PathLike[str] = ".", **settings: Any
+    ) -> pl.DataFrame:
+        """Fetch `dataset`'s official files into `dir`, verified (`dices download`): one row
+        per file (dataset, file, path, size, sha256, url; url None: it was there already).
+        `settings` are `dices_cli.runs.download.DownloadSettings`' by name (`url`, `sha256`,
+        `force`, `timeout`, `deadline`, `retries`, `max_size`); `ingest=True` ingests the
+        files into this data directory; `dry_run=True` fetches nothing and gives the plan,
+        one row per file and source.
+
+        >>> d.download("350", "files", dry_run=True).select("dataset", "source").rows()
+        [('DICES-350', 1), ('DICES-350', 2), ('DICES-350', 3)]
+        """
+        from dices_cli.runs.download import download_settings, run_download
+
+        given = download_settings(dataset=dataset, dir=dir, data=self.root, **settings)
+        return frame(run_download(given, tell=_noted).table())
+
 
 @dataclass(frozen=True)
 class IngestSummary:
@@ -613,3 +653,13 @@ def describe(paths: Sequence[str | os.PathLike[str]], name: str | None = None) -
     for said in [*draft.guessed, *(f"could not decide: {u}" for u in draft.undecided)]:
         _warn(said)
     return draft.text
+
+
+# --- judge and download: what they say on the way --------------------------------------------
+
+
+def _noted(text: str) -> None:
+    """What a command says on the way, of which only its notes and warnings are news to a
+    Python caller (the rest is in the result): each a `DicesNote`."""
+    if text.startswith(("note: ", "warning: ")):
+        _warn(text)

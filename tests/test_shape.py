@@ -343,10 +343,13 @@ VOCABULARY = {
         "RaterQuality",
     },
     "dices_cli.store.datasets": {"Store"},
+    "dices_cli.judge.batch": {"Written"},
+    "dices_cli.judge.run": {"DryRun", "Progress"},
+    "dices_cli.download": {"Fetched", "SourceFailed", "NoSourceServed"},
 }
 # The commands whose work is still done in the command line (issue 37): removed from this set
 # as each becomes a function of `dices_cli.runs`.
-NOT_YET_THIN = {"judge", "download"}
+NOT_YET_THIN = {"judge"}  # its data directory: Store(resolve_data_dir(...)), not data_store
 
 
 def on_the_surface(module: str) -> bool:

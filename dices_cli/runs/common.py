@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
 
@@ -132,3 +132,21 @@ def max_size_named() -> Iterator[None]:
         yield
     except TooLargeError as error:
         raise DicesError(f"{error}; ", Option("max_size"), " raises the limit") from error
+
+
+def check_names(command: str, given: Iterable[str], taken: Collection[str]) -> None:
+    """A usage error for the first of the keyword arguments `given` that `command` does not
+    take, saying those it takes."""
+    for name in given:
+        if name not in taken:
+            said = [part for n in sorted(taken) for part in (", ", Option(n))][1:]
+            raise UsageError(f"{command} does not take ", Option(name), "; it takes: ", *said)
+
+
+def one_or_several(given: Any) -> Sequence[Any]:
+    """One value or several: a string or a path is one (not its characters)."""
+    if given is None:
+        return ()
+    if isinstance(given, str | os.PathLike) or not isinstance(given, Iterable):
+        return (given,)
+    return tuple(given)

@@ -31,7 +31,7 @@ class EvaluateRun:
     made with, each as resolved."""
 
     evaluation: Evaluation
-    settings: Settings
+    settings: Settings | None  # None: a declared dataset's label, by LeWiDi's measures
 
 
 def run_evaluate(
@@ -41,6 +41,7 @@ def run_evaluate(
     against: Sequence[str] | None = None,
     by: Sequence[str] | None = None,
     *,
+    label: str | None = None,
     ties: str | None = None,
     threshold: float | None = None,
     bootstrap: int | None = None,
@@ -57,9 +58,25 @@ def run_evaluate(
     references (`against`; None: every one it has), for the raters of `selection`, also per
     group of the `by` columns and beside the `baseline`s (raters:K). None takes the default:
     ties exclude, threshold 0.5, `BOOTSTRAP`, `PERMUTATIONS`, `SEED`. Every setting and the
-    dataset are checked here, before the work; the raters seen go to `tell`."""
+    dataset are checked here, before the work; the raters seen go to `tell`. A declared
+    dataset's `label` (None: its first) is scored by LeWiDi's measures, per group of `by`
+    (`runs.scale_evaluation`), with no settings."""
+    from dices_cli.evaluate.evaluation import Evaluation
     from dices_cli.raters.selection import rater_selection
+    from dices_cli.runs.scale_evaluation import declared_family, run_scale_evaluation
 
+    chosen = selection or rater_selection()
+    family = declared_family(dataset)
+    if family is not None:
+        refuse_rater_selection(family, chooses(chosen))
+        given = {"against": against is not None, "baseline": baseline is not None}
+        given |= {"one_means": one_means is not None, "strict": strict}
+        table = run_scale_evaluation(store, predictions, dataset, label, by or (), given)
+        return EvaluateRun(Evaluation(table, [], [], []), None)
+    if label is not None:
+        raise UsageError(
+            Option("label"), " scores a declared dataset's label; DICES's is Q_overall"
+        )
     if one_means is not None:
         check_choice("one_means", one_means, ("unsafe", "safe"))
     settings = evaluation_settings(
@@ -74,7 +91,6 @@ def run_evaluate(
         by,
         baseline,
     )
-    chosen = selection or rater_selection()
     result = run_evaluation(store, predictions, dataset, settings, chosen, one_means, strict, tell)
     return EvaluateRun(result, settings)
 

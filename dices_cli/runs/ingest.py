@@ -27,11 +27,13 @@ def run_ingest(
     declaration: str | os.PathLike[str] | None = None,
     max_size: int | str = DEFAULT_MAX_SIZE,
     progress: Progress | None = None,
+    split: str | None = None,
 ) -> list[IngestResult]:
     """Validate `files` ("-": stdin) as `dataset` (auto: by their content) and store them
     in `store`, all or nothing unless `rejects` names a file for the rejected rows; `force`
     replaces a dataset already there. `declaration` is a TOML file declaring the files'
-    dataset; a compressed or piped input holds at most `max_size` bytes of text."""
+    dataset; a compressed or piped input holds at most `max_size` bytes of text. `split`
+    names the split the files hold when their names do not say it (ProsocialDialog's)."""
     from dices_cli.read import checksum
 
     paths = checked_files(files, store=True)
@@ -50,4 +52,5 @@ def run_ingest(
             progress or no_progress,
             limit,
             None if declaration is None else Path(declaration),
+            split,
         )

@@ -322,22 +322,44 @@ def _declared_version(args: list[str]) -> Query | None:
     --dataset names a dataset that is not DICES's or ProsocialDialog's (a declared one,
     known to the registry only once the data directory is read): it takes its own options."""
     from dices_cli.families import FAMILIES
-    from dices_cli.queries.catalog import declared_queries
+    from dices_cli.queries.catalog import command_queries, declared_queries
 
-    dataset = None
-    for index, arg in enumerate(args[1:], start=1):
-        if arg in ("-d", "--dataset") and index + 1 < len(args):
-            dataset = args[index + 1]
-        elif arg.startswith("--dataset="):
-            dataset = arg.partition("=")[2]
-        elif arg.startswith("-d") and len(arg) > 2 and not arg.startswith("--"):
-            dataset = arg[2:]
+    own = declared_queries().get(args[0])
+    if own is None:
+        return None
+    dataset = _dataset_named(args[1:], _valued(command_queries().get(args[0])) | _valued(own))
     if dataset is None or dataset == "all":
         return None
     known = next((f for f in FAMILIES.values() if dataset in f.members), None)
-    if known is not None and known.declared is None:
-        return None
-    return declared_queries().get(args[0])
+    return None if known is not None and known.declared is None else own
+
+
+def _valued(query: Query | None) -> set[str]:
+    """The options of `query`'s command that take a value (`--sort`, `--columns`...)."""
+    if query is None:
+        return set()
+    options = [p for p in query_command(query).params if isinstance(p, TyperOption)]
+    return {name for p in options if not (p.is_flag or p.count) for name in p.opts}
+
+
+def _dataset_named(args: list[str], valued: set[str]) -> str | None:
+    """The dataset the last -d/--dataset in `args` names. The value of another option is
+    never read as an option: in `--sort -dataset` the leading - means descending."""
+    dataset = None
+    words = iter(args)
+    for word in words:
+        name, equals, value = word.partition("=")
+        if word in ("-d", "--dataset"):
+            dataset = next(words, dataset)
+        elif name == "--dataset" and equals:
+            dataset = value
+        elif word.startswith("-d"):  # -d990 (a long option starts with --)
+            dataset = word[2:]
+        elif word == "--":
+            break
+        elif word in valued:
+            next(words, None)
+    return dataset
 
 
 def _no_such_query(name: str) -> str:

@@ -119,6 +119,15 @@ def ingest(
         ),
     ] = None,
     max_size: MaxSize = DEFAULT_MAX_SIZE,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            "--split",
+            metavar="NAME",
+            help="The split the files hold, when their names do not say it (ProsocialDialog: "
+            "train, valid or test; a file named train.json is the train split).",
+        ),
+    ] = None,
 ) -> None:
     """Validate DICES CSV files and store them as typed Parquet.
 
@@ -155,6 +164,7 @@ def ingest(
             declaration=declaration,
             max_size=max_size,
             progress=progress,
+            split=split,
         )
     for result in results:
         for note in result.notes:

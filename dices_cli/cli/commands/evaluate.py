@@ -120,12 +120,20 @@ def evaluate(
         typer.Option(
             "--dataset",
             "-d",
-            metavar="<" + "|".join(MEMBERS_THEN_ALL) + ">",
-            help="The dataset the predictions are for; all: DICES-350 and DICES-990, each "
+            help="The dataset the predictions are for: "
+            f"{', '.join(MEMBERS_THEN_ALL)}; all: DICES-350 and DICES-990, each "
             "row's from the file's dataset column (item ids repeat across the two); "
-            "prosocial: ProsocialDialog.",
+            "prosocial: ProsocialDialog; a declared dataset's name (dices info lists them): "
+            "its label scored by LeWiDi's measures.",
         ),
     ] = DEFAULT_DATASET,
+    label: Annotated[
+        str | None,
+        typer.Option(
+            "--label",
+            help="A declared dataset's label to score (default: the declaration's first).",
+        ),
+    ] = None,
     against: Annotated[
         list[str] | None,
         typer.Option(
@@ -171,9 +179,11 @@ def evaluate(
     # fight the work for the cores (bench/evaluate.py measures it).
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from dices_cli.cli.focus import Focus
     from dices_cli.output import Output
     from dices_cli.runs.common import data_store
     from dices_cli.runs.evaluation import run_evaluate
+    from dices_cli.runs.scale_evaluation import declared_family
     from dices_cli.shape import Shape
 
     if explain:
@@ -183,14 +193,17 @@ def evaluate(
     assert predictions is not None
     shape = Shape.parse(keep_columns, sort, limit)
     inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
-    Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
+    store = data_store(data)  # knows the directory's declared datasets too
+    charted = declared_family(dataset) is None  # a declared dataset's measures are not drawn
+    Output.build(fmt, output, force, inputs, chart=charted)  # a usage error before the work
     with one_means_hinted(), dataset_hinted(dataset):
         run = run_evaluate(
-            data_store(data),
+            store,
             predictions,
             dataset,
             against,
             by,
+            label=label,
             ties=ties,
             threshold=threshold,
             bootstrap=bootstrap,
@@ -208,7 +221,11 @@ def evaluate(
         say(f"warning: {note}")
     for suspect in result.suspects:  # an error with --strict, raised by run_evaluate
         say(f"warning: {suspect.message()}")
-    _show(result.table, run.settings.by, shape, fmt, output, force, inputs)
+    if run.settings is None:  # a declared dataset's label, by LeWiDi's measures
+        focus = Focus.grouped(("column", "group"), SCALE_ANSWER)
+        emit_shaped(result.table, shape, fmt, output, "evaluate", force, inputs, None, focus)
+    else:
+        _show(result.table, run.settings.by, shape, fmt, output, force, inputs)
     if result.summary and stderr_is_terminal():
         say("\n".join(result.summary))
 
@@ -255,6 +272,8 @@ def _show(
         emit_shaped(shown, shape, fmt, output, "evaluate", force, inputs, chart, focus)
 
 
+# What a declared dataset's evaluation answers: the kind of prediction and its measures.
+SCALE_ANSWER = ("model", "prediction", "items", "manhattan", "wasserstein", "error_rate")
 GROUPS_SHOWN = 5  # group rows per reference in a terminal's ranked summary
 GROUP_ONLY = frozenset(
     {"compared_on", "rest", "difference", "difference_low", "difference_high", "difference_null"}
