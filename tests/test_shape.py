@@ -343,13 +343,7 @@ VOCABULARY = {
         "RaterQuality",
     },
     "dices_cli.store.datasets": {"Store"},
-    "dices_cli.judge.batch": {"Written"},
-    "dices_cli.judge.run": {"DryRun", "Progress"},
-    "dices_cli.download": {"Fetched", "SourceFailed", "NoSourceServed"},
 }
-# The commands whose work is still done in the command line (issue 37): removed from this set
-# as each becomes a function of `dices_cli.runs`.
-NOT_YET_THIN = {"judge"}  # its data directory: Store(resolve_data_dir(...)), not data_store
 
 
 def on_the_surface(module: str) -> bool:
@@ -380,8 +374,6 @@ def core_imports(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("path", sorted(COMMANDS.glob("*.py")), ids=lambda path: path.stem)
 def test_a_command_calls_the_library_not_the_core(path: Path) -> None:
-    if path.stem in NOT_YET_THIN:
-        pytest.skip(f"{path.stem}: not yet a function of dices_cli.runs (NOT_YET_THIN)")
     taken = core_imports(path)
     assert not taken, f"{path.stem} imports {taken}: call a function of dices_cli.runs instead"
 
@@ -403,8 +395,3 @@ def test_the_command_rule_finds_the_core_and_passes_the_surface(tmp_path: Path) 
         "dices_cli.queries.catalog",
         "dices_cli.store.datasets",
     ]
-
-
-@pytest.mark.parametrize("name", sorted(NOT_YET_THIN))
-def test_not_yet_thin_names_only_commands_that_are_not(name: str) -> None:
-    assert core_imports(COMMANDS / f"{name}.py"), f"{name} is thin now: remove it from NOT_YET_THIN"

@@ -31,7 +31,8 @@ class EvaluateRun:
     made with, each as resolved."""
 
     evaluation: Evaluation
-    settings: Settings | None  # None: a declared dataset's label, by LeWiDi's measures
+    settings: Settings
+    declared: bool = False  # a declared dataset's label, by LeWiDi's measures
 
 
 def run_evaluate(
@@ -41,7 +42,6 @@ def run_evaluate(
     against: Sequence[str] | None = None,
     by: Sequence[str] | None = None,
     *,
-    label: str | None = None,
     ties: str | None = None,
     threshold: float | None = None,
     bootstrap: int | None = None,
@@ -52,6 +52,7 @@ def run_evaluate(
     one_means: str | None = None,
     strict: bool = False,
     selection: RaterSelection | None = None,
+    label: str | None = None,
     tell: Tell = unsaid,
 ) -> EvaluateRun:
     """`dices evaluate`: score the `predictions` file ("-": stdin) against `dataset`'s
@@ -59,24 +60,27 @@ def run_evaluate(
     group of the `by` columns and beside the `baseline`s (raters:K). None takes the default:
     ties exclude, threshold 0.5, `BOOTSTRAP`, `PERMUTATIONS`, `SEED`. Every setting and the
     dataset are checked here, before the work; the raters seen go to `tell`. A declared
-    dataset's `label` (None: its first) is scored by LeWiDi's measures, per group of `by`
-    (`runs.scale_evaluation`), with no settings."""
-    from dices_cli.evaluate.evaluation import Evaluation
+    dataset's `label` (its first when None) is scored by LeWiDi's measures instead
+    (`dices_cli.runs.scale_evaluation`), which take none of DICES's references and settings."""
+    from dices_cli.families import declared_family
     from dices_cli.raters.selection import rater_selection
-    from dices_cli.runs.scale_evaluation import declared_family, run_scale_evaluation
 
-    chosen = selection or rater_selection()
-    family = declared_family(dataset)
-    if family is not None:
-        refuse_rater_selection(family, chooses(chosen))
-        given = {"against": against is not None, "baseline": baseline is not None}
-        given |= {"one_means": one_means is not None, "strict": strict}
-        table = run_scale_evaluation(store, predictions, dataset, label, by or (), given)
-        return EvaluateRun(Evaluation(table, [], [], []), None)
+    if declared_family(dataset) is not None:
+        from dices_cli.evaluate.evaluation import Evaluation, Settings
+        from dices_cli.runs.scale_evaluation import run_scale_evaluation
+
+        dices_only = {"against": against is not None, "baseline": baseline is not None}
+        dices_only |= {"one_means": one_means is not None, "strict": strict}
+        chose = selection is not None and chooses(selection)
+        table = run_scale_evaluation(
+            store, predictions, dataset, label, by or (), dices_only, chose
+        )
+        return EvaluateRun(Evaluation(table, [], [], []), Settings(), declared=True)
     if label is not None:
         raise UsageError(
             Option("label"), " scores a declared dataset's label; DICES's is Q_overall"
         )
+
     if one_means is not None:
         check_choice("one_means", one_means, ("unsafe", "safe"))
     settings = evaluation_settings(
@@ -91,6 +95,7 @@ def run_evaluate(
         by,
         baseline,
     )
+    chosen = selection or rater_selection()
     result = run_evaluation(store, predictions, dataset, settings, chosen, one_means, strict, tell)
     return EvaluateRun(result, settings)
 

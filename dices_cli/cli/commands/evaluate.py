@@ -120,8 +120,8 @@ def evaluate(
         typer.Option(
             "--dataset",
             "-d",
-            help="The dataset the predictions are for: "
-            f"{', '.join(MEMBERS_THEN_ALL)}; all: DICES-350 and DICES-990, each "
+            metavar="<" + "|".join(MEMBERS_THEN_ALL) + ">",
+            help="The dataset the predictions are for; all: DICES-350 and DICES-990, each "
             "row's from the file's dataset column (item ids repeat across the two); "
             "prosocial: ProsocialDialog; a declared dataset's name (dices info lists them): "
             "its label scored by LeWiDi's measures.",
@@ -183,7 +183,6 @@ def evaluate(
     from dices_cli.output import Output
     from dices_cli.runs.common import data_store
     from dices_cli.runs.evaluation import run_evaluate
-    from dices_cli.runs.scale_evaluation import declared_family
     from dices_cli.shape import Shape
 
     if explain:
@@ -193,17 +192,14 @@ def evaluate(
     assert predictions is not None
     shape = Shape.parse(keep_columns, sort, limit)
     inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
-    store = data_store(data)  # knows the directory's declared datasets too
-    charted = declared_family(dataset) is None  # a declared dataset's measures are not drawn
-    Output.build(fmt, output, force, inputs, chart=charted)  # a usage error before the work
+    Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
     with one_means_hinted(), dataset_hinted(dataset):
         run = run_evaluate(
-            store,
+            data_store(data),
             predictions,
             dataset,
             against,
             by,
-            label=label,
             ties=ties,
             threshold=threshold,
             bootstrap=bootstrap,
@@ -214,18 +210,19 @@ def evaluate(
             one_means=one_means,
             strict=strict,
             selection=rater_selection(exclude_removed, raters, min_quality),
+            label=label,
             tell=say,
         )
     result = run.evaluation
+    if run.declared:  # LeWiDi's measures of a declared dataset's label
+        focus = Focus.grouped(("column", "group"), SCALE_ANSWER)
+        emit_shaped(result.table, shape, fmt, output, "evaluate", force, inputs, None, focus)
+        return
     for note in result.warnings:
         say(f"warning: {note}")
     for suspect in result.suspects:  # an error with --strict, raised by run_evaluate
         say(f"warning: {suspect.message()}")
-    if run.settings is None:  # a declared dataset's label, by LeWiDi's measures
-        focus = Focus.grouped(("column", "group"), SCALE_ANSWER)
-        emit_shaped(result.table, shape, fmt, output, "evaluate", force, inputs, None, focus)
-    else:
-        _show(result.table, run.settings.by, shape, fmt, output, force, inputs)
+    _show(result.table, run.settings.by, shape, fmt, output, force, inputs)
     if result.summary and stderr_is_terminal():
         say("\n".join(result.summary))
 
