@@ -372,6 +372,7 @@ class Data:
         against: str | Sequence[str] | None = None,
         by: str | Sequence[str] | None = None,
         *,
+        label: str | None = None,
         ties: str = "exclude",
         threshold: float = 0.5,
         bootstrap: int | None = None,
@@ -387,7 +388,8 @@ class Data:
     ) -> pl.DataFrame:
         """Score a model's predictions (`dices evaluate`): a file, or a polars or pandas frame
         with item_id and a label, score or distribution. One row per model x reference
-        (x group); warnings (coverage, a suspected flipped polarity) are `DicesNote`s.
+        (x group); warnings (coverage, a suspected flipped polarity) are `DicesNote`s. A
+        declared dataset's `label` (None: its first) is scored by LeWiDi's measures.
 
         >>> from dices_cli.cli.demo import demo_predictions_path
         >>> scored = d.evaluate(demo_predictions_path(), against=["gold"], bootstrap=50)
@@ -401,6 +403,7 @@ class Data:
                 dataset,
                 _names(against),
                 _names(by),
+                label=label,
                 ties=ties,
                 threshold=threshold,
                 bootstrap=bootstrap,
