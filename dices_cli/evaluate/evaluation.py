@@ -450,21 +450,22 @@ def chosen_references(settings: Settings, dataset: str) -> list[str]:
 
 # The metrics hold several (resamples, items) arrays at once: about 64 bytes per cell,
 # measured on ProsocialDialog's test split (25,029 utterances x 1,001 rows: 1.6 GB peak).
+# A row is a block of items left out (dices_cli.metrics.intervals.conversation_weights).
 # A run that would pass MAX_RESAMPLED_CELLS (about 2 GB) is refused before it allocates.
 BYTES_PER_RESAMPLED_CELL = 64
 MAX_RESAMPLED_CELLS = 32_000_000
 
 
-def check_memory(items: int, bootstrap: int) -> None:
-    """Refuse resampling `items` items `bootstrap` times when its arrays would pass
-    MAX_RESAMPLED_CELLS, naming the most resamples that fit."""
-    cells = items * (bootstrap + 1)
+def check_memory(items: int, blocks: int) -> None:
+    """Refuse jackknifing `items` items in `blocks` blocks (a row each, and the estimate's)
+    when its arrays would pass MAX_RESAMPLED_CELLS, naming the most blocks that fit."""
+    cells = items * (blocks + 1)
     if cells > MAX_RESAMPLED_CELLS:
         megabytes = cells * BYTES_PER_RESAMPLED_CELL / 1e6
-        size = f"{megabytes / 1000:.1f} GB" if megabytes >= 1000 else f"{megabytes:.0f} MB"
+        size = f"{megabytes / 1000:.1f} GB" if megabytes >= 1000 else f"{megabytes:.1f} MB"
         fits = MAX_RESAMPLED_CELLS // items - 1
         raise UsageError(
-            f"{items:,} items resampled {bootstrap:,} times would take about {size} of "
+            f"{items:,} items in {blocks:,} jackknife blocks would take about {size} of "
             "memory; give ",
             Option("bootstrap"),
             f" {fits:,} or less, or predict fewer items",
