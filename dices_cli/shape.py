@@ -48,14 +48,7 @@ class Shape:
     @classmethod
     def parse(cls, columns: str | None, sort: str | None, limit: int | None) -> Shape:
         """From the text forms: `columns` as `a,b`; `sort` as `col`, or `-col` descending."""
-        chosen = None
-        if columns is not None:
-            chosen = tuple(name.strip() for name in columns.split(","))
-            if "" in chosen:
-                raise UsageError(f"give column names separated by commas (got {columns!r})")
-            twice = next((n for n in chosen if chosen.count(n) > 1), None)
-            if twice is not None:
-                raise UsageError(f"column {twice!r} is named twice")
+        chosen = None if columns is None else _named(columns)
         descending = sort is not None and sort.startswith("-")
         key = sort[1:] if sort is not None and descending else sort
         if key == "":
@@ -67,6 +60,17 @@ class Shape:
     @property
     def is_identity(self) -> bool:
         return self.columns is None and self.sort is None and self.limit is None
+
+
+def _named(columns: str) -> tuple[str, ...]:
+    """The column names of `a,b`, each once."""
+    chosen = tuple(name.strip() for name in columns.split(","))
+    if "" in chosen:
+        raise UsageError(f"give column names separated by commas (got {columns!r})")
+    twice = next((n for n in chosen if chosen.count(n) > 1), None)
+    if twice is not None:
+        raise UsageError(f"column {twice!r} is named twice")
+    return chosen
 
 
 def apply(result: Result, shape: Shape) -> Result:
@@ -99,14 +103,30 @@ def _shape_table(table: Table, shape: Shape) -> Table:
 
 
 def _sorted_rows(rows: list[tuple[Any, ...]], position: int, descending: bool) -> list[tuple]:
+    return [rows[i] for i in _order([row[position] for row in rows], descending)]
+
+
+def _order(values: list[Any], descending: bool) -> list[int]:
+    """The positions of `values` in sorted order (see the module; a list orders element by
+    element, a struct field by field)."""
+
     def missing(value: Any) -> int:  # 0: a value, 1: NaN, 2: no value
         if value is None:
             return 2
         return 1 if isinstance(value, float) and math.isnan(value) else 0
 
-    ranked = {rank: [r for r in rows if missing(r[position]) == rank] for rank in (0, 1, 2)}
-    ordered = sorted(ranked[0], key=lambda row: row[position], reverse=descending)
+    ranked = {rank: [i for i, v in enumerate(values) if missing(v) == rank] for rank in (0, 1, 2)}
+    ordered = sorted(ranked[0], key=lambda i: _comparable(values[i]), reverse=descending)
     return [*ordered, *ranked[1], *ranked[2]]
+
+
+def _comparable(value: Any) -> Any:
+    """`value` as Python compares it; in a list or a struct, a missing value after any other."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return tuple((v is None, None if v is None else _comparable(v)) for v in value)
+    return value
 
 
 def _shape_stream(stream: Stream, shape: Shape) -> Stream:
@@ -133,6 +153,9 @@ def _sorted_batches(stream: Stream, column: str, descending: bool) -> Iterator[p
     key = table.column(column)
     if pa.types.is_dictionary(key.type):  # an ENUM: by its values' text (see the module)
         key = key.cast(key.type.value_type)
+    if pa.types.is_nested(key.type):  # a list, a struct: which Arrow does not sort
+        order = pa.array(_order(key.to_pylist(), descending), pa.int64())
+        return iter(table.take(order).to_batches())
     order = "descending" if descending else "ascending"
     options = pc.SortOptions(sort_keys=[("key", order, "at_end")])
     indices = pc.sort_indices(pa.table({"key": key}), options=options)

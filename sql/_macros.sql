@@ -37,3 +37,53 @@ CREATE MACRO entropy_bits(n_no, n_yes, n_unsure) AS (
     + neg_p_log2_p(n_yes, n_no + n_yes + n_unsure)
     + neg_p_log2_p(n_unsure, n_no + n_yes + n_unsure)
 );
+
+-- Cohen's kappa of two binary labels from the four cells of their 2x2 table, as counts:
+-- both Yes (yy), the first Yes and the second not (yn), the other way (ny), both not (nn).
+-- NULL when chance agreement is 1 (both labels constant and equal).
+CREATE MACRO kappa_chance(yy, yn, ny, nn) AS (
+    ((yy + yn) * (yy + ny) + (ny + nn) * (yn + nn)) / (yy + yn + ny + nn) ** 2
+);
+CREATE MACRO cohen_kappa(yy, yn, ny, nn) AS (
+    ((yy + nn) / (yy + yn + ny + nn) - kappa_chance(yy, yn, ny, nn))
+    / nullif(1 - kappa_chance(yy, yn, ny, nn), 0)
+);
+
+-- The large-sample standard error of Cohen's kappa (Fleiss, Cohen and Everitt 1969, their
+-- equation 13: the variance when kappa is not 0), from the table's four shares, its size n,
+-- its kappa k and chance agreement pe. Rows are the first label, columns the second.
+CREATE MACRO kappa_se_of(p_yy, p_yn, p_ny, p_nn, n, k, pe) AS (
+    sqrt(greatest(
+        p_yy * (1 - ((p_yy + p_yn) + (p_yy + p_ny)) * (1 - k)) ** 2
+        + p_nn * (1 - ((p_ny + p_nn) + (p_yn + p_nn)) * (1 - k)) ** 2
+        + (1 - k) ** 2 * (
+            p_yn * ((p_yy + p_ny) + (p_ny + p_nn)) ** 2
+            + p_ny * ((p_yn + p_nn) + (p_yy + p_yn)) ** 2
+        )
+        - (k - pe * (1 - k)) ** 2,
+        0
+    ) / n) / nullif(1 - pe, 0)
+);
+CREATE MACRO kappa_se(yy, yn, ny, nn) AS (
+    kappa_se_of(
+        yy / (yy + yn + ny + nn), yn / (yy + yn + ny + nn),
+        ny / (yy + yn + ny + nn), nn / (yy + yn + ny + nn),
+        yy + yn + ny + nn, cohen_kappa(yy, yn, ny, nn), kappa_chance(yy, yn, ny, nn)
+    )
+);
+
+-- The ends of kappa's 95% Wald interval, kappa -/+ 1.96 standard errors, held in [-1, 1].
+CREATE MACRO kappa_ci_low(yy, yn, ny, nn) AS (
+    if(
+        cohen_kappa(yy, yn, ny, nn) - 1.959963984540054 * kappa_se(yy, yn, ny, nn) < -1,
+        -1,
+        cohen_kappa(yy, yn, ny, nn) - 1.959963984540054 * kappa_se(yy, yn, ny, nn)
+    )
+);
+CREATE MACRO kappa_ci_high(yy, yn, ny, nn) AS (
+    if(
+        cohen_kappa(yy, yn, ny, nn) + 1.959963984540054 * kappa_se(yy, yn, ny, nn) > 1,
+        1,
+        cohen_kappa(yy, yn, ny, nn) + 1.959963984540054 * kappa_se(yy, yn, ny, nn)
+    )
+);

@@ -15,14 +15,18 @@
 -- column recall: Recall of the experts' Yes by the crowd's Yes.
 -- column f1: Harmonic mean of precision and recall.
 -- column kappa: Cohen's kappa of the two Yes/not-Yes labels.
--- answer: accuracy, precision, recall, f1, kappa
+-- column kappa_ci_low: Lower end of kappa's 95% interval (Fleiss, Cohen and Everitt's large-sample standard error; docs/metrics.md).
+-- column kappa_ci_high: Upper end of kappa's 95% interval.
+-- answer: accuracy, precision, recall, f1, kappa, kappa_ci_low, kappa_ci_high
 -- explanation:
 --   The gold-vs-crowd confusion reduced to one row per dataset (and group). "Positive"
 --   is Yes (unsafe): the crowd predicts Yes when its label is Yes, and not-Yes for No,
 --   Unsure, No=Unsure and ties; `ties` says how many conversations were ties of Yes with
 --   another answer (a No = Unsure tie answers the question: not Yes). Precision, recall and
---   F1 are for Yes; kappa is Cohen's kappa of the two binary labels. A NULL metric had a
---   zero denominator.
+--   F1 are for Yes; kappa is Cohen's kappa of the two binary labels, with a 95% Wald
+--   interval from Fleiss, Cohen and Everitt's (1969) large-sample standard error, held in
+--   [-1, 1] (the conversations are the sample; at kappa 1 the interval is that point). A
+--   NULL metric had a zero denominator.
 WITH confusion AS (
     SELECT
         COLUMNS(lambda c: c NOT IN ('safety_gold', 'crowd_label', 'conversations')),
@@ -41,10 +45,8 @@ SELECT
     tp / nullif(tp + fp, 0) AS precision,
     tp / nullif(tp + fn, 0) AS recall,
     2 * tp / nullif(2 * tp + fp + fn, 0) AS f1,
-    (
-        (tp + tn) / conversations
-        - ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / conversations ** 2
-    ) / nullif(1 - ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / conversations ** 2, 0)
-        AS kappa
+    cohen_kappa(tp, fn, fp, tn) AS kappa,
+    kappa_ci_low(tp, fn, fp, tn) AS kappa_ci_low,
+    kappa_ci_high(tp, fn, fp, tn) AS kappa_ci_high
 FROM confusion
 ORDER BY ALL

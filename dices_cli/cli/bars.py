@@ -79,24 +79,31 @@ def panels(table: Table, chart: Chart) -> list[Panel]:
             "--columns out"
         )
     found: dict[str, list[Bar]] = {}
-    ends = (chart.low, chart.high) if chart.low is not None and chart.high is not None else None
     for record in table.records():
         title = ", ".join(f"{name} {cell_text(record[name])}" for name in chart.panels)
-        label = " · ".join(cell_text(record[name]) or EMPTY_LABEL for name in chart.labels)
-        value = record[chart.value]
-        text = NO_VALUE if value is None else cell_text(value)
-        low = high = None
-        if ends is not None:
-            low, high = _number(record[ends[0]]), _number(record[ends[1]])
-            if low is not None and high is not None:
-                text += f" [{cell_text(record[ends[0]])}, {cell_text(record[ends[1]])}]"
-            else:  # an interval without both ends is not drawn; its note says why
-                low = high = None
-                note = cell_text(record.get(NOTE))
-                text += f" ({note})" if note else ""
-        bar = Bar(label or NO_LABEL, _number(value), low, high, text)
-        found.setdefault(title, []).append(bar)
+        found.setdefault(title, []).append(_bar(record, chart))
     return [Panel(title, bars) for title, bars in found.items()]
+
+
+def _bar(record: dict[str, Any], chart: Chart) -> Bar:
+    """One row's bar: its label, its value and its interval, with the text printed beside."""
+    label = " · ".join(cell_text(record[name]) or EMPTY_LABEL for name in chart.labels)
+    value = record[chart.value]
+    text = NO_VALUE if value is None else cell_text(value)
+    low, high, said = _interval(record, chart)
+    return Bar(label or NO_LABEL, _number(value), low, high, text + said)
+
+
+def _interval(record: dict[str, Any], chart: Chart) -> tuple[float | None, float | None, str]:
+    """The row's interval, and what is printed of it after the value: its ends, or, when it
+    lacks one (an interval without both ends is not drawn), the row's note saying why."""
+    if chart.low is None or chart.high is None:
+        return None, None, ""
+    low, high = _number(record[chart.low]), _number(record[chart.high])
+    if low is not None and high is not None:
+        return low, high, f" [{cell_text(record[chart.low])}, {cell_text(record[chart.high])}]"
+    note = cell_text(record.get(NOTE))
+    return None, None, f" ({note})" if note else ""
 
 
 def _scale(bars: list[Bar]) -> tuple[float, float]:
@@ -120,16 +127,21 @@ def _cells(bar: Bar, axis: tuple[float, float], track: int) -> list[tuple[str, s
         for i in range(min(zero, tip), max(zero, tip)):
             drawn[i] = (SOLID, BAR_STYLE)
     if bar.low is not None and bar.high is not None:
-        start, end = cell(bar.low), max(cell(bar.high), cell(bar.low) + 1)
-        for i in range(start, min(end, track)):
-            if drawn[i][0] == SOLID:
-                drawn[i] = (SHADE, BAR_STYLE)
-            else:
-                mark = LOW_END if i == start else HIGH_END if i == end - 1 else LINE
-                drawn[i] = (mark, INTERVAL_STYLE)
+        _draw_interval(drawn, cell(bar.low), max(cell(bar.high), cell(bar.low) + 1))
     while drawn and drawn[-1][0] == " ":
         drawn.pop()
     return drawn
+
+
+def _draw_interval(drawn: list[tuple[str, str]], start: int, end: int) -> None:
+    """The interval over cells `start` to `end` (exclusive): shaded over the bar, a line
+    with its ends marked beyond it."""
+    for i in range(start, min(end, len(drawn))):
+        if drawn[i][0] == SOLID:
+            drawn[i] = (SHADE, BAR_STYLE)
+        else:
+            mark = LOW_END if i == start else HIGH_END if i == end - 1 else LINE
+            drawn[i] = (mark, INTERVAL_STYLE)
 
 
 def panel_lines(panel: Panel, width: int, measure: Measure = len) -> list[Text]:

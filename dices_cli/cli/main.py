@@ -132,22 +132,8 @@ class DicesGroup(ListingGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except UsageError as error:
-            from dices_cli.cli.render import say, set_quiet
-
-            set_quiet(False)
-            command = " ".join(filter(None, ["dices", ctx.invoked_subcommand]))
-            say(f"Error: {worded(error)}")
-            say(f"Try '{command} -h' for help.")
-            raise typer.Exit(error.exit_code) from None
         except DicesError as error:
-            from dices_cli.cli.render import report_problems, say, set_quiet
-
-            set_quiet(False)
-            say(f"Error: {worded(error)}")
-            if isinstance(error, InvalidInputError):
-                report_problems(error.report, error.report.errors)
-            raise typer.Exit(error.exit_code) from None
+            _refused(error, ctx.invoked_subcommand)
         except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
             raise  # Typer's own exits and usage errors (exit 2) stay as they are
         except BrokenPipeError:
@@ -156,33 +142,56 @@ class DicesGroup(ListingGroup):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
         except OSError as error:
-            if error.errno not in STDOUT_FAILURES:
-                raise
-            # Help and usage text that Click writes itself: every other write of ours
-            # reports its own failure, naming the file.
-            from dices_cli.cli.render import say
-            from dices_cli.errors import system_reason
-
-            say(f"Error: cannot write to standard output: {system_reason(error)}")
-            raise typer.Exit(1) from None
+            _stdout_failed(error)
         except MemoryError:
             _not_enough_memory()
         except Exception as error:
-            if isinstance(error, RuntimeError) and str(error) == DUCKDB_INTERRUPTED:
-                raise typer.Exit(130) from None  # Ctrl-C, as Typer answers KeyboardInterrupt
-            duckdb = sys.modules.get("duckdb")  # loaded, if it raised
-            if duckdb is not None and isinstance(error, duckdb.OutOfMemoryException):
-                # DuckDB's own MemoryError (`sql --table` of a 20 MiB value under a 2 GiB
-                # address-space cap said "a bug in dices").
-                _not_enough_memory()
-            if os.environ.get("DICES_DEBUG"):
-                raise
-            from dices_cli.cli.render import say, set_quiet
+            _unexpected(error)
 
-            set_quiet(False)
-            say(f"Error: unexpected {type(error).__name__}: {error}")
-            say("This is a bug in dices; rerun with DICES_DEBUG=1 for the traceback and report it.")
-            raise typer.Exit(1) from None
+
+def _refused(error: DicesError, subcommand: str | None) -> NoReturn:
+    """Our own error, said on stderr; a usage error with where to find help, bad input with
+    its problems."""
+    from dices_cli.cli.render import report_problems, say, set_quiet
+
+    set_quiet(False)
+    say(f"Error: {worded(error)}")
+    if isinstance(error, UsageError):
+        say(f"Try '{' '.join(filter(None, ['dices', subcommand]))} -h' for help.")
+    if isinstance(error, InvalidInputError):
+        report_problems(error.report, error.report.errors)
+    raise typer.Exit(error.exit_code) from None
+
+
+def _stdout_failed(error: OSError) -> NoReturn:
+    """Help and usage text that Click writes itself could not be written: every other write
+    of ours reports its own failure, naming the file."""
+    if error.errno not in STDOUT_FAILURES:
+        raise error
+    from dices_cli.cli.render import say
+    from dices_cli.errors import system_reason
+
+    say(f"Error: cannot write to standard output: {system_reason(error)}")
+    raise typer.Exit(1) from None
+
+
+def _unexpected(error: Exception) -> NoReturn:
+    """An error dices did not foresee: a bug, said as one (the traceback with DICES_DEBUG)."""
+    if isinstance(error, RuntimeError) and str(error) == DUCKDB_INTERRUPTED:
+        raise typer.Exit(130) from None  # Ctrl-C, as Typer answers KeyboardInterrupt
+    duckdb = sys.modules.get("duckdb")  # loaded, if it raised
+    if duckdb is not None and isinstance(error, duckdb.OutOfMemoryException):
+        # DuckDB's own MemoryError (`sql --table` of a 20 MiB value under a 2 GiB
+        # address-space cap said "a bug in dices").
+        _not_enough_memory()
+    if os.environ.get("DICES_DEBUG"):
+        raise error
+    from dices_cli.cli.render import say, set_quiet
+
+    set_quiet(False)
+    say(f"Error: unexpected {type(error).__name__}: {error}")
+    say("This is a bug in dices; rerun with DICES_DEBUG=1 for the traceback and report it.")
+    raise typer.Exit(1) from None
 
 
 def _not_enough_memory() -> NoReturn:

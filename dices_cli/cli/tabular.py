@@ -18,12 +18,13 @@ out one record per block instead. A column name takes at most two lines, broken 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import TYPE_CHECKING
 
 from dices_cli.cli.focus import Focus
+from dices_cli.output import text_cell
 from dices_cli.terminal_text import printable
 
 if TYPE_CHECKING:
@@ -42,15 +43,19 @@ _LINE_BREAKS = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
 
 
 def cell_text(value: object) -> str:
-    """A value as the table for people shows it: floats rounded, lists joined, one line
+    """A value as the table for people shows it: floats rounded, lists as JSON, one line
     without blanks around it (so a cell of spaces is an empty one), any other control
     character shown escaped (`printable`)."""
     if value is None:
         return ""
     if isinstance(value, float):
         return f"{value:.{TABLE_DECIMALS}f}"
-    if isinstance(value, list | tuple):
-        return printable(", ".join(str(v) for v in value))
+    if isinstance(value, list | tuple | dict):  # as JSON, the way CSV writes it
+        return printable(text_cell(value))
+    if isinstance(value, bytes):  # a BLOB, as DuckDB writes it: `\xAA` for a byte
+        from dices_cli.output import blob_text
+
+        return blob_text(value)
     return printable(str(value).translate(_LINE_BREAKS).strip())
 
 
@@ -64,6 +69,7 @@ class Column:
     answer: bool  # answers the command's question, or was named: always shown
     longest: int  # the widest cell
     width: int = 0  # as drawn: the least it needs at first, then grown
+    named: bool = False  # named by the person (--columns, --sort): shown even where empty
 
     @property
     def wraps(self) -> bool:
@@ -94,52 +100,93 @@ class Layout:
 def layout(table: Table, width: int, measure: Measure = len, focus: Focus = Focus()) -> Layout:
     """Which columns of `table` a `width`-wide table shows, and how wide each is drawn."""
     columns = _columns(table, measure, focus)
-    # Without a single value anywhere (no rows, say) the names alone show the result's shape;
-    # a column named with --columns or --sort is shown even when it is empty.
-    shown = [c for c in columns if any(c.cells) or c.name in focus.named] or columns
-    empty = [c.name for c in columns if c not in shown]
+    shown = _shown(columns, focus)
+    empty = _names(c for c in columns if c not in shown)
+    keys = _names(c for c in shown if c.key)
+    chosen = _chosen(shown, width, measure)
+    if chosen is None:
+        return Layout(shown, len(table.rows), [], keys, empty, blocks=True)
+    drawn = [c for c in shown if c in chosen]  # back in the result's order
+    _grow(drawn, width - _total(drawn), measure)
+    hidden = _names(c for c in shown if c not in chosen)
+    return Layout(drawn, len(table.rows), hidden, keys, empty, blocks=False)
+
+
+def _chosen(shown: list[Column], width: int, measure: Measure) -> list[Column] | None:
+    """The columns a `width`-wide grid shows, each given its first width: the ones it must
+    show, their wrapped texts narrowed as needed, then the others in order while they fit.
+    None when the ones it must show do not fit side by side."""
     for column in shown:
         column.width = _first_width(column, measure)
+    chosen = _must_show(shown)
+    _narrow([c for c in chosen if c.wraps], _total(chosen) - width, measure)
+    if _total(chosen) > width:
+        return None
+    for column in shown:
+        if column not in chosen and _total([*chosen, column]) <= width:
+            chosen.append(column)
+    return chosen
+
+
+def _names(columns: Iterable[Column]) -> list[str]:
+    return [column.name for column in columns]
+
+
+def _shown(columns: list[Column], focus: Focus) -> list[Column]:
+    """The columns with a value in some row, or named with --columns or --sort (shown even
+    when empty); all of them when no row has a value (no rows, say): the names alone show
+    the result's shape."""
+    return [c for c in columns if any(c.cells) or c.name in focus.named] or columns
+
+
+def _must_show(shown: list[Column]) -> list[Column]:
+    """The columns a table must show: the keys and the answers (with no answer declared,
+    the keys and the first other column)."""
     keys = [c for c in shown if c.key]
     answers = [c for c in shown if c.answer and not c.key]
     others = [c for c in shown if not c.key and not c.answer]
-    chosen = [*keys, *(answers or others[:1])]
-    key_names = [c.name for c in keys]
-    _narrow([c for c in chosen if c.wraps], _total(chosen) - width, measure)
-    if _total(chosen) > width:
-        return Layout(shown, len(table.rows), [], key_names, empty, blocks=True)
-    for column in others:
-        if column not in chosen and _total([*chosen, column]) <= width:
-            chosen.append(column)
-    drawn = [c for c in shown if c in chosen]  # back in the result's order
-    _grow(drawn, width - _total(drawn), measure)
-    hidden = [c.name for c in shown if c not in chosen]
-    return Layout(drawn, len(table.rows), hidden, key_names, empty, blocks=False)
+    return [*keys, *(answers or others[:1])]
 
 
 def _columns(table: Table, measure: Measure, focus: Focus) -> list[Column]:
-    # The key: the leading columns up to the first number or through the first id (just the
-    # first column when there is neither), any id, and the focus's keys. It is never cut: a
-    # shortened key can make two rows look alike.
-    ends = [table.numeric.index(True)] if any(table.numeric) else []
-    ends += [i + 1 for i, name in enumerate(table.columns) if name.endswith("_id")][:1]
-    leading = min(ends, default=1)
+    leading = _leading(table)
     columns = []
     for index, (name, numeric) in enumerate(zip(table.columns, table.numeric, strict=True)):
         values = [row[index] for row in table.rows]
         cells = [cell_text(v) for v in values]
         key = index < leading or _is_id(name) or name in focus.keys
-        whole = (
-            numeric
-            or all(isinstance(v, date | datetime | time | bool) for v in values if v is not None)
-            or all(len(cell) <= WHOLE_TEXT or _is_token(cell) for cell in cells)
-        )
         longest = max((measure(cell) for cell in cells), default=0)
+        whole = numeric or _whole(values, cells)
         # A name can come from the data too (the header of a --table file).
         columns.append(
-            Column(printable(name), cells, numeric, whole, key, focus.keeps(name), longest)
+            Column(
+                printable(name),
+                cells,
+                numeric,
+                whole,
+                key,
+                focus.keeps(name),
+                longest,
+                named=name in focus.named,
+            )
         )
     return columns
+
+
+def _leading(table: Table) -> int:
+    """How many leading columns are keys: up to the first number or through the first id
+    (just the first column when there is neither). With any id and the focus's keys, they
+    are never cut: a shortened key can make two rows look alike."""
+    ends = [table.numeric.index(True)] if any(table.numeric) else []
+    ends += [i + 1 for i, name in enumerate(table.columns) if name.endswith("_id")][:1]
+    return min(ends, default=1)
+
+
+def _whole(values: list[object], cells: list[str]) -> bool:
+    """A column of dates, times or booleans, or of short texts and single words, is never
+    cut or wrapped."""
+    timed = all(isinstance(v, date | datetime | time | bool) for v in values if v is not None)
+    return timed or all(len(cell) <= WHOLE_TEXT or _is_token(cell) for cell in cells)
 
 
 def _is_token(cell: str) -> bool:
@@ -247,5 +294,9 @@ def shorten(text: str, width: int, measure: Measure = len) -> str:
 
 
 def records(fitted: Layout) -> list[list[tuple[Column, str]]]:
-    """One block per row: each shown column that has a value in it, with that value."""
-    return [[(c, c.cells[i]) for c in fitted.columns if c.cells[i]] for i in range(fitted.rows)]
+    """One block per row: each shown column that has a value in it, or that a person named
+    (its name alone where the row has no value), with that value."""
+    return [
+        [(c, c.cells[i]) for c in fitted.columns if c.cells[i] or c.named]
+        for i in range(fitted.rows)
+    ]

@@ -81,6 +81,9 @@ class Family:
     # A dataset declared as data (`dices_cli.families.declaration`): its files' roles and
     # its labels' scales. None: a family with code of its own (DICES, ProsocialDialog).
     declared: DatasetDeclaration | None = None
+    # The splits one file of the family holds, when its files are splits: a file's split is
+    # its name's stem, or the one the ingest is given for it. (): no splits.
+    splits: tuple[str, ...] = ()
 
     def title_of(self, member: str) -> str:
         """The name a message gives one stored dataset ("DICES-350", "ProsocialDialog")."""

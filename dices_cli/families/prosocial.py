@@ -83,7 +83,8 @@ PROSOCIAL = Family(
     ),
     recognised_by=(
         "JSON Lines whose first object has the keys context, dialogue_id and "
-        "safety_annotations; the split is the file name's stem (train, valid, test)"
+        "safety_annotations; the split is the file name's stem (train, valid, test), or "
+        "the split the ingest is given"
     ),
     recognises=recognises,
     validates="dices_cli.formats.prosocial.read:validate_split",
@@ -109,4 +110,5 @@ PROSOCIAL = Family(
     has_raters=False,
     has_demographics=False,
     has_gold=False,
+    splits=SPLITS,
 )

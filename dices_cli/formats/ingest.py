@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from dices_cli.errors import Option, UsageError
-from dices_cli.families import Family, all_members, families_of_files, listed, named
+from dices_cli.families import FAMILIES, Family, all_members, families_of_files, listed, named
 from dices_cli.formats.dices.csvparse import prefix
 from dices_cli.formats.validate import Progress, first_bytes, no_progress
 from dices_cli.output import Format, Output, check_output
@@ -31,6 +31,7 @@ from dices_cli.store.datasets import Store, StoredDataset
 REJECT_FIELDS = ("file", "line", "problems", "record")
 # The option naming the file rejected records go to, for messages about that file.
 REJECTS = Option("rejects")
+SPLIT = Option("split")
 
 # One rejected record: its first line, its bytes as read, and its problems.
 Rejected = tuple[int, bytes, list[Problem]]
@@ -50,6 +51,8 @@ class IngestRequest:
     rejects: Path | None
     progress: Progress
     family: Family | None = None  # the family the files are of
+    split: str | None = None  # the split the files hold, of a family with splits (None: each
+    # file's name says it)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ def ingest(
     progress: Progress = no_progress,
     max_size: int = DEFAULT_MAX_SIZE,
     declaration: Path | None = None,
+    split: str | None = None,
 ) -> list[IngestResult]:
     """Validate every file, then write each dataset atomically; all or nothing per call.
 
@@ -84,7 +88,9 @@ def ingest(
     valid rows are written and every rejected record goes to `rejects`. A path `-` is
     stdin; a compressed or piped input may hold at most `max_size` bytes of text. The
     files of one call are of one family. `declaration`: a TOML file declaring the files'
-    dataset (`dices_cli.families.declaration`), registered first.
+    dataset (`dices_cli.families.declaration`), registered first. `split`: the split the
+    files hold, for a family whose files are splits (`Family.splits`) and whose names do
+    not say which.
     """
     choice, declared = _declared_choice(declaration, choice)
     if choice != "auto" and choice not in all_members():
@@ -110,10 +116,27 @@ def ingest(
                 f"{listed([f.title for f in families], 'and')} files are ingested separately; "
                 "give the files of one family at a time"
             )
+        _check_split(families[0], split)
         ingests: FamilyIngest = named(families[0].ingests)
         return ingests(
-            IngestRequest(sources, firsts, choice, store, force, rejects, progress, families[0])
+            IngestRequest(
+                sources, firsts, choice, store, force, rejects, progress, families[0], split
+            )
         )
+
+
+def _check_split(family: Family, split: str | None) -> None:
+    """A split is given only for a family whose files are splits, and is one of them."""
+    if split is None or split in family.splits:
+        return
+    if family.splits:
+        raise UsageError(
+            SPLIT, f" is {listed(family.splits, 'or')} for {family.title} (got {split!r})"
+        )
+    split_files = [f.title for f in FAMILIES.values() if f.splits]
+    raise UsageError(
+        f"{family.title} files hold no splits: ", SPLIT, f" is for {listed(split_files, 'and')}"
+    )
 
 
 def _declared_choice(declaration: Path | None, choice: str) -> tuple[str, list[Family] | None]:

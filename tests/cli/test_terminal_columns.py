@@ -148,25 +148,8 @@ def choices(draw: st.DrawFn, columns: list[str]) -> tuple[list[str] | None, str 
     return named, sort
 
 
-# Open (session 43's merges): in one record per block, a list cell (`harm_tags`) is drawn
-# without its JSON brackets, which this check reads as not whole, and a long wrapped text can
-# lose a named column's block line. Known failures, kept visible until they are fixed.
-KNOWN_FAILING = {"query overview", "sql"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "command",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(reason="list cells and long blocks (see above)", strict=False),
-        )
-        if name in KNOWN_FAILING
-        else name
-        for name in sorted(COMMANDS)
-    ],
-)
+@pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_named_columns_are_all_shown_whole(command: str, places: dict[str, str]) -> None:
     arguments = arguments_of(command, places)
     columns = next(csv.reader(io.StringIO(as_csv(tuple(arguments)))))

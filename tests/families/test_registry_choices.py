@@ -46,7 +46,6 @@ def test_the_choices_are_the_registered_families_own() -> None:
     ("words", "option", "choices"),
     [
         (["filter-raters"], "dataset", ("all", *coded_members())),
-        (["evaluate"], "dataset", member_choices()),
         (["judge"], "dataset", member_choices()),
         (["export"], "dataset", member_choices()),
         (["validate"], "dataset", ("auto", *grouped_members())),
@@ -63,6 +62,22 @@ def test_each_commands_dataset_choice_is_drawn_from_the_registry(
         ctx = command.make_context(word, [], resilient_parsing=True)
     (param,) = [p for p in command.params if p.name == option]
     assert tuple(param.type.choices) == choices
+
+
+def test_evaluates_dataset_is_checked_by_the_library_against_the_registry(
+    tmp_path: Path,
+) -> None:
+    """`dices evaluate -d` is checked in one place, the library (`runs.evaluation`), against
+    the registry's choices; its --help lists them."""
+    from typer.testing import CliRunner
+
+    predictions = tmp_path / "p.csv"
+    predictions.write_text("item_id,label\n1,Yes\n")
+    result = CliRunner().invoke(app, ["evaluate", str(predictions), "-d", "nosuch"])
+    assert result.exit_code == 2
+    choices = ", ".join(member_choices())
+    assert f"Error: --dataset must be one of: {choices} (got 'nosuch')" in result.stderr
+    assert "|".join(member_choices()) in CliRunner().invoke(app, ["evaluate", "-h"]).stdout
 
 
 def test_a_querys_dataset_is_checked_against_every_registered_dataset(tmp_path: Path) -> None:

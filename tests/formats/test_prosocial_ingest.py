@@ -397,10 +397,16 @@ def test_rejects_holds_the_rejected_lines_verbatim(sample_lines: list[str], tmp_
 def test_a_file_that_names_no_split_is_refused(sample_lines: list[str], tmp_path: Path) -> None:
     samples = write_lines(tmp_path / "samples.jsonl", sample_lines)
     result = run("ingest", samples, "--data", tmp_path / "data")
-    assert result.exit_code == 1
-    assert result.stderr.splitlines()[2] == (
-        "  file: samples.jsonl does not name its split: a ProsocialDialog file is named "
-        "train.json, valid.json or test.json [unknown-split]"
+    assert result.exit_code == 2  # tests/families/test_splits.py: --split
+    assert result.stderr.splitlines()[0] == (
+        "Error: samples.jsonl does not say which split it holds: name it train.json, "
+        "valid.json or test.json, or give --split (train, valid or test)"
+    )
+    validated = run("validate", samples)
+    assert validated.exit_code == 1
+    assert validated.stdout.splitlines()[1].endswith(
+        '"samples.jsonl does not name its split: a ProsocialDialog file is named '
+        'train.json, valid.json or test.json, or ingested with its split given"'
     )
 
 

@@ -25,6 +25,7 @@ from scipy.stats import false_discovery_control
 from sklearn.metrics import (
     accuracy_score,
     cohen_kappa_score,
+    confusion_matrix,
     f1_score,
     precision_score,
     recall_score,
@@ -46,6 +47,7 @@ from dices_cli.families.schema import (
     RACE,
 )
 from dices_cli.queries.catalog import GROUP_COLUMNS, catalog
+from tests.queries.test_kappa_interval import fce_interval
 
 # The columns of a share query's test of each group against the rest of its family.
 TEST_COLUMNS = [
@@ -93,7 +95,18 @@ QUERIES: dict[str, tuple[list[str], list[str]]] = {
     "gold-vs-crowd": ([], ["dataset", "safety_gold", "crowd_label", "conversations"]),
     "gold-vs-crowd-summary": (
         [],
-        ["dataset", "conversations", "ties", "accuracy", "precision", "recall", "f1", "kappa"],
+        [
+            "dataset",
+            "conversations",
+            "ties",
+            "accuracy",
+            "precision",
+            "recall",
+            "f1",
+            "kappa",
+            "kappa_ci_low",
+            "kappa_ci_high",
+        ],
     ),
     "item-distribution": (
         [],
@@ -632,6 +645,13 @@ def test_gold_vs_crowd_summary_matches_scikit_learn(
                 "recall": recall_score(truth, predicted),
                 "f1": f1_score(truth, predicted),
                 "kappa": cohen_kappa_score(truth, predicted),
+                **dict(
+                    zip(
+                        ["kappa_ci_low", "kappa_ci_high"],
+                        fce_interval(confusion_matrix(truth, predicted, labels=[True, False])),
+                        strict=True,
+                    )
+                ),
             }
         )
     expected.sort(key=enum_key(by))
@@ -1140,12 +1160,12 @@ def test_by_is_required(runner: CliRunner, ingested: Path) -> None:
         (
             ["degree-of-harm", "--threshold", "0.3"],
             "degree-of-harm does not take --threshold; it takes: --by, --interval, --permutations, "
-            "--seed",
+            "--seed, --alternative",
         ),
         (
             ["qoverall-by-demographic", "--by", "rater_age", "--rule", "plurality"],
             "qoverall-by-demographic does not take --rule; it takes: --by, --interval, "
-            "--permutations, --seed",
+            "--permutations, --seed, --alternative",
         ),
         (
             ["gold-vs-crowd", "--threshold", "0.3"],

@@ -322,22 +322,44 @@ def _declared_version(args: list[str]) -> Query | None:
     --dataset names a dataset that is not DICES's or ProsocialDialog's (a declared one,
     known to the registry only once the data directory is read): it takes its own options."""
     from dices_cli.families import FAMILIES
-    from dices_cli.queries.catalog import declared_queries
+    from dices_cli.queries.catalog import command_queries, declared_queries
 
-    dataset = None
-    for index, arg in enumerate(args[1:], start=1):
-        if arg in ("-d", "--dataset") and index + 1 < len(args):
-            dataset = args[index + 1]
-        elif arg.startswith("--dataset="):
-            dataset = arg.partition("=")[2]
-        elif arg.startswith("-d") and len(arg) > 2 and not arg.startswith("--"):
-            dataset = arg[2:]
+    own = declared_queries().get(args[0])
+    if own is None:
+        return None
+    dataset = _dataset_named(args[1:], _valued(command_queries().get(args[0])) | _valued(own))
     if dataset is None or dataset == "all":
         return None
     known = next((f for f in FAMILIES.values() if dataset in f.members), None)
-    if known is not None and known.declared is None:
-        return None
-    return declared_queries().get(args[0])
+    return None if known is not None and known.declared is None else own
+
+
+def _valued(query: Query | None) -> set[str]:
+    """The options of `query`'s command that take a value (`--sort`, `--columns`...)."""
+    if query is None:
+        return set()
+    options = [p for p in query_command(query).params if isinstance(p, TyperOption)]
+    return {name for p in options if not (p.is_flag or p.count) for name in p.opts}
+
+
+def _dataset_named(args: list[str], valued: set[str]) -> str | None:
+    """The dataset the last -d/--dataset in `args` names. The value of another option is
+    never read as an option: in `--sort -dataset` the leading - means descending."""
+    dataset = None
+    words = iter(args)
+    for word in words:
+        name, equals, value = word.partition("=")
+        if word in ("-d", "--dataset"):
+            dataset = next(words, dataset)
+        elif name == "--dataset" and equals:
+            dataset = value
+        elif word.startswith("-d"):  # -d990 (a long option starts with --)
+            dataset = word[2:]
+        elif word == "--":
+            break
+        elif word in valued:
+            next(words, None)
+    return dataset
 
 
 def _no_such_query(name: str) -> str:
@@ -454,18 +476,6 @@ def _explain(query: Query) -> None:
         handle.write(("\n".join(lines) + "\n").encode("utf-8"))
 
 
-def checked_by(by: list[str] | None) -> list[str]:
-    """The --by columns, each one a result can be grouped by; a usage error naming the first
-    that is not, with the ones there are."""
-    from dices_cli.formats.dices.layouts import group_columns
-    from dices_cli.queries.catalog import ParameterError, usage_error
-
-    try:
-        return group_columns(by or [])
-    except ParameterError as error:
-        raise usage_error(error) from None
-
-
 def run_query(
     canned: Query,
     given: dict[str, Any],
@@ -491,15 +501,14 @@ def run_query(
     from dices_cli.families import all_members
     from dices_cli.output import Format, Output
     from dices_cli.runs.canned import family_asked, run_canned
-    from dices_cli.runs.common import check_choice
+    from dices_cli.runs.common import check_choice, data_store
     from dices_cli.shape import Shape
-    from dices_cli.store.datasets import Store, resolve_data_dir
 
     shape = Shape.parse(keep_columns, sort, limit)
     if fmt is Format.CHART and canned.chart is None:  # before the work
         raise _no_chart(canned)
     inputs = read_paths(data, raters)
-    store = Store(resolve_data_dir(data))  # registers the datasets declared there
+    store = data_store(data)  # registers the datasets declared there
     check_choice("dataset", dataset, ("all", *all_members()))
     family = family_asked(canned, dataset, store)
     if family is not None:  # before --raters FILE is read

@@ -6,18 +6,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from dices_cli.errors import InvalidInputError, UsageError
-from dices_cli.families.prosocial import MEMBER, PROSOCIAL
-from dices_cli.formats.ingest import IngestRequest, IngestResult, rejects_file, write_rejects
+from dices_cli.families import listed
+from dices_cli.families.prosocial import MEMBER, PROSOCIAL, SPLITS
+from dices_cli.formats.ingest import (
+    SPLIT,
+    IngestRequest,
+    IngestResult,
+    rejects_file,
+    write_rejects,
+)
 from dices_cli.formats.prosocial import tables
-from dices_cli.formats.prosocial.read import check_split, rejected_records
+from dices_cli.formats.prosocial.read import FILE_NAMES, check_split, rejected_records, split_of
 from dices_cli.problems import Report
+from dices_cli.read.source import Source
 from dices_cli.store.datasets import StoredDataset
 
 
 def ingest_prosocial(request: IngestRequest) -> list[IngestResult]:
     """Store the files as DIR/prosocial: all of them or (when any is invalid and there is
     no rejects file) none."""
-    splits = [check_split(source, request.progress) for source in request.sources]
+    given = [_split_given(source, request.split) for source in request.sources]
+    splits = [
+        check_split(source, request.progress, split)
+        for source, split in zip(request.sources, given, strict=True)
+    ]
     seen: dict[str, str] = {}
     for one in splits:
         if one.split in seen:
@@ -58,6 +70,28 @@ def ingest_prosocial(request: IngestRequest) -> list[IngestResult]:
     return [
         IngestResult(report, stored, _notes(stored, store.link(MEMBER), report, request.rejects))
     ]
+
+
+def _split_given(source: Source, split: str | None) -> str:
+    """The split of `source`: its name's, or `split`; a usage error when neither says, or
+    when they differ (checked before any file is read)."""
+    named = split_of(source.name)
+    if split is None and named is not None:
+        return named
+    if split is None:
+        raise UsageError(
+            f"{source.display_name} does not say which split it holds: name it "
+            f"{listed(FILE_NAMES, 'or')}, or give ",
+            SPLIT,
+            f" ({listed(SPLITS, 'or')})",
+        )
+    if named not in (None, split):
+        raise UsageError(
+            f"{source.display_name} is named as the {named} split, not {split}: give ",
+            SPLIT,
+            " for files whose name does not say their split",
+        )
+    return split
 
 
 def _notes(

@@ -65,10 +65,11 @@ class CheckedSplit:
         return self.split is not None
 
 
-def check_split(source: Source, progress: Progress) -> CheckedSplit:
-    """Read and validate one file; bad data becomes problems in the report, never raises."""
+def check_split(source: Source, progress: Progress, split: str | None = None) -> CheckedSplit:
+    """Read and validate one file, of `split` (None: the one its name says); bad data
+    becomes problems in the report, never raises."""
     progress(f"reading {source.name}", 0.0)
-    split = split_of(source.name)
+    split = split or split_of(source.name)
     checked = CheckedSplit(source, split, Report(source.name, "prosocial"))
     report = checked.report
     if split is None:
@@ -79,7 +80,8 @@ def check_split(source: Source, progress: Progress) -> CheckedSplit:
                 None,
                 source.display_name,
                 f"{source.display_name} does not name its split: a ProsocialDialog file is "
-                f"named {', '.join(FILE_NAMES[:-1])} or {FILE_NAMES[-1]}",
+                f"named {', '.join(FILE_NAMES[:-1])} or {FILE_NAMES[-1]}, or ingested with "
+                "its split given",
             )
         )
     frame = fast.read_valid(source)
