@@ -431,6 +431,27 @@ def _interval(
     return _number(low), _number(high)
 
 
+def difference_interval_of(
+    own: Measured, rest: Measured, metric: str, raters: tuple[Jackknife, int] | None
+) -> tuple[float | None, float | None]:
+    """The interval of own - rest on `metric` (a group row's difference, a persona's):
+    centred, with the raters' variance of the left-out differences where both sides have
+    them; for LOG_SCALE metrics, from the two sides' log-scale intervals (MOVER,
+    dices_cli.metrics.intervals.difference_interval)."""
+    difference = own.values[metric] - rest.values[metric]
+    own_out, rest_out = ((side.left_out or {}).get(metric) for side in (own, rest))
+    left_out = None if own_out is None or rest_out is None else own_out - rest_out
+    if metric not in LOG_SCALE:
+        return _interval(difference, difference_bounds(BOUNDS[metric]), left_out, raters)
+    low, high = difference_interval(
+        (own.values[metric], _raters(own_out, raters)),
+        (rest.values[metric], _raters(rest_out, raters)),
+        (difference, _raters(left_out, raters)),
+        BOUNDS[metric],
+    )
+    return _number(low), _number(high)
+
+
 def chosen_references(settings: Settings, dataset: str) -> list[str]:
     """The references asked for (every one the dataset has, by default), in REFERENCES order."""
     from dices_cli.families.prosocial import MEMBER
@@ -450,21 +471,22 @@ def chosen_references(settings: Settings, dataset: str) -> list[str]:
 
 # The metrics hold several (resamples, items) arrays at once: about 64 bytes per cell,
 # measured on ProsocialDialog's test split (25,029 utterances x 1,001 rows: 1.6 GB peak).
+# A row is a block of items left out (dices_cli.metrics.intervals.conversation_weights).
 # A run that would pass MAX_RESAMPLED_CELLS (about 2 GB) is refused before it allocates.
 BYTES_PER_RESAMPLED_CELL = 64
 MAX_RESAMPLED_CELLS = 32_000_000
 
 
-def check_memory(items: int, bootstrap: int) -> None:
-    """Refuse resampling `items` items `bootstrap` times when its arrays would pass
-    MAX_RESAMPLED_CELLS, naming the most resamples that fit."""
-    cells = items * (bootstrap + 1)
+def check_memory(items: int, blocks: int) -> None:
+    """Refuse jackknifing `items` items in `blocks` blocks (a row each, and the estimate's)
+    when its arrays would pass MAX_RESAMPLED_CELLS, naming the most blocks that fit."""
+    cells = items * (blocks + 1)
     if cells > MAX_RESAMPLED_CELLS:
         megabytes = cells * BYTES_PER_RESAMPLED_CELL / 1e6
-        size = f"{megabytes / 1000:.1f} GB" if megabytes >= 1000 else f"{megabytes:.0f} MB"
+        size = f"{megabytes / 1000:.1f} GB" if megabytes >= 1000 else f"{megabytes:.1f} MB"
         fits = MAX_RESAMPLED_CELLS // items - 1
         raise UsageError(
-            f"{items:,} items resampled {bootstrap:,} times would take about {size} of "
+            f"{items:,} items in {blocks:,} jackknife blocks would take about {size} of "
             "memory; give ",
             Option("bootstrap"),
             f" {fits:,} or less, or predict fewer items",
@@ -584,29 +606,12 @@ def _rows(
         metric = HEADLINE[reference]
         own, others = figures[reference, group, False], figures[reference, group, True]
         difference = own.values[metric] - others.values[metric]
-        left_out = (
-            own.left_out[metric] - others.left_out[metric]
-            if own.left_out is not None and others.left_out is not None and metric in own.left_out
-            else None
-        )
         raters_of_group = None if jackknife is None else (jackknife, int(raters[group + 1] or 0))
-        bounds = difference_bounds(BOUNDS[metric])
-        if group in few:
-            interval: tuple[float | None, float | None] = (None, None)
-        elif metric in LOG_SCALE:  # from the two sides' intervals on the log scale
-            own_side, rest_side = (
-                (side.values[metric], _raters((side.left_out or {}).get(metric), raters_of_group))
-                for side in (own, others)
-            )
-            low, high = difference_interval(
-                own_side,
-                rest_side,
-                (difference, _raters(left_out, raters_of_group)),
-                BOUNDS[metric],
-            )
-            interval = (_number(low), _number(high))
-        else:
-            interval = _interval(difference, bounds, left_out, raters_of_group)
+        interval = (
+            (None, None)
+            if group in few
+            else difference_interval_of(own, others, metric, raters_of_group)
+        )
         p, expected = tests.get((model, reference, group), (math.nan, math.nan))
         p_values.setdefault(reference, []).append(p)
         rest = _number(figures[reference, group, True].values[metric][0])

@@ -42,6 +42,7 @@ from dices_cli.evaluate.evaluation import (
     Settings,
     aligned_predictions,
     chosen_references,
+    difference_interval_of,
 )
 from dices_cli.evaluate.groups import (
     Members,
@@ -67,7 +68,6 @@ from dices_cli.metrics.intervals import (
     Jackknife,
     centred_interval,
     conversation_weights,
-    difference_bounds,
 )
 from dices_cli.metrics.permutation import (
     benjamini_hochberg,
@@ -461,8 +461,6 @@ def _number(value: float) -> float | None:
 
 # The range of each figure (BOUNDS of evaluate for the metrics): its interval stays in it.
 FIGURE_BOUNDS = {
-    "kappa_difference": difference_bounds(BOUNDS["kappa"]),
-    "jsd_difference": difference_bounds(BOUNDS["jsd"]),
     "spread_real": (0.0, 0.5),
     "spread_simulated": (0.0, 0.5),
     "spread_ratio": (0.0, math.inf),
@@ -583,9 +581,8 @@ def evaluate_personas(
                                 few[g],
                             )
                         )
-                difference = own.values[headline] - rest.values[headline]
-                own_out, rest_out = _left_out(own, headline), _left_out(rest, headline)
-                left_out = None if own_out is None or rest_out is None else own_out - rest_out
+                difference = float((own.values[headline] - rest.values[headline])[0])
+                raters = None if jackknife is None else (jackknife, sizes["own"])
                 test = (
                     [
                         _number(float(expected[reference][g])),
@@ -601,12 +598,11 @@ def evaluate_personas(
                         f"{headline}_difference",
                         reference,
                         own.n,
-                        *_row_cells(
-                            difference,
-                            FIGURE_BOUNDS[f"{headline}_difference"],
-                            left_out,
-                            None if jackknife is None else (jackknife, sizes["own"]),
-                            few[g],
+                        _number(difference),
+                        *(
+                            (None, None)
+                            if few[g]
+                            else difference_interval_of(own, rest, headline, raters)
                         ),
                         *test,
                         few[g],

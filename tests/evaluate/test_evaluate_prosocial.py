@@ -388,14 +388,15 @@ def test_a_bootstrap_too_large_for_memory_is_refused_before_it_allocates(
     frame = truth(data)
     path = tmp_path / "p.csv"
     labelled(frame, "published", pl.col("unsafe")).write_csv(path)
-    # 72 utterances x 1,001 rows = 72,072 cells: past a bound of 50,000, within 72,072.
-    monkeypatch.setattr(evaluation, "MAX_RESAMPLED_CELLS", 50_000)
+    # 72 utterances, each its own block (72 < 1,000): 72 x 73 rows = 5,256 cells, past a
+    # bound of 5,000, within 5,256.
+    monkeypatch.setattr(evaluation, "MAX_RESAMPLED_CELLS", 5_000)
     code, stderr = fails(str(path), "-d", "prosocial", "--data", str(data))
     assert (code, stderr) == (
         2,
-        "Error: 72 items resampled 1,000 times would take about 5 MB of memory; give "
-        "--bootstrap 693 or less, or predict fewer items\nTry 'dices evaluate -h' for help.\n",
+        "Error: 72 items in 72 jackknife blocks would take about 0.3 MB of memory; give "
+        "--bootstrap 68 or less, or predict fewer items\nTry 'dices evaluate -h' for help.\n",
     )
-    monkeypatch.setattr(evaluation, "MAX_RESAMPLED_CELLS", 72_072)
+    monkeypatch.setattr(evaluation, "MAX_RESAMPLED_CELLS", 5_256)
     rows, _ = evaluate(data, path, "--bootstrap", "1000")
     assert rows[0]["accuracy"] == 1.0
