@@ -119,16 +119,20 @@ def _within(what: str, value: float, low: float, high: float) -> Row:
 
 def _calibration_shares(document: dict[str, Any]) -> Iterator[Row]:
     low, high = document["coverage_range"]
+    fewest, most = document["level_range"]
     for group in document["groups"]:
         raters = group["raters"]
         yield _within(f"{raters} raters: share coverage", group["share_coverage"], low, high)
         yield _within(
             f"{raters} raters: difference coverage", group["difference_coverage"], low, high
         )
-        yield _at_most(f"{raters} raters: level", group["level"], document["level_at_most"])
-        if group.get("power_at_0.6") is not None:
-            power = group["power_at_0.6"]
-            yield f"{raters} raters: power at a 0.6 shift", power, ">= 0.7", power >= 0.7
+        for alternative, level in group["level"]["ours"].items():
+            yield _within(f"{raters} raters: level, {alternative}", level, fewest, most)
+    shifted = f"{document['shifted_raters']} raters: power at a {document['shift']} shift"
+    for alternative, power in document["power"].items():
+        if alternative != "less":  # a shift up: `less` is the wrong side
+            goal = document["power_goal"]
+            yield f"{shifted}, {alternative}", power["ours"], f">= {goal:g}", power["ours"] >= goal
 
 
 READERS: dict[str, Reader] = {

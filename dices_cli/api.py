@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.families import coded_members, grouped_members
+from dices_cli.families import coded_members
 from dices_cli.runs.canned import no_such_query, run_canned
-from dices_cli.runs.common import check_choice, chooses, refuse_rater_selection
+from dices_cli.runs.common import check_choice
 from dices_cli.runs.evaluation import evaluation_settings, run_evaluation
 from dices_cli.runs.raters import run_rater_filter
 from dices_cli.runs.report import run_report
@@ -235,6 +235,62 @@ class Data:
     def __repr__(self) -> str:
         return f"Data({str(self.root)!r})"
 
+    def info(self) -> pl.DataFrame:
+        """What the data directory holds (`dices info`): one row per ingested dataset, with
+        its counts, source file, checksum, and when and where it was stored.
+
+        >>> d.info().select("dataset", "conversations", "raters", "ratings").rows()
+        [('350', 40, 123, 4920), ('990', 80, 173, 5855)]
+        """
+        from dices_cli.runs.info import run_info
+
+        return frame(run_info(self._store))
+
+    def export(
+        self,
+        path: str | os.PathLike[str],
+        dataset: str | None = None,
+        layout: str = "wide",
+        by: str | Sequence[str] | None = None,
+        *,
+        format: str | None = None,
+        excel_safe: bool = False,
+        force: bool = False,
+        exclude_removed: bool = False,
+        raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None = None,
+        min_quality: float | None = None,
+    ) -> Path:
+        """Write `dataset` back to `path` (`dices export`) and return it: the ingested file
+        as it was (`layout` wide), or one rating a row (long, crowdkit), one row per
+        conversation and `by` group (soft-labels), or JUDGE-BENCH's document (judge-bench),
+        for the raters chosen. `format` (csv, tsv, json, jsonl, parquet) defaults to the
+        extension's; `force` replaces an existing file.
+
+        >>> d.export("soft.csv", "350", layout="soft-labels", by="rater_gender")
+        PosixPath('soft.csv')
+        >>> Path("soft.csv").read_text().splitlines()[0]
+        'dataset,item_id,rater_gender,ratings,n_no,n_yes,n_unsure,share_no,share_yes,share_unsure'
+        """
+        from dices_cli.output import Format
+        from dices_cli.runs.export import run_export
+
+        if format is not None:
+            check_choice("format", format, [f for f in Format if f not in ("table", "chart")])
+        run_export(
+            self._store,
+            dataset,
+            layout,
+            _names(by) or [],
+            _selection(raters, exclude_removed, min_quality),
+            fmt=None if format is None else Format(format),
+            output=Path(path),
+            force=force,
+            excel_safe=excel_safe,
+            inputs=[self.root],
+            tell=_warn,
+        )
+        return Path(path)
+
     def query(
         self,
         name: str,
@@ -293,24 +349,20 @@ class Data:
         >>> d.sql("SELECT dataset, count(*) AS n FROM ratings GROUP BY 1 ORDER BY 1").rows()
         [('350', 4920), ('990', 5855)]
         """
-        from dices_cli.families import FAMILIES, all_members
-        from dices_cli.queries.sandbox import check_table_names, run_sql, user_tables
-        from dices_cli.raters.selection import resolve
+        from dices_cli.queries.sandbox import check_table_names
+        from dices_cli.runs.sql import run_sql
 
-        check_choice("dataset", dataset, ("all", *all_members()))
         if tables is not None and not isinstance(tables, Mapping):
             raise UsageError(
                 "tables is a mapping of names to files or frames, not ", type(tables).__name__
             )
         check_table_names(list(tables or {}))  # a frame is written to NAME.parquet
         selection = _selection(raters, exclude_removed, min_quality)
-        if dataset in FAMILIES:
-            refuse_rater_selection(FAMILIES[dataset], chooses(selection))
         with contextlib.ExitStack() as files:
             paths = {n: files.enter_context(_as_file(t, n)) for n, t in (tables or {}).items()}
-            named = user_tables([f"{n}={p}" for n, p in paths.items()])
-            chosen = None if dataset in FAMILIES else resolve(self._store, dataset, selection)
-            with run_sql(self._store, dataset, text, chosen, timeout, named) as result:
+            with run_sql(
+                self._store, text, dataset, selection, tables=paths, timeout=timeout
+            ) as result:
                 return frame(result)
 
     def evaluate(
@@ -384,19 +436,12 @@ class Data:
         >>> d.query("overview", raters=good)["raters"].to_list()
         [88, 163]
         """
-        from dices_cli.raters.audit import audit_table
-        from dices_cli.raters.quality import RaterFilter, quality_table
-
-        if preset is not None:
-            check_choice("preset", preset, ("authors",))
-        check_choice("dataset", dataset, ("all", *coded_members()))
         run = run_rater_filter(self._store, dataset, min_quality, preset)
-        rule = RaterFilter(min_quality=min_quality, preset=preset)  # type: ignore[arg-type]
         return RaterFilterResult(
-            raters=frame(quality_table(run.raters, rule, explain)),
-            audit=frame(audit_table(run.audits, rule.description)),
-            kept=frozenset(r.rater_id for r in run.raters if r.key in run.kept),
-            description=rule.description,
+            raters=frame(run.quality(explain)),
+            audit=frame(run.audit_table()),
+            kept=frozenset(run.kept_ids),
+            description=run.rule.description,
         )
 
     def report(
@@ -472,6 +517,43 @@ class Data:
             _warn(f"note: {note}")
         return run.path
 
+    # --- judge and download: dices_cli.runs.judge, dices_cli.runs.download --------------------
+
+    def judge(self, model: str, dataset: str = "350", **settings: Any) -> pl.DataFrame:
+        """Run an LLM judge or a safety classifier over `dataset`'s conversations
+        (`dices judge`): its predictions (model, item_id, label, score, ...), which `evaluate`
+        takes as they are. `settings` are `dices_cli.runs.judge.JudgeSettings`' by name
+        (`base_url`, `prompt`, `samples`, `limit`, `output`, `force`, ...), checked as on the
+        command line; the answers are cached in the data directory, as the command's are.
+        With `dry_run=True`: one row of what a run would ask; with `batch=FILE`: the batch
+        files written, one row each. Warnings are `DicesNote`s.
+
+        >>> d.judge("baseline:always-unsafe", limit=2).select("item_id", "label").rows()
+        [(13, 'unsafe'), (20, 'unsafe')]
+        """
+        from dices_cli.runs.judge import judge_settings, run_judge
+
+        given = judge_settings(model=model, dataset=dataset, **settings)
+        return frame(run_judge(self._store, given, tell=_noted).table())
+
+    def download(
+        self, dataset: str, dir: str | os.PathLike[str] = ".", **settings: Any
+    ) -> pl.DataFrame:
+        """Fetch `dataset`'s official files into `dir`, verified (`dices download`): one row
+        per file (dataset, file, path, size, sha256, url; url None: it was there already).
+        `settings` are `dices_cli.runs.download.DownloadSettings`' by name (`url`, `sha256`,
+        `force`, `timeout`, `deadline`, `retries`, `max_size`); `ingest=True` ingests the
+        files into this data directory; `dry_run=True` fetches nothing and gives the plan,
+        one row per file and source.
+
+        >>> d.download("350", "files", dry_run=True).select("dataset", "source").rows()
+        [('DICES-350', 1), ('DICES-350', 2), ('DICES-350', 3)]
+        """
+        from dices_cli.runs.download import download_settings, run_download
+
+        given = download_settings(dataset=dataset, dir=dir, data=self.root, **settings)
+        return frame(run_download(given, tell=_noted).table())
+
 
 @dataclass(frozen=True)
 class IngestSummary:
@@ -502,13 +584,12 @@ def ingest(
     dices_cli.errors.DatasetExistsError: DICES-350 is already ingested in ...; use force to ...
 
     """
-    from dices_cli.formats.ingest import ingest as run_ingest
+    from dices_cli.runs.ingest import run_ingest
     from dices_cli.store.datasets import Store, resolve_data_dir
 
-    check_choice("dataset", dataset, ("auto", *grouped_members()))
-    given = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
+    given = [paths] if isinstance(paths, str | os.PathLike) else paths
     store = Store(resolve_data_dir(None if dir is None else Path(dir)))
-    results = run_ingest(given, store, dataset, force, None if rejects is None else Path(rejects))
+    results = run_ingest(store, given, dataset, force=force, rejects=rejects)
     return IngestSummary(
         rows_read=sum(r.report.rows_read for r in results),
         rows_written=sum(r.report.rows_valid for r in results),
@@ -543,11 +624,10 @@ def validate(path: str | os.PathLike[str], dataset: str = "auto") -> ValidationR
     """
     import polars as pl
 
-    from dices_cli.formats.validate import validate_file
     from dices_cli.problems import PROBLEM_FIELDS
+    from dices_cli.runs.validate import run_validate
 
-    check_choice("dataset", dataset, ("auto", *grouped_members()))
-    report = validate_file(os.fspath(path), dataset)
+    (report,) = run_validate([path], dataset).reports
     records = [problem.as_record() for problem in report.problems]
     schema = {name: pl.Int64 if name == "line" else pl.String for name in PROBLEM_FIELDS}
     problems = pl.DataFrame(
@@ -564,9 +644,19 @@ def describe(paths: Sequence[str | os.PathLike[str]], name: str | None = None) -
     """A draft declaration (TOML text) for files dices does not know (`dices describe`):
     what it guessed is each a `DicesNote`; what it could not decide, a `DicesNote` too and
     an UNDECIDED comment where the draft needs an edit before `ingest` takes it."""
-    from dices_cli.formats.declared.describe import describe as draft_of
+    from dices_cli.runs.describe import run_describe
 
-    draft = draft_of([Path(p) for p in paths], name)
+    draft = run_describe(paths, name)
     for said in [*draft.guessed, *(f"could not decide: {u}" for u in draft.undecided)]:
         _warn(said)
     return draft.text
+
+
+# --- judge and download: what they say on the way --------------------------------------------
+
+
+def _noted(text: str) -> None:
+    """What a command says on the way, of which only its notes and warnings are news to a
+    Python caller (the rest is in the result): each a `DicesNote`."""
+    if text.startswith(("note: ", "warning: ")):
+        _warn(text)

@@ -5,6 +5,7 @@
 -- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_yes is made: clustered counts raters and conversations as samples (raters and conversations like these; a two-way cluster-robust variance, t with Satterthwaite degrees of freedom, on the logit); conversations counts conversations only (this rater pool); wilson treats every rating as independent (too narrow: ratings of one rater or conversation are not).
 -- param permutations: integer in [0, 100000] = 1000: Random relabellings of the raters behind p_value, p_adjusted and p_groups_differ (0 = no test).
 -- param seed: integer in [0, 4294967295] = 0: Seed of the relabellings; the same seed gives the same p-values.
+-- param alternative: choice(two-sided|greater|less) = two-sided: The alternative of p_value: two-sided (the group's share of Yes differs from the rest's), greater (it is higher: does this group call conversations unsafe more often?) or less (lower); p_adjusted adjusts these p-values.
 -- compute: dices_cli.metrics.shares:compute
 -- column dataset: The dataset: 350 or 990.
 -- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
@@ -21,7 +22,7 @@
 -- column difference: The group's share_yes minus that of the other groups' ratings (of the same dataset and, for degree-of-harm, degree); empty without --by.
 -- column difference_ci_low: Lower end of the 95% interval of difference, made as `interval` says (empty below 5 raters on either side).
 -- column difference_ci_high: Upper end of the 95% interval of difference.
--- column p_value: Two-sided p-value of difference, from relabelling the raters at random with every group's size kept.
+-- column p_value: p-value of difference for `alternative` (two-sided unless asked), from relabelling the raters at random with every group's size kept.
 -- column p_adjusted: p_value adjusted by Benjamini-Hochberg over the groups of the dataset (and degree).
 -- column p_groups_differ: One p-value per dataset (and degree), the same on each of its rows: do the groups' shares differ at all (their ratings-weighted spread, against relabelled raters)?
 -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by}, degree_of_harm per dataset
@@ -33,7 +34,8 @@
 --   share of Yes: by default clustered, counting the raters (within each --by group, or
 --   the whole pool) and the conversations as samples, as in `qoverall-by-demographic`.
 --   With --by, each group's difference from the other groups of its degree, with its
---   interval, p_value, p_adjusted and p_groups_differ, as there.
+--   interval, p_value (--alternative: two-sided, greater or less), p_adjusted and
+--   p_groups_differ, as there.
 SELECT
     COLUMNS(lambda c: c IN ('dataset', 'degree_of_harm') OR list_contains($by, c)),
     count(DISTINCT item_id) AS conversations,

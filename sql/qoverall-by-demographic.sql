@@ -5,6 +5,7 @@
 -- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_yes is made: clustered counts raters and conversations as samples (raters and conversations like these; a two-way cluster-robust variance, t with Satterthwaite degrees of freedom, on the logit); conversations counts conversations only (this rater pool); wilson treats every rating as independent (too narrow: ratings of one rater or conversation are not).
 -- param permutations: integer in [0, 100000] = 1000: Random relabellings of the raters behind p_value, p_adjusted and p_groups_differ (0 = no test).
 -- param seed: integer in [0, 4294967295] = 0: Seed of the relabellings; the same seed gives the same p-values.
+-- param alternative: choice(two-sided|greater|less) = two-sided: The alternative of p_value: two-sided (the group's share of Yes differs from the rest's), greater (it is higher: does this group call conversations unsafe more often?) or less (lower); p_adjusted adjusts these p-values.
 -- compute: dices_cli.metrics.shares:compute
 -- column dataset: The dataset: 350 or 990.
 -- column {by}: One column per --by column, holding the group's value (phase first, then the rater columns in the data's order).
@@ -23,7 +24,7 @@
 -- column difference: The group's share_yes minus that of the other groups' ratings (of the same dataset and, for degree-of-harm, degree); empty without --by.
 -- column difference_ci_low: Lower end of the 95% interval of difference, made as `interval` says (empty below 5 raters on either side).
 -- column difference_ci_high: Upper end of the 95% interval of difference.
--- column p_value: Two-sided p-value of difference, from relabelling the raters at random with every group's size kept.
+-- column p_value: p-value of difference for `alternative` (two-sided unless asked), from relabelling the raters at random with every group's size kept.
 -- column p_adjusted: p_value adjusted by Benjamini-Hochberg over the groups of the dataset (and degree).
 -- column p_groups_differ: One p-value per dataset (and degree), the same on each of its rows: do the groups' shares differ at all (their ratings-weighted spread, against relabelled raters)?
 -- chart: share_yes [share_yes_ci_low, share_yes_ci_high] by {by} per dataset
@@ -40,7 +41,9 @@
 --   rater pool), --interval wilson treats the ratings as independent, which they are not
 --   (many times too narrow). Does a group say Yes more often than the others? difference
 --   is its share minus the other groups', with its interval; p_value tests it by
---   relabelling raters at random (group sizes kept; --permutations, --seed), p_adjusted
+--   relabelling raters at random (group sizes kept; --permutations, --seed), two-sided
+--   unless --alternative greater (is the group's share higher?) or less asks one way,
+--   which finds a shift that way more often and never one the other way; p_adjusted
 --   corrects for the number of groups (Benjamini-Hochberg), and p_groups_differ asks
 --   whether the groups differ at all. (`dices query agreement` measures how much a
 --   group's raters agree with each other and with the rest, not their share of Yes.)

@@ -1,5 +1,8 @@
 """Shared fixtures: replica DICES files built once per run, and a data directory holding both.
 
+Under xdist (`-n auto`) the workers share what is built once (`built_once`): the first to
+need it builds it under a file lock, the others wait and read the same directory.
+
 The replica generator lives in the sibling `shared/` folder (../shared/data), not in this
 repository. Without it, the tests that need full-size files are skipped with a reason, unless
 DICES_REQUIRE_REPLICA=1 (set by CI), which turns the skip into a failure.
@@ -8,20 +11,35 @@ DICES_REQUIRE_REPLICA=1 (set by CI), which turns the skip into a failure.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import resource
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 from hypothesis import settings
 from typer.testing import CliRunner
 
+from dices_cli.cli.launch import DRAWING_SETTINGS
 from dices_cli.cli.main import app
+from dices_cli.download import BASE_VARIABLE
+from dices_cli.queries import sandbox
+from dices_cli.queries.catalog import SQL_DIR_VARIABLE
+from dices_cli.store.datasets import DATA_ENV
+
+# The shell's terminal state and dices' own settings are not the tests': the settings that
+# change how Typer and Rich draw (width, colours, boxes), and where dices finds its data,
+# queries and downloads. A test that needs one sets it.
+for _name in (*DRAWING_SETTINGS, "LINES", DATA_ENV, SQL_DIR_VARIABLE, BASE_VARIABLE, "DICES_DEBUG"):
+    os.environ.pop(_name, None)
 
 # Hypothesis profiles for tests that take their example count from the profile: "ci" (the
 # default) keeps the suite fast; `pytest --hypothesis-profile=long` searches far longer.
@@ -34,17 +52,63 @@ SHARED = Path(os.environ.get("DICES_SHARED", REPO.parent / "shared"))
 GENERATOR = SHARED / "data" / "make_replica.py"
 
 
-def _replica(name: str, directory: Path) -> Path:
+@cache
+def _code_version() -> str:
+    """A digest of what a built fixture depends on: the package's files (its code, queries and
+    sample data), the replica generator and the engine versions."""
+    import duckdb
+    import polars
+    import pyarrow
+
+    digest = hashlib.sha256(
+        f"{duckdb.__version__} {polars.__version__} {pyarrow.__version__}".encode()
+    )
+    files = sorted((REPO / "dices_cli").rglob("*"))
+    for path in [*files, GENERATOR]:
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(path.anchor)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
+    """The directory `name`, filled by `build(directory)` once per run and code version, and
+    shared by every xdist worker of the run (read-only): the first worker to ask builds it
+    under a lock, the others wait for it. A build that fails leaves nothing behind."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's directory, above each worker's own
+    home = root / f"built-{_code_version()}"
+    home.mkdir(exist_ok=True)
+    target = home / name
+    with FileLock(home / f"{name}.lock"):
+        if not target.is_dir():
+            partial = home / f"{name}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir()
+            build(partial)
+            partial.rename(target)
+    return target
+
+
+def _replica(name: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not GENERATOR.exists():
         message = f"replica generator not found at {GENERATOR} (set DICES_SHARED)"
         if os.environ.get("DICES_REQUIRE_REPLICA") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    target = directory / f"dices_{name}.csv"
-    subprocess.run(
-        [sys.executable, str(GENERATOR), name, str(target)], check=True, capture_output=True
-    )
-    return target
+    file = f"dices_{name}.csv"
+
+    def build(directory: Path) -> None:
+        subprocess.run(
+            [sys.executable, str(GENERATOR), name, str(directory / file)],
+            check=True,
+            capture_output=True,
+        )
+
+    return built_once(tmp_path_factory, f"replica_{name}", build) / file
 
 
 # The fixtures of the full-size replica files: building and ingesting them takes each worker
@@ -69,12 +133,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def replica_350(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _replica("350", tmp_path_factory.mktemp("replica"))
+    return _replica("350", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def replica_990(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _replica("990", tmp_path_factory.mktemp("replica"))
+    return _replica("990", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -82,25 +146,28 @@ def ingested(
     tmp_path_factory: pytest.TempPathFactory, replica_350: Path, replica_990: Path
 ) -> Path:
     """A data directory with both replica datasets. Read-only: copy it before changing it."""
-    data = tmp_path_factory.mktemp("data")
-    result = CliRunner().invoke(
-        app, ["ingest", str(replica_350), str(replica_990), "--data", str(data)]
-    )
-    assert result.exit_code == 0, result.output
-    return data
+
+    def build(data: Path) -> None:
+        result = CliRunner().invoke(
+            app, ["ingest", str(replica_350), str(replica_990), "--data", str(data)]
+        )
+        assert result.exit_code == 0, result.output
+
+    return built_once(tmp_path_factory, "ingested", build)
 
 
 @pytest.fixture(scope="session")
 def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory holding the packaged sample of both datasets (40 + 80 conversations),
-    ingested once per run (per worker). Read-only: copy it before changing it."""
+    ingested once per run. Read-only: copy it before changing it."""
     from dices_cli.cli.demo import sample_paths
 
-    data = tmp_path_factory.mktemp("sample")
-    paths = [str(path) for path in sample_paths()]
-    result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data), "-q"])
-    assert result.exit_code == 0, result.output
-    return data
+    def build(data: Path) -> None:
+        paths = [str(path) for path in sample_paths()]
+        result = CliRunner().invoke(app, ["ingest", *paths, "--data", str(data), "-q"])
+        assert result.exit_code == 0, result.output
+
+    return built_once(tmp_path_factory, "sample", build)
 
 
 @pytest.fixture
@@ -111,30 +178,71 @@ def ingested_copy(ingested: Path, tmp_path: Path) -> Path:
     return target
 
 
-# The address space a run under a time limit may add to the test process (`CappedRunner`).
+# The address space a run under a time limit may add to the test process (`memory_cap`).
 IN_PROCESS_CAP = 2 << 30
+
+
+class _Cap:
+    """The cap in force: the outermost `memory_cap` sets it and puts the old limit back; one
+    entered inside it (nested, or from another thread) leaves it as it is."""
+
+    lock = threading.Lock()
+    depth = 0
+    soft = hard = resource.RLIM_INFINITY
 
 
 @contextlib.contextmanager
 def memory_cap(extra: int = IN_PROCESS_CAP) -> Iterator[None]:
     """The process's address space capped at what it holds now plus `extra` bytes (its soft
-    limit, put back when the block ends): a run that grows without bound fails with "not
-    enough memory" instead of taking the machine down."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    with open("/proc/self/status", encoding="ascii") as status:
-        (size,) = (int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
-    cap = size + extra if hard == resource.RLIM_INFINITY else min(size + extra, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    limit, put back when the block ends; a process started inside the block inherits it):
+    a run that grows without bound fails with "not enough memory" instead of taking the
+    machine down."""
+    with _Cap.lock:
+        if _Cap.depth == 0:
+            _Cap.soft, _Cap.hard = resource.getrlimit(resource.RLIMIT_AS)
+            with open("/proc/self/status", encoding="ascii") as status:
+                (size,) = (
+                    int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:")
+                )
+            cap = (
+                size + extra
+                if _Cap.hard == resource.RLIM_INFINITY
+                else min(size + extra, _Cap.hard)
+            )
+            resource.setrlimit(resource.RLIMIT_AS, (cap, _Cap.hard))
+        _Cap.depth += 1
     try:
         yield
     finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        with _Cap.lock:
+            _Cap.depth -= 1
+            if _Cap.depth == 0:
+                resource.setrlimit(resource.RLIMIT_AS, (_Cap.soft, _Cap.hard))
+
+
+def _capped_while_running(running: Callable[..., Any]) -> Callable[..., Any]:
+    if getattr(running, "memory_capped", False):
+        return running  # this file imported again, as tests.conftest
+
+    @contextlib.contextmanager
+    def capped(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        with memory_cap(), running(*args, **kwargs) as result:
+            yield result
+
+    capped.memory_capped = True  # type: ignore[attr-defined]
+    return capped
+
+
+# Every query under a time limit (each `sql` statement: of the command line, the API or
+# `run_sql`, in this process) runs under `memory_cap` until its result is read: a time limit
+# that fails to stop a query must fail the test, not fill the machine's memory.
+sandbox._running = _capped_while_running(sandbox._running)  # type: ignore[method-assign]
 
 
 class CappedRunner(CliRunner):
-    """A runner whose runs under a time limit (`--timeout`) run under a memory cap too
-    (`memory_cap`): a time limit that fails to stop a query must fail the test, not fill
-    the machine's memory as its output piles up in the runner's buffer."""
+    """A runner whose runs with `--timeout` (of a query, a judge or a download) run under
+    `memory_cap` from start to end: a time limit that fails to stop a run must fail the test,
+    not fill the machine's memory as its output piles up in the runner's buffer."""
 
     def invoke(self, cli: Any, args: str | Sequence[str] | None = None, **kwargs: Any) -> Any:
         if args is None or isinstance(args, str) or "--timeout" not in args:

@@ -1,13 +1,12 @@
 """`dices evaluate`: every model against every reference (and rater group), with intervals.
 
 One dataset at a time (item ids repeat across DICES-350 and DICES-990): the rows of
-predictions for it. Every metric of every row is computed for the same bootstrap resamples
-of the dataset's conversations, so a group's metric and the rest of the pool's are paired.
-With rater groups (`by`), the group rows' intervals leave out one rater at a time too (the
-raters' jackknife, interval "clustered", the default; dices_cli.metrics.intervals), and a
-group's difference from the rest is tested
-by permuting the raters' group labels (dices_cli.evaluate.groups). Formulas and rules:
-docs/evaluate.md.
+predictions for it. Every metric of every row is computed with the same conversations left
+out (the conversations' jackknife), so a group's metric and the rest of the pool's are
+paired. With rater groups (`by`), the group rows' intervals leave out one rater at a time
+too (interval "clustered", the default; dices_cli.metrics.intervals), and a group's
+difference from the rest is tested by permuting the raters' group labels
+(dices_cli.evaluate.groups). Formulas and rules: docs/evaluate.md.
 """
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ from dices_cli.evaluate.groups import (
     permuted_differences,
 )
 from dices_cli.evaluate.measure import (
+    BOUNDS,
+    LOG_SCALE,
     METRICS,
     RATER_SMOOTH,
     Measured,
@@ -51,11 +52,11 @@ from dices_cli.evaluate.references import (
 )
 from dices_cli.metrics import defaults
 from dices_cli.metrics.agreement import Array
-from dices_cli.metrics.bootstrap import bootstrap_weights
 from dices_cli.metrics.intervals import (
     MIN_RATERS,
     Jackknife,
     centred_interval,
+    conversation_weights,
     difference_bounds,
 )
 from dices_cli.metrics.permutation import (
@@ -169,15 +170,17 @@ COLUMN_HELP = {
     "(Jensen-Shannon, bits), tvd (total variation), pearson, spearman of the predicted "
     "against the raters' shares (crowd-share rows). Empty where undefined.",
     "METRIC_low/_high": "The 95% interval, centred on the estimate: +- a t quantile times "
-    "the square root of its variance over the conversations (bootstrap: conversations "
-    "resampled; ProsocialDialog: the utterances predicted) plus, on group rows with the "
-    "default clustered interval, over the raters (the delete-one-rater jackknife, with "
-    "Satterthwaite degrees of freedom); kept within the metric's range.",
+    "the square root of its variance over the conversations (the jackknife: each "
+    "conversation, or each block of them, left out in turn; "
+    "ProsocialDialog: the utterances predicted) plus, on group rows with the default "
+    "clustered interval, over the raters (each rater left out in turn), Satterthwaite "
+    "degrees of freedom; jsd's on the log scale; kept within the metric's range. No "
+    "draws: the same for every seed.",
     "compared_on": "Group rows: the metric compared with the rest of the pool (kappa, "
     "or jsd for crowd-share).",
     "rest": "That metric against the rest of the pool (the raters not in the group).",
     "difference": "Group minus rest, with its interval (difference_low/_high; as the "
-    "metrics', the conversations and the raters of both sides resampled together). It "
+    "metrics', the conversations and the raters of both sides left out together). It "
     "covers the difference expected of a group of this size, small-group effect included: "
     "compare it with difference_null, not with 0.",
     "difference_null": "The difference expected when group labels carry no information: "
@@ -393,32 +396,23 @@ def _number(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-# The range of each metric: an interval is kept within it.
-BOUNDS = (
-    dict.fromkeys(
-        ("accuracy", "precision", "recall", "f1", "roc_auc", "average_precision"), (0.0, 1.0)
-    )
-    | dict.fromkeys(("brier", "ece", "jsd", "tvd"), (0.0, 1.0))
-    | dict.fromkeys(("kappa", "mcc", "pearson", "spearman"), (-1.0, 1.0))
-    | {"xrr": (-math.inf, 1.0), "cross_entropy": (0.0, math.inf)}
-)
-
-
 def _interval(
     values: Array,
     bounds: tuple[float, float],
     left_out: Array | None = None,
     raters: tuple[Jackknife, int] | None = None,
+    log: bool = False,
 ) -> tuple[float | None, float | None]:
     """The centred interval (dices_cli.metrics.intervals) of values (row 0 the estimate,
     then the conversation resamples). With `raters` (the jackknife, and the group's raters),
     a group row's: the jackknife's variance of `left_out` where given (a RATER_SMOOTH
-    figure), else a t quantile with the group's raters - 1 degrees of freedom."""
+    figure), else a t quantile with the group's raters - 1 degrees of freedom; `log`: on
+    the log scale."""
     variance = (0.0, math.inf)
     if raters is not None:
         jackknife, size = raters
         variance = jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
-    low, high = centred_interval(values, variance, bounds)
+    low, high = centred_interval(values, variance, bounds, log=log)
     return _number(low), _number(high)
 
 
@@ -464,9 +458,8 @@ def check_memory(items: int, bootstrap: int) -> None:
 
 def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Evaluation:
     references = chosen_references(settings, votes.dataset)
-    check_memory(votes.conversations, settings.bootstrap)
-    weights = bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed)
-    resamples = Resamples(weights)
+    check_memory(votes.conversations, min(votes.conversations, settings.bootstrap))
+    resamples = Resamples(conversation_weights(votes.conversations, settings.bootstrap))
     members = members_of(votes) if settings.by else None
     clustered = members is not None and settings.interval == "clustered"
     jackknife = Jackknife(members.group) if members is not None and clustered else None
@@ -655,6 +648,7 @@ def _rows(
                     None
                     if jackknife is None or group == POOL
                     else (jackknife, int(raters[group + 1] or 0)),
+                    metric in LOG_SCALE,
                 )
             )
             cells += [_number(values[0]), *interval]

@@ -8,6 +8,7 @@ conversations and which arrays each is given.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,6 +45,17 @@ METRICS = (*LABEL_METRICS, *SCORE_METRICS, "xrr", *SHARE_METRICS)
 # answers), whose raters' share of an interval the jackknife gives; the others are against
 # the raters' plurality (dices_cli.metrics.intervals).
 RATER_SMOOTH = frozenset({"xrr", *SHARE_METRICS})
+# The range of each metric: an interval is kept within it.
+BOUNDS = (
+    dict.fromkeys(
+        ("accuracy", "precision", "recall", "f1", "roc_auc", "average_precision"), (0.0, 1.0)
+    )
+    | dict.fromkeys(("brier", "ece", "jsd", "tvd"), (0.0, 1.0))
+    | dict.fromkeys(("kappa", "mcc", "pearson", "spearman"), (-1.0, 1.0))
+    | {"xrr": (-math.inf, 1.0), "cross_entropy": (0.0, math.inf)}
+)
+# The metrics whose intervals are taken on the log scale (dices_cli.metrics.intervals).
+LOG_SCALE = frozenset({"jsd"})
 Weights = NDArray[np.int32]  # (resamples, conversations): dices_cli.metrics.bootstrap
 
 

@@ -19,7 +19,7 @@ simulated groups together against the real ones (docs/evaluate.md, "Persona file
   mean, weighted by their numbers of raters, so that it stands for the same rest).
 
 Intervals are evaluate's (dices_cli.metrics.intervals): centred on the figure, conversations
-resampled (a whole conversation with all its cells) and each rater left out in turn. The
+left out in turn (a whole conversation with all its cells) and each rater left out in turn. The
 correlation's test permutes the raters' group labels (group sizes kept): the
 real differences then carry no group information, the simulated ones stay. Simulated
 raters are not raters: these figures say how far a model's personas track the real groups'
@@ -38,7 +38,6 @@ import numpy as np
 
 from dices_cli.errors import DicesError, UsageError
 from dices_cli.evaluate.evaluation import (
-    BOUNDS,
     Evaluation,
     Settings,
     aligned_predictions,
@@ -53,6 +52,8 @@ from dices_cli.evaluate.groups import (
     permuted_differences,
 )
 from dices_cli.evaluate.measure import (
+    BOUNDS,
+    LOG_SCALE,
     Measured,
     Prediction,
     Resampled,
@@ -61,11 +62,11 @@ from dices_cli.evaluate.measure import (
 )
 from dices_cli.evaluate.references import UNRATED, YES, Mask, Votes, crowd_binary
 from dices_cli.metrics.agreement import Array
-from dices_cli.metrics.bootstrap import bootstrap_weights
 from dices_cli.metrics.intervals import (
     MIN_RATERS,
     Jackknife,
     centred_interval,
+    conversation_weights,
     difference_bounds,
 )
 from dices_cli.metrics.permutation import (
@@ -128,9 +129,9 @@ COLUMN_HELP = {
     "reference": "crowd or crowd-share (summary rows: crowd-share, the raters' shares).",
     "n": "Conversations measured (difference correlations: cells).",
     "value": "The figure.",
-    "low/high": "Its 95% interval, centred on the value (as evaluate's): conversations "
-    "resampled and, with the default clustered interval, each rater left out in turn (the "
-    "raters' jackknife, t quantile); kept within the figure's range.",
+    "low/high": "Its 95% interval, centred on the value (as evaluate's): each conversation "
+    "left out in turn and, with the default clustered interval, each rater (the "
+    "jackknives, t quantile; jsd on the log scale); kept within the figure's range.",
     "null": "*_difference, spread_real and difference_*: the value expected when group "
     "labels carry no information (mean over the relabellings of the raters): sampling "
     "noise alone makes groups differ, so spread_real's null is above 0.",
@@ -480,16 +481,17 @@ def _row_cells(
     left_out: Array | None,
     raters: tuple[Jackknife, int] | None,
     few: bool = False,
+    log: bool = False,
 ) -> list[float | None]:
     """value, low, high of a figure: its estimate and centred interval (evaluate's: with
     `raters`, the jackknife and the group's raters, the raters' variance of `left_out`
     where given, else a t quantile with raters - 1 degrees of freedom), no interval for a
-    group of too few raters (`few`)."""
+    group of too few raters (`few`); `log`: on the log scale."""
     variance = (0.0, math.inf)
     if raters is not None:
         jackknife, size = raters
         variance = jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
-    low, high = (math.nan, math.nan) if few else centred_interval(values, variance, bounds)
+    low, high = (math.nan, math.nan) if few else centred_interval(values, variance, bounds, log=log)
     return [_number(float(values[0])), _number(low), _number(high)]
 
 
@@ -501,7 +503,7 @@ def evaluate_personas(
     references = [r for r in chosen_references(settings, votes.dataset) if r in GROUP_FIGURES]
     if not references:
         raise UsageError("a persona file is compared with the raters: choose crowd or crowd-share")
-    weights = bootstrap_weights(votes.conversations, settings.bootstrap, settings.seed)
+    weights = conversation_weights(votes.conversations, settings.bootstrap)
     members = members_of(votes)
     labellings = np.vstack(
         [members.group, shuffled_labellings(members.group, settings.permutations, settings.seed)]
@@ -573,6 +575,7 @@ def evaluate_personas(
                                     _left_out(measured, metric),
                                     None if jackknife is None else (jackknife, sizes[side]),
                                     few[g],
+                                    metric in LOG_SCALE,
                                 ),
                                 None,
                                 None,

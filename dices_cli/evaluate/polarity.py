@@ -50,8 +50,9 @@ class Suspect:
 
 
 def check(dataset: str, model: str, reference: str, kappa: Array) -> Suspect | None:
-    """A Suspect when the bootstrap interval of `kappa` (row 0 the estimate) lies entirely
-    below 0; None otherwise, and when there are no resamples to give an interval."""
+    """A Suspect when the centred interval of `kappa` (row 0 the estimate, then its values
+    with each conversation block left out) lies entirely below 0; None otherwise, and when
+    there are no blocks to give an interval."""
     low, high = centred_interval(kappa, bounds=(-1.0, 1.0))
     if not high < 0:  # NaN (no interval) is not a suspicion
         return None

@@ -28,20 +28,36 @@ def shuffled_labellings(labels: NDArray[np.intp], permutations: int, seed: int) 
     return rng.permuted(np.tile(labels, (permutations, 1)), axis=1)
 
 
-def two_sided_p_values(observed: Array, null: Array) -> Array:
-    """p = 2 * min(P(T >= t), P(T <= t)), capped at 1, each share counting t itself.
+# The alternatives of a permutation test, as scipy.stats.permutation_test names them: the
+# metric differs from its null either way, is greater, or is less.
+ALTERNATIVES = ("two-sided", "greater", "less")
 
-    observed: [...]; null: [permutation, ...]. The +1 in (count + 1) / (N + 1) counts the
-    observed labelling as one of the permutations, so p is never 0. Permutations where the
-    metric is undefined (NaN) are left out; p is NaN where the observed metric is.
+
+def p_values(observed: Array, null: Array, alternative: str = "two-sided") -> Array:
+    """Permutation p-values of `observed` against `null` for `alternative`.
+
+    greater: P(T >= t); less: P(T <= t); two-sided: 2 * min of the two, capped at 1. Each
+    counts t itself: the +1 in (count + 1) / (N + 1) counts the observed labelling as one of
+    the permutations, so p is never 0. observed: [...]; null: [permutation, ...].
+    Permutations where the metric is undefined (NaN) are left out; p is NaN where the
+    observed metric is.
     """
     tie = RELATIVE_TIE * np.maximum(1.0, np.abs(observed))
     with np.errstate(invalid="ignore"):
         at_least = (null >= observed - tie).sum(axis=0)
         at_most = (null <= observed + tie).sum(axis=0)
     defined = (~np.isnan(null)).sum(axis=0)
-    p = np.minimum(1.0, 2 * (np.minimum(at_least, at_most) + 1) / (defined + 1))
+    tails = {"greater": (at_least + 1) / (defined + 1), "less": (at_most + 1) / (defined + 1)}
+    if alternative == "two-sided":
+        p = np.minimum(1.0, 2 * np.minimum(tails["greater"], tails["less"]))
+    else:
+        p = tails[alternative]
     return np.where(np.isnan(observed) | (defined == 0), np.nan, p)
+
+
+def two_sided_p_values(observed: Array, null: Array) -> Array:
+    """p = 2 * min(P(T >= t), P(T <= t)), capped at 1 (p_values' two-sided one)."""
+    return p_values(observed, null, "two-sided")
 
 
 def null_range(null: Array) -> tuple[Array, Array]:

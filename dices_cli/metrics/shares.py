@@ -26,9 +26,11 @@ A query with a `by` parameter also gets each group's test against the rest of it
 (the rows that differ only in the `by` columns: a dataset, or a dataset's degree of harm):
 `difference` (the group's share minus the rest's) with its interval, made as the share's
 (clustered: each side's raters and the shared conversations, Satterthwaite across the
-three), `p_value` from permuting the raters' group labels (group sizes kept), `p_adjusted`
-(Benjamini-Hochberg over the family) and `p_groups_differ`, the permutation p-value of the
-family's between-group spread of shares (do the groups differ at all?).
+three), `p_value` from permuting the raters' group labels (group sizes kept) for the
+`alternative` parameter (two-sided; greater: the group's share is higher; less: lower),
+`p_adjusted` (Benjamini-Hochberg over the family's p_values) and `p_groups_differ`, the
+permutation p-value of the family's between-group spread of shares (do the groups differ
+at all? no direction).
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ from dices_cli.metrics.compute import array_values, dense_codes
 from dices_cli.metrics.permutation import (
     RELATIVE_TIE,
     benjamini_hochberg,
+    p_values,
     shuffled_labellings,
-    two_sided_p_values,
 )
 from dices_cli.metrics.student_t import t_quantile
 from dices_cli.output import Table
@@ -153,7 +155,7 @@ def two_way_variance(
     conversations = _one_way(residual, conversation)
     if method == "conversations":
         return Variance.of([conversations])
-    parts = [_one_way(residual[side == s], rater[side == s]) for s in np.unique(side)]
+    parts = [_one_way(residual[side == s], rater[side == s]) for s in dense_codes(side)[0]]
     cells = rater.astype(np.int64) * (int(conversation.max()) + 1) + conversation
     return Variance.of([*parts, conversations], _squared_sums(residual, cells)[0])
 
@@ -191,11 +193,17 @@ def row_interval(
     return _expit(_logit(share) - half), _expit(_logit(share) + half), ""
 
 
+def _distinct(numbers: NDArray[np.intp]) -> int:
+    """How many different values `numbers` holds: raters' and conversations' numbers of
+    Ratings, small and from 0, counted rather than sorted."""
+    return int(np.count_nonzero(np.bincount(numbers)))
+
+
 def _few_clusters(rater: NDArray[np.intp], conversation: NDArray[np.intp], method: str) -> str:
     """Why an interval over these ratings cannot hold its level, or ""."""
-    if method == "clustered" and len(np.unique(rater)) < MIN_CLUSTERS:
+    if method == "clustered" and _distinct(rater) < MIN_CLUSTERS:
         return f"fewer than {MIN_CLUSTERS} raters"
-    if len(np.unique(conversation)) < MIN_CLUSTERS:
+    if _distinct(conversation) < MIN_CLUSTERS:
         return f"fewer than {MIN_CLUSTERS} conversations"
     return ""
 
@@ -240,9 +248,16 @@ def group_sums(
 
 
 def family_test(
-    ratings: Ratings, rows: list[int], method: str, permutations: int, seed: int
+    ratings: Ratings,
+    rows: list[int],
+    method: str,
+    permutations: int,
+    seed: int,
+    alternative: str = "two-sided",
 ) -> FamilyTest:
-    """The tests of the groups `rows` (rows of `ratings`, one family) against each other."""
+    """The tests of the groups `rows` (rows of `ratings`, one family) against each other:
+    each group's p_value for `alternative` (two-sided, greater: its share is above the
+    rest's, less: below), BH over them; the omnibus test has no direction."""
     groups = len(rows)
     parts = [np.arange(ratings.starts[r], ratings.starts[r + 1]) for r in rows]
     taken = np.concatenate(parts)
@@ -272,7 +287,7 @@ def family_test(
     )
     if permutations == 0:
         return FamilyTest(difference[0], low, high, nan, nan, math.nan)
-    p = two_sided_p_values(difference[0], difference[1:])
+    p = p_values(difference[0], difference[1:], alternative)
     tie = RELATIVE_TIE * max(1.0, spread[0])
     p_groups_differ = float(((spread[1:] >= spread[0] - tie).sum() + 1) / (permutations + 1))
     return FamilyTest(difference[0], low, high, p, benjamini_hochberg(p), p_groups_differ)
@@ -298,10 +313,10 @@ def difference_interval(
         return difference - half, difference + half
     if (
         method == "clustered"
-        and min(len(np.unique(rater[inside])), len(np.unique(rater[~inside]))) < MIN_CLUSTERS
+        and min(_distinct(rater[inside]), _distinct(rater[~inside])) < MIN_CLUSTERS
     ):
         return math.nan, math.nan
-    if len(np.unique(conversation)) < MIN_CLUSTERS:
+    if _distinct(conversation) < MIN_CLUSTERS:
         return math.nan, math.nan
     residual = np.where(inside, (yes - share_in) / n_in, -(yes - share_out) / n_out)
     variance = two_way_variance(residual, rater, conversation, (~inside).astype(np.intp), method)
@@ -378,7 +393,12 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
             families.setdefault(key, []).append(local)
         for members in families.values():
             test = family_test(
-                ratings, members, method, parameters["permutations"], parameters["seed"]
+                ratings,
+                members,
+                method,
+                parameters["permutations"],
+                parameters["seed"],
+                parameters.get("alternative", "two-sided"),
             )
             at = [rows[local] for local in members]
             tests[at, :5] = np.transpose(test[:5])

@@ -106,7 +106,7 @@ GROUP_COLUMN_ORDER = tuple(
 
 _PARAM = re.compile(
     r"^param (?P<name>[a-z_]+): "
-    r"(?P<type>columns|attributes|label|question|float|integer|choice\([a-z|]+\))"
+    r"(?P<type>columns|attributes|label|question|float|integer|choice\([a-z|-]+\))"
     r"(?: in \[(?P<low>[^,\]]+), (?P<high>[^,\]]+)\])?"
     r"(?:, (?P<required>required)| = (?P<default>[^:]+))?: (?P<help>.+)$"
 )

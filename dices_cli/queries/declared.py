@@ -20,6 +20,7 @@ usage error that says why.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import Option, UsageError
@@ -135,7 +136,7 @@ class DeclaredSession(FamilySession):
         declared = self.declared
         bound = dict(parameters)
         if "by" in bound:
-            self._check_attributes(query, bound["by"])
+            self.check_attributes(bound["by"])
         if query.parameter("label") is None:
             return bound
         if not declared.labels:
@@ -169,7 +170,8 @@ class DeclaredSession(FamilySession):
             bound["metric"] = self._metric(bound["metric"], label, scale)
         return bound
 
-    def _check_attributes(self, query: Query, by: list[str]) -> None:
+    def check_attributes(self, by: Sequence[str]) -> None:
+        """A usage error unless each of `by` is one rater attribute of the dataset, once."""
         declared = self.declared
         attributes = [
             c

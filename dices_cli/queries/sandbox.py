@@ -2,7 +2,7 @@
 (`dices_cli.queries.family.session_for`: never both).
 
 Only a single SELECT is accepted. The views it names (`engine.statement_names`) are made
-over the stored files they read, and the user's own tables (`user_tables`: files read by
+over the stored files they read, and the user's own tables (`dices_cli.runs.sql`: files read by
 dices, as a predictions file is) and the judge's cache (`judge_calls`, when the statement
 names it) are loaded into memory; then the connection is locked down: no access to files
 but those stored files (DuckDB's `allowed_paths`, read by its own Parquet reader), none to
@@ -28,7 +28,7 @@ from dices_cli.queries.engine import (
     statement_names,
 )
 from dices_cli.queries.family import session_for
-from dices_cli.read.source import DEFAULT_MAX_SIZE, STDIN, Source, open_source
+from dices_cli.read.source import DEFAULT_MAX_SIZE, Source, open_source
 from dices_cli.store.datasets import Store
 
 if TYPE_CHECKING:
@@ -117,20 +117,6 @@ def check_single_select(sql: str, parser: duckdb.DuckDBPyConnection) -> None:
         kind = statements[0].query.split()[0].upper()
     if kind != duckdb.StatementType.SELECT.name:
         raise QueryRefusedError(f"only SELECT is allowed here, not {kind}; dices sql is read-only")
-
-
-def user_tables(specs: Sequence[str]) -> dict[str, str]:
-    """NAME=FILE pairs as {NAME: FILE}, their names checked (`check_table_names`)."""
-    tables: dict[str, str] = {}
-    for spec in specs:
-        name, equals, given = spec.partition("=")
-        if not equals or not given:
-            raise UsageError(f"give a table as NAME=FILE, not {spec!r}")
-        if given == STDIN and STDIN in tables.values():
-            raise UsageError(f"{STDIN} (stdin) can be given once: as the file of one table")
-        _check_table_name(name, tables)
-        tables[name] = given
-    return tables
 
 
 def check_table_names(names: Sequence[object]) -> None:
@@ -320,8 +306,8 @@ def run_sql(
     """The result of `sql`, to be read inside a `with` block: the time limit holds until
     the block ends, while the result is written. A bad limit or statement is refused here.
 
-    `tables` ({NAME: FILE}, see `user_tables`) are read here, before the data is loaded,
-    and are tables the statement may name. The result is a `Stream`, or, with
+    `tables` ({NAME: FILE}, named as `check_table_names` checks) are read here, before the
+    data is loaded, and are tables the statement may name. The result is a `Stream`, or, with
     `small_cells`, a `Table` when it is that small (`Session.small_or_stream`).
 
     After the time limit the connection is interrupted until the query stops, and a stream

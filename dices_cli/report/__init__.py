@@ -3,6 +3,7 @@
     context.py   what sections read (Context: the engine's sessions) and return (Section)
     sections.py  which queries each section runs and what it draws (SECTIONS, in order)
     models.py    model predictions scored by `dices evaluate`'s core, for the models section
+    declared.py  the sections of a declared dataset's report (its labels, scales, groups)
     charts.py    Vega-Lite specifications of the charts
     svg.py       the charts rendered to inline SVG by vl-convert, in a process of its own
     page.py      the HTML: figures, their tables, how the report was made
@@ -21,6 +22,7 @@ from dices_cli.errors import DicesError, Option
 from dices_cli.metrics import defaults
 
 if TYPE_CHECKING:
+    from dices_cli.families import Family
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.report.models import ModelsRequest
     from dices_cli.store.datasets import Store
@@ -120,12 +122,52 @@ def build_report(
     return page(sections, svgs, made, drawer.not_drawn)
 
 
-def agreement_options(permutations: int | None, seed: int | None) -> tuple[int, int]:
-    """The agreement section's permutations (None: `PERMUTATIONS`) and seed (None: the
-    query's default), checked against the ranges the query's .sql header declares."""
-    from dices_cli.queries.catalog import get_query
+def build_declared_report(
+    store: Store,
+    family: Family,
+    by: Sequence[str],
+    command: str,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    warn: Callable[[str], None] = lambda _text: None,
+) -> str:
+    """The report of the declared dataset of `family` as an HTML document: its labels, and
+    per label the share in its positive class and the agreement per group of the `by` rater
+    attributes (without them, the first the declaration lists); `command`, `permutations`
+    and `seed` as for `build_report`."""
+    from datetime import UTC, datetime
 
-    query = get_query("agreement")
+    from dices_cli.report.declared import DeclaredContext, compared_attributes, declared_sections
+    from dices_cli.report.page import Provenance, page
+    from dices_cli.report.svg import Drawer
+
+    check_charts_available()
+    context = DeclaredContext(store, family, compared_attributes(family, by), permutations, seed)
+    with store.pinned(), Drawer() as drawer:
+        sections = declared_sections(context)
+        charts = [[drawer.draw(figure.spec) for figure in s.figures] for s in sections]
+        svgs = [[chart.result() for chart in section_charts] for section_charts in charts]
+        if drawer.not_drawn is not None:
+            warn(drawer.not_drawn)
+        made = Provenance(
+            command=command,
+            version=__version__,
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+            selection="all raters",
+            datasets=[store.open(context.dataset).manifest],
+        )
+    return page(sections, svgs, made, drawer.not_drawn, heading="Disaggregated ratings")
+
+
+def agreement_options(
+    permutations: int | None, seed: int | None, declared: bool = False
+) -> tuple[int, int]:
+    """The agreement section's permutations (None: `PERMUTATIONS`) and seed (None: the
+    query's default), checked against the ranges the query's .sql header declares (that of
+    the declared datasets' agreement when `declared`)."""
+    from dices_cli.queries.catalog import declared_queries, get_query
+
+    query = declared_queries()["agreement"] if declared else get_query("agreement")
     bound = []
     for name, value in (("permutations", permutations), ("seed", seed)):
         parameter = query.parameter(name)

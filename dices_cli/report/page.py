@@ -218,9 +218,10 @@ def provenance_html(made: Provenance) -> str:
         ("Created", _escaped(made.created)),
         ("Raters", _isolated(made.selection)),
     ]
+    # What a dataset counts: DICES's conversations, a declared dataset's items.
+    unit = "items" if any("items" in m["counts"] for m in made.datasets) else "conversations"
     rows = []
     for manifest in made.datasets:
-        source = manifest["source"]
         files = manifest.get("files", {})
         stored = "<br>".join(
             f"{_isolated(name)}: <span class=hash>{_escaped(record['sha256'])}</span>"
@@ -229,10 +230,8 @@ def provenance_html(made: Provenance) -> str:
         counts = manifest["counts"]
         filtered = (manifest.get("filter") or {}).get("description", "")
         rows.append(
-            f"<tr><td>{_escaped(manifest['title'])}</td>"
-            f"<td>{_isolated(source['name'])}<br>"
-            f"<span class=hash>sha256 {_escaped(source['sha256'])}</span></td>"
-            f"<td class=number>{counts['conversations']:,}</td>"
+            f"<tr><td>{_escaped(manifest['title'])}</td><td>{_sources_html(manifest)}</td>"
+            f"<td class=number>{counts[unit]:,}</td>"
             f"<td class=number>{counts['raters']:,}</td>"
             f"<td class=number>{counts['ratings']:,}</td>"
             f"<td>{_escaped(manifest['created'])}</td><td>{_isolated(filtered)}</td>"
@@ -243,7 +242,7 @@ def provenance_html(made: Provenance) -> str:
         for name in (
             "dataset",
             "source file",
-            "conversations",
+            unit,
             "raters",
             "ratings",
             "ingested",
@@ -260,13 +259,26 @@ def provenance_html(made: Provenance) -> str:
     )
 
 
+def _sources_html(manifest: dict[str, Any]) -> str:
+    """The files a dataset was ingested from, each with its checksum: DICES's one `source`,
+    or a declared dataset's `sources`."""
+    sources = manifest["sources"] if "sources" in manifest else [manifest["source"]]
+    return "<br>".join(
+        f"{_isolated(source['name'])}<br>"
+        f"<span class=hash>sha256 {_escaped(source['sha256'])}</span>"
+        for source in sources
+    )
+
+
 def page(
     sections: Sequence[Section],
     svgs: Sequence[Sequence[str | None]],
     made: Provenance,
     not_drawn: str | None = None,
+    heading: str = "DICES safety ratings",
 ) -> str:
-    """The whole HTML document; `not_drawn`: why the charts (None in `svgs`) are missing."""
+    """The whole HTML document, under `heading` and the datasets' titles; `not_drawn`: why
+    the charts (None in `svgs`) are missing."""
     titles = " and ".join(m["title"] for m in made.datasets)
     toc = "".join(
         f'<li><a href="#{s.key}">{_escaped(s.title)}</a></li>' for s in [*sections, _PROVENANCE]
@@ -284,7 +296,7 @@ def page(
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>dices report: {_escaped(titles)}</title><style>{STYLE}</style></head>"
-        f"<body><header><h1>DICES safety ratings: {_escaped(titles)}</h1>"
+        f"<body><header><h1>{_escaped(heading)}: {_escaped(titles)}</h1>"
         f"<p>Raters: {_isolated(made.selection)}. Every chart is drawn from the canned queries "
         "of <code>dices query</code>; the numbers behind each are in the table below it.</p>"
         f"{warnings}{missing}<nav aria-label=Contents><ol>{toc}</ol></nav></header>"

@@ -489,7 +489,7 @@ def models(ctx: Context) -> Section | None:
             charts.estimates(
                 f"Each model against the experts and the crowd ({title})",
                 "Each model's metrics against the experts' gold label, the crowd's plurality "
-                "label and the crowd's shares of answers, with 95% bootstrap intervals, beside "
+                "label and the crowd's shares of answers, with 95% intervals, beside "
                 "the human baseline.",
                 data,
                 ("label", None),
@@ -508,8 +508,8 @@ def models(ctx: Context) -> Section | None:
         figures.append(_models_per_group(scored.groups))
     notes = [
         f"Scored by dices evaluate's core on {title} ({scored.source}): intervals from "
-        f"{scored.settings.bootstrap:,} bootstrap resamples of the conversations (dices "
-        "evaluate's default is 1000), seed "
+        f"the jackknife of the conversations (up to {scored.settings.bootstrap:,} blocks; "
+        "dices evaluate's default is 1000) and, for groups, of the raters, seed "
         f"{scored.settings.seed}, crowd ties {scored.settings.ties}, a score from "
         f"{scored.settings.threshold:g} up is unsafe.",
         *(
@@ -560,8 +560,8 @@ def _personas(scored: ScoredModels) -> Section:
             "rows. spread_*: per conversation the standard deviation across groups of the "
             "unsafe share, real and simulated; difference_pearson/_spearman: real "
             "group-minus-rest shares against simulated ones, over conversation x group cells.",
-            f"Intervals from {scored.settings.bootstrap:,} two-way resamples (raters within "
-            f"their groups, and conversations), {scored.settings.permutations:,} relabellings "
+            "Intervals from the jackknife of the conversations and of the raters within "
+            f"their groups, {scored.settings.permutations:,} relabellings "
             f"of the raters, seed {scored.settings.seed}.",
             *scored.pool.summary,
         ],

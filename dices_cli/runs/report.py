@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import Option, UsageError
-from dices_cli.runs.common import Tell, check_choice, in_range, unsaid
+from dices_cli.runs.common import Tell, check_choice, chooses, in_range, unsaid
 
 if TYPE_CHECKING:
+    from dices_cli.families import Family
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.report.models import ModelsRequest
     from dices_cli.store.datasets import Store
@@ -59,7 +60,7 @@ def run_report(
     before any work, and `target` before anything is read (not replaced without `force`, never
     one of `inputs`). The page records `made_by` of the settings as resolved (`Recorded`),
     in the caller's words; warnings go to `tell`."""
-    from dices_cli.families import grouped_members
+    from dices_cli.families import declared_family, grouped_members
     from dices_cli.families.schema import DATASETS, missing_group_column
     from dices_cli.formats.dices.layouts import group_columns
     from dices_cli.output import OUTPUT, check_output, open_output
@@ -68,6 +69,13 @@ def run_report(
     from dices_cli.raters.selection import rater_selection
     from dices_cli.report import agreement_options, build_report, check_charts_available
 
+    if (family := declared_family(dataset)) is not None:
+        chosen = selection is not None and chooses(selection)
+        return _declared_report(
+            store, target, family, by, permutations, seed, force,
+            refused={"predictions": predictions is not None, "selection": chosen},
+            inputs=inputs, made_by=made_by, tell=tell,
+        )  # fmt: skip
     check_choice("dataset", dataset, ("all", *grouped_members()))
     given = {
         "predictions_dataset": predictions_dataset,
@@ -140,6 +148,60 @@ def run_report(
                 f"{missing_group_column(DATASETS[skipped], columns)}, so it is left out"
             )
     return ReportRun(target, command, left_out)
+
+
+def _declared_report(
+    store: Store,
+    target: Path,
+    family: Family,
+    by: Sequence[str],
+    permutations: int | None,
+    seed: int | None,
+    force: bool,
+    refused: dict[str, bool],
+    inputs: Sequence[Path],
+    made_by: Callable[[Recorded], str],
+    tell: Tell,
+) -> ReportRun:
+    """`run_report` for a declared dataset: its labels, shares and agreement per group;
+    `refused` says whether predictions or a rater selection (DICES's) were given."""
+    from dices_cli.output import OUTPUT, check_output, open_output
+    from dices_cli.queries.catalog import ParameterError, usage_error
+    from dices_cli.report import agreement_options, build_declared_report
+    from dices_cli.report.declared import compared_attributes
+
+    if refused["predictions"]:
+        references = f" is scored against DICES's references, not {family.title}'s"
+        raise UsageError(Option("predictions"), references)
+    if refused["selection"]:
+        raise UsageError(
+            f"{family.title}'s report shows all its raters: ",
+            Option("exclude_removed"),
+            ", ",
+            Option("raters"),
+            " and ",
+            Option("min_quality"),
+            " choose DICES's",
+        )
+    check_output(target, force, inputs, option=OUTPUT)  # before the work
+    try:
+        permutations, seed = agreement_options(permutations, seed, declared=True)
+    except ParameterError as error:
+        raise usage_error(error) from None
+    settings: Recorded = [("dataset", family.members[0])]
+    settings += [("by", attribute) for attribute in by]
+    if compared_attributes(family, by):
+        settings += [("permutations", str(permutations)), ("seed", str(seed))]
+    command = made_by(settings)
+    try:
+        document = build_declared_report(
+            store, family, by, command, permutations, seed, warn=lambda t: tell(f"warning: {t}")
+        )
+    except ParameterError as error:
+        raise usage_error(error) from None
+    with open_output(target, force, ()) as handle:
+        handle.write(document.encode("utf-8"))
+    return ReportRun(target, command, [])
 
 
 def _models_request(

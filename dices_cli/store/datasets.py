@@ -34,7 +34,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -365,9 +365,10 @@ class Store:
             )
 
     def publish(
-        self, name: str, tables: dict[str, pl.DataFrame], manifest: dict[str, Any]
+        self, name: str, tables: Mapping[str, pl.DataFrame | Path], manifest: dict[str, Any]
     ) -> StoredDataset:
-        """Write a complete new version of `name` and switch to it atomically.
+        """Write a complete new version of `name` and switch to it atomically. A table given
+        as a path is a Parquet file written already: it is moved in.
 
         Call inside `locked()`.
         """
@@ -382,7 +383,10 @@ class Store:
             store.mkdir(parents=True, exist_ok=True)
             temp.mkdir()
             for table, frame in tables.items():
-                frame.write_parquet(temp / f"{table}.parquet", statistics=True)
+                if isinstance(frame, Path):
+                    shutil.move(frame, temp / f"{table}.parquet")
+                else:
+                    frame.write_parquet(temp / f"{table}.parquet", statistics=True)
             # Read back (from the page cache: a few ms), so the checksums are of what is stored.
             manifest = {**manifest, "files": _file_records(temp, tables)}
             (temp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -452,7 +456,7 @@ def _version_name(name: str) -> str:
     return f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
 
 
-def _file_records(directory: Path, tables: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _file_records(directory: Path, tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Size and SHA-256 of each table's Parquet file in `directory`, for the manifest."""
     from dices_cli.read import checksum
 

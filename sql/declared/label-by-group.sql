@@ -4,9 +4,10 @@
 -- scales: binary ordinal
 -- param by: attributes = []: Rater attributes to group by (dices sql -d NAME --schema lists them); several give their intersection; none: all raters.
 -- param label: label: The label; the declaration's first when not given.
--- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_positive is made: clustered resamples raters within their group and items (raters and items like these); conversations resamples items only (this rater pool); wilson treats every rating as independent (too narrow).
--- param bootstrap: integer in [0, 10000] = 1000: Bootstrap resamples behind a clustered or conversations interval (0 = no interval).
--- param seed: integer in [0, 4294967295] = 0: Seed of the bootstrap; the same seed gives the same intervals.
+-- param interval: choice(clustered|conversations|wilson) = clustered: How the 95% interval of share_positive is made: clustered counts raters and items as samples (raters and items like these; a two-way cluster-robust variance, t with Satterthwaite degrees of freedom, on the logit); conversations counts items only (this rater pool); wilson treats every rating as independent (too narrow).
+-- param permutations: integer in [0, 100000] = 1000: Random relabellings of the raters behind p_value, p_adjusted and p_groups_differ (0 = no test).
+-- param seed: integer in [0, 4294967295] = 0: Seed of the relabellings; the same seed gives the same p-values.
+-- param alternative: choice(two-sided|greater|less) = two-sided: The alternative of p_value: two-sided (the group's share in the positive class differs from the rest's), greater (it is higher) or less (lower); p_adjusted adjusts these p-values.
 -- compute: dices_cli.metrics.any_family:share_intervals
 -- column dataset: The dataset.
 -- column {by}: One column per --by attribute, holding the group's value.
@@ -20,7 +21,14 @@
 -- column share_positive_ci_low: Lower end of the 95% interval of share_positive, made as `interval` says.
 -- column share_positive_ci_high: Upper end of the 95% interval of share_positive.
 -- column interval: The method of the interval: clustered, conversations or wilson.
--- answer: raters, ratings, share_positive, share_positive_ci_low, share_positive_ci_high, mean
+-- column interval_note: Empty where the interval holds its level; else why it is left empty (fewer than 5 raters or items: no interval holds there).
+-- column difference: The group's share_positive minus that of the other groups' ratings; empty without --by.
+-- column difference_ci_low: Lower end of the 95% interval of difference, made as `interval` says (empty below 5 raters on either side).
+-- column difference_ci_high: Upper end of the 95% interval of difference.
+-- column p_value: p-value of difference for `alternative` (two-sided unless asked), from relabelling the raters at random with every group's size kept.
+-- column p_adjusted: p_value adjusted by Benjamini-Hochberg over the groups.
+-- column p_groups_differ: One p-value, the same on each row: do the groups' shares differ at all (their ratings-weighted spread, against relabelled raters)?
+-- answer: raters, ratings, share_positive, share_positive_ci_low, share_positive_ci_high, mean, difference, p_adjusted
 -- explanation:
 --   Do groups of raters judge differently? For a binary or ordinal label with a declared
 --   positive class (POPQUORN offensiveness: 3, 4 or 5 on 1-5), one row per group of the
@@ -28,8 +36,13 @@
 --   in the positive class (the share at or above the threshold) and, for an ordinal
 --   label, its mean. A nominal label has neither: label-distribution gives its split.
 --   The 95% interval of share_positive is DICES's (qoverall-by-demographic): by default a
---   two-way bootstrap of the group's raters and the items (docs/metrics.md).
---   `dices query agreement -d NAME --by ...` tests whether groups agree differently.
+--   two-way cluster-robust t interval over the group's raters and the items, none below 5
+--   (docs/metrics.md). Does a group rate in the positive class more often? difference is
+--   its share minus the other groups', with its interval; p_value tests it by relabelling
+--   raters at random (group sizes kept; --permutations, --seed), two-sided unless
+--   --alternative asks one way; p_adjusted corrects for the number of groups
+--   (Benjamini-Hochberg), and p_groups_differ asks whether the groups differ at all.
+--   `dices query agreement -d NAME --by ...` measures how much groups agree.
 SELECT
     COLUMNS(lambda c: c = 'dataset' OR list_contains($by, c)),
     count(DISTINCT rater_id) AS raters,

@@ -210,7 +210,9 @@ def test_info_on_empty_data_dir(exists: bool, runner: CliRunner, tmp_path: Path)
 
     assert result.exit_code == 1
     assert result.stdout == ""
-    assert result.stderr == f"Error: nothing is ingested in {data}; run `dices ingest FILE` first\n"
+    assert result.stderr == (
+        f"Error: nothing is ingested in {data}; run `dices ingest FILE --data {data}` first\n"
+    )
 
 
 def test_info_table_format_with_output_file_is_a_usage_error(

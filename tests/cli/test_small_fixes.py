@@ -299,7 +299,7 @@ def test_quiet_still_shows_errors(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(app, ["info", "-q", "--data", str(missing)])
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: nothing is ingested in {missing}; run `dices ingest FILE` first\n"
+        f"Error: nothing is ingested in {missing}; run `dices ingest FILE --data {missing}` first\n"
     )
     usage = runner.invoke(app, ["-q", "sql", "--data", str(missing)])
     assert usage.exit_code == 2

@@ -41,10 +41,12 @@ def expit(x: NDArray[np.float64] | float) -> Any:
     return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64)))
 
 
+NODES, WEIGHTS = hermegauss(80)  # Gauss-Hermite quadrature of a standard normal's mean
+
+
 def expected_share(mu: float, sd: float) -> float:
     """E[expit(mu + z)] for z ~ N(0, sd^2), by 80-point Gauss-Hermite quadrature."""
-    nodes, weights = hermegauss(80)
-    return float((weights * expit(mu + sd * nodes)).sum() / weights.sum())
+    return float((WEIGHTS * expit(mu + sd * NODES)).sum() / WEIGHTS.sum())
 
 
 def true_share(shift: float = 0.0) -> float:
@@ -149,35 +151,77 @@ def ratings_by_group(data: Crossed) -> Any:
 
 
 def calibration(
-    datasets: int, seed: int, shift: float = 0.0, shifted: int = 2, permutations: int = 200
+    datasets: int,
+    seed: int,
+    shift: float = 0.0,
+    shifted: int = 2,
+    permutations: int = 200,
+    rated: float = 1.0,
 ) -> dict[str, Any]:
-    """Over `datasets` simulated datasets (GROUP_SIZES, `shift` on group `shifted`), per
+    """Over `datasets` simulated datasets (GROUP_SIZES, `shift` on group `shifted`, each
+    rating kept with probability `rated`), per
     group: how often the clustered interval of its share holds its true share
     ("share_coverage") and that of its difference from the rest the true difference
-    ("difference_coverage"), and how often its permutation p_value is below 0.05
-    ("rejections"); how often p_groups_differ is ("omnibus_rejections")."""
+    ("difference_coverage"); per test and alternative, how often its p-value is below 0.05
+    ("rejections": "ours" the share test, "reference" the rater-level permutation test of
+    tests/drivers/rater_permutation.py on the same datasets, "oracle" that test on the true
+    logits); ours minus the reference, paired by dataset ("paired": the mean difference of
+    rejections and its standard error); how often p_groups_differ is below 0.05
+    ("omnibus_rejections")."""
     from dices_cli.metrics.shares import family_test, share_intervals
+    from tests.drivers.rater_permutation import (
+        ALTERNATIVES,
+        rater_permutation_test,
+        rater_shares,
+    )
 
     rng = np.random.default_rng(seed)
+    reference_rng = np.random.default_rng([seed, 1])  # the reference's own relabellings
     groups = len(GROUP_SIZES)
     held = np.zeros((2, groups))
-    rejections, omnibus = np.zeros(groups), 0
+    sources = ("ours", "reference", "oracle")
+    rejected = np.zeros((len(sources), len(ALTERNATIVES), datasets, groups), dtype=bool)
+    omnibus = 0
     sizes = np.array(GROUP_SIZES, dtype=np.float64)
     for dataset in range(datasets):
-        data = simulate(rng, shift=(shifted, shift) if shift else None)
+        data = simulate(rng, shift=(shifted, shift) if shift else None, rated=rated)
         truth = data.true_shares()
         others = (truth @ sizes - truth * sizes) / (sizes.sum() - sizes)
         ratings = ratings_by_group(data)
         low, high, _ = share_intervals(ratings, "clustered")
-        test = family_test(ratings, list(range(groups)), "clustered", permutations, dataset)
+        tests = [
+            family_test(ratings, list(range(groups)), "clustered", permutations, dataset, alt)
+            for alt in ALTERNATIVES
+        ]
+        reference, oracle = (
+            rater_permutation_test(values, data.group_of_rater, groups, permutations, reference_rng)
+            for values in (
+                rater_shares(data.yes),
+                data.shifts[data.group_of_rater] + data.rater_effect,
+            )
+        )
+        p = [[test.p_value for test in tests], [reference[alt] for alt in ALTERNATIVES]]
+        p.append([oracle[alt] for alt in ALTERNATIVES])
+        rejected[:, :, dataset] = np.array(p) < 0.05
+        test = tests[0]
         held[0] += (low <= truth) & (truth <= high)
         held[1] += (test.low <= truth - others) & (truth - others <= test.high)
-        rejections += test.p_value < 0.05
         omnibus += test.p_groups_differ < 0.05
+    paired = rejected[0].astype(np.float64) - rejected[1]
     return {
         "sizes": list(GROUP_SIZES),
         "share_coverage": (held[0] / datasets).tolist(),
         "difference_coverage": (held[1] / datasets).tolist(),
-        "rejections": (rejections / datasets).tolist(),
+        "rejections": {
+            source: dict(zip(ALTERNATIVES, rejected[s].mean(axis=1).tolist(), strict=True))
+            for s, source in enumerate(sources)
+        },
+        "paired": {
+            alt: {
+                "difference": paired[a].mean(axis=0).tolist(),
+                "se": (paired[a].std(axis=0, ddof=1) / np.sqrt(datasets)).tolist(),
+            }
+            for a, alt in enumerate(ALTERNATIVES)
+        },
         "omnibus_rejections": omnibus / datasets,
     }

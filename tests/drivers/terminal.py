@@ -13,6 +13,8 @@ import tempfile
 import termios
 from dataclasses import dataclass
 
+from tests.conftest import memory_cap
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -29,13 +31,14 @@ def on_terminal(
     """`dices ARGUMENTS` with `stream` (stdout, or stderr: where progress bars go) on a
     pseudo-terminal `width` columns wide (so Rich finds the width the way it does for a
     person: from the terminal, not from COLUMNS) and the other stream on a pipe. The
-    terminal's text is returned without colours or cursor moves, as it was written."""
+    terminal's text is returned without colours or cursor moves, as it was written. The
+    process runs under `memory_cap` (a `sql` statement runs under a time limit)."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
     environment = {**os.environ, **(env or {}), "TERM": "xterm", "NO_COLOR": "1"}
     environment.pop("COLUMNS", None)
     environment.pop("LINES", None)
-    with tempfile.TemporaryFile() as other:  # a file: a full pipe would stall the run
+    with tempfile.TemporaryFile() as other, memory_cap():  # a file: a full pipe would stall
         process = subprocess.Popen(
             [sys.executable, "-m", "dices_cli", *arguments],
             stdin=subprocess.DEVNULL,

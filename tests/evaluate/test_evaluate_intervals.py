@@ -1,6 +1,6 @@
 """Every interval `dices evaluate` prints holds its own estimate, and is built as
-dices_cli/metrics/intervals.py says: conversations bootstrapped, raters jackknifed, a t
-quantile, no interval for a group of fewer than MIN_RATERS raters.
+dices_cli/metrics/intervals.py says: conversations and raters jackknifed, a t quantile, jsd
+on the log scale, no interval for a group of fewer than MIN_RATERS raters.
 
 (Their coverage of a known truth, per group size: tests/calibration/test_calibration_groups.py.)
 """
@@ -33,9 +33,9 @@ from dices_cli.metrics.intervals import (
     MIN_RATERS,
     Jackknife,
     centred_interval,
-    normal_quantile,
-    t_quantile,
+    conversation_weights,
 )
+from dices_cli.metrics.student_t import t_quantile
 from dices_cli.queries.engine import RaterSelection
 from dices_cli.report.context import Context
 from dices_cli.report.models import ModelsRequest, score_models
@@ -204,73 +204,92 @@ def test_a_group_of_fewer_than_5_raters_has_no_interval_and_says_so(tmp_path: Pa
     assert row["few_raters"] is False and row["kappa_low"] is not None
 
 
-def test_the_group_rows_jackknife_is_jsd_left_one_rater_out_by_hand(tmp_path: Path) -> None:
-    """A group's jsd interval: its half-width is t * sqrt(V_conversations + V_raters), V_raters
-    the stratified jackknife of the jsd (scipy's) with each rater left out in turn."""
+def _jackknife_by_hand(values: list[float]) -> float:
+    """(G - 1) / G * sum of squared deviations: the delete-one jackknife's variance."""
+    array = np.array(values)
+    return (len(array) - 1) / len(array) * float(((array - array.mean()) ** 2).sum())
+
+
+def test_the_group_rows_intervals_are_both_jackknives_by_hand(tmp_path: Path) -> None:
+    """A group's jsd interval: jsd * exp(+- t * sqrt(V_conversations + V_raters) / jsd),
+    V_conversations the jackknife of scipy's jsd with each conversation left out, V_raters
+    with each rater of the group left out, t with Satterthwaite's degrees of freedom. Its
+    kappa interval: kappa +- t(raters - 1) * sqrt(V_conversations) (scikit-learn's kappa).
+    Both the same for every seed."""
+    from sklearn.metrics import cohen_kappa_score
+
     rng = np.random.default_rng(5)
     data = simulate(rng, sizes=(6, 9), conversations=80)
     score = judge(data, rng)
     votes, read = votes_of(data), predictions_of(score, tmp_path)
-    bootstrap = Settings(by=("group",), bootstrap=300, permutations=0, seed=2)
-    clustered = evaluate(votes, read, bootstrap).table.records()
-    conversations = evaluate(
-        votes,
-        read,
-        Settings(by=("group",), bootstrap=300, permutations=0, seed=2, interval="conversations"),
-    ).table.records()
+    records = [
+        evaluate(votes, read, Settings(by=("group",), permutations=0, seed=seed)).table.records()
+        for seed in (0, 1)
+    ]
+    assert records[0] == records[1]
+    own = np.flatnonzero(data.group_of_rater == 0)
+    everything = np.arange(data.yes.shape[1])
 
-    def jsd(raters: np.ndarray) -> float:
-        share = data.yes[raters].mean(axis=0)
-        p = np.column_stack([1 - score, score])
+    def jsd(raters: np.ndarray, kept: np.ndarray = everything) -> float:
+        share = data.yes[raters][:, kept].mean(axis=0)
+        p = np.column_stack([1 - score[kept], score[kept]])
         q = np.column_stack([1 - share, share])
         return float(np.mean(jensenshannon(p, q, axis=1, base=2) ** 2))
 
-    group = 0
-    members = [np.flatnonzero(data.group_of_rater == g) for g in range(data.groups)]
-    own = members[group]
-    variance, denominator = 0.0, 0.0
-    for stratum in members:
-        # Leaving out a rater of another group leaves this group's jsd as it is.
-        values = np.array(
-            [jsd(own[own != rater]) for rater in stratum] if stratum is own else [0.0]
-        )
-        n = len(stratum)
-        part = (n - 1) / n * float(((values - values.mean()) ** 2).sum()) if len(values) > 1 else 0
-        variance += part
-        denominator += part**2 / (n - 1)
-    (row,) = [r for r in clustered if r["group"] == "g0" and r["reference"] == "crowd-share"]
-    (alone,) = [r for r in conversations if r["group"] == "g0" and r["reference"] == "crowd-share"]
-    assert math.isclose(row["jsd"], jsd(own), rel_tol=1e-9)
-    conversation_sd = (alone["jsd_high"] - alone["jsd_low"]) / (2 * stats.norm.ppf(0.975))
-    total = conversation_sd**2 + variance
-    df = total**2 / denominator  # Satterthwaite, the conversations' variance known
-    expected = stats.t.ppf(0.975, df) * math.sqrt(total)
-    assert math.isclose((row["jsd_high"] - row["jsd_low"]) / 2, expected, rel_tol=1e-6)
-    # A figure against the plurality: the conversations' spread, a t quantile of 6 - 1.
-    (kappa,) = [r for r in clustered if r["group"] == "g0" and r["reference"] == "crowd"]
-    (kappa_alone,) = [r for r in conversations if r["group"] == "g0" and r["reference"] == "crowd"]
-    # (Below the estimate: above it the interval is clipped at 1.)
-    ratio = (kappa["kappa"] - kappa["kappa_low"]) / (
-        kappa_alone["kappa"] - kappa_alone["kappa_low"]
+    def kappa(kept: np.ndarray) -> float:
+        yes = data.yes[own][:, kept].sum(axis=0)
+        decided = yes * 2 != len(own)  # ties left out
+        return float(cohen_kappa_score(score[kept][decided] >= 0.5, (yes * 2 > len(own))[decided]))
+
+    without = [np.delete(everything, i) for i in everything]
+    conversations = _jackknife_by_hand([jsd(own, kept) for kept in without])
+    raters = _jackknife_by_hand([jsd(own[own != rater]) for rater in own])
+    total = conversations + raters
+    df = total**2 / (conversations**2 / 79 + raters**2 / (len(own) - 1))
+    half = stats.t.ppf(0.975, df) * math.sqrt(total)
+    (row,) = [r for r in records[0] if r["group"] == "g0" and r["reference"] == "crowd-share"]
+    estimate = jsd(own)
+    assert math.isclose(row["jsd"], estimate, rel_tol=1e-9)
+    assert math.isclose(row["jsd_low"], estimate * math.exp(-half / estimate), rel_tol=1e-6)
+    assert math.isclose(row["jsd_high"], estimate * math.exp(half / estimate), rel_tol=1e-6)
+    (row,) = [r for r in records[0] if r["group"] == "g0" and r["reference"] == "crowd"]
+    half = stats.t.ppf(0.975, len(own) - 1) * math.sqrt(
+        _jackknife_by_hand([kappa(kept) for kept in without])
     )
-    assert math.isclose(ratio, stats.t.ppf(0.975, 5) / stats.norm.ppf(0.975), rel_tol=1e-6)
+    assert math.isclose(row["kappa"], kappa(everything), rel_tol=1e-9)
+    assert math.isclose(row["kappa_low"], row["kappa"] - half, rel_tol=1e-6)
+    assert math.isclose(row["kappa_high"], min(row["kappa"] + half, 1.0), rel_tol=1e-6)
 
 
-@given(st.floats(0.05, 1e6), st.sampled_from([0.9, 0.95, 0.975, 0.995]))
-def test_t_quantiles_are_scipys(df: float, probability: float) -> None:
-    assert math.isclose(t_quantile(probability, df), stats.t.ppf(probability, df), rel_tol=1e-8)
-    assert math.isclose(normal_quantile(probability), stats.norm.ppf(probability), rel_tol=1e-12)
+def test_conversation_weights_leave_each_block_out_once() -> None:
+    """One conversation per block up to as many blocks as conversations, then i mod G."""
+    assert np.array_equal(
+        conversation_weights(3, 1000), [[1, 1, 1], [0, 1, 1], [1, 0, 1], [1, 1, 0]]
+    )
+    weights = conversation_weights(7, 3)
+    assert np.array_equal(weights[0], np.ones(7))
+    assert np.array_equal((weights[1:] == 0).sum(axis=0), np.ones(7))  # each out once
+    assert np.array_equal(np.flatnonzero(weights[1] == 0), [0, 3, 6])
+    assert conversation_weights(5, 0).shape == (1, 5)
+
+
+@given(st.floats(0.05, 1e6), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_t_quantiles_of_fractional_degrees_of_freedom_are_scipys(df: float, level: float) -> None:
+    """The Satterthwaite degrees of freedom are fractional (the shares' test: integers)."""
+    expected = stats.t.ppf(0.5 + level / 2, df)
+    assert math.isclose(t_quantile(level, df), expected, rel_tol=1e-8)
 
 
 @given(
     st.lists(st.floats(-1, 1), min_size=3, max_size=40),
     st.floats(0, 1),
     st.floats(1, 100),
+    st.booleans(),
 )
 def test_a_centred_interval_holds_its_estimate_within_the_bounds(
-    values: list[float], raters: float, df: float
+    values: list[float], raters: float, df: float, log: bool
 ) -> None:
-    low, high = centred_interval(np.array(values), (raters, df), (-1.0, 1.0))
+    low, high = centred_interval(np.array(values), (raters, df), (-1.0, 1.0), log=log)
     assert -1.0 <= low <= values[0] <= high <= 1.0
 
 

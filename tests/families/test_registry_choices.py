@@ -46,7 +46,6 @@ def test_the_choices_are_the_registered_families_own() -> None:
     ("words", "option", "choices"),
     [
         (["filter-raters"], "dataset", ("all", *coded_members())),
-        (["evaluate"], "dataset", member_choices()),
         (["judge"], "dataset", member_choices()),
         (["export"], "dataset", member_choices()),
         (["validate"], "dataset", ("auto", *grouped_members())),
@@ -63,6 +62,21 @@ def test_each_commands_dataset_choice_is_drawn_from_the_registry(
         ctx = command.make_context(word, [], resilient_parsing=True)
     (param,) = [p for p in command.params if p.name == option]
     assert tuple(param.type.choices) == choices
+
+
+def test_evaluates_dataset_is_checked_against_the_registry(tmp_path: Path) -> None:
+    """`dices evaluate -d` takes a declared dataset too (scored by LeWiDi's measures), so its
+    choices are checked when the command runs: an unknown one lists the registry's."""
+    from typer.testing import CliRunner
+
+    predictions = tmp_path / "p.csv"
+    predictions.write_text("item_id,label\n1,Yes\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        app, ["evaluate", str(predictions), "-d", "nosuch", "--data", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    choices = ", ".join(member_choices())
+    assert f"--dataset must be one of: {choices} (got 'nosuch')" in result.output
 
 
 def test_a_querys_dataset_is_checked_against_every_registered_dataset(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from dices_cli.queries.catalog import GROUP_COLUMNS
 from dices_cli.queries.sandbox import MAX_TABLE_COLUMNS, MEMORY_LIMIT, run_sql
 from dices_cli.read.lines import header_fields
 from dices_cli.store.datasets import Store
+from tests.conftest import memory_cap
 from tests.hostile.test_bounded_input import FIXED_MEMORY, run_capped
 from tests.queries.test_sandbox_tempdir import DISABLED, LAYOUTS, assert_no_canary, planted_temp
 
@@ -274,12 +275,13 @@ def test_a_statement_that_never_ends_is_interrupted(
 def test_an_infinite_timeout_means_no_limit(ingested: Path, canary: Path) -> None:
     """A process of its own: the timer runs in a thread whose errors go to the real stderr."""
     command = [sys.executable, "-m", "dices_cli", "sql", "SELECT 42 AS answer"]
-    result = subprocess.run(
-        [*command, "--timeout", "inf", "--data", str(ingested), "-d", "350"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    with memory_cap():
+        result = subprocess.run(
+            [*command, "--timeout", "inf", "--data", str(ingested), "-d", "350"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "answer\n42\n"
     assert result.stderr == ""

@@ -241,7 +241,7 @@ def test_csv_header_and_whole_pool_columns(runner: CliRunner, ingested: Path) ->
         (
             ["qoverall-by-demographic", "--by", "rater_age", "--question", "Q_overall"],
             "qoverall-by-demographic does not take --question; it takes: --by, --interval, "
-            "--permutations, --seed",
+            "--permutations, --seed, --alternative",
         ),
     ],
 )

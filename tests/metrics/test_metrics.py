@@ -25,6 +25,7 @@ from dices_cli.metrics.agreement import (
 from dices_cli.metrics.groups import METRICS, group_metrics, pool_metrics
 from dices_cli.metrics.permutation import (
     benjamini_hochberg,
+    p_values,
     permutation_test,
     shuffled_labellings,
     two_sided_p_values,
@@ -286,6 +287,19 @@ def test_two_sided_p_values_count_the_observed_value_and_both_tails() -> None:
     assert two_sided_p_values(np.array([1.0]), null) == pytest.approx([4 / 20])
     assert two_sided_p_values(np.array([10.0]), null) == pytest.approx([1.0])
     assert two_sided_p_values(np.array([25.0]), null) == pytest.approx([2 / 20])
+
+
+def test_one_sided_p_values_count_one_tail_and_the_observed_value() -> None:
+    null = np.arange(1.0, 20.0)[:, None]  # 19 permutations: 1 .. 19
+    observed = np.array([19.0, 1.0, 10.0, 25.0, -3.0])
+    null = np.tile(null, (1, len(observed)))
+    # greater: permutations >= t, plus the observed labelling, over 20; less: <= t.
+    assert p_values(observed, null, "greater") == pytest.approx([2, 20, 11, 1, 20] / np.array(20))
+    assert p_values(observed, null, "less") == pytest.approx([20, 2, 11, 20, 1] / np.array(20))
+    assert p_values(observed, null) == pytest.approx(two_sided_p_values(observed, null))
+    assert p_values(np.array([math.nan]), null[:, :1], "greater") == pytest.approx(
+        [math.nan], nan_ok=True
+    )
 
 
 def test_two_sided_p_values_leave_out_undefined_permutations() -> None:

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
 from dices_cli.metrics.defaults import INTERVAL, INTERVALS, PERMUTATIONS, SEED
+from dices_cli.metrics.permutation import ALTERNATIVES
 from dices_cli.metrics.shares import (
     MIN_CLUSTERS,
     TEST_COLUMNS,
@@ -136,6 +137,9 @@ def test_the_share_queries_declare_the_default_interval(name: str) -> None:
     permutations, seed = query.parameter("permutations"), query.parameter("seed")
     assert permutations is not None and seed is not None
     assert (permutations.default, seed.default) == (str(PERMUTATIONS), str(SEED))
+    alternative = query.parameter("alternative")
+    assert alternative is not None
+    assert (alternative.default, alternative.choices) == ("two-sided", ALTERNATIVES)
     assert columns[-10:] == [
         *ends,
         "difference",
@@ -197,10 +201,11 @@ def test_t_quantiles_are_scipys() -> None:
 
 
 def looped_family_test(
-    yes: np.ndarray, label: np.ndarray, permutations: int, seed: int
+    yes: np.ndarray, label: np.ndarray, permutations: int, seed: int, alternative: str
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Each group's difference from the rest and its permutation p-value, and the
-    omnibus p-value, one relabelling at a time (yes: [rater, conversation], full)."""
+    """Each group's difference from the rest and its permutation p-value for
+    `alternative`, and the omnibus p-value, one relabelling at a time (yes: [rater,
+    conversation], full)."""
     from dices_cli.metrics.permutation import shuffled_labellings
 
     def statistics(labels: np.ndarray) -> tuple[np.ndarray, float]:
@@ -215,12 +220,17 @@ def looped_family_test(
     differences = np.array([n[0] for n in null])
     above = (differences >= observed - 1e-12).sum(axis=0)
     below = (differences <= observed + 1e-12).sum(axis=0)
-    p = np.minimum(1, 2 * (np.minimum(above, below) + 1) / (permutations + 1))
+    p = {
+        "two-sided": np.minimum(1, 2 * (np.minimum(above, below) + 1) / (permutations + 1)),
+        "greater": (above + 1) / (permutations + 1),
+        "less": (below + 1) / (permutations + 1),
+    }[alternative]
     omnibus = (sum(n[1] >= spread - 1e-12 for n in null) + 1) / (permutations + 1)
     return observed, p, omnibus
 
 
-def test_the_group_test_is_its_definition() -> None:
+@pytest.mark.parametrize("alternative", ALTERNATIVES)
+def test_the_group_test_is_its_definition(alternative: str) -> None:
     rng = np.random.default_rng(4)
     label = np.repeat([0, 1, 2], [6, 9, 5])
     yes = (rng.random((20, 30)) < 0.2 + 0.1 * label[:, None]).astype(np.float64)
@@ -232,8 +242,8 @@ def test_the_group_test_is_its_definition() -> None:
         stratum_of_rater=label.astype(np.intp),
         conversations=30,
     )
-    test = family_test(ratings, [0, 1, 2], "clustered", 300, 8)
-    difference, p, omnibus = looped_family_test(yes, label, 300, 8)
+    test = family_test(ratings, [0, 1, 2], "clustered", 300, 8, alternative)
+    difference, p, omnibus = looped_family_test(yes, label, 300, 8, alternative)
     assert test.difference == pytest.approx(difference, abs=1e-14)
     assert test.p_value.tolist() == pytest.approx(p.tolist(), abs=1e-14)
     assert test.p_adjusted == pytest.approx(false_discovery_control(p), abs=1e-14)
@@ -255,6 +265,40 @@ def test_the_same_seed_gives_the_same_p_values_and_a_dataset_its_own_rows(
     assert [r["p_value"] for r in other] != [r["p_value"] for r in both]
     for column in ("share_yes", "share_yes_ci_low", "difference_ci_high"):  # no seed in them
         assert [r[column] for r in other] == [r[column] for r in both]
+
+
+@pytest.mark.parametrize("name", ["qoverall-by-demographic", "degree-of-harm"])
+def test_one_sided_p_values_halve_the_two_sided_one_and_bh_adjusts_them(
+    name: str, runner: CliRunner, ingested: Path
+) -> None:
+    """With the same relabellings, two-sided p = min(1, 2 x the smaller one-sided p);
+    p_adjusted is Benjamini-Hochberg of the chosen alternative's p-values in each family;
+    nothing else moves."""
+    query = [name, "--by", "rater_age", "--permutations", "300", "--seed", "3"]
+    results = {
+        alternative: rows(runner, ingested, *query, "--alternative", alternative)
+        for alternative in ALTERNATIVES
+    }
+    assert rows(runner, ingested, *query) == results["two-sided"]
+    tested = ("p_value", "p_adjusted")
+    for alternative, result in results.items():
+        assert [{k: v for k, v in r.items() if k not in tested} for r in result] == [
+            {k: v for k, v in r.items() if k not in tested} for r in results["two-sided"]
+        ], alternative
+        families: dict[tuple[str, str], list[dict[str, str]]] = {}
+        for r in result:
+            families.setdefault((r["dataset"], r.get("degree_of_harm", "")), []).append(r)
+        for family in families.values():
+            p = np.array([float(r["p_value"]) for r in family])
+            adjusted = [float(r["p_adjusted"]) for r in family]
+            assert adjusted == pytest.approx(false_discovery_control(p), abs=1e-12)
+    greater, less = ([float(r["p_value"]) for r in results[a]] for a in ("greater", "less"))
+    two_sided = [float(r["p_value"]) for r in results["two-sided"]]
+    assert two_sided == pytest.approx(np.minimum(1, 2 * np.minimum(greater, less)), abs=1e-12)
+    above = [float(r["difference"]) > 0 for r in results["two-sided"]]
+    assert any(above) and not all(above)
+    for g, low, up in zip(greater, less, above, strict=True):
+        assert (g < low) == up or g == low  # the small p is on the side of the difference
 
 
 def test_no_permutations_is_no_test_and_no_by_no_difference(
@@ -338,6 +382,11 @@ def test_harm_types_intervals_hold_their_shares(runner: CliRunner, ingested: Pat
         (
             ["--seed", "-1"],
             "Invalid value for '--seed': -1 is not in the range 0<=x<=4294967295.",
+        ),
+        (
+            ["--alternative", "higher"],
+            "Invalid value for '--alternative': 'higher' is not one of 'two-sided', "
+            "'greater', 'less'.",
         ),
     ],
 )

@@ -29,6 +29,7 @@ from dices_cli.cli.main import app
 from dices_cli.cli.render import emit
 from dices_cli.errors import UsageError
 from dices_cli.output import Format, Table, choose_format, table_from_rows, write_table
+from tests.conftest import memory_cap
 
 WHEN = datetime(2022, 12, 9, 10, 54, 27, tzinfo=UTC)
 
@@ -399,9 +400,10 @@ def test_a_closed_pipe_is_a_quiet_success(
         'status=("${PIPESTATUS[@]}"); echo "status: ${status[*]}"'
     )
     env = {k: v for k, v in os.environ.items() if k != "DICES_DEBUG"}
-    done = subprocess.run(
-        ["bash", "-c", script], capture_output=True, text=True, timeout=60, env=env
-    )
+    with memory_cap():  # the processes': a `sql` statement runs under a time limit
+        done = subprocess.run(
+            ["bash", "-c", script], capture_output=True, text=True, timeout=60, env=env
+        )
     assert done.returncode == 0, done.stderr
     first, status = done.stdout.splitlines()
     assert first == full.stdout.splitlines()[0]

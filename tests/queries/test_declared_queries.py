@@ -130,7 +130,8 @@ def test_label_distribution_and_item_distribution(data: Path, toy: OrdinalRating
          "Ordinal toy's colour is nominal: its values have no order for the ordinal metric"),
         (["harm-types"],
          "harm-types asks DICES's or ProsocialDialog's own questions; Ordinal toy's queries are: "
-         "agreement, item-distribution, label-by-group, label-distribution, overview"),
+         "agreement, group-disagreement, item-distribution, label-by-group, "
+         "label-distribution, overview"),
     ],
 )  # fmt: skip
 def test_a_query_that_does_not_fit_says_why(data: Path, args: list[str], message: str) -> None:
@@ -292,7 +293,7 @@ def test_the_share_interval_covers_the_true_share_per_group_size() -> None:
     simulations = 60
     for seed in range(simulations):
         ratings = ordinal_ratings(GROUP_SIZES, items=60, per_rater=20, seed=1000 + seed)
-        parameters = {"by": ["grp"], "interval": "clustered", "bootstrap": 200, "seed": seed}
+        parameters = {"by": ["grp"], "interval": "clustered", "seed": seed}
         result = share_intervals(group_share_table(ratings), parameters)
         low = result.columns.index("share_positive_ci_low")
         note = result.columns.index("interval_note")

@@ -1160,12 +1160,12 @@ def test_by_is_required(runner: CliRunner, ingested: Path) -> None:
         (
             ["degree-of-harm", "--threshold", "0.3"],
             "degree-of-harm does not take --threshold; it takes: --by, --interval, --permutations, "
-            "--seed",
+            "--seed, --alternative",
         ),
         (
             ["qoverall-by-demographic", "--by", "rater_age", "--rule", "plurality"],
             "qoverall-by-demographic does not take --rule; it takes: --by, --interval, "
-            "--permutations, --seed",
+            "--permutations, --seed, --alternative",
         ),
         (
             ["gold-vs-crowd", "--threshold", "0.3"],

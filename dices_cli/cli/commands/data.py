@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer._types import TyperChoice
 
 from dices_cli.cli.commands.options import (
     DEFAULT_MAX_SIZE,
@@ -27,16 +28,14 @@ from dices_cli.cli.commands.options import (
     read_paths,
     registered,
     show_shaped,
-    size_limit,
 )
 from dices_cli.cli.render import progress_bar, say
 from dices_cli.families import grouped_members, listed
-from dices_cli.formats.dices.layouts import Layout
 from dices_cli.queries.catalog import GROUP_COLUMNS
+from dices_cli.runs.export import LAYOUTS
 
 if TYPE_CHECKING:
-    from dices_cli.output import Format
-    from dices_cli.store.datasets import StoredDataset
+    pass
 
 DatasetChoice = Annotated[
     str,
@@ -50,7 +49,7 @@ DatasetChoice = Annotated[
 ]
 Files = Annotated[
     list[Path],
-    # A directory is refused by `_inputs`, which says how to give a data directory.
+    # A directory is refused by the library, which says how to give a data directory.
     typer.Argument(help="DICES CSV files (plain or .gz); - reads stdin.", show_default=False),
 ]
 # Ingest reads any registered dataset: DICES's two, ProsocialDialog, the declared ones.
@@ -80,37 +79,6 @@ MaxSize = Annotated[
         help="Refuse a gzip file or piped input whose CSV text is larger (e.g. 500M, 4G).",
     ),
 ]
-EXCEL_SAFE_IS_FOR_CSV = "--excel-safe is for CSV, which spreadsheets open; leave it out"
-
-
-def _inputs(files: list[Path], max_size: str, store: bool = False) -> tuple[list[Path], int]:
-    """The files, checked as a usage matter (each exists and is not a directory, stdin at
-    most once), and the limit. `store`: the command writes to a data directory, which a
-    directory given among the files may have been meant as."""
-    from dices_cli.errors import UsageError
-    from dices_cli.read.source import STDIN
-
-    for path in files:
-        if str(path) != STDIN and not path.exists() and not path.is_symlink():
-            raise UsageError(f"'{path}' does not exist")
-        if path.is_dir():
-            meant = f"; a data directory is given as --data {path}" if store else ""
-            raise UsageError(f"'{path}' is a directory: give the files to read{meant}")
-    if sum(str(path) == STDIN for path in files) > 1:
-        raise UsageError("- (stdin) can be given once")
-    return files, size_limit(max_size)
-
-
-@contextlib.contextmanager
-def _max_size_named() -> Iterator[None]:
-    """Point the user to --max-size when an input is over the limit."""
-    from dices_cli.errors import DicesError
-    from dices_cli.read.source import TooLargeError
-
-    try:
-        yield
-    except TooLargeError as error:
-        raise DicesError(f"{error}; --max-size raises the limit") from error
 
 
 @contextlib.contextmanager
@@ -183,19 +151,21 @@ def ingest(
 
         dices ingest ratings.csv --declaration my-dataset.toml
     """
-    from dices_cli.read import checksum
+    from dices_cli.runs.common import data_store
+    from dices_cli.runs.ingest import run_ingest
 
-    files, limit = _inputs(files, max_size, store=True)
-    checksum.prefetch(files)  # hashes and counts on a spare core while Polars is imported
-    with _collector_paused():
-        from dices_cli.formats.ingest import ingest as run_ingest
-        from dices_cli.store.datasets import Store, resolve_data_dir
-
-        store = Store(resolve_data_dir(data))
-        with progress_bar(enabled=True) as progress, _max_size_named():
-            results = run_ingest(
-                files, store, dataset, force, rejects, progress, limit, declaration, split
-            )
+    with _collector_paused(), progress_bar(enabled=True) as progress:
+        results = run_ingest(
+            data_store(data),
+            files,
+            dataset,
+            force=force,
+            rejects=rejects,
+            declaration=declaration,
+            max_size=max_size,
+            progress=progress,
+            split=split,
+        )
     for result in results:
         for note in result.notes:
             say(note)
@@ -230,31 +200,19 @@ def validate(
         curl -s https://example.org/dices_350.csv | dices validate -
     """
     from dices_cli.cli.focus import Focus
-    from dices_cli.formats.validate import validate_file
-    from dices_cli.output import Output, Table
-    from dices_cli.problems import PROBLEM_FIELDS
-    from dices_cli.read import checksum
+    from dices_cli.output import Output
+    from dices_cli.runs.validate import run_validate
     from dices_cli.shape import Shape
 
     shape = Shape.parse(keep_columns, sort, limit)
-    files, size_limit = _inputs(files, max_size)
-    out = Output.build(fmt, output, force, files)  # before reading: the files may be large
-    checksum.prefetch(files)  # counts each file's bytes on a spare core while Polars is imported
-    reports = []
-    with progress_bar(enabled=True) as progress, _max_size_named():
-        for path in files:
-            reports.append(validate_file(path, dataset, size_limit, progress))
-    columns = ["file", *PROBLEM_FIELDS]
-    rows = [
-        (report.path, *(problem.as_record()[f] for f in PROBLEM_FIELDS))
-        for report in reports
-        for problem in report.problems
-    ]
-    table = Table(columns, [c == "line" for c in columns], rows)
-    show_shaped(table, shape, out, "Problems", focus=Focus(answer=PROBLEM_ANSWER))
-    for report in reports:
+    inputs = [path for path in files if str(path) != "-"]
+    out = Output.build(fmt, output, force, inputs)  # before reading: the files may be large
+    with progress_bar(enabled=True) as progress:
+        run = run_validate(files, dataset, max_size=max_size, progress=progress)
+    show_shaped(run.problems, shape, out, "Problems", focus=Focus(answer=PROBLEM_ANSWER))
+    for report in run.reports:
         say(report.summary())
-    if not all(report.ok for report in reports):
+    if not run.ok:
         raise typer.Exit(1)
 
 
@@ -284,24 +242,17 @@ def info(
     """
     from dices_cli.cli.commands.verify import report_damage
     from dices_cli.cli.focus import Focus
-    from dices_cli.errors import NotIngestedError
-    from dices_cli.output import Output, table_from_rows
+    from dices_cli.output import Output
+    from dices_cli.runs.common import data_store
+    from dices_cli.runs.info import info_answer, run_info
     from dices_cli.shape import Shape
-    from dices_cli.store.datasets import UNITS, Store, inventory, resolve_data_dir
 
     shape = Shape.parse(keep_columns, sort, limit)
-    store = Store(resolve_data_dir(data))
+    store = data_store(data)
     out = Output.build(fmt, output, force, [store.root])
-    records = inventory(store)
-    if not records:
-        raise NotIngestedError(
-            f"nothing is ingested in {store.root}; run `dices ingest FILE` first"
-        )
-    table = table_from_rows(list(records[0]), [tuple(r.values()) for r in records])
-    # What the help promises: the counts, where each dataset came from and its checksum.
-    counts = tuple(unit for units in UNITS.values() for unit in units)
-    answer = Focus(answer=(*counts, "source", "sha256"))
-    show_shaped(table, shape, out, f"Datasets in {store.root}", focus=answer)
+    table = run_info(store)
+    focus = Focus(answer=info_answer())
+    show_shaped(table, shape, out, f"Datasets in {store.root}", focus=focus)
     if verify and not report_damage(store):
         raise typer.Exit(1)
 
@@ -320,13 +271,13 @@ def export(
         ),
     ] = None,
     layout: Annotated[
-        Layout,
+        str,
         typer.Option(
             "--layout",
+            click_type=TyperChoice(LAYOUTS, case_sensitive=False),
             help="wide (the ingested file), long, crowdkit, soft-labels or judge-bench: see above.",
-            case_sensitive=False,
         ),
-    ] = Layout.WIDE,
+    ] = "wide",
     by: Annotated[
         list[str] | None,
         typer.Option(
@@ -405,168 +356,22 @@ def export(
 
         dices export -d 990 | csvlook | less -S
     """
-    from dices_cli.errors import UsageError
-    from dices_cli.formats.dices.export import source_path, typed_table, write_csv
-    from dices_cli.output import Format, Output
-    from dices_cli.store.datasets import Store, resolve_data_dir
+    from dices_cli.runs.common import data_store
+    from dices_cli.runs.export import run_export
 
-    if fmt is Format.TABLE:
-        raise UsageError("export writes data: pick --format csv, tsv, json, jsonl or parquet")
-    if dataset is None:  # the layouts that take both DICES datasets default to all of them
-        if layout in (Layout.WIDE, Layout.JUDGE_BENCH):
-            raise UsageError(
-                f"--layout {layout} writes one dataset: give --dataset 350, 990"
-                f"{' or prosocial' if layout is Layout.WIDE else ''}"
-            )
-        dataset = "all"
-    _check_layout_options(layout, dataset, by, excel_safe, exclude_removed, raters, min_quality)
-    if layout is not Layout.WIDE:
-        _export_layout(
-            layout,
-            dataset,
-            by or [],
-            exclude_removed,
-            raters,
-            min_quality,
-            data,
-            fmt,
-            output,
-            force,
-            excel_safe,
-        )
-        return
-    store = Store(resolve_data_dir(data))
-    stored = store.open(dataset)
-    if dataset == "prosocial":
-        _export_prosocial(stored, fmt, output, force, store.root)
-        return
-    source = source_path(stored)
-    inputs = [store.root, *([source] if source is not None else [])]
-    # The original file is CSV: a terminal gets it too, not a table.
-    out = Output.build(fmt or (None if output else Format.CSV), output, force, inputs)
-    if out.format is Format.CSV:
-        with out.open() as handle:
-            write_csv(stored, handle, excel_safe)
-    elif excel_safe:
-        raise UsageError(EXCEL_SAFE_IS_FOR_CSV)
-    else:
-        out.write(typed_table(stored))
-
-
-def _check_layout_options(
-    layout: Layout,
-    dataset: str,
-    by: list[str] | None,
-    excel_safe: bool,
-    exclude_removed: bool,
-    raters: str | None,
-    min_quality: float | None,
-) -> None:
-    """The export options that the chosen layout does not take, as usage errors."""
-    from dices_cli.errors import UsageError
-
-    if dataset == "prosocial" and layout is not Layout.WIDE:
-        raise UsageError(
-            f"ProsocialDialog has no rater ids or demographics; --layout {layout} needs them"
-        )
-    if dataset == "prosocial" and excel_safe:
-        raise UsageError("--excel-safe is for the DICES CSV; ProsocialDialog is JSON Lines")
-    if by and layout is not Layout.SOFT_LABELS:
-        raise UsageError(f"--by applies to --layout soft-labels, not {layout}")
-    if dataset == "all" and layout in (Layout.WIDE, Layout.JUDGE_BENCH):
-        raise UsageError(f"--layout {layout} writes one dataset: choose --dataset 350 or 990")
-    selecting = {
-        "--exclude-removed": exclude_removed,
-        "--raters": raters is not None,
-        "--min-quality": min_quality is not None,
-    }
-    given = [flag for flag, value in selecting.items() if value]
-    if given and layout is Layout.WIDE:
-        raise UsageError(
-            f"{given[0]} selects raters; --layout wide writes the ingested file as it was "
-            "(the long, soft-labels and judge-bench layouts take a rater selection)"
-        )
-
-
-def _export_layout(
-    layout: Layout,
-    dataset: str,
-    by: list[str],
-    exclude_removed: bool,
-    raters: str | None,
-    min_quality: float | None,
-    data: Path | None,
-    fmt: Format | None,
-    output: Path | None,
-    force: bool,
-    excel_safe: bool,
-) -> None:
-    """`dices export --layout long|soft-labels|judge-bench`, written through the one Output;
-    with `excel_safe`, a CSV's formula-looking text defused as the wide CSV's is."""
-    import json
-
-    from dices_cli.cli.commands.canned import checked_by
-    from dices_cli.errors import UsageError
-    from dices_cli.families.schema import DATASETS, missing_group_column
-    from dices_cli.formats.dices.export import defused, source_path
-    from dices_cli.formats.dices.layouts import (
-        crowdkit_ratings,
-        judge_bench,
-        long_ratings,
-        soft_labels,
+    run_export(
+        data_store(data),
+        dataset,
+        layout,
+        by or [],
+        rater_selection(exclude_removed, raters, min_quality),
+        fmt=fmt,
+        output=output,
+        force=force,
+        excel_safe=excel_safe,
+        inputs=read_paths(data, raters),
+        tell=say,
     )
-    from dices_cli.output import Format, Output
-    from dices_cli.queries.engine import chosen_datasets, open_session
-    from dices_cli.raters.selection import resolve
-    from dices_cli.store.datasets import Store, resolve_data_dir
-
-    by = checked_by(by)
-    store = Store(resolve_data_dir(data))
-    names = chosen_datasets(store, dataset, columns=by)
-    sources = [source_path(store.open(name)) for name in names]
-    inputs = [*read_paths(data, raters), *(source for source in sources if source is not None)]
-    # Data, not a table: CSV on a terminal too (JSON for judge-bench, a JSON document).
-    document = layout is Layout.JUDGE_BENCH
-    default = Format.JSON if document else Format.CSV
-    out = Output.build(fmt or (None if output else default), output, force, inputs)
-    if document and out.format is not Format.JSON:
-        raise UsageError(
-            "--layout judge-bench writes one JSON document: use --format json or -o FILE.json"
-        )
-    if excel_safe and out.format is not Format.CSV:
-        raise UsageError(EXCEL_SAFE_IS_FOR_CSV)
-    selection = rater_selection(exclude_removed, raters, min_quality)
-    selection = resolve(store, dataset, selection, columns=by)
-    session = open_session(store, dataset, selection, columns=by)
-    for skipped in sorted(set(store.available()) - set(names) if dataset == "all" else ()):
-        say(f"note: {missing_group_column(DATASETS[skipped], by)}, so it is left out")
-    if selection.description:
-        say(f"raters: {'; '.join(selection.description)}")
-    if document:
-        with out.open() as handle:
-            handle.write(json.dumps(judge_bench(session), ensure_ascii=False).encode() + b"\n")
-    else:
-        rows = {
-            Layout.LONG: long_ratings,
-            Layout.CROWDKIT: crowdkit_ratings,
-        }.get(layout, lambda session: soft_labels(session, by))(session)
-        out.write(defused(rows) if excel_safe else rows)
-
-
-def _export_prosocial(
-    stored: StoredDataset, fmt: Format | None, output: Path | None, force: bool, root: Path
-) -> None:
-    """ProsocialDialog goes back as the JSON Lines it came as: its lines, in their order."""
-    from dices_cli.errors import UsageError
-    from dices_cli.formats.prosocial.tables import write_jsonl
-    from dices_cli.output import Format, Output
-
-    inputs = [root, *(Path(s["path"]) for s in stored.manifest["sources"] if s["path"])]
-    out = Output.build(fmt or (None if output else Format.JSONL), output, force, inputs)
-    if out.format is not Format.JSONL:
-        raise UsageError("ProsocialDialog is written back as JSON Lines: pick --format jsonl")
-    with out.open() as handle:
-        write_jsonl(stored, handle)
 
 
 def demo(

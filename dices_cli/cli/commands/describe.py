@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dices_cli.cli.commands.options import DEFAULT_MAX_SIZE, Force, OutputFile, size_limit
+from dices_cli.cli.commands.options import DEFAULT_MAX_SIZE, Force, OutputFile
 from dices_cli.cli.render import say
 
 
@@ -59,10 +59,10 @@ def describe(
         dices describe raters.csv items.csv ratings.csv --name my_dataset
     """
     from dices_cli.errors import DicesError
-    from dices_cli.formats.declared.describe import describe as draft_of
     from dices_cli.output import open_output, open_stdout
+    from dices_cli.runs.describe import run_describe
 
-    draft = draft_of(files, name, size_limit(max_size))
+    draft = run_describe(files, name, max_size=max_size)
     if output is not None:
         with open_output(output, force, files) as handle:
             handle.write(draft.text.encode())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,13 +20,13 @@ from dices_cli.cli.commands.options import (
     LimitOption,
     OutputFormat,
     SortOption,
-    size_limit,
 )
 from dices_cli.cli.render import progress_bar, say
 
 if TYPE_CHECKING:
-    from dices_cli.download import Fetched, SourceFailed, WantedFile
-    from dices_cli.output import Format
+    from dices_cli.errors import DicesError
+    from dices_cli.output import Format, Table
+    from dices_cli.runs.download import Fetched
 
 DEFAULT_TIMEOUT = 30.0  # dices_cli.download.DEFAULT_TIMEOUT, spelled for --help
 DEFAULT_DEADLINE = 3600.0  # dices_cli.download.DEFAULT_DEADLINE
@@ -70,26 +69,33 @@ class _DownloadCommand(TyperCommand):
     --help with no edit here: Typer takes help text as fixed strings."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from dices_cli.families import FAMILIES, listed, single_file_members
+        from dices_cli.families import listed, single_file_members
 
         super().__init__(*args, **kwargs)
-        fetched = [
-            f"{member} ({_COUNTS[files] if files < len(_COUNTS) else files} files)"
-            if files > 1
-            else member
-            for family in FAMILIES.values()
-            for member in family.members
-            if (files := len(family.files_of(member)))
-        ]
         for param in self.params:
             if isinstance(param, TyperArgument) and param.name == "dataset":
                 param.metavar = "|".join(_choices())
-                param.help = f"What to fetch: {listed([*fetched, 'all'], 'or')}."
+                param.help = f"What to fetch: {listed([*_published(), 'all'], 'or')}."
             elif isinstance(param, TyperOption) and param.name == "url":
                 param.help = (
                     f"Fetch the one file of {listed(single_file_members(), 'or')} from URL "
                     "(a mirror): it must still be the published file, unless --sha256 is given."
                 )
+
+
+def _published() -> list[str]:
+    """Each dataset published as files, with how many when more than one."""
+    from dices_cli.families import FAMILIES
+
+    counts = [(m, len(f.files_of(m))) for f in FAMILIES.values() for m in f.members]
+    return [_files_of(member, files) for member, files in counts if files]
+
+
+def _files_of(member: str, files: int) -> str:
+    """`member`, with its number of files in words when it has several: 990 (two files)."""
+    if files == 1:
+        return member
+    return f"{member} ({_COUNTS[files] if files < len(_COUNTS) else files} files)"
 
 
 def download(
@@ -200,59 +206,37 @@ def download(
 
         dices download 990 --url https://mirror.example.org/dices_990.csv
     """
-    from dices_cli.download import download as fetch
-    from dices_cli.download import plan
-    from dices_cli.errors import UsageError
+    from dices_cli.runs.download import DownloadSettings, run_download
 
-    # Click's range lets NaN through, and a socket cannot wait forever (OverflowError).
-    if not math.isfinite(timeout):
-        raise UsageError(f"--timeout is a finite number of seconds, not {timeout:g}")
-    if math.isnan(deadline):
-        raise UsageError(f"--deadline is a number of seconds, not {deadline:g}")
-    wanted = plan(dataset, url, sha256)
-    most = size_limit(max_size)
-    if directory.exists() and not directory.is_dir():
-        raise UsageError(f"--dir {directory} is not a directory")
-    if dry_run:
-        if ingest:
-            raise UsageError("--dry-run fetches nothing, so there is nothing to --ingest")
-        _show_plan(wanted, directory, fmt, keep_columns, sort, limit)
-        return
-    if fmt is not None or keep_columns is not None or sort is not None or limit is not None:
+    shaped = (fmt, keep_columns, sort, limit) != (None, None, None, None)
+    settings = DownloadSettings(
+        dataset,
+        directory,
+        url,
+        sha256,
+        force,
+        timeout,
+        deadline,
+        retries,
+        max_size,
+        dry_run,
+        ingest,
+        data,
+    )
+    if shaped and not dry_run:
+        from dices_cli.errors import UsageError
+
         raise UsageError(
             "--format, --columns, --sort and --limit shape the --dry-run listing; a download "
             "prints the paths of its files"
         )
-    fetched: list[Fetched] = []
-    try:
-        with progress_bar(enabled=True) as progress, ways_round():
-            fetching = fetch(
-                wanted,
-                directory,
-                force=force,
-                timeout=timeout,
-                deadline=deadline,
-                retries=retries,
-                max_size=most,
-                progress=progress,
-                retrying=_say_retry,
-            )
-            for done in fetching:
-                fetched.append(done)
-    finally:  # the files fetched before a failure are there all the same
-        _report(fetched)
-    if ingest:
-        from itertools import groupby
-
-        from dices_cli.cli.commands.data import ingest as ingest_files
-
-        # One ingest per dataset, as `dices ingest -d DATASET` would be run on its files: each
-        # dataset stands alone (two declared datasets may share their columns).
-        for dataset_of, files in groupby(fetched, key=lambda done: done.wanted.dataset):
-            ingest_files([done.path for done in files], data=data, dataset=dataset_of, force=force)
+    with progress_bar(enabled=not dry_run) as progress, ways_round():
+        result = run_download(settings, progress, say, retrying=_say_retry, fetched=_report)
+    if result.plan is not None:
+        _show_plan(result.plan, fmt, keep_columns, sort, limit)
 
 
-def _say_retry(title: str, failed: SourceFailed, wait: float) -> None:
+def _say_retry(title: str, failed: DicesError, wait: float) -> None:
     from dices_cli.cli.commands.wording import worded
 
     say(f"{title}: {worded(failed)}; trying again in {wait:.3g} s")
@@ -269,61 +253,49 @@ WAYS_ROUND = (
 @contextlib.contextmanager
 def ways_round() -> Iterator[None]:
     """A download whose sources could not be reached ends with the other ways to the files."""
-    from dices_cli.download import NoSourceServed, SourceFailed
+    from dices_cli.errors import DicesError
+    from dices_cli.runs.download import unreachable
 
     try:
         yield
-    except (NoSourceServed, SourceFailed) as error:
-        if error.unreachable:
+    except DicesError as error:
+        if unreachable(error):
             say(WAYS_ROUND)
         raise
 
 
-def _report(fetched: list[Fetched]) -> None:
-    """Each file's path on stdout; what became of it, and which source served it, on stderr."""
+def _report(done: Fetched) -> None:
+    """A file's path on stdout; what became of it, and which source served it, on stderr."""
     from dices_cli.cli.commands.wording import worded
     from dices_cli.output import open_stdout
     from dices_cli.terminal_text import printable
 
+    title = done.wanted.title
+    for failed in done.passed:
+        say(f"{title}: {worded(failed)}; tried the next source")
+    how = f"downloaded from {printable(done.url)}" if done.url else "already there"
+    known = "SHA-256 verified" if done.wanted.sha256 else "no published checksum"
+    say(f"{title}: {how}, {done.digest.size:,} bytes, {known} -> {done.path}")
+    if done.wanted.sha256 is None:
+        say(f"  warning: {done.path.name} has SHA-256 {done.digest.sha256}")
     with open_stdout() as stdout:
-        for done in fetched:
-            title = done.wanted.title
-            for failed in done.passed:
-                say(f"{title}: {worded(failed)}; tried the next source")
-            how = f"downloaded from {printable(done.url)}" if done.url else "already there"
-            known = "SHA-256 verified" if done.wanted.sha256 else "no published checksum"
-            say(f"{title}: {how}, {done.digest.size:,} bytes, {known} -> {done.path}")
-            if done.wanted.sha256 is None:
-                say(f"  warning: {done.path.name} has SHA-256 {done.digest.sha256}")
-            stdout.write(os.fsencode(done.path) + b"\n")
-
-
-PLAN_COLUMNS = ("dataset", "file", "size", "sha256", "source", "url", "here")
+        stdout.write(os.fsencode(done.path) + b"\n")
 
 
 def _show_plan(
-    wanted: list[WantedFile],
-    directory: Path,
+    table: Table,
     fmt: Format | None,
     keep_columns: str | None,
     sort: str | None,
     limit: int | None,
 ) -> None:
-    """Per file and source, in the order they are tried: what the file must be, where it is
-    fetched from, and what is in `directory` now. Nothing is fetched."""
+    """The dry run's listing, shaped, one row per file and source."""
     from dices_cli.cli.commands.options import show_shaped
     from dices_cli.cli.focus import Focus
-    from dices_cli.download import status
-    from dices_cli.output import Output, table_from_rows
+    from dices_cli.output import Output
     from dices_cli.shape import Shape
 
     shape = Shape.parse(keep_columns, sort, limit)
-    rows = []
-    for file in wanted:
-        here = status(file, directory)
-        for number, url in enumerate(file.urls, 1):
-            rows.append((file.title, file.file_name, file.size, file.sha256, number, url, here))
-    table = table_from_rows(list(PLAN_COLUMNS), rows)
     focus = Focus(keys=("dataset",), answer=("source", "url", "here"))
     show_shaped(table, shape, Output.build(fmt, None, False, []), "Download plan", focus=focus)
 

@@ -27,7 +27,6 @@ from dices_cli.cli.commands.options import (
     no_rater_selection,
     rater_selection,
     read_paths,
-    registered,
 )
 from dices_cli.cli.render import say
 from dices_cli.metrics import defaults
@@ -110,12 +109,20 @@ def evaluate(
         typer.Option(
             "--dataset",
             "-d",
-            click_type=registered(*MEMBERS_THEN_ALL),
-            help="The dataset the predictions are for; all: DICES-350 and DICES-990, each "
+            help="The dataset the predictions are for: "
+            f"{', '.join(MEMBERS_THEN_ALL)}; all: DICES-350 and DICES-990, each "
             "row's from the file's dataset column (item ids repeat across the two); "
-            "prosocial: ProsocialDialog.",
+            "prosocial: ProsocialDialog; a declared dataset's name (dices info lists them): "
+            "its label scored by LeWiDi's measures.",
         ),
     ] = "350",
+    label: Annotated[
+        str | None,
+        typer.Option(
+            "--label",
+            help="A declared dataset's label to score (default: the declaration's first).",
+        ),
+    ] = None,
     against: Annotated[
         list[str] | None,
         typer.Option(
@@ -201,9 +208,10 @@ def evaluate(
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from dices_cli.cli.focus import Focus
     from dices_cli.errors import UsageError
-    from dices_cli.families import FAMILIES
+    from dices_cli.families import FAMILIES, declared_family
     from dices_cli.output import Format, Output
     from dices_cli.runs.evaluation import evaluation_settings, run_evaluation
+    from dices_cli.runs.scale_evaluation import run_scale_evaluation
     from dices_cli.shape import Shape
     from dices_cli.store.datasets import Store, resolve_data_dir
 
@@ -217,14 +225,25 @@ def evaluate(
     if predictions != "-" and not os.path.lexists(predictions):  # as ingest says it: exit 2
         raise UsageError(f"{predictions!r} does not exist")
     shape = Shape.parse(keep_columns, sort, limit)
+    inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
+    store = Store(resolve_data_dir(data))  # knows the directory's declared datasets too
+    if (family := declared_family(dataset)) is not None:
+        no_rater_selection(family, exclude_removed, raters, min_quality)
+        Output.build(fmt, output, force, inputs)  # a usage error before the work
+        given = {"against": against is not None, "baseline": baseline is not None}
+        given |= {"one_means": one_means is not None, "strict": strict}
+        table = run_scale_evaluation(store, predictions, dataset, label, by or (), given)
+        focus = Focus.grouped(("column", "group"), SCALE_ANSWER)
+        emit_shaped(table, shape, fmt, output, "evaluate", force, inputs, None, focus)
+        return
+    if label is not None:
+        raise UsageError("--label scores a declared dataset's label; DICES's is Q_overall")
     settings = evaluation_settings(
         dataset, against, ties, threshold, bootstrap, permutations, interval, seed, by, baseline
     )
     if dataset in FAMILIES:
         no_rater_selection(FAMILIES[dataset], exclude_removed, raters, min_quality)
-    inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
     Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
-    store = Store(resolve_data_dir(data))
     chosen = rater_selection(exclude_removed, raters, min_quality)  # reads --raters once
     with one_means_hinted(), dataset_hinted(dataset):
         result = run_evaluation(
@@ -252,6 +271,8 @@ def evaluate(
         say("\n".join(result.summary))
 
 
+# What a declared dataset's evaluation answers: the kind of prediction and its measures.
+SCALE_ANSWER = ("model", "prediction", "items", "manhattan", "wasserstein", "error_rate")
 GROUPS_SHOWN = 5  # group rows per reference in a terminal's ranked summary
 GROUP_ONLY = frozenset(
     {"compared_on", "rest", "difference", "difference_low", "difference_high", "difference_null"}

@@ -1,10 +1,11 @@
-"""`dices judge`: run an LLM judge or a safety classifier over DICES or ProsocialDialog."""
+"""`dices judge`: run an LLM judge or a safety classifier over DICES or ProsocialDialog.
+
+The command parses its options, runs `dices_cli.runs.judge.run_judge`, and writes what it
+returns: a dry run's figures, a batch's files, or the predictions."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,38 +22,10 @@ from dices_cli.cli.commands.options import (
     registered,
 )
 from dices_cli.cli.render import say
+from dices_cli.runs.judge import API_KEY_VARIABLE
 
 if TYPE_CHECKING:
-    from dices_cli.judge.batch import ReadBack
-    from dices_cli.judge.plan import Settings
-    from dices_cli.judge.run import Outcome, Progress
-    from dices_cli.store.datasets import Store
-
-API_KEY_VARIABLE = "OPENAI_API_KEY"
-
-
-def finite(param: typer.CallbackParam, value: float | None) -> float | None:
-    """A number option's value when it is finite (Click's min and max let NaN through)."""
-    import math
-
-    from dices_cli.errors import UsageError
-
-    if value is not None and not math.isfinite(value):
-        raise UsageError(f"{param.opts[0]} {value}: give a finite number")
-    return value
-
-
-def endpoint_urls(values: list[str] | None) -> list[str] | None:
-    """--base-url's values when each is an http(s) URL with a host and a valid port."""
-    from dices_cli.errors import UsageError
-    from dices_cli.judge.client import check_base_url
-    from dices_cli.terminal_text import printable
-
-    for url in values or []:
-        reason = check_base_url(url)
-        if reason is not None:
-            raise UsageError(f"--base-url {printable(url)}: {reason}")
-    return values
+    from dices_cli.runs.judge import DryRun, JudgeResult, Progress, Written
 
 
 JUDGE_HELP = """Run an LLM judge or a safety classifier over DICES or ProsocialDialog: cached, resumable, polarity declared, straight into evaluate.
@@ -91,7 +64,6 @@ def judge(
             metavar="URL",
             help="The endpoint (default https://api.openai.com/v1); repeat to spread the "
             "requests over replicas of one model.",
-            callback=endpoint_urls,
         ),
     ] = None,
     api_key_env: Annotated[
@@ -134,7 +106,6 @@ def judge(
             max=2.0,
             help="Sampling temperature (default 0, or 1 with --samples above 1).",
             show_default=False,
-            callback=finite,
         ),
     ] = None,
     max_tokens: Annotated[
@@ -160,7 +131,6 @@ def judge(
             min=0.1,
             max=86_400,
             help="Seconds to wait for one answer.",
-            callback=finite,
         ),
     ] = 60.0,
     retries: Annotated[
@@ -257,7 +227,6 @@ def judge(
             max=3600,
             metavar="SECONDS",
             help="With --submit: seconds between two looks at a batch.",
-            callback=finite,
         ),
     ] = 60.0,
     price_in: Annotated[
@@ -267,7 +236,6 @@ def judge(
             min=0.0,
             metavar="DOLLARS",
             help="Dollars per million input tokens, online (default: the prompt's [price]).",
-            callback=finite,
         ),
     ] = None,
     price_out: Annotated[
@@ -277,7 +245,6 @@ def judge(
             min=0.0,
             metavar="DOLLARS",
             help="Dollars per million output tokens, online (default: the prompt's [price]).",
-            callback=finite,
         ),
     ] = None,
     then_evaluate: Annotated[
@@ -288,32 +255,15 @@ def judge(
     output: OutputFile = None,
     force: Force = False,
 ) -> None:
-    from dices_cli.cli.render import show
-    from dices_cli.errors import UsageError
-    from dices_cli.judge.plan import DEFAULT_BASE_URL, Settings
-    from dices_cli.judge.prompts import load_prompt
-    from dices_cli.output import Output
-    from dices_cli.store.datasets import Store, resolve_data_dir
+    from dices_cli.runs.common import data_store
+    from dices_cli.runs.judge import JudgeSettings, run_judge
 
-    check_batch_options(batch, batch_results, dry_run, output, then_evaluate, refresh)
-    if submit and (batch is not None or batch_results or dry_run or refresh):
-        raise UsageError(
-            "--submit writes, sends and reads the batch itself: it takes no --batch, "
-            "--batch-results, --dry-run or --refresh"
-        )
-    if then_evaluate and output is None:
-        raise UsageError("--evaluate reads the predictions file: give -o FILE")
-    if then_evaluate and persona is not None:
-        raise UsageError(
-            "--evaluate scores one row per conversation; a --persona file has one per group "
-            "(docs/judge.md says how to score it)"
-        )
-    settings = Settings(
+    settings = JudgeSettings(
         model=model,
-        prompt=load_prompt(prompt),
         dataset=dataset,
-        base_urls=tuple(dict.fromkeys(base_url or [DEFAULT_BASE_URL])),
-        name=name,
+        prompt=prompt,
+        base_urls=tuple(base_url or ()),
+        api_key_env=api_key_env,
         samples=samples,
         temperature=temperature,
         max_tokens=max_tokens,
@@ -324,89 +274,47 @@ def judge(
         retries=retries,
         persona=persona,
         limit=limit,
-        items=read_item_ids(items) if items is not None else None,
+        items=items,
+        dry_run=dry_run,
         refresh=refresh,
         logprobs=not no_logprobs,
+        name=name,
+        batch=batch,
+        batch_results=tuple(batch_results or ()),
+        batch_max_requests=batch_max_requests,
+        batch_max_bytes=batch_max_bytes,
+        submit=submit,
+        batch_poll=batch_poll,
         price_in=price_in,
         price_out=price_out,
+        output=output,
+        format=fmt,
+        force=force,
+        then_evaluate=then_evaluate,
     )
-    if (price_in is None) != (price_out is None) and settings.prompt.price is None:
-        raise UsageError("give both --price-in and --price-out (or a [price] in the prompt)")
-    baseline = settings.baseline  # a usage error for an unknown baseline, before the work
-    api_key = None if baseline is not None or dry_run else read_api_key(api_key_env)
-    root = resolve_data_dir(data)
-    store = Store(root)
-    if dry_run:
-        show_dry_run(store, settings)
-        return
-    inputs = [root, *([items] if items is not None else [])]
-    if batch is not None:
-        write_batch_files(store, settings, batch, (batch_max_requests, batch_max_bytes), force)
-        return
-    out = Output.build(fmt, output, force, inputs)  # a usage error before the work
-    if output is not None:
-        check_manifest(output, force, inputs)
-    if batch_results:
-        read_batch_results(store, settings, batch_results, api_key)
-    if submit:
-        submit_batch(store, settings, api_key, (batch_max_requests, batch_max_bytes), batch_poll)
     with progress_shown() as progress:
-        asks = not (batch_results or submit)
-        outcome = run_judge(store, settings, api_key, progress, ask_missing=asks)
-    report_counts(outcome)
-    show(outcome.table, out, title="judge")
-    if output is not None:
-        write_manifest(output, outcome, inputs, force)
+        result = run_judge(data_store(data), settings, progress, say)
+    render(result, max_tokens)
     if then_evaluate and output is not None:
-        evaluate_written(output, dataset, data)
+        from dices_cli.cli.commands.evaluate import evaluate
+
+        evaluate(str(output), dataset=dataset, data=data)
 
 
-def run_judge(
-    store: Store,
-    settings: Settings,
-    api_key: str | None,
-    progress: Callable[[Progress], None] | None,
-    ask_missing: bool = True,
-) -> Outcome:
-    from dices_cli.judge.run import judge as run
+def render(result: JudgeResult, max_tokens: int) -> None:
+    """A dry run's figures, a batch's files, or the predictions (unless written to -o)."""
+    from dices_cli.cli.render import show
 
-    return run(store, settings, api_key, progress, ask_missing)
-
-
-def check_batch_options(
-    batch: Path | None,
-    batch_results: list[Path] | None,
-    dry_run: bool,
-    output: Path | None,
-    then_evaluate: bool,
-    refresh: bool,
-) -> None:
-    from dices_cli.errors import UsageError
-
-    if batch is not None:
-        if batch_results:
-            raise UsageError("--batch writes a batch, --batch-results reads one: give one")
-        if dry_run:
-            raise UsageError("--batch writes files: it is no dry run (drop --dry-run)")
-        if output is not None or then_evaluate:
-            raise UsageError(
-                "--batch stops once the batch is written: give -o (and --evaluate) with "
-                "--batch-results"
-            )
-    if batch_results and (dry_run or refresh):
-        raise UsageError(
-            f"--batch-results reads answers into the cache: it takes no "
-            f"{'--dry-run' if dry_run else '--refresh'}"
-        )
+    if result.planned is not None:
+        show_dry_run(result.planned, max_tokens)
+    elif result.written is not None:
+        show_batch(result.written)
+    elif result.outcome is not None and result.output is not None and result.output.path is None:
+        show(result.outcome.table, result.output, title="judge")
 
 
-def write_batch_files(
-    store: Store, settings: Settings, path: Path, limits: tuple[int, int], force: bool
-) -> None:
-    """Write the batch, each file's name on stdout, what was written on stderr."""
-    from dices_cli.judge.batch import Limits, write_batch
-
-    written = write_batch(store, settings, path, Limits(*limits), force, (store.root,))
+def show_batch(written: Written) -> None:
+    """Each batch file's name on stdout, what was written on stderr."""
     for part in written.files:
         print(part.path)
     say(
@@ -417,87 +325,7 @@ def write_batch_files(
     )
 
 
-def submit_batch(
-    store: Store, settings: Settings, api_key: str | None, limits: tuple[int, int], poll: float
-) -> None:
-    """Send the batch (or pick up a stopped run's), wait for it, and read its results."""
-    from dices_cli.judge.batch import Limits
-    from dices_cli.judge.submit import submit
-
-    submitted = submit(store, settings, api_key, Limits(*limits), poll, say)
-    for batch in submitted.batches:
-        say(f"batch {batch['id']}: {batch['status']}")
-    show_read_back(submitted.read)
-
-
-def read_batch_results(
-    store: Store, settings: Settings, paths: list[Path], api_key: str | None
-) -> None:
-    """Read a batch's results into the cache, saying what they held."""
-    from dices_cli.judge.batch import read_results
-
-    show_read_back(read_results(store, settings, paths, api_key))
-
-
-def show_read_back(read: ReadBack) -> None:
-    from dices_cli.terminal_text import printable
-
-    say(
-        f"batch results: {read.answered} answers and {read.failed} failed requests cached, "
-        f"{read.already_cached} already cached, {read.problem_count} lines not results "
-        "of this run"
-    )
-    for problem in read.problems[:10]:
-        which = f" ({printable(problem.custom_id)})" if problem.custom_id else ""
-        say(f"  {printable(str(problem.path))} line {problem.line}{which}: {problem.problem}")
-    if read.problem_count > 10:
-        say(f"  ... and {read.problem_count - 10} more")
-
-
-def read_api_key(variable: str | None) -> str | None:
-    """The key from $OPENAI_API_KEY, or from the variable named; never shown."""
-    from dices_cli.errors import UsageError
-
-    key = os.environ.get(variable or API_KEY_VARIABLE) or None
-    if variable is not None and key is None:
-        raise UsageError(f"--api-key-env {variable}: that environment variable is not set")
-    if key is not None and (
-        not key.isascii() or any(not c.isprintable() or c.isspace() for c in key)
-    ):
-        raise UsageError(
-            f"the API key in ${variable or API_KEY_VARIABLE} has spaces, control or non-ASCII "
-            "characters, which an HTTP header cannot carry"
-        )
-    return key
-
-
-def read_item_ids(path: Path) -> tuple[str, ...]:
-    """Item ids from a file: one a line, or a CSV whose header names item_id."""
-    import csv
-
-    from dices_cli.errors import DicesError
-
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
-        raise DicesError(f"cannot read --items {path}: {reason}") from error
-    rows = [row for row in csv.reader(text.splitlines()) if any(c.strip() for c in row)]
-    if not rows:
-        raise DicesError(f"--items {path} holds no item ids")
-    header = [c.strip() for c in rows[0]]
-    if "item_id" in header:
-        column = header.index("item_id")
-        ids = [row[column].strip() for row in rows[1:] if len(row) > column]
-    else:
-        ids = [row[0].strip() for row in rows]
-    return tuple(dict.fromkeys(i for i in ids if i))
-
-
-def show_dry_run(store: Store, settings: Settings) -> None:
-    from dices_cli.judge.run import dry_run
-
-    planned = dry_run(store, settings)
+def show_dry_run(planned: DryRun, max_tokens: int) -> None:
     print(f"calls: {planned.calls}")
     print(f"cached: {planned.cached}")
     print(f"requests to make: {planned.to_ask}")
@@ -507,7 +335,7 @@ def show_dry_run(store: Store, settings: Settings) -> None:
         f"tokenizers split them, plus the chat format's): {planned.prompt_tokens}"
     )
     print(
-        f"answer tokens (at most: --max-tokens {settings.max_tokens} x "
+        f"answer tokens (at most: --max-tokens {max_tokens} x "
         f"{planned.to_ask} requests): {planned.completion_tokens}"
     )
     print(f"estimated tokens (prompt + answer): {planned.estimated_tokens}")
@@ -521,15 +349,33 @@ def show_dry_run(store: Store, settings: Settings) -> None:
 
 @contextlib.contextmanager
 def progress_shown() -> Iterator[Callable[[Progress], None] | None]:
-    """A progress bar on stderr when it is a terminal and -q is not given."""
-    from dices_cli.cli.render import is_quiet, stderr_console
+    """A progress bar on stderr when it is a terminal and -q is not given, drawn from the
+    run's first answer on (a dry run, a batch written or sent, shows none)."""
+    from dices_cli.cli.render import is_quiet
 
     if is_quiet() or not sys.stderr.isatty():
         yield None
         return
+    with contextlib.ExitStack() as stack:
+        bar: list[Callable[[Progress], None]] = []
+
+        def update(state: Progress) -> None:
+            if not bar:
+                bar.append(stack.enter_context(progress_bar()))
+            bar[0](state)
+
+        yield update
+
+
+@contextlib.contextmanager
+def progress_bar() -> Iterator[Callable[[Progress], None]]:
+    """The bar: done/total, the time left, the rate, the tokens, the cache hits and the
+    failed attempts."""
     import time
 
     import rich.progress as bars
+
+    from dices_cli.cli.render import stderr_console
 
     columns = (
         bars.TextColumn("judging"),
@@ -551,61 +397,6 @@ def progress_shown() -> Iterator[Callable[[Progress], None] | None]:
             bar.update(task, total=state.total, completed=state.done, info=info)
 
         yield update
-
-
-def report_counts(outcome: Outcome) -> None:
-    counts = outcome.counts
-    say(
-        f"judged {counts['items']} conversations: {counts['calls']} calls, "
-        f"{counts.get('requests', 0)} asked, {counts.get('cache_hits', 0)} from the cache, "
-        f"{counts.get('failed_attempts', 0)} failed attempts retried, "
-        f"{counts.get('tokens', 0):,} tokens"
-    )
-    if counts.get("unreadable_logprobs"):
-        say(
-            f"warning: {counts['unreadable_logprobs']} answers came with logprobs that are not "
-            "log probabilities (NaN, above 0, text): they have no score (dices sql "
-            '"SELECT answer, error FROM judge_calls WHERE ok AND error IS NOT NULL")'
-        )
-    if counts.get("unreadable"):
-        say(
-            f"warning: {counts['unreadable']} answers could not be read (kept raw in the cache: "
-            'dices sql "SELECT * FROM judge_calls WHERE ok AND verdict IS NULL"); '
-            f"{counts['without_prediction']} conversations have no prediction"
-        )
-
-
-def check_manifest(output: Path, force: bool, inputs: list[Path]) -> None:
-    """Refuse, before the work, a manifest path that exists (without --force) or is a
-    symbolic link (ever: its target would be written)."""
-    from dices_cli.errors import DicesError
-    from dices_cli.judge.run import manifest_path
-    from dices_cli.output import check_output
-
-    manifest = manifest_path(output)
-    if manifest.is_symlink():
-        raise DicesError(
-            f"{manifest} is a symbolic link; dices does not write through one: remove it"
-        )
-    if manifest.exists() and not manifest.is_file():
-        raise DicesError(f"{manifest} exists and is not a file; remove it or choose another -o")
-    check_output(manifest, force, inputs)
-
-
-def write_manifest(output: Path, outcome: Outcome, inputs: list[Path], force: bool) -> None:
-    from dices_cli.judge.run import manifest_path
-    from dices_cli.output import open_output
-
-    check_manifest(output, force, inputs)  # again: it may have appeared during the run
-    manifest = manifest_path(output)
-    with open_output(manifest, force=force, inputs=inputs) as handle:
-        handle.write(json.dumps(outcome.manifest, indent=2, ensure_ascii=False).encode() + b"\n")
-
-
-def evaluate_written(output: Path, dataset: str, data: Path | None) -> None:
-    from dices_cli.cli.commands.evaluate import evaluate
-
-    evaluate(str(output), dataset=dataset, data=data)
 
 
 def register(app: typer.Typer) -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from dices_cli.raters.audit import ColumnAudit, DatasetAudit
     from dices_cli.raters.quality import RaterFilter, RaterQuality
+    from dices_cli.runs.raters import RaterFilterRun
     from dices_cli.shape import Shape
 
 
@@ -117,51 +118,48 @@ def filter_raters(
         dices filter-raters -d 350 --audit --format json
     """
     from dices_cli.cli.commands.options import dices_only
-
-    dices_only(dataset, "dices filter-raters")
-    from dices_cli.cli.focus import Focus
-    from dices_cli.raters.audit import audit_table
-    from dices_cli.raters.quality import RaterFilter, quality_table, write_filtered
+    from dices_cli.runs.common import data_store
     from dices_cli.runs.raters import run_rater_filter
     from dices_cli.shape import Shape
-    from dices_cli.store.datasets import Store, resolve_data_dir
 
+    dices_only(dataset, "dices filter-raters")
     shape = Shape.parse(keep_columns, sort, limit)
     _check_combination(explain, ids_only, audit_only, write, force, fmt, output)
     if ids_only:
         _shaped_ids([], shape)  # a column other than rater_id is refused before the work
-    rule = RaterFilter(min_quality=min_quality, preset=preset)
-    store = Store(resolve_data_dir(data))
-    if write is not None:
-        _check_write_dir(write)
+    store = data_store(data)
     # Before --write writes anything. Plain ids are the same in any format.
     requested = Format.CSV if ids_only else fmt or (Format.JSON if audit_only else None)
     out = Output.build(requested, output, force, [store.root])
-    run = run_rater_filter(store, dataset, min_quality, preset)
-    raters, kept, audits = run.raters, run.kept, run.audits
-    written = [] if write is None else write_filtered(store, Store(write), raters, rule, force)
-    _report(audits, rule, full=audit_only, raters=raters)
-    for stored in written:
+    run = run_rater_filter(store, dataset, min_quality, preset, write=write, force=force)
+    _report(run.audits, run.rule, full=audit_only, raters=run.raters)
+    for stored in run.written:
         counts = stored.manifest["counts"]
         say(
             f"wrote DICES-{stored.name}: {counts['raters']:,} raters, "
             f"{counts['ratings']:,} ratings -> {write} (use --data {write})"
         )
     if ids_only:
-        _write_ids([r.rater_id for r in raters if r.key in kept], shape, out)
+        _write_ids(run.kept_ids, shape, out)
     elif audit_only:
-        show_shaped(audit_table(audits, rule.description), shape, out)
-    elif write is None or fmt is not None or output is not None:
-        table = quality_table(raters, rule, explain)
-        answer = (*QUALITY_ANSWER, *(["explanation"] if explain else []))
-        show_shaped(table, shape, out, "Rater quality", focus=Focus(answer=answer))
+        show_shaped(run.audit_table(), shape, out)
+    elif write is None or (fmt, output) != (None, None):  # --write: the table when asked
+        _show_quality(run, explain, shape, out)
+
+
+def _show_quality(run: RaterFilterRun, explain: bool, shape: Shape, out: Output) -> None:
+    """The rater table, keeping its answer (and the explanation asked for) on screen."""
+    from dices_cli.cli.focus import Focus
+
+    answer = (*QUALITY_ANSWER, *(["explanation"] if explain else []))
+    show_shaped(run.quality(explain), shape, out, "Rater quality", focus=Focus(answer=answer))
 
 
 # The columns that answer "which raters are good": kept on a narrow screen with the ids.
 QUALITY_ANSWER = ("score", "kept")
 
 
-def _shaped_ids(ids: list[object], shape: Shape) -> list[object]:
+def _shaped_ids(ids: Sequence[object], shape: Shape) -> list[object]:
     """`ids` in `shape`, as a result whose one column is rater_id."""
     from dices_cli.output import collect, table_from_rows
     from dices_cli.shape import apply
@@ -170,25 +168,11 @@ def _shaped_ids(ids: list[object], shape: Shape) -> list[object]:
     return [row[0] for row in collect(apply(table, shape)).rows]
 
 
-def _write_ids(ids: list[object], shape: Shape, out: Output) -> None:
+def _write_ids(ids: Sequence[object], shape: Shape, out: Output) -> None:
     """The kept rater ids, one a line, in `shape`."""
     lines = "".join(f"{rater_id}\n" for rater_id in _shaped_ids(ids, shape))
     with out.open() as handle:
         handle.write(lines.encode("utf-8"))
-
-
-def _check_write_dir(write: Path) -> None:
-    """--write DIR is a data directory of its own: never inside another's `.store` or
-    dataset folder (DIR/350), where the next `ingest --force` deleted it without a word."""
-    from dices_cli.errors import UsageError
-    from dices_cli.output import enclosing_data_dir
-
-    enclosing = enclosing_data_dir(write)
-    if enclosing is not None:
-        raise UsageError(
-            f"--write {write} is inside the data directory {enclosing}; give a directory of "
-            f"its own, outside it (such as {enclosing.name}-filtered next to it)"
-        )
 
 
 def _check_combination(
@@ -200,16 +184,24 @@ def _check_combination(
     fmt: Format | None,
     output: Path | None = None,
 ) -> None:
+    """The options that do not go together, as usage errors."""
     from dices_cli.errors import UsageError
 
-    if ids_only and (explain or audit_only or fmt is not None):
+    if ids_only and any((explain, audit_only, fmt is not None)):
         raise UsageError("--ids-only prints plain ids; leave out --explain, --audit and --format")
-    if audit_only and explain:
-        raise UsageError("--explain adds to the rater table, which --audit replaces")
-    if audit_only and fmt not in (None, Format.JSON, Format.JSONL):
-        raise UsageError("the audit is nested records: use --format json or jsonl with --audit")
-    if force and write is None and output is None:
+    if audit_only:
+        _check_audit_options(explain, fmt)
+    if force and (write, output) == (None, None):
         raise UsageError("--force only applies with --write DIR or -o FILE")
+
+
+def _check_audit_options(explain: bool, fmt: Format | None) -> None:
+    from dices_cli.errors import UsageError
+
+    if explain:
+        raise UsageError("--explain adds to the rater table, which --audit replaces")
+    if fmt not in (None, Format.JSON, Format.JSONL):
+        raise UsageError("the audit is nested records: use --format json or jsonl with --audit")
 
 
 def _p(value: float) -> str:
@@ -239,43 +231,53 @@ def _report(
     """The audit for a person on stderr: a summary, or with `full` every line of it."""
     say(f"filter: removes {rule.description}")
     for a in audits:
-        say(
-            f"DICES-{a.dataset}: kept {a.raters_kept:,} of {a.raters:,} raters "
-            f"({a.raters_removed:,} removed) and {a.ratings_kept:,} of {a.ratings:,} ratings"
-        )
-        scored = [r for r in raters if r.dataset == a.dataset]
-        if scored:
-            say(signals_line(scored, a.raters_removed == 0))
-        caveat = " (a list from one public source, unverified)" if a.dataset == "990" else ""
-        say(
-            f"  vs the {a.published} raters the DICES authors removed{caveat}: "
-            f"{a.removed_and_published} removed here too (recall {_share(a.recall)}, "
-            f"precision {_share(a.precision)})"
-        )
-        if full:
-            for column in a.columns:
-                say(_column_line(column))
-        for column in a.columns:
-            if column.depends_on_group:
-                assert column.p_value is not None
-                say(
-                    f"  warning: removal is not independent of {column.column} "
-                    f"({column.test} exact p = {_p(column.p_value)} < 0.05): "
-                    f"the filter changes the pool's {column.column} mix"
-                )
-        if full:
-            say(
-                f"  conversations: {a.plurality_changed} of {a.conversations} change their "
-                f"plurality label; mean total-variation distance {a.mean_tvd or 0:.4f} "
-                f"(largest {a.max_tvd or 0:.4f})"
-            )
-        if a.conversations_without_ratings:
-            say(
-                f"  warning: {a.conversations_without_ratings} conversations are left "
-                "without ratings (not counted above)"
-            )
+        for line in _audit_lines(a, [r for r in raters if r.dataset == a.dataset], full):
+            say(line)
     if not full:
         say("(--audit prints the whole audit)")
+
+
+def _audit_lines(a: DatasetAudit, scored: Sequence[RaterQuality], full: bool) -> list[str]:
+    """One dataset's audit: what was kept, the signals scored, the authors' list, and, with
+    `full`, each column's removals and the conversations that change."""
+    lines = [
+        f"DICES-{a.dataset}: kept {a.raters_kept:,} of {a.raters:,} raters "
+        f"({a.raters_removed:,} removed) and {a.ratings_kept:,} of {a.ratings:,} ratings"
+    ]
+    if scored:
+        lines.append(signals_line(scored, a.raters_removed == 0))
+    caveat = " (a list from one public source, unverified)" if a.dataset == "990" else ""
+    lines.append(
+        f"  vs the {a.published} raters the DICES authors removed{caveat}: "
+        f"{a.removed_and_published} removed here too (recall {_share(a.recall)}, "
+        f"precision {_share(a.precision)})"
+    )
+    lines += [_column_line(column) for column in a.columns if full]
+    lines += [_dependence_line(column) for column in a.columns if column.depends_on_group]
+    lines += [_changed_line(a)] if full else []
+    if a.conversations_without_ratings:
+        lines.append(
+            f"  warning: {a.conversations_without_ratings} conversations are left "
+            "without ratings (not counted above)"
+        )
+    return lines
+
+
+def _changed_line(a: DatasetAudit) -> str:
+    return (
+        f"  conversations: {a.plurality_changed} of {a.conversations} change their "
+        f"plurality label; mean total-variation distance {a.mean_tvd or 0:.4f} "
+        f"(largest {a.max_tvd or 0:.4f})"
+    )
+
+
+def _dependence_line(column: ColumnAudit) -> str:
+    assert column.p_value is not None
+    return (
+        f"  warning: removal is not independent of {column.column} "
+        f"({column.test} exact p = {_p(column.p_value)} < 0.05): "
+        f"the filter changes the pool's {column.column} mix"
+    )
 
 
 # What a quality signal needs from the data, said when a dataset lacks it for every rater.

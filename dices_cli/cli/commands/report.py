@@ -10,7 +10,6 @@ import typer
 
 from dices_cli.cli.commands.options import (
     DataDir,
-    DatasetOption,
     ExcludeRemoved,
     Force,
     MinQuality,
@@ -21,11 +20,22 @@ from dices_cli.cli.commands.options import (
     registered,
 )
 from dices_cli.cli.render import say
-from dices_cli.families import grouped_members
+from dices_cli.families import coded_members, grouped_members
 from dices_cli.report import BOOTSTRAP, PERMUTATIONS
 
 if TYPE_CHECKING:
     from dices_cli.runs.report import Recorded
+
+ReportDataset = Annotated[
+    str,
+    typer.Option(
+        "--dataset",
+        "-d",
+        help="Which ingested dataset(s) to report on: DICES's "
+        f"({', '.join(('all', *grouped_members()))}), or a declared dataset's name (dices info "
+        "lists them) for the report over its labels and rater attributes.",
+    ),
+]
 
 
 def report(
@@ -35,7 +45,7 @@ def report(
             "--output", "-o", help="The HTML file to write.", dir_okay=False, show_default=False
         ),
     ],
-    dataset: DatasetOption = "all",
+    dataset: ReportDataset = "all",
     by: Annotated[
         list[str] | None,
         typer.Option(
@@ -156,6 +166,8 @@ def report(
         dices report -d 350 --exclude-removed -o dices350.html
 
         dices report --by rater_gender --predictions judge.csv -o judge.html
+
+        dices report -d popquorn_offensiveness --by race --by gender -o popquorn.html
     """
     from dices_cli.cli.commands.evaluate import one_means_hinted
     from dices_cli.cli.commands.wording import flag
@@ -163,7 +175,8 @@ def report(
     from dices_cli.runs.report import run_report
     from dices_cli.store.datasets import Store, resolve_data_dir
 
-    dices_only(dataset, "dices report")
+    if dataset in coded_members():
+        dices_only(dataset, "dices report")
     if predictions == "-" and raters == "-":
         raise UsageError("only one of --predictions and --raters can be - (stdin)")
     chosen = ["--exclude-removed"] if exclude_removed else []

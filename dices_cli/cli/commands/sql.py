@@ -112,41 +112,44 @@ def sql(
 
         dices sql -d prosocial "SELECT source, count(*) FROM items GROUP BY 1 ORDER BY 1"
     """
-    from dices_cli.errors import UsageError
-    from dices_cli.families import FAMILIES, all_members
+    from dices_cli.families import FAMILIES
     from dices_cli.output import SMALL_CELLS, TEXT_FORMATS, Output
-    from dices_cli.queries.family import session_for
-    from dices_cli.queries.sandbox import add_tables, read_table, run_sql, user_tables
-    from dices_cli.raters.selection import resolve
-    from dices_cli.runs.common import check_choice
+    from dices_cli.runs.common import data_store
+    from dices_cli.runs.sql import run_sql
     from dices_cli.shape import Shape
-    from dices_cli.store.datasets import Store, resolve_data_dir
 
-    if dataset in FAMILIES:
+    if dataset in FAMILIES:  # the library's refusal, before --raters FILE is read
         no_rater_selection(FAMILIES[dataset], exclude_removed, raters, min_quality)
-    if (statement is None) == (not schema):
-        raise UsageError("give either one SELECT statement or --schema")
     shape = Shape.parse(keep_columns, sort, limit)
-    tables = user_tables(table or [])
-    inputs = read_paths(data, raters) + [Path(f) for f in tables.values() if f != "-"]
+    tables = [_table(spec) for spec in table or []]
+    inputs = read_paths(data, raters) + [Path(f) for _, f in tables if f != "-"]
     written = Output.build(fmt, output, force, inputs)  # -o FILE checked before the work
-    store = Store(resolve_data_dir(data))  # registers the datasets declared there
-    check_choice("dataset", dataset, ("all", *all_members()))
-    selection = (
-        None
-        if dataset in FAMILIES
-        else resolve(store, dataset, rater_selection(exclude_removed, raters, min_quality))
-    )
-    if statement is None:
-        loaded = {name: read_table(name, given) for name, given in tables.items()}
-        session = session_for(store, dataset, selection)
-        add_tables(session, loaded)
-        show_shaped(session.schema(), shape, written, "sql")
-        return
+    store = data_store(data)  # registers the datasets declared there
+    selection = rater_selection(exclude_removed, raters, min_quality)
     # A small answer to a text format is written through Python: Arrow is not loaded.
     small = SMALL_CELLS if written.format in TEXT_FORMATS else None
-    with run_sql(store, dataset, statement, selection, timeout, tables, small, _end) as result:
+    with run_sql(
+        store,
+        statement,
+        dataset,
+        selection,
+        schema=schema,
+        tables=tables,
+        timeout=timeout,
+        small_cells=small,
+        stuck=_end,
+    ) as result:
         show_shaped(result, shape, written, "sql")
+
+
+def _table(spec: str) -> tuple[str, str]:
+    """--table NAME=FILE as (NAME, FILE)."""
+    from dices_cli.errors import UsageError
+
+    name, equals, given = spec.partition("=")
+    if not equals or not given:
+        raise UsageError(f"give a table as NAME=FILE, not {spec!r}")
+    return name, given
 
 
 def _end(error: DicesError) -> NoReturn:

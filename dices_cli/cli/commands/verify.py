@@ -27,25 +27,23 @@ def verify(data: DataDir = None) -> None:
 
         dices verify --data ~/dices
     """
-    from dices_cli.store.datasets import Store, resolve_data_dir
+    from dices_cli.runs.common import data_store
 
-    if not report_damage(Store(resolve_data_dir(data))):
+    if not report_damage(data_store(data)):
         raise typer.Exit(1)
 
 
 def report_damage(store: Store) -> bool:
     """Verify every ingested dataset and say how each one is; True when all are intact."""
-    from dices_cli.store.datasets import verify as verify_store
+    from dices_cli.runs.info import run_verify
 
-    intact = True
-    for stored, problems in verify_store(store):
-        for problem in problems:
+    checks = run_verify(store)
+    for check in checks:
+        for problem in check.problems:
             say(f"Error: {worded(problem)}")
-        if not problems:
-            files = len(stored.manifest["files"])
-            say(f"{stored.title}: ok, {files} files match their SHA-256 in {stored.path}")
-        intact = intact and not problems
-    return intact
+        if not check.problems:
+            say(f"{check.title}: ok, {check.files} files match their SHA-256 in {check.path}")
+    return not any(check.problems for check in checks)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -25,11 +27,18 @@ ITEM_SEPARATOR = "-"  # joins the columns of an item key of several ("train-12")
 
 @dataclass
 class Built:
-    """The tables, and what a manifest and a rejects file need."""
+    """The tables (a frame, or a Parquet file written already), and what a manifest and a
+    rejects file need."""
 
-    tables: dict[str, pl.DataFrame]
+    tables: dict[str, pl.DataFrame | Path]
     missing: dict[str, int]  # label -> ratings whose value is a missing code or empty
     rejected: dict[int, set[int]] = field(default_factory=dict)  # file index -> ROWs
+    written: dict[str, int] = field(default_factory=dict)  # a table's file -> its rows
+
+    def height(self, table: str) -> int:
+        """The rows of `table`."""
+        frame = self.tables[table]
+        return frame.height if isinstance(frame, pl.DataFrame) else self.written[table]
 
 
 def build(declared: DatasetDeclaration, files: Sequence[ReadFile]) -> Built:
@@ -60,14 +69,7 @@ def build(declared: DatasetDeclaration, files: Sequence[ReadFile]) -> Built:
     items = _entities(
         item_parts, ITEM, ProblemType.INCONSISTENT_CONVERSATION, "item", rejected, files
     )
-    for label, scale in declared.scales.items():
-        if scale.positive and label in ratings.columns:
-            ratings = ratings.with_columns(
-                pl.col(label).is_in(list(scale.positive)).alias(f"{label}_positive")
-            )
-    ordered = [ITEM, RATER, *declared.labels]
-    ordered += [f"{n}_positive" for n in declared.labels if f"{n}_positive" in ratings.columns]
-    ratings = ratings.select(*ordered, *[c for c in ratings.columns if c not in ordered])
+    ratings = with_positive(ratings, declared)
     return Built({"items": items, "raters": raters, "ratings": ratings}, missing, rejected)
 
 
@@ -113,39 +115,65 @@ def _labels(
     bad: set[int] = set()
     for label, source in one.spec.labels.items():
         scale = scales[label]
-        raw = frame[source].str.strip_chars()
-        text_codes = [str(m) for m in scale.missing if isinstance(m, str)]
-        absent = raw.is_null() | (raw == "") | raw.is_in(text_codes)
-        if scale.numeric:
-            number = raw.cast(pl.Float64, strict=False)
-            number_codes = [float(m) for m in scale.missing if not isinstance(m, str)]
-            absent |= number.is_in(number_codes).fill_null(False)
-            known = number.is_in([float(v) for v in scale.values]).fill_null(False)
-            value = pl.Series(label, number).set(absent, None)
-            value = value.cast(pl.Int64 if scale.integral else pl.Float64, strict=False)
-        else:
-            known = raw.is_in([str(v) for v in scale.values]).fill_null(False)
-            value = (
-                raw.set(absent, None)
-                .cast(pl.Enum([str(v) for v in scale.values]), strict=False)
-                .alias(label)
-            )
-        outside = ~known & ~absent
-        rows = frame.filter(outside)[ROW].to_list()
+        value, absent, outside = label_read(source, label, scale)
+        read = frame.select(
+            ROW,
+            value,
+            absent.alias("_absent"),
+            outside.alias("_outside"),
+            pl.col(source).str.strip_chars().alias("_raw"),
+        )
+        wrong = read.filter("_outside")
+        rows = wrong[ROW].to_list()
         shown = ", ".join(map(str, scale.values))
-        values = raw.filter(outside).to_list()
         _add(
             one,
             rows,
             ProblemType.NOT_IN_ENUM,
             source,
-            values,
+            wrong["_raw"].to_list(),
             f"{label} is not one of its scale's values ({shortened(shown)})",
         )
         bad.update(rows)
-        missing[label] += int(absent.sum())
-        columns.append(value.alias(label))
+        missing[label] += int(read["_absent"].sum())
+        columns.append(read[label])
     return columns, bad
+
+
+def label_read(source: str, label: str, scale: Scale) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """How column `source` is read as `label` on its scale: the stored value (named
+    `label`), whether the cell is absent (empty or a missing code) and whether it is
+    outside the scale."""
+    raw = pl.col(source).str.strip_chars()
+    text_codes = [str(m) for m in scale.missing if isinstance(m, str)]
+    absent = raw.is_null() | (raw == "") | raw.is_in(text_codes)
+    if scale.numeric:
+        number = raw.cast(pl.Float64, strict=False)
+        number_codes = [float(m) for m in scale.missing if not isinstance(m, str)]
+        absent = absent | number.is_in(number_codes).fill_null(False)
+        known = number.is_in([float(v) for v in scale.values]).fill_null(False)
+        dtype: pl.DataType = pl.Int64() if scale.integral else pl.Float64()
+        value = pl.when(absent).then(None).otherwise(number).cast(dtype, strict=False)
+    else:
+        known = raw.is_in([str(v) for v in scale.values]).fill_null(False)
+        named = pl.Enum([str(v) for v in scale.values])
+        value = pl.when(absent).then(None).otherwise(raw).cast(named, strict=False)
+    return value.alias(label), absent, ~known & ~absent
+
+
+def with_positive(ratings: pl.DataFrame | pl.LazyFrame, declared: DatasetDeclaration) -> Any:
+    """`ratings` with LABEL_positive for each label whose scale declares a positive class,
+    in the stored order: item, rater, labels, their positives, then the rest."""
+    columns = ratings.collect_schema().names()
+    for label, scale in declared.scales.items():
+        if scale.positive and label in columns:
+            fractional = scale.numeric and not scale.integral
+            positive = [float(v) if fractional else v for v in scale.positive]
+            ratings = ratings.with_columns(pl.col(label).is_in(positive).alias(f"{label}_positive"))
+            columns.append(f"{label}_positive")
+    ordered = [ITEM, RATER, *declared.labels]
+    ordered += [f"{n}_positive" for n in declared.labels if f"{n}_positive" in columns]
+    return ratings.select(*ordered, *[c for c in columns if c not in ordered])
 
 
 def _ratings(

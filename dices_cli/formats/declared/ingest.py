@@ -4,20 +4,27 @@ raters, ratings, manifest)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from dices_cli.errors import InvalidInputError, UsageError
+import polars as pl
+
+from dices_cli.errors import DicesError, InvalidInputError, UsageError
 from dices_cli.families.declaration import DatasetDeclaration, FileSpec
 from dices_cli.families.registered import BUILT_IN, USER_FOLDER, recogniser
 from dices_cli.formats.declared.build import Built, build
 from dices_cli.formats.declared.read import ROW, ReadFile, read_file
+from dices_cli.formats.declared.stream import stream, streamable
 from dices_cli.formats.ingest import IngestRequest, IngestResult, rejects_file, write_rejects
 from dices_cli.formats.validate import ValidateRequest
 from dices_cli.problems import Problem, ProblemType, Report
 from dices_cli.read.source import Source
+from dices_cli.store.datasets import Store
+
+SCRATCH_PREFIX = ".scratch-"  # a folder of an ingest under way in the data directory
 
 
 def ingest_declared(request: IngestRequest) -> list[IngestResult]:
@@ -27,9 +34,13 @@ def ingest_declared(request: IngestRequest) -> list[IngestResult]:
     assert family is not None and family.declared is not None
     declared = family.declared
     request.progress(f"reading {declared.title}", 0.1)
-    files = read_all(declared, request.sources, request.firsts)
-    built = build(declared, files)
-    _count_rejected(files, built)
+    with _read_and_built(declared, request) as (files, built):
+        return _store(request, declared, files, built)
+
+
+def _store(
+    request: IngestRequest, declared: DatasetDeclaration, files: list[ReadFile], built: Built
+) -> list[IngestResult]:
     invalid = [one.report for one in files if not one.report.ok]
     if invalid and request.rejects is None:
         raise InvalidInputError(
@@ -37,7 +48,7 @@ def ingest_declared(request: IngestRequest) -> list[IngestResult]:
             "written",
             invalid[0],
         )
-    if built.tables["ratings"].is_empty():
+    if built.height("ratings") == 0:
         report = files[0].report
         report.add([Problem(ProblemType.NO_ROWS, None, None, None, "no rating could be read")])
         raise InvalidInputError(f"{report.path}: no rating was read; nothing was written", report)
@@ -84,6 +95,48 @@ def validate_declared(request: ValidateRequest) -> Report:
     built = build(declared, files)
     _count_rejected(files, built)
     return files[0].report
+
+
+@contextlib.contextmanager
+def _read_and_built(
+    declared: DatasetDeclaration, request: IngestRequest
+) -> Iterator[tuple[list[ReadFile], Built]]:
+    """The files of `request` read and their tables built: one long CSV of ratings in one
+    streaming pass (`stream`), its ratings written to a folder beside the store (kept
+    until the tables are stored); else, or when a record needs a problem, read whole."""
+    with contextlib.ExitStack() as scratch:
+        if len(request.sources) == 1:
+            source = request.sources[0]
+            spec = spec_of(declared, source.display_name, request.firsts[0])
+            fmt = spec.format_of(source.display_name)
+            if streamable(spec, fmt):
+                folder = scratch.enter_context(_scratch(request.store))
+                streamed = stream(declared, spec, source, fmt, folder)
+                source.check_unchanged()
+                if streamed is not None:
+                    built, records = streamed
+                    report = Report(source.name, declared.name)
+                    report.rows_read = records
+                    yield [ReadFile(source, spec, pl.DataFrame(), report)], built
+                    return
+        files = read_all(declared, request.sources, request.firsts)
+        built = build(declared, files)
+        _count_rejected(files, built)
+        yield files, built
+
+
+@contextlib.contextmanager
+def _scratch(store: Store) -> Iterator[Path]:
+    """A private folder in the data directory (so that its files move into the store by a
+    rename), removed after."""
+    import tempfile
+
+    try:
+        store.root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=store.root) as folder:
+            yield Path(folder)
+    except OSError as error:
+        raise DicesError(f"cannot write to {store.root}: {error.strerror or error}") from error
 
 
 def read_all(
@@ -184,8 +237,6 @@ def manifest(
                 "rows_rejected": one.report.rows_rejected,
             }
         )
-    tables = built.tables
-    ratings = tables["ratings"]
     return {
         "dataset": declared.name,
         "title": declared.title,
@@ -197,9 +248,9 @@ def manifest(
             "rejected": sum(one.report.rows_rejected for one in files),
         },
         "counts": {
-            "items": tables["items"].height,
-            "raters": tables["raters"].height,
-            "ratings": ratings.height,
+            "items": built.height("items"),
+            "raters": built.height("raters"),
+            "ratings": built.height("ratings"),
         },
         "missing": built.missing,
         "published": declared.published,

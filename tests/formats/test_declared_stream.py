@@ -1,0 +1,181 @@
+"""A long CSV of ratings stored in one streaming pass (dices_cli.formats.declared.stream):
+the same tables as the file read whole, and the whole read whenever a record needs a
+problem or a warning."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from dices_cli.errors import InvalidInputError
+from dices_cli.families import FAMILIES
+from dices_cli.families.declaration import DatasetDeclaration, read_declaration
+from dices_cli.formats.declared.build import build
+from dices_cli.formats.declared.ingest import SCRATCH_PREFIX, read_all
+from dices_cli.formats.declared.stream import RATINGS_FILE, stream
+from dices_cli.formats.ingest import ingest
+from dices_cli.read.source import open_source
+from dices_cli.store.datasets import Store
+
+# Two-column item keys, a named scale and a numeric one with missing codes, an answer, a
+# rater whose first row has no age (the next gives it), numeric attributes (stored as
+# numbers), spaces around keys, and the split from the file's name.
+HEADER = "corpus,item,rater,text,words,harm,score,why,gender,age"
+ROWS = [
+    "a,1,r1,hello,2,yes,3,rude,woman,",
+    "a,1, r2 ,hello,2,no,-1,,man,31",
+    "a,2,r1,bye,1,unsure,4.5,,woman,24",
+    "b,1,r2,hm,1,,2,,man,31",
+    "b,1,r3,hm,1,no,1,x,,58",
+    "a,2,r3,bye,1,yes,NA,,nonbinary,58",
+]
+DECLARATION = """
+[[dataset]]
+name = "streamy"
+title = "Streamy"
+[[dataset.file]]
+role = "ratings"
+item = ["corpus", "item"]
+rater = "rater"
+labels = ["harm", "score"]
+text = ["text"]
+item_attributes = ["words"]
+rater_attributes = ["gender", "age"]
+answers = ["why"]
+from_name = { split = "_(\\\\w+)\\\\." }
+[dataset.scales.harm]
+kind = "nominal"
+values = ["no", "unsure", "yes"]
+positive = ["yes"]
+[dataset.scales.score]
+kind = "ordinal"
+values = [1, 2, 3, 4, 4.5, 5]
+missing = [-1, "NA"]
+positive = [4, 4.5, 5]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _registry_as_it_was() -> Iterator[None]:
+    before = set(FAMILIES)
+    yield
+    for name in set(FAMILIES) - before:
+        FAMILIES.pop(name)
+
+
+def declared(tmp_path: Path) -> tuple[Path, DatasetDeclaration]:
+    path = tmp_path / "streamy.toml"
+    path.write_text(DECLARATION, encoding="utf-8")
+    (one,) = read_declaration(path)
+    return path, one
+
+
+def write(tmp_path: Path, rows: list[str], separator: str = ",", name: str = "x_train") -> Path:
+    suffix = "tsv" if separator == "\t" else "csv"
+    path = tmp_path / f"{name}.{suffix}"
+    lines = [HEADER, *rows]
+    path.write_text("\n".join(line.replace(",", separator) for line in lines) + "\n")
+    return path
+
+
+def whole(declaration: DatasetDeclaration, path: Path) -> dict[str, pl.DataFrame]:
+    """The tables of `path` read whole (`read_all`, `build`)."""
+    with open_source(path) as source:
+        files = read_all(declaration, [source], [source.read(4096)])
+        tables = build(declaration, files).tables
+    return {name: frame for name, frame in tables.items() if isinstance(frame, pl.DataFrame)}
+
+
+@pytest.mark.parametrize("separator", [",", "\t"])
+def test_one_pass_stores_what_the_whole_read_builds(tmp_path: Path, separator: str) -> None:
+    path, declaration = declared(tmp_path)
+    data = write(tmp_path, ROWS, separator)
+    expected = whole(declaration, data)
+    store = Store(tmp_path / "data")
+    (result,) = ingest([data], store, declaration=path)
+    version = store.open("streamy")
+    for table in ("items", "raters", "ratings"):
+        assert_frame_equal(version.read(table), expected[table])
+    assert version.read("raters").rows() == [
+        ("r1", "woman", 24),
+        ("r2", "man", 31),
+        ("r3", "nonbinary", 58),
+    ]
+    assert version.read("items").rows() == [
+        ("a-1", "hello", 2),
+        ("a-2", "bye", 1),
+        ("b-1", "hm", 1),
+    ]
+    manifest = result.stored.manifest
+    assert manifest["counts"] == {"items": 3, "raters": 3, "ratings": 6}
+    assert manifest["missing"] == {"harm": 1, "score": 2}
+    assert manifest["rows"] == {"read": 6, "rejected": 0}
+    assert not list(store.root.glob(f"{SCRATCH_PREFIX}*"))
+
+
+def test_the_pass_writes_the_ratings_and_counts_the_records(tmp_path: Path) -> None:
+    _, declaration = declared(tmp_path)
+    data = write(tmp_path, ROWS)
+    with open_source(data) as source:
+        streamed = stream(declaration, declaration.files[0], source, "csv", tmp_path)
+    assert streamed is not None
+    built, records = streamed
+    assert records == 6
+    assert built.tables["ratings"] == tmp_path / RATINGS_FILE
+    ratings = pl.read_parquet(tmp_path / RATINGS_FILE)
+    assert ratings.columns == [
+        "item_id",
+        "rater_id",
+        "harm",
+        "score",
+        "harm_positive",
+        "score_positive",
+        "why",
+    ]
+    assert ratings["score"].to_list() == [3.0, None, 4.5, 2.0, 1.0, None]
+    assert ratings["harm_positive"].to_list() == [True, False, False, None, False, True]
+
+
+# Each breaks one rule the whole read reports on a record: the pass keeps nothing.
+BROKEN = {
+    "a label outside its scale": ([*ROWS[:2], "a,2,r1,bye,1,maybe,3,,woman,24"], "not-in-enum"),
+    "a row without its rater": ([*ROWS[:2], "a,2,,bye,1,no,3,,woman,24"], "missing-value"),
+    "a second rating by a rater": ([*ROWS[:2], "a,1,r1,hello,2,no,3,,woman,"], "duplicate-rating"),
+    "a rater's attribute changing": (
+        [*ROWS[:2], "a,2,r1,bye,1,no,3,,man,24"],
+        "inconsistent-rater",
+    ),
+    "an item's text changing": (
+        [*ROWS[:2], "a,1,r3,other,2,no,3,,man,24"],
+        "inconsistent-conversation",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_record_that_needs_a_problem_is_left_to_the_whole_read(tmp_path: Path, case: str) -> None:
+    rows, problem = BROKEN[case]
+    path, declaration = declared(tmp_path)
+    data = write(tmp_path, rows)
+    with open_source(data) as source:
+        assert stream(declaration, declaration.files[0], source, "csv", tmp_path) is None
+    assert not (tmp_path / RATINGS_FILE).exists()
+    store = Store(tmp_path / "data")
+    try:
+        (result,) = ingest([data], store, declaration=path)
+        kinds = [p.type for p in result.report.problems]
+    except InvalidInputError as error:
+        kinds = [p.type for p in error.report.problems]
+    assert kinds == [problem]
+
+
+def test_a_file_without_a_declared_column_is_left_to_the_whole_read(tmp_path: Path) -> None:
+    _, declaration = declared(tmp_path)
+    data = tmp_path / "x_train.csv"
+    data.write_text("corpus,item,rater\na,1,r1\n")
+    with open_source(data) as source:
+        assert stream(declaration, declaration.files[0], source, "csv", tmp_path) is None
