@@ -52,6 +52,10 @@ def cell_text(value: object) -> str:
         return f"{value:.{TABLE_DECIMALS}f}"
     if isinstance(value, list | tuple | dict):  # as JSON, the way CSV writes it
         return printable(text_cell(value))
+    if isinstance(value, bytes):  # a BLOB, as DuckDB writes it: `\xAA` for a byte
+        from dices_cli.output import blob_text
+
+        return blob_text(value)
     return printable(str(value).translate(_LINE_BREAKS).strip())
 
 

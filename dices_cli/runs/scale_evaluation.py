@@ -23,11 +23,13 @@ def run_scale_evaluation(
     label: str | None = None,
     by: Sequence[str] = (),
     dices_only: Mapping[str, bool] | None = None,
+    raters_chosen: bool = False,
 ) -> Table:
     """Score `predictions` (a file, "-" for stdin) of `label` (the declaration's first when
     None) of the declared `dataset` against its raters, for the pool and each group of the
     `by` rater attributes (`dices_cli.evaluate.scale_evaluation`). `dices_only`: each DICES
-    option and whether it was given; one given is a usage error."""
+    option and whether it was given; one given is a usage error, as is `raters_chosen` (a
+    rater selection: DICES's)."""
     from dices_cli.evaluate.scale_evaluation import chosen_label, evaluate_scale
     from dices_cli.evaluate.scale_predictions import read_scale_predictions
     from dices_cli.families import declared_family
@@ -43,6 +45,12 @@ def run_scale_evaluation(
                 f" is for DICES; {family.title}'s predictions are scored by "
                 "LeWiDi's measures against its raters",
             )
+    if raters_chosen:
+        raise UsageError(
+            f"{family.title}'s predictions are scored against all its raters: ",
+            Option("exclude_removed"), ", ", Option("raters"), " and ", Option("min_quality"),
+            " choose DICES's",
+        )  # fmt: skip
     declared = family.declared
     label = chosen_label(declared.labels, label, family.title)
     session = DeclaredSession(store, dataset)
