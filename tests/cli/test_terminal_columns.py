@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
+import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -77,13 +80,18 @@ COMMANDS = {
 
 
 @pytest.fixture(scope="module")
-def places(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def places(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     folder = tmp_path_factory.mktemp("columns")
     body = rows("350", 2, 3)
     body[3]["phase"] = "Phase9"
     bad = folder / "bad.csv"
     bad.write_bytes(to_csv(header("350"), [list(r.values()) for r in body]))
-    return {"data": str(sample), "bad": str(bad), "dir": str(folder / "downloads")}
+    # A short copy of the sample: `info`'s title names the directory, and a title wrapped
+    # over two lines (pytest's paths are long) would be read as the grid's header.
+    with tempfile.TemporaryDirectory(prefix="c", dir="/tmp") as short:
+        data = Path(short) / "d"
+        shutil.copytree(sample, data, symlinks=True)
+        yield {"data": str(data), "bad": str(bad), "dir": str(folder / "downloads")}
 
 
 def arguments_of(command: str, places: dict[str, str]) -> list[str]:

@@ -16,7 +16,13 @@ from dices_cli.formats.ingest import (
     write_rejects,
 )
 from dices_cli.formats.prosocial import tables
-from dices_cli.formats.prosocial.read import FILE_NAMES, check_split, rejected_records, split_of
+from dices_cli.formats.prosocial.read import (
+    FILE_NAMES,
+    CheckedSplit,
+    check_split,
+    rejected_records,
+    split_of,
+)
 from dices_cli.problems import Report
 from dices_cli.read.source import Source
 from dices_cli.store.datasets import StoredDataset
@@ -25,26 +31,7 @@ from dices_cli.store.datasets import StoredDataset
 def ingest_prosocial(request: IngestRequest) -> list[IngestResult]:
     """Store the files as DIR/prosocial: all of them or (when any is invalid and there is
     no rejects file) none."""
-    given = [_split_given(source, request.split) for source in request.sources]
-    splits = [
-        check_split(source, request.progress, split)
-        for source, split in zip(request.sources, given, strict=True)
-    ]
-    seen: dict[str, str] = {}
-    for one in splits:
-        if one.split in seen:
-            raise UsageError(
-                f"{seen[one.split]} and {one.source.name} are both the {one.split} split; "
-                "give each split once"
-            )
-        if one.split is not None:
-            seen[one.split] = one.source.name
-    invalid = [one for one in splits if not one.report.ok]
-    if invalid and (request.rejects is None or not all(one.writable for one in invalid)):
-        first = invalid[0].report
-        raise InvalidInputError(
-            f"{first.path} is not valid {PROSOCIAL.title} data; nothing was written", first
-        )
+    splits = _checked(request)
     store = request.store
     store.check_replaceable(MEMBER, request.force)
     if sum(one.report.rows_valid for one in splits) == 0:
@@ -60,16 +47,50 @@ def ingest_prosocial(request: IngestRequest) -> list[IngestResult]:
         built = tables.build_tables(splits)
         stored = store.publish(MEMBER, built, tables.manifest(splits, built))
     request.progress("done", 1.0)
-    report = Report(
+    report = _report(splits)
+    return [
+        IngestResult(report, stored, _notes(stored, store.link(MEMBER), report, request.rejects))
+    ]
+
+
+def _checked(request: IngestRequest) -> list[CheckedSplit]:
+    """Each file read and checked as its split; invalid data refused unless there is a
+    rejects file to take it."""
+    splits = [
+        check_split(source, request.progress, split)
+        for source, split in zip(request.sources, _splits_given(request), strict=True)
+    ]
+    invalid = [one for one in splits if not one.report.ok]
+    if invalid and (request.rejects is None or not all(one.writable for one in invalid)):
+        first = invalid[0].report
+        raise InvalidInputError(
+            f"{first.path} is not valid {PROSOCIAL.title} data; nothing was written", first
+        )
+    return splits
+
+
+def _splits_given(request: IngestRequest) -> list[str]:
+    """Each file's split, in order, each split once (checked before any file is read)."""
+    seen: dict[str, str] = {}
+    for source in request.sources:
+        split = _split_given(source, request.split)
+        if split in seen:
+            raise UsageError(
+                f"{seen[split]} and {source.name} are both the {split} split; give each split once"
+            )
+        seen[split] = source.name
+    return list(seen)
+
+
+def _report(splits: list[CheckedSplit]) -> Report:
+    """The files' reports as one: their warnings and their counts."""
+    return Report(
         ", ".join(one.report.path for one in splits),
         MEMBER,
         [p for one in splits for p in one.report.warnings],
         rows_read=sum(one.report.rows_read for one in splits),
         rows_rejected=sum(one.report.rows_rejected for one in splits),
     )
-    return [
-        IngestResult(report, stored, _notes(stored, store.link(MEMBER), report, request.rejects))
-    ]
 
 
 def _split_given(source: Source, split: str | None) -> str:
