@@ -19,7 +19,6 @@ from dices_cli.cli.commands.options import (
     Force,
     OutputFile,
     OutputFormat,
-    registered,
 )
 from dices_cli.cli.render import say
 from dices_cli.runs.judge import API_KEY_VARIABLE
@@ -81,8 +80,9 @@ def judge(
         typer.Option(
             "--dataset",
             "-d",
-            click_type=registered(*MEMBERS_THEN_ALL),
-            help="The conversations to judge.",
+            metavar="NAME",
+            help=f"The conversations to judge: {', '.join(MEMBERS_THEN_ALL)}; or a declared "
+            "dataset's items, with a prompt that declares its label (docs/judge.md).",
         ),
     ] = "350",
     prompt: Annotated[
@@ -91,7 +91,7 @@ def judge(
             "--prompt",
             "-p",
             metavar="NAME|FILE",
-            help="dices-safety, judge-bench, guard, or a file.",
+            help="dices-safety, judge-bench, guard, offensiveness-1-5 (POPQUORN), or a file.",
         ),
     ] = "dices-safety",
     samples: Annotated[
@@ -301,7 +301,13 @@ def judge(
     if then_evaluate and output is not None:
         from dices_cli.cli.commands.evaluate import evaluate
 
-        evaluate(str(output), dataset=dataset, data=data)
+        evaluate(str(output), dataset=dataset, label=judged_label(result), data=data)
+
+
+def judged_label(result: JudgeResult) -> str | None:
+    """The declared label a scale prompt rated (None: DICES's verdicts)."""
+    prompt = result.outcome.manifest["prompt"] if result.outcome is not None else None
+    return prompt.get("label") if isinstance(prompt, dict) else None
 
 
 def render(result: JudgeResult, max_tokens: int) -> None:
