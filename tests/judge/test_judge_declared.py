@@ -330,3 +330,43 @@ def test_the_docs_table_of_scale_answers_is_what_the_reader_does() -> None:
             assert read_value(SCALE, form) == value, form
             checked += 1
     assert checked == 14
+
+
+def test_samples_give_the_scale_distribution_that_evaluate_scores_as_soft_labels(
+    folder: Path, server: JudgeServer
+) -> None:
+    toy = ("--prompt", str(folder / "toy.toml"), "--samples", "2")
+    dry = judge(folder, server, *toy, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert dry.stdout.startswith("calls: 20\n") and server.bodies == []
+    out = folder / "soft.csv"
+    result = judge(folder, server, "--prompt", str(folder / "toy.toml"), "--samples", "2",
+                   "-o", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert len(server.bodies) == 2 * ITEMS
+    predicted = rows(out.read_text(encoding="utf-8"))
+    shares = [f"p_{v}" for v in range(1, 6)]
+    assert list(predicted[0]) == ["model", "item_id", "label", *shares, "prompt", "persona"]
+    for row in predicted:
+        item = int(row["item_id"][1:])
+        assert [float(row[s]) for s in shares] == [float(v == rated(item)) for v in range(1, 6)]
+    scored = CliRunner().invoke(
+        app, ["evaluate", str(out), "-d", NAME, "--data", str(folder / "data"), "-f", "csv"]
+    )
+    assert scored.exit_code == 0, scored.output
+    # a file with both a label and p_ columns is scored by its distribution
+    assert [r["prediction"] for r in rows(scored.stdout)] == ["soft"]
+
+
+def test_a_batch_of_a_declared_dataset_holds_each_items_text(
+    folder: Path, server: JudgeServer
+) -> None:
+    batch = folder / "judge.jsonl"
+    result = judge(folder, server, "--prompt", str(folder / "toy.toml"), "--batch", str(batch))
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in batch.read_text(encoding="utf-8").splitlines()]
+    users = sorted(line["body"]["messages"][-1]["content"] for line in lines)
+    assert [re.findall(r"Comment number \d+", u) for u in users] == sorted(
+        [f"Comment number {i}"] for i in range(ITEMS)
+    )
+    assert server.bodies == []
