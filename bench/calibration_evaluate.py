@@ -13,7 +13,8 @@ effect alone), and the 20-rater group's logit shifted by 0.6.
     python bench/calibration_evaluate.py                    # 200 datasets per scenario
     python bench/calibration_evaluate.py --simulations 50 --bootstrap 200 --json
 
-The CI's fast version is tests/calibration/test_calibration_groups.py. The table goes in
+The table and its figures are appended to bench/results/calibration_evaluate.jsonl. The
+CI's fast version is tests/calibration/test_calibration_groups.py. The table goes in
 docs/metrics.md.
 """
 
@@ -106,7 +107,9 @@ def table(results: dict[str, Any], simulations: int) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--simulations", type=int, default=200, help="datasets per scenario")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="evaluate's resamples")
+    parser.add_argument(
+        "--bootstrap", type=int, default=1000, help="evaluate's conversation blocks (jackknife)"
+    )
     parser.add_argument("--replicates", type=int, default=4000, help="datasets of the truth")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -119,12 +122,13 @@ def main(argv: list[str] | None = None) -> None:
         "seed": args.seed,
         "binomial_range": binomial_range(args.simulations),
         "results": results,
+        "table": table(results, args.simulations),
     }
-    append("calibration_evaluate", document)
+    append("calibration_evaluate", document)  # the per-size table with its figures
     if args.json:
         print(json.dumps(document, indent=2))
     else:
-        print(table(results, args.simulations))
+        print(document["table"])
 
 
 if __name__ == "__main__":

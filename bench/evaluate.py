@@ -11,10 +11,12 @@ estimates only (no intervals): dices / script <= 1.0, median wall time of fresh 
     python bench/evaluate.py --baseline main --skip-pandas   # this tree against main's
 
 With --baseline REF, `dices evaluate --by rater_race` on DICES-990 with several kinds of
-model (tests/drivers/mixed_models.py) is timed for this tree and for REF's (exported with
-git archive), alternating, in the same run; and each tree's seed stability is measured:
-the same command with --seed 0 and --seed 1, how far each interval's endpoints move, as a
-share of the interval's width (goal: at most STABILITY; time: at most SLOWER x REF's).
+model (tests/drivers/mixed_models.py) is timed for this tree and for REF's (a directory,
+e.g. `git worktree add --detach DIR COMMIT`, or a commit exported with git archive),
+alternating, in the same run; and each tree's seed stability is measured on both
+replicas: the same command with --seed 0 and --seed 1, how far each interval's endpoints
+move, as a share of the interval's width (goal: at most STABILITY; time: at most SLOWER x
+REF's).
 
 The script is this file run as `python bench/evaluate.py --pandas DATASET DATA PREDICTIONS
 OUT`: it reads the ingested Parquet files with pandas, scores every model with
@@ -48,6 +50,7 @@ TOLERANCE = 1e-9
 REPO = Path(__file__).resolve().parents[1]
 STABILITY = 0.03  # the most an endpoint may move between seeds, as a share of the width
 SLOWER = 1.5  # the most this tree's `evaluate --by rater_race` may take, as REF's multiple
+DATASETS = ("350", "990")
 
 # ----------------------------------------------------------------------------------------
 # The pandas + scikit-learn script. Standalone: pandas, numpy, scipy, scikit-learn.
@@ -363,54 +366,70 @@ def endpoint_moves(first: Path, second: Path) -> list[float]:
     return moves
 
 
+def _tree(ref: str, work: Path) -> Path:
+    """REF's tree: REF itself when it is a directory (a `git worktree add` of a commit),
+    else REF exported with git archive."""
+    return Path(ref) if Path(ref).is_dir() else _export(ref, work / "baseline")
+
+
 def versus(data: Path, ref: str, runs: int, work: Path) -> dict[str, Any]:
-    """This tree against REF's: `evaluate --by rater_race` on DICES-990, time and stability."""
-    predictions = write_predictions(data, "990", work / "mixed_990.csv")
-    trees = {"this tree": REPO, ref: _export(ref, work / "baseline")}
-    base = ["evaluate", str(predictions), "-d", "990", "--data", str(data)]
-    base += ["--by", "rater_race", "-q", "-f", "csv", "--force"]
+    """This tree against REF's: `evaluate --by rater_race` on DICES-990, time; and on both
+    replicas, each tree's seed stability (every endpoint of every row)."""
+    trees = {"this tree": REPO, ref: _tree(ref, work)}
+    commands = {
+        dataset: [
+            "evaluate",
+            str(write_predictions(data, dataset, work / f"mixed_{dataset}.csv")),
+            *("-d", dataset, "--data", str(data), "--by", "rater_race"),
+            *("-q", "-f", "csv", "--force"),
+        ]
+        for dataset in DATASETS
+    }
     walls: dict[str, list[float]] = {name: [] for name in trees}
     for number in range(runs):  # alternating, so that drift hits both alike
         for name, tree in trees.items():
             out = work / f"timed_{number}.csv"
-            walls[name].append(measure([*_tree_command(tree), *base, "-o", str(out)]).wall)
+            timed = [*_tree_command(tree), *commands["990"], "-o", str(out)]
+            walls[name].append(measure(timed).wall)
     result: dict[str, Any] = {}
     for name, tree in trees.items():
-        seeds = []
-        for seed in (0, 1):
-            out = work / f"{name.replace(' ', '_')}_seed{seed}.csv"
-            measure([*_tree_command(tree), *base, "--seed", str(seed), "-o", str(out)])
-            seeds.append(out)
-        moves = sorted(endpoint_moves(*seeds)) or [math.nan]  # none: no interval given
-        result[name] = {
-            "median_s": statistics.median(walls[name]),
-            "wall_s": walls[name],
-            "endpoints": len(moves),
-            "move_median": statistics.median(moves),
-            "move_p95": moves[int(0.95 * (len(moves) - 1))],
-            "move_max": moves[-1],
-        }
+        result[name] = {"median_s": statistics.median(walls[name]), "wall_s": walls[name]}
+        for dataset, command in commands.items():
+            seeds = []
+            for seed in (0, 1):
+                out = work / f"{name.replace(' ', '_').replace('/', '_')}_{dataset}_{seed}.csv"
+                measure([*_tree_command(tree), *command, "--seed", str(seed), "-o", str(out)])
+                seeds.append(out)
+            moves = sorted(endpoint_moves(*seeds)) or [math.nan]  # none: no interval given
+            result[name][dataset] = {
+                "endpoints": len(moves),
+                "move_median": statistics.median(moves),
+                "move_p95": moves[int(0.95 * (len(moves) - 1))],
+                "move_max": moves[-1],
+            }
     result["ratio"] = result["this tree"]["median_s"] / result[ref]["median_s"]
     return result
 
 
 def versus_report(result: dict[str, Any], ref: str, runs: int) -> str:
     lines = [
-        f"dices evaluate --by rater_race, DICES-990, 5 models; median of {runs} runs",
-        "tree          median s  endpoint move between seeds (share of width): median  p95  max",
+        f"dices evaluate --by rater_race, 5 models; time: DICES-990, median of {runs} runs",
+        "tree          median s  dataset  endpoints  move between seeds (share of width): "
+        "median  p95  max",
     ]
     for name in ("this tree", ref):
         r = result[name]
-        lines.append(
-            f"{name:<12}  {r['median_s']:8.2f}  {r['move_median']:43.3f}  "
-            f"{r['move_p95']:.3f}  {r['move_max']:.3f}"
-        )
-    mine = result["this tree"]
+        for dataset in DATASETS:
+            moves = r[dataset]
+            lines.append(
+                f"{name[:12]:<12}  {r['median_s']:8.2f}  {dataset:>7}  {moves['endpoints']:9}"
+                f"  {moves['move_median']:44.3f}  {moves['move_p95']:.3f}  {moves['move_max']:.3f}"
+            )
+    largest = max(result["this tree"][dataset]["move_max"] for dataset in DATASETS)
     lines += [
         f"time ratio {result['ratio']:.2f} (goal <= {SLOWER}: "
         f"{'met' if result['ratio'] <= SLOWER else 'NOT met'}); largest move "
-        f"{mine['move_max']:.3f} (goal <= {STABILITY}: "
-        f"{'met' if mine['move_max'] <= STABILITY else 'NOT met'})",
+        f"{largest:.3f} (goal <= {STABILITY}: {'met' if largest <= STABILITY else 'NOT met'})",
     ]
     return "\n".join(lines)
 
@@ -422,7 +441,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--bootstrap", type=int, default=1000, help="dices' resamples")
     parser.add_argument("--pandas", nargs=4, metavar=("DATASET", "DATA", "PREDICTIONS", "OUT"))
-    parser.add_argument("--baseline", metavar="REF", help="also time this tree against REF's")
+    parser.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="also time this tree against REF's (a commit, or a directory holding its tree)",
+    )
     parser.add_argument("--skip-pandas", action="store_true", help="no pandas comparison")
     add_shared_dir_argument(parser)
     args = parser.parse_args(argv)

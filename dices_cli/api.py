@@ -1,11 +1,11 @@
 """The Python API: what every `dices` command does, as functions that return Polars frames.
 
 `dices_cli.open(DIR)` gives a `Data` over a data directory; its methods are the commands
-that read one (`query`, `sql`, `evaluate`, `filter_raters`, `report`), and `ingest` and
-`validate` are the two that read CSV files. Each calls the function the command calls
-(`dices_cli.runs`, or the core function itself) and returns its result as a Polars frame where
-the command renders it: so a command's CSV and the method's frame hold the same rows
-(tests/api/test_api.py holds them equal).
+that read one (`info`, `query`, `sql`, `evaluate`, `filter_raters`, `export`, `report`), and
+`ingest`, `validate` and `describe` are those that read files. Each calls the function the
+command calls (one of `dices_cli.runs`) and returns its result as a Polars frame where the
+command renders it: so a command's CSV and the method's frame hold the same rows
+(tests/api/test_commands_and_api_agree.py holds them equal).
 
 Parameters are checked as on the command line: a canned query's from its `.sql` header,
 the others against the same ranges and choices. A failure is one of dices' own exceptions
@@ -41,7 +41,7 @@ from dices_cli.errors import DicesError, Option, UsageError
 from dices_cli.families import coded_members
 from dices_cli.runs.canned import no_such_query, run_canned
 from dices_cli.runs.common import check_choice
-from dices_cli.runs.evaluation import evaluation_settings, run_evaluation
+from dices_cli.runs.evaluation import run_evaluate
 from dices_cli.runs.raters import run_rater_filter
 from dices_cli.runs.report import run_report
 
@@ -394,25 +394,25 @@ class Data:
         >>> scored.select("model", "reference", "n", "accuracy").rows()
         [('five-raters', 'gold', 40, 0.75), ('five-raters-flipped', 'gold', 40, 0.25)]
         """
-        if one_means is not None:
-            check_choice("one_means", one_means, ("unsafe", "safe"))
-        settings = evaluation_settings(
-            dataset,
-            _names(against),
-            ties,
-            threshold,
-            bootstrap,
-            permutations,
-            interval,
-            seed,
-            _names(by),
-            _names(baseline),
-        )
-        selection = _selection(raters, exclude_removed, min_quality)
         with _as_file(predictions, "predictions") as path:
-            result = run_evaluation(
-                self._store, path, dataset, settings, selection, one_means, strict, tell=_warn
-            )
+            result = run_evaluate(
+                self._store,
+                path,
+                dataset,
+                _names(against),
+                _names(by),
+                ties=ties,
+                threshold=threshold,
+                bootstrap=bootstrap,
+                permutations=permutations,
+                interval=interval,
+                seed=seed,
+                baseline=_names(baseline),
+                one_means=one_means,
+                strict=strict,
+                selection=_selection(raters, exclude_removed, min_quality),
+                tell=_warn,
+            ).evaluation
         for note in result.warnings:
             _warn(f"warning: {note}")
         for suspect in result.suspects:

@@ -30,6 +30,14 @@ UTC_NAMES = ("UTC", "Etc/UTC", "+00:00")
 # bytes, with and without this.
 FIRST_ROWS = 1_000
 WORKERS = 2  # batches formatted at once, on threads (see `delimited`)
+# The days and seconds since 1970-01-01 that Python's dates and times hold: years 1 to 9999.
+PYTHON_DAYS = (-719_162, 2_932_896)
+PYTHON_SECONDS = (-62_135_596_800, 253_402_300_800)  # the end: the first second past them
+UNITS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+# How DuckDB gives Arrow an infinite date (days) or timestamp (any unit): the largest value
+# of its integer, positive or negative.
+INFINITE_DAYS = 2**31 - 1
+INFINITE_TIME = 2**63 - 1
 
 
 def delimited(
@@ -77,7 +85,8 @@ def delimited_lines(
     if batch.num_rows == 0:
         return b""
     special = f'[{re.escape(delimiter)}"\n\r]'
-    cells = [_csv_cells(column, special, python_cell) for column in batch.columns]
+    named = zip(batch.columns, batch.schema.names, strict=True)
+    cells = [_csv_cells(column, name, special, python_cell) for column, name in named]
     empty = _text("")
     if len(cells) == 1:
         cells[0] = pc.if_else(pc.equal(cells[0], empty), _text('""'), cells[0])
@@ -89,8 +98,10 @@ def delimited_lines(
     return lines.buffers()[2][start:end]  # the lines one after another, not copied
 
 
-def _csv_cells(column: pa.Array, special: str, python_cell: Callable[[object], str]) -> pa.Array:
-    """`column`'s cells as CSV text, quoted where they hold `special`."""
+def _csv_cells(
+    column: pa.Array, name: str, special: str, python_cell: Callable[[object], str]
+) -> pa.Array:
+    """The cells of `column` (called `name`) as CSV text, quoted where they hold `special`."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -99,11 +110,11 @@ def _csv_cells(column: pa.Array, special: str, python_cell: Callable[[object], s
         # where decoding them first took 1.06 s. (Taking adjacent ENUMs together through
         # the product of their dictionaries was slower still: 1.27-1.35 s for the whole
         # result against 1.04-1.24 s.)
-        cells = _csv_cells(column.dictionary, special, python_cell).take(column.indices)
+        cells = _csv_cells(column.dictionary, name, special, python_cell).take(column.indices)
     else:
         cells = _arrow_text(column)
         if cells is None:
-            cells = _strings([python_cell(v) for v in column.to_pylist()])
+            cells = _strings([python_cell(v) for v in python_values(column, name)])
         kind = column.type
         if not (
             pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_temporal(kind)
@@ -124,6 +135,8 @@ def _arrow_text(column: pa.Array) -> pa.Array | None:
     import pyarrow as pa
 
     kind = column.type
+    if _outside_python(column):
+        return None  # written by `python_values`, which says infinity or refuses the value
     if (
         pa.types.is_string(kind)
         or pa.types.is_large_string(kind)
@@ -149,6 +162,74 @@ def _arrow_text(column: pa.Array) -> pa.Array | None:
     if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
         return _json_lists(column, None)
     return None
+
+
+def python_values(column: pa.Array, name: str) -> list[object]:
+    """The values of `column` (called `name`) as Python's: `pa.Array.to_pylist`, but for a
+    date or a time that Python cannot hold. DuckDB's infinite dates and times are the words
+    `infinity` and `-infinity` (as DuckDB writes them); one outside the years 1 to 9999,
+    or inside a list or a struct, is an `UnwritableError`. Checked without Arrow's compute
+    functions, which a small result written through Python does not load."""
+    held = _python_range(column)
+    if held is None:
+        return _pylist(column, name)
+    numbers, low, high = held
+    integers = numbers.to_pylist()
+    if all(number is None or low <= number <= high for number in integers):
+        return _pylist(column, name)
+    infinite = INFINITE_DAYS if numbers.type.bit_width == 32 else INFINITE_TIME
+    values: list[object] = []
+    for i, number in enumerate(integers):
+        if number is None or low <= number <= high:
+            values.extend(_pylist(column.slice(i, 1), name))
+        elif abs(number) == infinite:
+            values.append("infinity" if number > 0 else "-infinity")
+        else:
+            raise UnwritableError(name, "a date outside the years 1 to 9999")
+    return values
+
+
+def _pylist(column: pa.Array, name: str) -> list[object]:
+    try:
+        return column.to_pylist()
+    except (OverflowError, ValueError) as error:  # a time beyond Python's, at any depth
+        raise UnwritableError(name, "a date or a time beyond Python's years 1 to 9999") from error
+
+
+def _python_range(column: pa.Array) -> tuple[pa.Array, int, int] | None:
+    """For a column of dates or timestamps: its values as integers, and the least and the
+    greatest that Python holds (years 1 to 9999, not infinite); None for any other column."""
+    import pyarrow as pa
+
+    kind = column.type
+    if pa.types.is_date32(kind):
+        return column.view(pa.int32()), *PYTHON_DAYS
+    if not pa.types.is_timestamp(kind):
+        return None
+    per_second = UNITS_PER_SECOND[kind.unit]
+    low = max(PYTHON_SECONDS[0] * per_second, -INFINITE_TIME + 1)
+    high = min(PYTHON_SECONDS[1] * per_second - 1, INFINITE_TIME - 1)
+    return column.view(pa.int64()), low, high
+
+
+def _outside_python(column: pa.Array) -> bool:
+    """Whether `column` holds a date or a time that Python cannot hold (`_python_range`)."""
+    import pyarrow.compute as pc
+
+    held = _python_range(column)
+    if held is None:
+        return False
+    numbers, low, high = held
+    extremes = pc.min_max(numbers).as_py()
+    return extremes["min"] is not None and not (low <= extremes["min"] and extremes["max"] <= high)
+
+
+class UnwritableError(ValueError):
+    """A value of column `name` that Python cannot hold: `what` it is."""
+
+    def __init__(self, name: str, what: str) -> None:
+        super().__init__(f"the column {name!r} holds {what}")
+        self.name, self.what = name, what
 
 
 def _iso_times(column: pa.Array) -> pa.Array:

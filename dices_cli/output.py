@@ -26,7 +26,7 @@ import stat
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, time
 from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
     import pyarrow as pa
+    from duckdb.sqltypes import DuckDBPyType
 
 
 class Format(StrEnum):
@@ -122,7 +123,27 @@ Result = Table | Stream
 
 
 def _python_rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
-    return list(zip(*(column.to_pylist() for column in batch.columns), strict=True))
+    from dices_cli.arrow_text import python_values
+
+    columns = zip(batch.columns, batch.schema.names, strict=True)
+    with _unwritable_said():
+        return list(zip(*(python_values(column, name) for column, name in columns), strict=True))
+
+
+@contextlib.contextmanager
+def _unwritable_said() -> Iterator[None]:
+    """A value that only Parquet holds (`arrow_text.UnwritableError`) as a `DicesError`."""
+    from dices_cli.arrow_text import UnwritableError
+
+    try:
+        yield
+    except UnwritableError as error:
+        raise DicesError(
+            f"{error}, which dices writes only as Parquet; cast it to text in the statement"
+            " (CAST(... AS VARCHAR)), or write Parquet (",
+            Option("format"),
+            " parquet)",
+        ) from error
 
 
 def small_as_table(stream: Stream, cells: int = SMALL_CELLS) -> Result:
@@ -173,15 +194,75 @@ def as_result(value: Result | pa.Table | pa.RecordBatchReader | duckdb.DuckDBPyR
     return relation_stream(value)
 
 
+# DuckDB types written as DuckDB's own text, at any depth (a list of them, a struct field):
+# those whose meaning Arrow does not carry (a time's offset from UTC, a time's nanoseconds in
+# Python, the bits of a BIT, the number of a BIGNUM, the value of a VARIANT, the shape of a
+# GEOMETRY), and those a writer cannot take (Parquet has no INTERVAL or UNION; Arrow's
+# decimal wraps a UHUGEINT over 10^38).
+AS_TEXT = frozenset(
+    {
+        "time with time zone",
+        "time_ns",
+        "bit",
+        "bignum",
+        "variant",
+        "geometry",
+        "interval",
+        "union",
+        "uhugeint",
+    }
+)
+
+
+def writable(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """`relation` with its values of the `AS_TEXT` types cast to VARCHAR by DuckDB (its
+    other columns, names and order as they were), so that every format writes every column.
+    The columns are named by position: a result may name two alike."""
+    targets = [_as_text(kind) for kind in relation.types]
+    if all(target is None for target in targets):
+        return relation
+    quoted = ['"' + name.replace('"', '""') + '"' for name in relation.columns]
+    return relation.project(
+        ", ".join(
+            f"#{i} AS {name}" if target is None else f"CAST(#{i} AS {target}) AS {name}"
+            for i, (name, target) in enumerate(zip(quoted, targets, strict=True), 1)
+        )
+    )
+
+
+def _as_text(kind: DuckDBPyType) -> DuckDBPyType | None:
+    """`kind` with its `AS_TEXT` types made VARCHAR, at any depth; None when it has none."""
+    import duckdb
+    from duckdb.sqltypes import DuckDBPyType
+
+    if kind.id in AS_TEXT:
+        return duckdb.sqltype("VARCHAR")
+    if kind.id not in ("list", "array", "struct", "map"):
+        return None
+    children = {name: c for name, c in kind.children if isinstance(c, DuckDBPyType)}
+    made = {name: _as_text(child) for name, child in children.items()}
+    if all(child is None for child in made.values()):
+        return None
+    new = {name: made[name] or child for name, child in children.items()}
+    if kind.id == "list":
+        return duckdb.list_type(new["child"])
+    if kind.id == "array":
+        size = next(size for _, size in kind.children if isinstance(size, int))
+        return duckdb.array_type(new["child"], size)
+    if kind.id == "map":
+        return duckdb.map_type(new["key"], new["value"])
+    return duckdb.struct_type(new)
+
+
 def relation_stream(relation: duckdb.DuckDBPyRelation, bounded: bool = False) -> Stream:
-    """A DuckDB relation's rows, read batch by batch as they are written. The first batch
-    is read here, so a query that fails at once fails before anything is written; a
-    query's failure is a `DicesError` (its cause DuckDB's error, or the OSError Arrow gives
-    for one that fails while it is read)."""
+    """A DuckDB relation's rows (`writable`), read batch by batch as they are written. The
+    first batch is read here, so a query that fails at once fails before anything is
+    written; a query's failure is a `DicesError` (its cause DuckDB's error, or the OSError
+    Arrow gives for one that fails while it is read)."""
     import duckdb
 
     try:
-        reader = relation.to_arrow_reader(BATCH_ROWS)
+        reader = writable(relation).to_arrow_reader(BATCH_ROWS)
         first = reader.read_next_batch()
     except StopIteration:
         return Stream(reader.schema, iter(()), bounded)
@@ -465,11 +546,26 @@ def text_cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, datetime | date):
+    if isinstance(value, datetime | date | time):
         return value.isoformat()
+    if isinstance(value, bytes):
+        return blob_text(value)
     if isinstance(value, list | tuple | dict):
         return json.dumps(_json_value(value), ensure_ascii=False)
     return str(value)
+
+
+# A BLOB's bytes as DuckDB writes them as text: printable ASCII as it is, but for the quotes
+# and the backslash, and every other byte as \xHH.
+_BLOB_TEXT = [
+    chr(byte) if 0x20 <= byte < 0x7F and chr(byte) not in "\"'\\" else f"\\x{byte:02X}"
+    for byte in range(256)
+]
+
+
+def blob_text(value: bytes) -> str:
+    """`value` as DuckDB's cast of a BLOB to VARCHAR writes it."""
+    return "".join(map(_BLOB_TEXT.__getitem__, value))
 
 
 def _json_value(value: Any) -> Any:
@@ -477,8 +573,10 @@ def _json_value(value: Any) -> Any:
         return None
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, datetime | date):
+    if isinstance(value, datetime | date | time):
         return value.isoformat()
+    if isinstance(value, bytes):
+        return blob_text(value)
     if isinstance(value, list | tuple):
         return [_json_value(v) for v in value]
     if isinstance(value, dict):
@@ -532,8 +630,9 @@ def _write_stream(stream: Stream, fmt: Format, handle: BinaryIO) -> None:
 
         delimiter = "," if fmt is Format.CSV else "\t"
         _write_delimited(Table(stream.columns, [], []), handle, delimiter)  # the header
-        for lines in delimited(stream.batches, delimiter, text_cell):
-            handle.write(lines)
+        with _unwritable_said():
+            for lines in delimited(stream.batches, delimiter, text_cell):
+                handle.write(lines)
     elif fmt is Format.JSONL:
         for batch in stream.batches:
             _write_json_lines(Table(stream.columns, [], _python_rows(batch)), handle)

@@ -48,14 +48,7 @@ class Shape:
     @classmethod
     def parse(cls, columns: str | None, sort: str | None, limit: int | None) -> Shape:
         """From the text forms: `columns` as `a,b`; `sort` as `col`, or `-col` descending."""
-        chosen = None
-        if columns is not None:
-            chosen = tuple(name.strip() for name in columns.split(","))
-            if "" in chosen:
-                raise UsageError(f"give column names separated by commas (got {columns!r})")
-            twice = next((n for n in chosen if chosen.count(n) > 1), None)
-            if twice is not None:
-                raise UsageError(f"column {twice!r} is named twice")
+        chosen = None if columns is None else _named(columns)
         descending = sort is not None and sort.startswith("-")
         key = sort[1:] if sort is not None and descending else sort
         if key == "":
@@ -67,6 +60,17 @@ class Shape:
     @property
     def is_identity(self) -> bool:
         return self.columns is None and self.sort is None and self.limit is None
+
+
+def _named(columns: str) -> tuple[str, ...]:
+    """The column names of `a,b`, each once."""
+    chosen = tuple(name.strip() for name in columns.split(","))
+    if "" in chosen:
+        raise UsageError(f"give column names separated by commas (got {columns!r})")
+    twice = next((n for n in chosen if chosen.count(n) > 1), None)
+    if twice is not None:
+        raise UsageError(f"column {twice!r} is named twice")
+    return chosen
 
 
 def apply(result: Result, shape: Shape) -> Result:

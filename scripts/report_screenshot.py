@@ -4,6 +4,8 @@ predictions, in headless Chromium.
     python scripts/report_screenshot.py                  # build the replicas, ingest, report
     python scripts/report_screenshot.py --data DIR       # an ingested data directory
     python scripts/report_screenshot.py --html report.html --png shot.png
+    python scripts/report_screenshot.py --figure "per rater_race x rater_gender" \
+        --png docs/img/heatmap.png                       # one figure: its chart and caption
 
 Needs Debian's `chromium` (or $CHROMIUM) and the `report` extra. The browser is driven over
 the DevTools protocol on a pipe (`--remote-debugging-pipe`: no port, no extra package);
@@ -162,9 +164,9 @@ class Browser:
         answer = self.send("Runtime.evaluate", session, expression=expression, returnByValue=True)
         return answer["result"].get("value")
 
-    def screenshot(self, session: str, height: int) -> bytes:
-        """A PNG of the page's top `height` CSS px."""
-        clip = {"x": 0, "y": 0, "width": WIDTH, "height": height, "scale": 1}
+    def screenshot(self, session: str, height: int, box: dict[str, float] | None = None) -> bytes:
+        """A PNG of the page's top `height` CSS px, or of `box` (x, y, width, height)."""
+        clip = {"x": 0, "y": 0, "width": WIDTH, "height": height, **(box or {}), "scale": 1}
         shot = self.send(
             "Page.captureScreenshot", session, format="png", clip=clip, captureBeyondViewport=True
         )
@@ -182,6 +184,20 @@ class Browser:
         os.close(self._from_browser)
 
 
+def figure_box(browser: Browser, session: str, caption: str) -> dict[str, float]:
+    """Where on the page the first figure whose caption holds `caption` is, in CSS px."""
+    script = (
+        "(() => { const f = [...document.querySelectorAll('figure')].find("
+        f"f => f.querySelector('figcaption').textContent.includes({json.dumps(caption)})); "
+        "if (!f) return null; const b = f.getBoundingClientRect(); "
+        "return {x: b.x + scrollX, y: b.y + scrollY, width: b.width, height: b.height}; })()"
+    )
+    box: dict[str, float] | None = browser.evaluate(session, script)
+    if box is None:
+        sys.exit(f"no figure's caption holds {caption!r}")
+    return box
+
+
 def _dices(*arguments: str) -> None:
     subprocess.run([sys.executable, "-m", "dices_cli", *arguments], check=True, cwd=REPO)
 
@@ -191,6 +207,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="an ingested data directory (default: build)")
     parser.add_argument("--html", type=Path, help="keep the report here (default: temporary)")
     parser.add_argument("--png", type=Path, default=REPO / "docs" / "report.png")
+    parser.add_argument("--figure", help="only the figure whose caption holds this text")
     arguments = parser.parse_args()
     executable = chromium()
     if executable is None:
@@ -223,7 +240,10 @@ def main() -> None:
         browser = Browser(executable, folder / "profile")
         try:
             session = browser.open(html.resolve().as_uri(), height=TOP_HEIGHT)
-            arguments.png.write_bytes(browser.screenshot(session, TOP_HEIGHT))
+            box = (
+                None if arguments.figure is None else figure_box(browser, session, arguments.figure)
+            )
+            arguments.png.write_bytes(browser.screenshot(session, TOP_HEIGHT, box))
         finally:
             browser.close()
     print(f"wrote {arguments.png}")

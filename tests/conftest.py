@@ -11,6 +11,7 @@ DICES_REQUIRE_REPLICA=1 (set by CI), which turns the skip into a failure.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import os
 import resource
@@ -129,6 +130,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         folder = item.path.parent.name
         if folder in SUITES and item.path.parent.parent == REPO / "tests":
             item.add_marker(SUITES[folder])
+
+
+# What the collector would walk at every full collection, frozen (`gc.freeze`): the modules
+# and objects of the run so far, first once the tests are collected, then at each test
+# file's first test (after a collection that frees the garbage so far). A full collection
+# (Python's own, or the one `dices_cli` runs before it reads a file again) then walks only
+# what the current file made.
+_FROZEN_AT: list[Path] = []
+
+
+def pytest_collection_finish() -> None:
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _FROZEN_AT[-1:] != [item.path]:
+        _FROZEN_AT[:] = [item.path]
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture(scope="session")

@@ -303,3 +303,95 @@ def test_the_command_line_adds_the_command_that_repairs(tmp_path: Path) -> None:
         "DICES-350: x.parquet is missing; ingest the dataset again (`dices ingest FILE --force`)"
     )
     assert worded(DicesError("a fact")) == "a fact"
+
+
+# --- a command calls the library --------------------------------------------------------------
+
+COMMANDS = PACKAGE / "cli" / "commands"
+# What a module of `cli/commands/` may import from the package: the library's commands
+# (`dices_cli.runs`), our errors, how a result is written and shaped (`output`, `shape`), the
+# registry's names for choices and help (`families`, the package's face only), the text a
+# terminal may show (`terminal_text`), and the rest of the command line (`cli`).
+LIBRARY_SURFACE = ("runs", "errors", "output", "shape", "families", "terminal_text", "cli")
+OPEN_PACKAGES = ("runs", "cli")  # their modules too; the others are one module each
+# From the core below the library, only these names: help texts and defaults, the canned
+# queries' declarations the query commands are made from, and the types of what a command
+# renders. No function that does a command's work.
+VOCABULARY = {
+    "dices_cli.evaluate.evaluation": {"COLUMN_HELP", "HEADLINE"},
+    "dices_cli.evaluate.personas": {"COLUMN_HELP", "ANSWER", "persona_chart"},
+    "dices_cli.problems": {"PredictionProblemType", "Report"},
+    "dices_cli.queries.catalog": {
+        "Chart",
+        "DECLARED",
+        "GROUP_COLUMNS",
+        "Parameter",
+        "ParameterError",
+        "Query",
+        "catalog",
+        "command_queries",
+        "declared_queries",
+        "family_queries",
+        "usage_error",
+    },
+    "dices_cli.queries.engine": {"RaterSelection"},
+    "dices_cli.raters.audit": {"ColumnAudit", "DatasetAudit"},
+    "dices_cli.raters.quality": {
+        "COMPONENTS",
+        "DEFAULT_MIN_QUALITY",
+        "RaterFilter",
+        "RaterQuality",
+    },
+    "dices_cli.store.datasets": {"Store"},
+}
+
+
+def on_the_surface(module: str) -> bool:
+    """Whether `module` (a module of the package) is the library's surface."""
+    part = part_of(module)
+    if part in OPEN_PACKAGES:
+        return True
+    return part in LIBRARY_SURFACE and module == f"dices_cli.{part}"
+
+
+def core_imports(path: Path) -> list[str]:
+    """The modules beneath the library's surface that the module at `path` takes from,
+    leaving out VOCABULARY's names."""
+    taken = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            taken += [a.name for a in node.names if a.name.startswith("dices_cli.")]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dices_cli"):
+            module = str(node.module)
+            for alias in node.names:
+                name = f"{module}.{alias.name}"
+                if name in FILES:  # a module taken by name: judged by its own name, below
+                    taken.append(name)
+                elif not on_the_surface(module) and alias.name not in VOCABULARY.get(module, ()):
+                    taken.append(module)
+    return sorted({name for name in taken if not on_the_surface(name)})
+
+
+@pytest.mark.parametrize("path", sorted(COMMANDS.glob("*.py")), ids=lambda path: path.stem)
+def test_a_command_calls_the_library_not_the_core(path: Path) -> None:
+    taken = core_imports(path)
+    assert not taken, f"{path.stem} imports {taken}: call a function of dices_cli.runs instead"
+
+
+def test_the_command_rule_finds_the_core_and_passes_the_surface(tmp_path: Path) -> None:
+    module = tmp_path / "command.py"
+    module.write_text(
+        "from dices_cli.runs.sql import run_sql\n"
+        "from dices_cli.output import Output\n"
+        "from dices_cli.queries.catalog import catalog\n"
+        "from dices_cli.queries.catalog import get_query\n"
+        "from dices_cli.formats import ingest\n"
+        "from dices_cli.families.schema import DATASETS\n"
+        "import dices_cli.store.datasets\n"
+    )
+    assert core_imports(module) == [
+        "dices_cli.families.schema",
+        "dices_cli.formats.ingest",
+        "dices_cli.queries.catalog",
+        "dices_cli.store.datasets",
+    ]

@@ -52,6 +52,10 @@ def cell_text(value: object) -> str:
         return f"{value:.{TABLE_DECIMALS}f}"
     if isinstance(value, list | tuple | dict):  # as JSON, the way CSV writes it
         return printable(text_cell(value))
+    if isinstance(value, bytes):  # a BLOB, as DuckDB writes it: `\xAA` for a byte
+        from dices_cli.output import blob_text
+
+        return blob_text(value)
     return printable(str(value).translate(_LINE_BREAKS).strip())
 
 
@@ -65,6 +69,7 @@ class Column:
     answer: bool  # answers the command's question, or was named: always shown
     longest: int  # the widest cell
     width: int = 0  # as drawn: the least it needs at first, then grown
+    named: bool = False  # named by the person (--columns, --sort): shown even where empty
 
     @property
     def wraps(self) -> bool:
@@ -154,7 +159,16 @@ def _columns(table: Table, measure: Measure, focus: Focus) -> list[Column]:
         whole = numeric or _whole(values, cells)
         # A name can come from the data too (the header of a --table file).
         columns.append(
-            Column(printable(name), cells, numeric, whole, key, focus.keeps(name), longest)
+            Column(
+                printable(name),
+                cells,
+                numeric,
+                whole,
+                key,
+                focus.keeps(name),
+                longest,
+                named=name in focus.named,
+            )
         )
     return columns
 
@@ -280,5 +294,9 @@ def shorten(text: str, width: int, measure: Measure = len) -> str:
 
 
 def records(fitted: Layout) -> list[list[tuple[Column, str]]]:
-    """One block per row: each shown column that has a value in it, with that value."""
-    return [[(c, c.cells[i]) for c in fitted.columns if c.cells[i]] for i in range(fitted.rows)]
+    """One block per row: each shown column that has a value in it, or that a person named
+    (its name alone where the row has no value), with that value."""
+    return [
+        [(c, c.cells[i]) for c in fitted.columns if c.cells[i] or c.named]
+        for i in range(fitted.rows)
+    ]

@@ -38,6 +38,12 @@ from dices_cli.evaluate.measure import (
     against_binary,
     against_shares,
 )
+from dices_cli.evaluate.notes import (
+    INTERVAL_NOTES,
+    coverage_note,
+    few_raters_note,
+    interval_notes,
+)
 from dices_cli.evaluate.polarity import Suspect, check
 from dices_cli.evaluate.references import (
     NO,
@@ -58,6 +64,7 @@ from dices_cli.metrics.intervals import (
     centred_interval,
     conversation_weights,
     difference_bounds,
+    difference_interval,
 )
 from dices_cli.metrics.permutation import (
     benjamini_hochberg,
@@ -139,6 +146,7 @@ def columns(by: Sequence[str]) -> list[str]:
         "p_adjusted",
         "polarity_suspect",
         "few_raters",
+        "interval_note",
     ]
 
 
@@ -195,6 +203,9 @@ COLUMN_HELP = {
     "whole interval below 0.",
     "few_raters": "true on the rows of a group with fewer than 5 raters: its intervals are "
     "left empty, as no interval holds its level for so few raters (clustered interval).",
+    "interval_note": "On group rows (clustered interval): what its intervals do not hold, "
+    "from their calibration against a known truth per group size (crowd-share: the jsd "
+    "difference's interval is approximate).",
 }
 
 
@@ -396,6 +407,17 @@ def _number(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
+def _raters(left_out: Array | None, raters: tuple[Jackknife, int] | None) -> tuple[float, float]:
+    """The rater_variance of a figure (dices_cli.metrics.intervals): with `raters` (the
+    jackknife, and the group's raters), a group row's: the jackknife's variance of
+    `left_out` where given (a RATER_SMOOTH figure), else none and a t quantile with the
+    group's raters - 1 degrees of freedom; else none."""
+    if raters is None:
+        return 0.0, math.inf
+    jackknife, size = raters
+    return jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
+
+
 def _interval(
     values: Array,
     bounds: tuple[float, float],
@@ -403,16 +425,9 @@ def _interval(
     raters: tuple[Jackknife, int] | None = None,
     log: bool = False,
 ) -> tuple[float | None, float | None]:
-    """The centred interval (dices_cli.metrics.intervals) of values (row 0 the estimate,
-    then the conversation resamples). With `raters` (the jackknife, and the group's raters),
-    a group row's: the jackknife's variance of `left_out` where given (a RATER_SMOOTH
-    figure), else a t quantile with the group's raters - 1 degrees of freedom; `log`: on
-    the log scale."""
-    variance = (0.0, math.inf)
-    if raters is not None:
-        jackknife, size = raters
-        variance = jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
-    low, high = centred_interval(values, variance, bounds, log=log)
+    """The centred interval of values (row 0 the estimate, then the conversation blocks
+    left out), with `_raters`' variance; `log`: on the log scale."""
+    low, high = centred_interval(values, _raters(left_out, raters), bounds, log=log)
     return _number(low), _number(high)
 
 
@@ -464,7 +479,9 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     clustered = members is not None and settings.interval == "clustered"
     jackknife = Jackknife(members.group) if members is not None and clustered else None
     few = _few_raters(votes, settings, clustered)
-    notes: list[str] = [few_raters_note(votes, settings, group) for group in sorted(few)]
+    notes: list[str] = [few_raters_note(votes, settings.by, group) for group in sorted(few)]
+    if clustered and len(few) < len(votes.group_keys):
+        notes += interval_notes(votes, references)
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
     aligned = aligned_predictions(predictions.of(votes.dataset), votes)
@@ -479,7 +496,7 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
             )
         covered = int(prediction.covered.sum())
         if covered < votes.total:
-            notes.append(_coverage_note(prediction, votes))
+            notes.append(coverage_note(prediction, votes))
         suspect = _polarity(prediction, votes, settings, resamples, figures)
         if suspect is not None:
             suspects.append(suspect)
@@ -512,39 +529,6 @@ def _few_raters(votes: Votes, settings: Settings, clustered: bool) -> frozenset[
     return frozenset(g for g, n in enumerate(votes.group_raters()) if n < MIN_RATERS)
 
 
-def few_raters_note(votes: Votes, settings: Settings, group: int) -> str:
-    """What the screen says of a group of fewer than MIN_RATERS raters."""
-    from dices_cli.families import family_of
-
-    keys = zip(settings.by, votes.group_keys[group], strict=True)
-    name = ", ".join(f"{column}={value}" for column, value in keys)
-    raters = votes.group_raters()[group]
-    return (
-        f"{family_of(votes.dataset).title_of(votes.dataset)}: {name} has {raters} "
-        f"rater{'s' * (raters != 1)}, fewer than {MIN_RATERS}: its intervals are left empty "
-        "(few_raters), as no interval holds its level for so few raters; its p-value holds"
-    )
-
-
-def _coverage_note(prediction: Prediction, votes: Votes) -> str:
-    """What a model leaves out: of the dataset, and of each split where it has splits."""
-    from dices_cli.families import family_of
-
-    covered = int(prediction.covered.sum())
-    per_split = ""
-    if votes.split is not None:
-        parts = []
-        for split, size in votes.split_sizes.items():
-            predicted = int((prediction.covered & (votes.split == split)).sum())
-            parts.append(f"{split} {predicted} of {size} ({predicted / size:.1%})")
-        per_split = f": {', '.join(parts)}"
-    return (
-        f"model {prediction.model!r} predicts {covered} of the {votes.total} {votes.unit} of "
-        f"{family_of(votes.dataset).title_of(votes.dataset)} ({covered / votes.total:.1%})"
-        f"{per_split}; its metrics use those only"
-    )
-
-
 def _polarity(
     prediction: Prediction,
     votes: Votes,
@@ -571,7 +555,8 @@ def _polarity(
 
 
 def _numeric(by: Sequence[str]) -> list[bool]:
-    text = {"dataset", "model", "reference", "compared_on", "polarity_suspect", "few_raters", *by}
+    text = {"dataset", "model", "reference", "compared_on", "polarity_suspect", "few_raters"}
+    text |= {"interval_note", *by}
     return [name not in text for name in columns(by)]
 
 
@@ -605,11 +590,23 @@ def _rows(
             else None
         )
         raters_of_group = None if jackknife is None else (jackknife, int(raters[group + 1] or 0))
-        interval = (
-            (None, None)
-            if group in few
-            else _interval(difference, difference_bounds(BOUNDS[metric]), left_out, raters_of_group)
-        )
+        bounds = difference_bounds(BOUNDS[metric])
+        if group in few:
+            interval: tuple[float | None, float | None] = (None, None)
+        elif metric in LOG_SCALE:  # from the two sides' intervals on the log scale
+            own_side, rest_side = (
+                (side.values[metric], _raters((side.left_out or {}).get(metric), raters_of_group))
+                for side in (own, others)
+            )
+            low, high = difference_interval(
+                own_side,
+                rest_side,
+                (difference, _raters(left_out, raters_of_group)),
+                BOUNDS[metric],
+            )
+            interval = (_number(low), _number(high))
+        else:
+            interval = _interval(difference, bounds, left_out, raters_of_group)
         p, expected = tests.get((model, reference, group), (math.nan, math.nan))
         p_values.setdefault(reference, []).append(p)
         rest = _number(figures[reference, group, True].values[metric][0])
@@ -656,7 +653,8 @@ def _rows(
             cells += [*differences[key], _number(next(adjusted[reference]))]
         else:
             cells += [None] * 8
-        cells += [suspect, group in few]
+        clustered = jackknife is not None and group != POOL and group not in few
+        cells += [suspect, group in few, INTERVAL_NOTES.get(reference) if clustered else None]
         rows.append(tuple(cells))
     return rows
 

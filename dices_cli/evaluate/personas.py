@@ -42,7 +42,6 @@ from dices_cli.evaluate.evaluation import (
     Settings,
     aligned_predictions,
     chosen_references,
-    few_raters_note,
 )
 from dices_cli.evaluate.groups import (
     Members,
@@ -60,6 +59,7 @@ from dices_cli.evaluate.measure import (
     against_binary,
     against_shares,
 )
+from dices_cli.evaluate.notes import few_raters_note, interval_notes
 from dices_cli.evaluate.references import UNRATED, YES, Mask, Votes, crowd_binary
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
@@ -641,7 +641,8 @@ def evaluate_personas(
         summary += _summary_lines(model.model, column, votes.dataset, together, cells)
     numeric = [name not in TEXT_COLUMNS for name in COLUMNS]
     grouped = replace(settings, by=(column,))
-    notes = [few_raters_note(votes, grouped, g) for g, small in enumerate(few) if small]
+    notes = [few_raters_note(votes, grouped.by, g) for g, small in enumerate(few) if small]
+    notes += interval_notes(votes, references) if clustered else []
     return Evaluation(Table(COLUMNS, numeric, rows), notes, [], summary)
 
 

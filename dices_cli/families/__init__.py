@@ -35,6 +35,7 @@ __all__ = [
     "SourceFile",
     "all_members",
     "coded_members",
+    "declared_family",
     "families_of_files",
     "family_of",
     "grouped_members",
@@ -146,6 +147,13 @@ def register_directory(root: Path) -> None:
 
     for path in user_declarations(root):
         register(read_declaration(path))
+
+
+def declared_family(member: str) -> Family | None:
+    """The declared family (POPQUORN, a user's own file) whose one dataset `member` is, or
+    None for a family with code of its own and for a name no family has."""
+    family = FAMILIES.get(member)
+    return family if family is not None and family.declared is not None else None
 
 
 def family_of(member: str) -> Family:

@@ -49,7 +49,14 @@ from numpy.typing import NDArray
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.student_t import t_quantile
 
-__all__ = ["Jackknife", "centred_interval", "conversation_weights", "difference_bounds"]
+__all__ = [
+    "Jackknife",
+    "centred_interval",
+    "conversation_weights",
+    "difference_bounds",
+    "difference_interval",
+    "total_variance",
+]
 
 # The fewest raters a group may have for its intervals: the calibration's smallest group
 # (docs/metrics.md, "Intervals of evaluate"); below it the row says so and gives none.
@@ -104,6 +111,28 @@ class Jackknife:
         return total, (math.inf if denominator == 0 else total * total / denominator)
 
 
+def total_variance(
+    values: Array, rater_variance: tuple[float, float] = (0.0, math.inf)
+) -> tuple[float, float]:
+    """V_conversations + V_raters of a figure and its Satterthwaite degrees of freedom.
+
+    values: the estimate, then its values with each conversation block left out (rows of
+    `conversation_weights`; NaN where undefined: left out). rater_variance: V_raters and
+    its degrees of freedom (Jackknife.variance), or (0, df) to cap the degrees of freedom
+    at df with no raters' term (a figure against a plurality). (nan, nan) when the
+    estimate, V_raters or V_conversations (fewer than two blocks defined) is undefined."""
+    values = np.asarray(values, dtype=np.float64)
+    conversations, conversations_df = _jackknife(values[1:])
+    raters, df = rater_variance
+    if math.isnan(values[0]) or math.isnan(raters) or math.isnan(conversations):
+        return math.nan, math.nan
+    total = conversations + raters
+    if raters > 0:  # Satterthwaite, each term with its own degrees of freedom
+        denominator = conversations**2 / conversations_df + raters**2 / df
+        return total, (total * total / denominator if denominator > 0 else conversations_df)
+    return total, min(df, conversations_df)
+
+
 def centred_interval(
     values: Array,
     rater_variance: tuple[float, float] = (0.0, math.inf),
@@ -111,33 +140,60 @@ def centred_interval(
     level: float = 0.95,
     log: bool = False,
 ) -> tuple[float, float]:
-    """The estimate values[0] +- q * sqrt(V_conversations + V_raters), clipped to `bounds`.
-
-    values: the estimate, then its values with each conversation block left out (rows of
-    `conversation_weights`; NaN where undefined: left out). rater_variance: V_raters and
-    its degrees of freedom (Jackknife.variance), or (0, df) to cap the degrees of freedom
-    at df with no raters' term (a figure against a plurality). `log`: the interval of the
-    logarithm of a positive estimate, sd / estimate its standard error. (nan, nan) when the
-    estimate, V_raters or V_conversations (fewer than two blocks defined) is undefined.
-    """
-    values = np.asarray(values, dtype=np.float64)
+    """The estimate values[0] +- q * sqrt(V_conversations + V_raters), clipped to `bounds`
+    (values and rater_variance: `total_variance`'s). `log`: the interval of the logarithm
+    of a positive estimate, sd / estimate its standard error. (nan, nan) when the variance
+    is undefined."""
     estimate = float(values[0])
-    conversations, conversations_df = _jackknife(values[1:])
-    raters, df = rater_variance
-    if math.isnan(estimate) or math.isnan(raters) or math.isnan(conversations):
+    total, df = total_variance(values, rater_variance)
+    if math.isnan(total):
         return math.nan, math.nan
-    total = conversations + raters
-    if raters > 0:
-        # Satterthwaite, each term with its own degrees of freedom.
-        df = total * total / (conversations**2 / conversations_df + raters**2 / df)
-    else:
-        df = min(df, conversations_df)
     half = t_quantile(level, df) * math.sqrt(total)
     low, high = bounds
     if log and estimate > 0:
         spread = math.exp(min(half / estimate, 700.0))
         return max(estimate / spread, low), min(estimate * spread, high)
     return max(estimate - half, low), min(estimate + half, high)
+
+
+Figure = tuple[Array, tuple[float, float]]  # values and rater_variance, as total_variance's
+
+
+def difference_interval(
+    own: Figure,
+    rest: Figure,
+    difference: Figure,
+    bounds: tuple[float, float],
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """The interval of own - rest, both on the log scale (centred_interval with `log`),
+    by the method of variance estimates recovery (Zou & Donner, 2008): with (l1, u1) and
+    (l2, u2) their intervals and r their correlation,
+
+        low  = d - sqrt((e1 - l1)^2 + (u2 - e2)^2 - 2 r (e1 - l1)(u2 - e2))
+        high = d + sqrt((u1 - e1)^2 + (e2 - l2)^2 - 2 r (u1 - e1)(e2 - l2)),
+
+    r = (V1 + V2 - V_d) / (2 sqrt(V1 V2)) from the jackknives' variances of own, rest and
+    the difference (whose values pair the same conversations and raters left out). With
+    symmetric intervals it is the difference's own centred interval; with the log scale's
+    it carries their asymmetry: the side a divergence can grow on is the wider.
+    `bounds`: each side's range (the difference's: `difference_bounds` of it)."""
+    (own_values, own_raters), (rest_values, rest_raters) = own, rest
+    v1, _ = total_variance(own_values, own_raters)
+    v2, _ = total_variance(rest_values, rest_raters)
+    vd, _ = total_variance(*difference)
+    if math.isnan(v1 + v2 + vd) or v1 * v2 <= 0:
+        return centred_interval(difference[0], difference[1], difference_bounds(bounds), level)
+    r = max(-1.0, min(1.0, (v1 + v2 - vd) / (2 * math.sqrt(v1 * v2))))
+    e1, e2 = float(own_values[0]), float(rest_values[0])
+    l1, u1 = centred_interval(own_values, own_raters, bounds, level, log=True)
+    l2, u2 = centred_interval(rest_values, rest_raters, bounds, level, log=True)
+    below = (e1 - l1) ** 2 + (u2 - e2) ** 2 - 2 * r * (e1 - l1) * (u2 - e2)
+    above = (u1 - e1) ** 2 + (e2 - l2) ** 2 - 2 * r * (u1 - e1) * (e2 - l2)
+    low, high = difference_bounds(bounds)
+    return max(e1 - e2 - math.sqrt(max(below, 0.0)), low), min(
+        e1 - e2 + math.sqrt(max(above, 0.0)), high
+    )
 
 
 def difference_bounds(bounds: tuple[float, float]) -> tuple[float, float]:

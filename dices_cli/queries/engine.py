@@ -459,6 +459,8 @@ class Session:
 
 # The types whose values DuckDB gives Python as Arrow does (`output.Stream.head`), so that
 # a result of them is written in the same bytes either way (`Session.small_or_stream`).
+# Not DATE: DuckDB gives Python an infinite date as 0001-01-01 or 9999-12-31, where Arrow
+# keeps it infinite (`arrow_text.python_values`).
 PLAIN_TYPES = frozenset(
     {
         "boolean",
@@ -475,7 +477,6 @@ PLAIN_TYPES = frozenset(
         "decimal",
         "varchar",
         "enum",
-        "date",
     }
 )
 

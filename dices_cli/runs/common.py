@@ -96,6 +96,8 @@ def size_of(max_size: int | str) -> int:
     from dices_cli.read.source import parse_size
 
     if isinstance(max_size, int) and not isinstance(max_size, bool):
+        if max_size < 1:
+            raise UsageError(Option("max_size"), f" must be at least 1 (got {max_size})")
         return max_size
     try:
         return parse_size(str(max_size))

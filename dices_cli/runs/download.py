@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from dices_cli.download import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from dices_cli.errors import Option, UsageError
 from dices_cli.read.source import DEFAULT_MAX_SIZE
-from dices_cli.runs.common import Tell, check_names, in_range, unsaid
+from dices_cli.runs.common import Tell, check_names, in_range, size_of, unsaid
 
 if TYPE_CHECKING:
     from dices_cli.download import Fetched, Progress, Retrying, WantedFile
@@ -165,18 +165,12 @@ def check_seconds(settings: DownloadSettings) -> None:
             )
 
 
-def size_of(given: int | str) -> int:
-    """The bytes of a `max_size`: a number of bytes, or a size such as 500M or 4G."""
-    from dices_cli.read.source import parse_size
+def unreachable(error: BaseException) -> bool:
+    """Whether `error` ended a download because no source could be reached at all (no
+    network, a wrong host, a firewall): other ways to the files may help."""
+    from dices_cli.download import NoSourceServed, SourceFailed
 
-    if isinstance(given, int) and not isinstance(given, bool):
-        if given < 1:
-            raise UsageError(Option("max_size"), f" must be at least 1 (got {given})")
-        return given
-    try:
-        return parse_size(str(given))
-    except ValueError as error:
-        raise UsageError(Option("max_size"), f" {error}") from None
+    return isinstance(error, NoSourceServed | SourceFailed) and error.unreachable
 
 
 def plan_table(wanted: Sequence[WantedFile], directory: Path) -> Table:
@@ -196,20 +190,19 @@ def plan_table(wanted: Sequence[WantedFile], directory: Path) -> Table:
 def ingest_fetched(
     files: Sequence[Fetched], settings: DownloadSettings, progress: Progress | None, tell: Tell
 ) -> tuple[IngestResult, ...]:
-    """The fetched files ingested into `settings.data`: one ingest per dataset, as
-    `dices ingest -d DATASET` would be run on its files (each dataset stands alone: two
-    declared datasets may share their columns)."""
+    """The fetched files ingested into `settings.data` (`run_ingest`): one ingest per
+    dataset, as `dices ingest -d DATASET` would be run on its files (each dataset stands
+    alone: two declared datasets may share their columns)."""
     from itertools import groupby
 
-    from dices_cli.formats.ingest import ingest
-    from dices_cli.formats.validate import no_progress
+    from dices_cli.runs.ingest import run_ingest
     from dices_cli.store.datasets import Store, resolve_data_dir
 
     store = Store(resolve_data_dir(settings.data))
     results: list[IngestResult] = []
     for dataset, group in groupby(files, key=lambda done: done.wanted.dataset):
         paths = [done.path for done in group]
-        for result in ingest(paths, store, dataset, settings.force, None, progress or no_progress):
+        for result in run_ingest(store, paths, dataset, force=settings.force, progress=progress):
             results.append(result)
             for note in result.notes:
                 tell(note)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.metrics.defaults import BOOTSTRAP, PERMUTATIONS, SEED
 from dices_cli.runs.common import (
     Tell,
     check_choice,
@@ -22,6 +23,81 @@ if TYPE_CHECKING:
     from dices_cli.evaluate.references import Votes
     from dices_cli.queries.engine import RaterSelection
     from dices_cli.store.datasets import Store
+
+
+@dataclass(frozen=True)
+class EvaluateRun:
+    """The evaluation (its table, warnings, suspects and summary) and the settings it was
+    made with, each as resolved."""
+
+    evaluation: Evaluation
+    settings: Settings
+    declared: bool = False  # a declared dataset's label, by LeWiDi's measures
+
+
+def run_evaluate(
+    store: Store,
+    predictions: str,
+    dataset: str = "350",
+    against: Sequence[str] | None = None,
+    by: Sequence[str] | None = None,
+    *,
+    ties: str | None = None,
+    threshold: float | None = None,
+    bootstrap: int | None = None,
+    permutations: int | None = None,
+    interval: str = "clustered",
+    seed: int | None = None,
+    baseline: Sequence[str] | None = None,
+    one_means: str | None = None,
+    strict: bool = False,
+    selection: RaterSelection | None = None,
+    label: str | None = None,
+    tell: Tell = unsaid,
+) -> EvaluateRun:
+    """`dices evaluate`: score the `predictions` file ("-": stdin) against `dataset`'s
+    references (`against`; None: every one it has), for the raters of `selection`, also per
+    group of the `by` columns and beside the `baseline`s (raters:K). None takes the default:
+    ties exclude, threshold 0.5, `BOOTSTRAP`, `PERMUTATIONS`, `SEED`. Every setting and the
+    dataset are checked here, before the work; the raters seen go to `tell`. A declared
+    dataset's `label` (its first when None) is scored by LeWiDi's measures instead
+    (`dices_cli.runs.scale_evaluation`), which take none of DICES's references and settings."""
+    from dices_cli.families import declared_family
+    from dices_cli.raters.selection import rater_selection
+
+    if declared_family(dataset) is not None:
+        from dices_cli.evaluate.evaluation import Evaluation, Settings
+        from dices_cli.runs.scale_evaluation import run_scale_evaluation
+
+        dices_only = {"against": against is not None, "baseline": baseline is not None}
+        dices_only |= {"one_means": one_means is not None, "strict": strict}
+        chose = selection is not None and chooses(selection)
+        table = run_scale_evaluation(
+            store, predictions, dataset, label, by or (), dices_only, chose
+        )
+        return EvaluateRun(Evaluation(table, [], [], []), Settings(), declared=True)
+    if label is not None:
+        raise UsageError(
+            Option("label"), " scores a declared dataset's label; DICES's is Q_overall"
+        )
+
+    if one_means is not None:
+        check_choice("one_means", one_means, ("unsafe", "safe"))
+    settings = evaluation_settings(
+        dataset,
+        against,
+        ties or "exclude",
+        0.5 if threshold is None else threshold,
+        bootstrap,
+        permutations,
+        interval,
+        seed,
+        by,
+        baseline,
+    )
+    chosen = selection or rater_selection()
+    result = run_evaluation(store, predictions, dataset, settings, chosen, one_means, strict, tell)
+    return EvaluateRun(result, settings)
 
 
 def evaluation_settings(
@@ -43,15 +119,14 @@ def evaluation_settings(
     from dices_cli.families import member_choices
     from dices_cli.families.prosocial import MEMBER as PROSOCIAL
     from dices_cli.formats.dices.layouts import group_columns
-    from dices_cli.metrics import defaults
     from dices_cli.queries.catalog import ParameterError, usage_error
 
     check_choice("dataset", dataset, member_choices())
     check_choice("ties", ties, ("exclude", "unsafe", "safe"))
     check_choice("interval", interval, ("clustered", "conversations"))
-    bootstrap = defaults.BOOTSTRAP if bootstrap is None else bootstrap
-    permutations = defaults.PERMUTATIONS if permutations is None else permutations
-    seed = defaults.SEED if seed is None else seed
+    bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
+    permutations = PERMUTATIONS if permutations is None else permutations
+    seed = SEED if seed is None else seed
     in_range("threshold", threshold, 0.0, 1.0)
     in_range("bootstrap", bootstrap, 0, 100_000)
     in_range("permutations", permutations, 0, 100_000)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import Option, UsageError
+from dices_cli.families.prosocial import MEMBER as PROSOCIAL  # written back as JSON Lines
 from dices_cli.runs.common import Tell, check_choice, unsaid
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 LAYOUTS = ("wide", "long", "crowdkit", "soft-labels", "judge-bench")
 # The layouts that write one dataset, never "all".
 ONE_DATASET = ("wide", "judge-bench")
-PROSOCIAL = "prosocial"  # the family written back as its JSON Lines: dices_cli.families
 
 
 def run_export(
@@ -70,38 +70,52 @@ def _checked(
         raise UsageError(
             "export writes data: pick ", Option("format"), " csv, tsv, json, jsonl or parquet"
         )
-    if dataset is None and layout in ONE_DATASET:
-        prosocial = f" or {PROSOCIAL}" if layout == "wide" else ""
-        raise UsageError(
-            Option("layout"),
-            f" {layout} writes one dataset: give ",
-            Option("dataset"),
-            f" 350, 990{prosocial}",
-        )
-    dataset = dataset or "all"
+    dataset = _one_dataset(layout, dataset)
     check_choice("dataset", dataset, member_choices())
-    if dataset == PROSOCIAL and layout != "wide":
-        raise UsageError(
-            "ProsocialDialog has no rater ids or demographics; ",
-            Option("layout"),
-            f" {layout} needs them",
-        )
-    if dataset == PROSOCIAL and excel_safe:
-        raise UsageError(
-            Option("excel_safe"), " is for the DICES CSV; ProsocialDialog is JSON Lines"
-        )
+    if dataset == PROSOCIAL:
+        _refuse_for_prosocial(layout, excel_safe)
     if by and layout != "soft-labels":
         raise UsageError(
             Option("by"), " applies to ", Option("layout"), f" soft-labels, not {layout}"
         )
-    if dataset == "all" and layout in ONE_DATASET:
+    return dataset
+
+
+def _one_dataset(layout: str, dataset: str | None) -> str:
+    """The dataset asked for, or all; a layout that writes one dataset is given one."""
+    from dices_cli.families import grouped_members, listed
+
+    if dataset not in (None, "all") or layout not in ONE_DATASET:
+        return dataset or "all"
+    if dataset is None:
+        also = [PROSOCIAL] if layout == "wide" else []
+        choices = listed([", ".join(grouped_members()), *also], "or")
         raise UsageError(
             Option("layout"),
-            f" {layout} writes one dataset: choose ",
+            f" {layout} writes one dataset: give ",
             Option("dataset"),
-            " 350 or 990",
+            f" {choices}",
         )
-    return dataset
+    raise UsageError(
+        Option("layout"),
+        f" {layout} writes one dataset: choose ",
+        Option("dataset"),
+        f" {listed(grouped_members(), 'or')}",
+    )
+
+
+def _refuse_for_prosocial(layout: str, excel_safe: bool) -> None:
+    """ProsocialDialog is written back as it came, wide: it has no raters to lay out."""
+    from dices_cli.families import FAMILIES
+
+    family = FAMILIES[PROSOCIAL]
+    if layout != "wide":
+        lacks = family.lacks("rater ids", "demographics")
+        raise UsageError(f"{lacks}; ", Option("layout"), f" {layout} needs them")
+    if excel_safe:
+        raise UsageError(
+            Option("excel_safe"), f" is for the DICES CSV; {family.title} is JSON Lines"
+        )
 
 
 def _refuse_selection_for_wide(layout: str, selection: RaterSelection) -> None:

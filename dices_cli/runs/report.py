@@ -60,7 +60,7 @@ def run_report(
     before any work, and `target` before anything is read (not replaced without `force`, never
     one of `inputs`). The page records `made_by` of the settings as resolved (`Recorded`),
     in the caller's words; warnings go to `tell`."""
-    from dices_cli.families import grouped_members
+    from dices_cli.families import declared_family, grouped_members
     from dices_cli.families.schema import DATASETS, missing_group_column
     from dices_cli.formats.dices.layouts import group_columns
     from dices_cli.output import OUTPUT, check_output, open_output
@@ -69,24 +69,13 @@ def run_report(
     from dices_cli.raters.selection import rater_selection
     from dices_cli.report import agreement_options, build_report, check_charts_available
 
-    if (family := _declared_family(dataset)) is not None:
-        if predictions is not None:
-            raise UsageError(
-                Option("predictions"),
-                f" is scored against DICES's references, not {family.title}'s",
-            )
-        if selection is not None and chooses(selection):
-            raise UsageError(
-                f"{family.title}'s report shows all its raters: ",
-                Option("exclude_removed"),
-                ", ",
-                Option("raters"),
-                " and ",
-                Option("min_quality"),
-                " choose DICES's",
-            )
-        check_output(target, force, inputs, option=OUTPUT)  # before the work
-        return _declared_report(store, target, family, by, permutations, seed, force, made_by, tell)
+    if (family := declared_family(dataset)) is not None:
+        chosen = selection is not None and chooses(selection)
+        return _declared_report(
+            store, target, family, by, permutations, seed, force,
+            refused={"predictions": predictions is not None, "selection": chosen},
+            inputs=inputs, made_by=made_by, tell=tell,
+        )  # fmt: skip
     check_choice("dataset", dataset, ("all", *grouped_members()))
     given = {
         "predictions_dataset": predictions_dataset,
@@ -161,14 +150,6 @@ def run_report(
     return ReportRun(target, command, left_out)
 
 
-def _declared_family(dataset: str) -> Family | None:
-    """The declared family `dataset` names (its one dataset), or None."""
-    from dices_cli.families import FAMILIES
-
-    family = FAMILIES.get(dataset)
-    return family if family is not None and family.declared is not None else None
-
-
 def _declared_report(
     store: Store,
     target: Path,
@@ -177,15 +158,32 @@ def _declared_report(
     permutations: int | None,
     seed: int | None,
     force: bool,
+    refused: dict[str, bool],
+    inputs: Sequence[Path],
     made_by: Callable[[Recorded], str],
     tell: Tell,
 ) -> ReportRun:
-    """`run_report` for a declared dataset: its labels, shares and agreement per group."""
-    from dices_cli.output import open_output
+    """`run_report` for a declared dataset: its labels, shares and agreement per group;
+    `refused` says whether predictions or a rater selection (DICES's) were given."""
+    from dices_cli.output import OUTPUT, check_output, open_output
     from dices_cli.queries.catalog import ParameterError, usage_error
     from dices_cli.report import agreement_options, build_declared_report
     from dices_cli.report.declared import compared_attributes
 
+    if refused["predictions"]:
+        references = f" is scored against DICES's references, not {family.title}'s"
+        raise UsageError(Option("predictions"), references)
+    if refused["selection"]:
+        raise UsageError(
+            f"{family.title}'s report shows all its raters: ",
+            Option("exclude_removed"),
+            ", ",
+            Option("raters"),
+            " and ",
+            Option("min_quality"),
+            " choose DICES's",
+        )
+    check_output(target, force, inputs, option=OUTPUT)  # before the work
     try:
         permutations, seed = agreement_options(permutations, seed, declared=True)
     except ParameterError as error:

@@ -49,11 +49,13 @@ SCRIPTS = {
     "calibration_evaluate": [*("--simulations", "2", "--bootstrap", "20", "--replicates", "5")],
     "report": ["--runs", "1", "--permutations", "10", "--data", "{tiny}/data"],
     "prosocial": ["--runs", "1", "--rows", "200"],
+    "scale": ["--runs", "1", "--rows", "2000"],
     "predictions": ["--smoke", "--data", "{tiny}/data"],
     "calibration_groups": ["--quick", "--data", "{tiny}/data"],
     "calibration_shares": ["--quick", "--data", "{tiny}/data"],
     "judge": ["--runs", "1", "--quick", "--data", "{tiny}/data"],
     "startup": ["--smoke", "--data", "{tiny}/data"],
+    "hostile": ["--smoke"],
     "summary": [],
 }
 

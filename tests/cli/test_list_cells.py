@@ -1,4 +1,5 @@
-"""List cells on a terminal and in --sort, and a --sort value that starts with -."""
+"""List cells on a terminal and in --sort, a --sort value that starts with -, and a named
+column in the one-record-per-block layout."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dices_cli.cli.commands.canned import _dataset_named
+from dices_cli.cli.focus import Focus
 from dices_cli.cli.main import app
-from dices_cli.cli.tabular import cell_text
+from dices_cli.cli.tabular import cell_text, layout, records
 from dices_cli.output import Stream, Table, text_cell
 from dices_cli.shape import Shape, apply
 
@@ -87,3 +89,15 @@ def test_sort_descending_by_dataset_is_a_sort(sample: Path, sort: str, order: li
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert [row["dataset"] for row in rows] == order
+
+
+def test_a_named_column_has_its_line_in_every_block_even_where_empty() -> None:
+    text = "e9f9059bc4338d807ce796dec6e08a2b895694bc003a01edd4cfa16cdfd9b243"  # one word
+    table = Table(["key", "text", "note"], [False, False, False], [("a", text, None)] * 2)
+    named = layout(table, 30, focus=Focus(answer=("text",), named=("note",)))
+    assert named.blocks
+    assert [[(c.name, v) for c, v in block] for block in records(named)] == [
+        [("key", "a"), ("text", text), ("note", "")]
+    ] * 2
+    unnamed = layout(table, 30, focus=Focus(answer=("text",)))
+    assert [[c.name for c, _ in block] for block in records(unnamed)] == [["key", "text"]] * 2

@@ -31,13 +31,14 @@ from dices_cli.cli.commands.download import WAYS_ROUND
 from dices_cli.cli.main import app
 from dices_cli.families import listed, single_file_members
 from dices_cli.read.source import DEFAULT_MAX_SIZE, parse_size
+from tests.conftest import SHARED
 
 NAME_350 = "diverse_safety_adversarial_dialog_350.csv"
 NAME_990 = "diverse_safety_adversarial_dialog_990.csv"
 BODY_350 = build("350", items=3, raters=4)
 BODY_990 = build("990", items=3, raters=4)
 # The five real ProsocialDialog rows, shared out over the three splits.
-_REAL_ROWS = Path(__file__).resolve().parents[3] / "shared" / "data" / "prosocial" / "samples.jsonl"
+_REAL_ROWS = SHARED / "data" / "prosocial" / "samples.jsonl"
 _LINES = _REAL_ROWS.read_bytes().splitlines(keepends=True) if _REAL_ROWS.exists() else []
 PROSOCIAL = {
     "train.json": b"".join(_LINES[:3]),

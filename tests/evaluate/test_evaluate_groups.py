@@ -134,6 +134,7 @@ def test_p_values_count_the_observed_labelling_and_are_never_zero(
     assert all(value is not None for value in nulls)
 
 
+@pytest.mark.slow  # 40 shuffles, each a full evaluation: a calibration
 @pytest.mark.parametrize("dataset", ["350", "990"])
 def test_group_tests_hold_their_level_under_shuffled_demographics(
     sample: Path, tmp_path: Path, dataset: str

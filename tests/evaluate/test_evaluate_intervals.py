@@ -28,12 +28,14 @@ from typer.testing import CliRunner
 from dices_cli.cli.commands import evaluate as command
 from dices_cli.cli.main import app
 from dices_cli.evaluate.evaluation import Settings, evaluate
+from dices_cli.evaluate.notes import INTERVAL_NOTES
 from dices_cli.evaluate.personas import evaluate_personas, persona_chart
 from dices_cli.metrics.intervals import (
     MIN_RATERS,
     Jackknife,
     centred_interval,
     conversation_weights,
+    difference_interval,
 )
 from dices_cli.metrics.student_t import t_quantile
 from dices_cli.queries.engine import RaterSelection
@@ -86,9 +88,10 @@ def test_no_estimate_lies_outside_its_own_interval(
     ingested: Path, predictions: dict[str, Path], dataset: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In the CSV and in the ranked summary on the screen, for labels, a score only, a
-    distribution and a flipped judge, every group of rater_race (5 raters and up)."""
+    distribution and a flipped judge, every group of rater_race (5 raters and up), with
+    the default intervals; and every endpoint the same for another seed."""
     arguments = ["evaluate", str(predictions[dataset]), "-d", dataset, "--data", str(ingested)]
-    arguments += ["--by", "rater_race", "--bootstrap", "200", "--permutations", "0"]
+    arguments += ["--by", "rater_race", "--permutations", "0"]
     result = runner.invoke(app, [*arguments, "-f", "csv"])
     assert result.exit_code == 0, result.output
     records = list(csv.DictReader(io.StringIO(result.stdout)))
@@ -96,6 +99,9 @@ def test_no_estimate_lies_outside_its_own_interval(
     assert sum(len(triplets(r)) for r in records) > 300
     assert outside(records) == []  # type: ignore[arg-type]
     assert any(r["difference_low"] for r in records if r["rater_race"])
+    reseeded = runner.invoke(app, [*arguments, "-f", "csv", "--seed", "1"])
+    assert reseeded.exit_code == 0, reseeded.output
+    assert reseeded.stdout == result.stdout
     # The ranked summary a person sees on a terminal.
     monkeypatch.setattr(command, "stderr_is_terminal", lambda: True)
     shown = runner.invoke(app, [*arguments, "-f", "csv"])
@@ -196,6 +202,16 @@ def test_a_group_of_fewer_than_5_raters_has_no_interval_and_says_so(tmp_path: Pa
         assert enough[f"{metric}_low"] is not None and enough["difference_low"] is not None
     (note,) = [n for n in evaluation.warnings if "fewer than" in n]
     assert "group=g0 has 4 raters, fewer than 5" in note
+    # The jsd difference's interval, known to be too narrow for a group that differs: said
+    # on its rows (not on a few_raters row, which has none) and once on the screen.
+    assert rows["g1", "crowd-share"]["interval_note"] == INTERVAL_NOTES["crowd-share"]
+    assert rows["g0", "crowd-share"]["interval_note"] is None
+    assert rows["g1", "crowd"]["interval_note"] is None
+    (said,) = [n for n in evaluation.warnings if "interval_note" in n]
+    assert (
+        said
+        == f"DICES-990, crowd-share group rows: {INTERVAL_NOTES['crowd-share']} (interval_note)"
+    )
     # About this pool of raters (conversations only), a small group has its interval.
     pool = evaluate(
         votes, read, Settings(by=("group",), bootstrap=50, permutations=0, interval="conversations")
@@ -307,3 +323,41 @@ def test_the_jackknife_of_a_mean_is_its_variance_of_the_mean() -> None:
         total += values[mine].var(ddof=1) / len(mine)
     variance, _ = Jackknife(stratum).variance(left_out)
     assert math.isclose(variance, total, rel_tol=1e-12)
+
+
+def test_a_jsd_difference_interval_is_recovered_from_the_sides_log_intervals() -> None:
+    """Zou & Donner's MOVER by hand: each side's interval on the log scale (scipy's t with
+    blocks - 1 degrees of freedom), their correlation from the three jackknife variances."""
+    rng = np.random.default_rng(8)
+    blocks = 40
+    own = np.concatenate([[0.06], 0.06 + rng.normal(0, 0.004, blocks)])
+    rest = np.concatenate([[0.03], 0.03 + 0.5 * (own[1:] - 0.06) + rng.normal(0, 0.002, blocks)])
+    difference = own - rest
+    v1, v2, vd = (_jackknife_by_hand(list(v[1:])) for v in (own, rest, difference))
+    q = stats.t.ppf(0.975, blocks - 1)
+    (l1, u1), (l2, u2) = (
+        (e * math.exp(-q * math.sqrt(v) / e), e * math.exp(q * math.sqrt(v) / e))
+        for e, v in ((0.06, v1), (0.03, v2))
+    )
+    r = (v1 + v2 - vd) / (2 * math.sqrt(v1 * v2))
+    low = 0.03 - math.sqrt((0.06 - l1) ** 2 + (u2 - 0.03) ** 2 - 2 * r * (0.06 - l1) * (u2 - 0.03))
+    high = 0.03 + math.sqrt((u1 - 0.06) ** 2 + (0.03 - l2) ** 2 - 2 * r * (u1 - 0.06) * (0.03 - l2))
+    none = (0.0, math.inf)
+    got = difference_interval((own, none), (rest, none), (difference, none), (0.0, 1.0))
+    assert got == pytest.approx((low, high), rel=1e-9)
+    assert high - 0.03 > 0.03 - low  # the side a divergence grows on is the wider
+
+
+@given(
+    st.lists(st.floats(0.001, 0.2), min_size=3, max_size=30),
+    st.lists(st.floats(0.001, 0.2), min_size=3, max_size=30),
+    st.floats(0, 0.01),
+)
+def test_a_difference_interval_holds_its_estimate(
+    own: list[float], rest: list[float], raters: float
+) -> None:
+    size = min(len(own), len(rest))
+    a, b = np.array(own[:size]), np.array(rest[:size])
+    variance = (raters, 10.0)
+    low, high = difference_interval((a, variance), (b, variance), (a - b, variance), (0.0, 1.0))
+    assert -1.0 <= low <= a[0] - b[0] <= high <= 1.0

@@ -232,6 +232,7 @@ def test_spread_and_correlation_match_pandas_and_scipy(sample: Path, tmp_path: P
     assert math.isclose(figures["spread_ratio"]["value"], simulated / real, rel_tol=1e-9)
 
 
+@pytest.mark.slow  # 40 shuffles, each a full evaluation: a calibration
 def test_the_correlation_holds_its_level_under_shuffled_demographics(
     sample: Path, tmp_path: Path
 ) -> None:

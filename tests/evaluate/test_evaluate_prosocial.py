@@ -26,9 +26,10 @@ from sklearn.metrics import (
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
+from tests.conftest import SHARED
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLES = REPO.parent / "shared" / "data" / "prosocial" / "samples.jsonl"
+SAMPLES = SHARED / "data" / "prosocial" / "samples.jsonl"
 ANNOTATIONS = ("casual", "needs caution", "needs intervention")
 UNSAFE = ("__probably_needs_caution__", "__needs_caution__", "__needs_intervention__")
 DRAWS = "200"

@@ -317,7 +317,7 @@ def test_download_names_the_declared_datasets(
     result = runner.invoke(app, ["download", "all", "--url", "http://127.0.0.1/x"])
     assert result.exit_code == 2
     assert result.stderr == (
-        "Error: --url is for one file, and all has 23: name 350, 990, "
+        "Error: --url is for one file, and all has 32: name 350, 990, mhs, "
         "popquorn_offensiveness, popquorn_politeness or toy\n"
         "Try 'dices download -h' for help.\n"
     )
@@ -367,7 +367,7 @@ def test_download_help_lists_the_declared_datasets(
     assert f"Usage:dicesdownload[OPTIONS]{{{choices}}}" in flat
     lines = [" ".join(line.strip(" │").split()) for line in result.stdout.splitlines()]
     assert (
-        "--url <str> Fetch the one file of 350, 990, popquorn_offensiveness, "
+        "--url <str> Fetch the one file of 350, 990, mhs, popquorn_offensiveness, "
         "popquorn_politeness or toy from URL (a mirror): "
         "it must still be the published file, unless --sha256 is given."
     ) in lines, result.stdout

@@ -64,19 +64,20 @@ def test_each_commands_dataset_choice_is_drawn_from_the_registry(
     assert tuple(param.type.choices) == choices
 
 
-def test_evaluates_dataset_is_checked_against_the_registry(tmp_path: Path) -> None:
-    """`dices evaluate -d` takes a declared dataset too (scored by LeWiDi's measures), so its
-    choices are checked when the command runs: an unknown one lists the registry's."""
+def test_evaluates_dataset_is_checked_by_the_library_against_the_registry(
+    tmp_path: Path,
+) -> None:
+    """`dices evaluate -d` is checked in one place, the library (`runs.evaluation`), against
+    the registry's choices; its --help lists them."""
     from typer.testing import CliRunner
 
     predictions = tmp_path / "p.csv"
-    predictions.write_text("item_id,label\n1,Yes\n", encoding="utf-8")
-    result = CliRunner().invoke(
-        app, ["evaluate", str(predictions), "-d", "nosuch", "--data", str(tmp_path)]
-    )
+    predictions.write_text("item_id,label\n1,Yes\n")
+    result = CliRunner().invoke(app, ["evaluate", str(predictions), "-d", "nosuch"])
     assert result.exit_code == 2
     choices = ", ".join(member_choices())
-    assert f"--dataset must be one of: {choices} (got 'nosuch')" in result.output
+    assert f"Error: --dataset must be one of: {choices} (got 'nosuch')" in result.stderr
+    assert "|".join(member_choices()) in CliRunner().invoke(app, ["evaluate", "-h"]).stdout
 
 
 def test_a_querys_dataset_is_checked_against_every_registered_dataset(tmp_path: Path) -> None:

@@ -26,8 +26,8 @@ from dices_cli.cli.main import app
 from dices_cli.evaluate.references import PROSOCIAL_UNSAFE
 from dices_cli.families import FAMILIES, coded_members, family_of
 from dices_cli.formats.prosocial.labels import recomputed_label
+from tests.conftest import SHARED
 
-SHARED = Path(os.environ.get("DICES_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 SAMPLES = SHARED / "data" / "prosocial" / "samples.jsonl"
 
 

@@ -451,3 +451,33 @@ def test_validate_file_is_the_one_entry_for_a_report(replica_350: Path, tmp_path
     report = validate_file(broken)
     assert not report.ok
     assert report.path == str(broken)
+
+
+def test_a_run_under_a_time_limit_in_the_test_process_is_under_a_memory_cap(
+    monkeypatch: pytest.MonkeyPatch, sample: Path
+) -> None:
+    """Issue 36, cause 21: a run with --timeout whose limit failed to stop it grew the test
+    process to 18.5 GB (its output piling up in the runner's buffer). The suite's runner
+    caps the process's address space for such a run, and puts the limit back after it."""
+    import resource
+
+    from dices_cli.queries import sandbox
+    from tests.conftest import IN_PROCESS_CAP, CappedRunner
+
+    seen: list[int] = []
+
+    def stopped(*_: object, **__: object) -> None:
+        seen.append(resource.getrlimit(resource.RLIMIT_AS)[0])
+        raise DicesError("stopped here")
+
+    monkeypatch.setattr(sandbox, "run_sql", stopped)
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/status", encoding="ascii") as status:
+        (size,) = (int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
+    args = ["sql", "SELECT 1", "--data", str(sample), "--timeout", "5"]
+    result = CappedRunner().invoke(app, args)
+    assert (result.exit_code, result.stderr) == (1, "Error: stopped here\n")
+    assert len(seen) == 1
+    assert seen[0] != resource.RLIM_INFINITY
+    assert seen[0] <= size + IN_PROCESS_CAP + (64 << 20)  # what a fixture took meanwhile
+    assert resource.getrlimit(resource.RLIMIT_AS) == before

@@ -29,11 +29,11 @@ from typer.testing import CliRunner, Result
 from dices_cli.cli.main import app
 from dices_cli.read.json_lines import MAX_DEPTH
 from dices_cli.read.lines import MAX_RECORD_BYTES
+from tests.conftest import SHARED
 from tests.hostile.test_bounded_input import FIXED_MEMORY, MiB, assert_clean, run_capped
 
 pytestmark = pytest.mark.slow  # a hostile corpus
 
-SHARED = Path(os.environ.get("DICES_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 SAMPLES = SHARED / "data" / "prosocial" / "samples.jsonl"
 DATA = Path(__file__).resolve().parents[2] / "dices_cli" / "data"
 

@@ -206,7 +206,6 @@ PLAIN_COLUMNS: dict[str, st.SearchStrategy[object]] = {
     "DECIMAL(18,3)": st.decimals(-(10**14), 10**14, places=3),
     "VARCHAR": st.text(st.characters(exclude_categories=["Cs"])),
     "ENUM('No', 'Yes', 'Unsure')": st.sampled_from(["No", "Yes", "Unsure"]),
-    "DATE": st.dates(),
 }
 
 
@@ -246,6 +245,8 @@ def test_an_answer_over_the_cells_given_or_of_other_types_is_a_stream(session: S
     assert isinstance(session.small_or_stream(two_by_two, 4), Table)
     assert isinstance(session.small_or_stream(two_by_two, 3), Stream)
     assert isinstance(session.small_or_stream("SELECT [1, 2] AS a_list", 4), Stream)
+    # DuckDB gives Python an infinite date as 9999-12-31: a date comes through Arrow.
+    assert isinstance(session.small_or_stream("SELECT 'infinity'::DATE AS d", 4), Stream)
     with pytest.raises(DicesError, match=r"^the query failed: Binder Error"):
         session.small_or_stream("SELECT nothing", 4)
 

@@ -432,7 +432,7 @@ def test_a_bad_predictions_file_or_bootstrap_is_refused_before_any_query(
     )
     result = CliRunner().invoke(app, [*arguments, "--bootstrap", "-1"])
     assert result.exit_code == 2
-    assert "Invalid value for '--bootstrap': -1 is not in the range 0<=x<=100000." in result.stderr
+    assert "Error: --bootstrap must be between 0 and 100000 (got -1)" in result.stderr
     assert not target.exists()
 
 

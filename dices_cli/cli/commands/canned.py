@@ -476,18 +476,6 @@ def _explain(query: Query) -> None:
         handle.write(("\n".join(lines) + "\n").encode("utf-8"))
 
 
-def checked_by(by: list[str] | None) -> list[str]:
-    """The --by columns, each one a result can be grouped by; a usage error naming the first
-    that is not, with the ones there are."""
-    from dices_cli.formats.dices.layouts import group_columns
-    from dices_cli.queries.catalog import ParameterError, usage_error
-
-    try:
-        return group_columns(by or [])
-    except ParameterError as error:
-        raise usage_error(error) from None
-
-
 def run_query(
     canned: Query,
     given: dict[str, Any],
@@ -513,15 +501,14 @@ def run_query(
     from dices_cli.families import all_members
     from dices_cli.output import Format, Output
     from dices_cli.runs.canned import family_asked, run_canned
-    from dices_cli.runs.common import check_choice
+    from dices_cli.runs.common import check_choice, data_store
     from dices_cli.shape import Shape
-    from dices_cli.store.datasets import Store, resolve_data_dir
 
     shape = Shape.parse(keep_columns, sort, limit)
     if fmt is Format.CHART and canned.chart is None:  # before the work
         raise _no_chart(canned)
     inputs = read_paths(data, raters)
-    store = Store(resolve_data_dir(data))  # registers the datasets declared there
+    store = data_store(data)  # registers the datasets declared there
     check_choice("dataset", dataset, ("all", *all_members()))
     family = family_asked(canned, dataset, store)
     if family is not None:  # before --raters FILE is read

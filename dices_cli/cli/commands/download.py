@@ -24,8 +24,9 @@ from dices_cli.cli.commands.options import (
 from dices_cli.cli.render import progress_bar, say
 
 if TYPE_CHECKING:
-    from dices_cli.download import Fetched, SourceFailed
+    from dices_cli.errors import DicesError
     from dices_cli.output import Format, Table
+    from dices_cli.runs.download import Fetched
 
 DEFAULT_TIMEOUT = 30.0  # dices_cli.download.DEFAULT_TIMEOUT, spelled for --help
 DEFAULT_DEADLINE = 3600.0  # dices_cli.download.DEFAULT_DEADLINE
@@ -235,7 +236,7 @@ def download(
         _show_plan(result.plan, fmt, keep_columns, sort, limit)
 
 
-def _say_retry(title: str, failed: SourceFailed, wait: float) -> None:
+def _say_retry(title: str, failed: DicesError, wait: float) -> None:
     from dices_cli.cli.commands.wording import worded
 
     say(f"{title}: {worded(failed)}; trying again in {wait:.3g} s")
@@ -252,12 +253,13 @@ WAYS_ROUND = (
 @contextlib.contextmanager
 def ways_round() -> Iterator[None]:
     """A download whose sources could not be reached ends with the other ways to the files."""
-    from dices_cli.download import NoSourceServed, SourceFailed
+    from dices_cli.errors import DicesError
+    from dices_cli.runs.download import unreachable
 
     try:
         yield
-    except (NoSourceServed, SourceFailed) as error:
-        if error.unreachable:
+    except DicesError as error:
+        if unreachable(error):
             say(WAYS_ROUND)
         raise
 

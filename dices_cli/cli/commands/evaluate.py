@@ -7,33 +7,44 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from dices_cli.cli.commands.options import (
     MEMBERS_THEN_ALL,
+    Baseline,
+    Bootstrap,
     ColumnsOption,
     DataDir,
     ExcludeRemoved,
     Force,
     LimitOption,
     MinQuality,
+    OneMeans,
     OutputFile,
     OutputFormat,
+    Permutations,
     RatersFile,
+    Seed,
     SortOption,
+    Strict,
+    Threshold,
+    Ties,
     emit_shaped,
-    no_rater_selection,
     rater_selection,
     read_paths,
 )
 from dices_cli.cli.render import say
-from dices_cli.metrics import defaults
 
 if TYPE_CHECKING:
-    from dices_cli.output import Table
+    from dices_cli.output import Format, Table
+    from dices_cli.problems import Report
     from dices_cli.queries.catalog import Chart
+    from dices_cli.shape import Shape
+
+# The dataset a predictions file is for unless -d says (the library checks every -d).
+DEFAULT_DATASET = "350"
 
 EVALUATE_HELP = """Score a model's predictions against the experts and the raters of DICES, or against ProsocialDialog's published labels and annotations.
 
@@ -109,13 +120,13 @@ def evaluate(
         typer.Option(
             "--dataset",
             "-d",
-            help="The dataset the predictions are for: "
-            f"{', '.join(MEMBERS_THEN_ALL)}; all: DICES-350 and DICES-990, each "
+            metavar="<" + "|".join(MEMBERS_THEN_ALL) + ">",
+            help="The dataset the predictions are for; all: DICES-350 and DICES-990, each "
             "row's from the file's dataset column (item ids repeat across the two); "
             "prosocial: ProsocialDialog; a declared dataset's name (dices info lists them): "
             "its label scored by LeWiDi's measures.",
         ),
-    ] = "350",
+    ] = DEFAULT_DATASET,
     label: Annotated[
         str | None,
         typer.Option(
@@ -132,33 +143,10 @@ def evaluate(
             "ProsocialDialog: label or crowd-share.",
         ),
     ] = None,
-    ties: Annotated[
-        Literal["exclude", "unsafe", "safe"],
-        typer.Option(
-            "--ties",
-            help="A crowd plurality with Yes tied for the most: left out, or counted as "
-            "unsafe/safe (No tied with Unsure above Yes is not unsafe).",
-        ),
-    ] = "exclude",
-    threshold: Annotated[
-        float,
-        typer.Option("--threshold", min=0.0, max=1.0, help="A score from here up is unsafe."),
-    ] = 0.5,
-    bootstrap: Annotated[
-        int,
-        typer.Option(
-            "--bootstrap", min=0, max=100_000, help="Bootstrap resamples for the intervals."
-        ),
-    ] = defaults.BOOTSTRAP,
-    permutations: Annotated[
-        int,
-        typer.Option(
-            "--permutations",
-            min=0,
-            max=100_000,
-            help="Random relabellings of the raters behind the group rows' p-values (0: none).",
-        ),
-    ] = defaults.PERMUTATIONS,
+    ties: Ties = None,
+    threshold: Threshold = None,
+    bootstrap: Bootstrap = None,
+    permutations: Permutations = None,
     interval: Annotated[
         Literal["clustered", "conversations"],
         typer.Option(
@@ -168,29 +156,14 @@ def evaluate(
             "rater pool). Whole-pool rows resample conversations.",
         ),
     ] = "clustered",
-    seed: Annotated[
-        int, typer.Option("--seed", min=0, max=4_294_967_295, help="Random seed.")
-    ] = defaults.SEED,
+    seed: Seed = None,
     by: Annotated[
         list[str] | None,
         typer.Option("--by", "-b", help="Also against each group of this rater column (repeat)."),
     ] = None,
-    baseline: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--baseline",
-            metavar="raters:K",
-            help="Also score K raters drawn at random per conversation (repeat).",
-        ),
-    ] = None,
-    one_means: Annotated[
-        Literal["unsafe", "safe"] | None,
-        typer.Option("--one-means", help="What a numeric or boolean label 1/true means."),
-    ] = None,
-    strict: Annotated[
-        bool,
-        typer.Option("--strict", help="A suspected flipped polarity is an error (exit 1)."),
-    ] = False,
+    baseline: Baseline = None,
+    one_means: OneMeans = None,
+    strict: Strict = False,
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
     min_quality: MinQuality = None,
@@ -207,68 +180,93 @@ def evaluate(
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from dices_cli.cli.focus import Focus
-    from dices_cli.errors import UsageError
-    from dices_cli.families import FAMILIES
-    from dices_cli.output import Format, Output
-    from dices_cli.runs.evaluation import evaluation_settings, run_evaluation
-    from dices_cli.runs.scale_evaluation import declared_family, run_scale_evaluation
+    from dices_cli.output import Output
+    from dices_cli.runs.common import data_store
+    from dices_cli.runs.evaluation import run_evaluate
     from dices_cli.shape import Shape
-    from dices_cli.store.datasets import Store, resolve_data_dir
 
     if explain:
         _explain()
         return
+    _check_predictions(predictions, raters)
+    assert predictions is not None
+    shape = Shape.parse(keep_columns, sort, limit)
+    inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
+    Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
+    with one_means_hinted(), dataset_hinted(dataset):
+        run = run_evaluate(
+            data_store(data),
+            predictions,
+            dataset,
+            against,
+            by,
+            ties=ties,
+            threshold=threshold,
+            bootstrap=bootstrap,
+            permutations=permutations,
+            interval=interval,
+            seed=seed,
+            baseline=baseline,
+            one_means=one_means,
+            strict=strict,
+            selection=rater_selection(exclude_removed, raters, min_quality),
+            label=label,
+            tell=say,
+        )
+    result = run.evaluation
+    if run.declared:  # LeWiDi's measures of a declared dataset's label
+        focus = Focus.grouped(("column", "group"), SCALE_ANSWER)
+        emit_shaped(result.table, shape, fmt, output, "evaluate", force, inputs, None, focus)
+        return
+    for note in result.warnings:
+        say(f"warning: {note}")
+    for suspect in result.suspects:  # an error with --strict, raised by run_evaluate
+        say(f"warning: {suspect.message()}")
+    _show(result.table, run.settings.by, shape, fmt, output, force, inputs)
+    if result.summary and stderr_is_terminal():
+        say("\n".join(result.summary))
+
+
+def _check_predictions(predictions: str | None, raters: str | None) -> None:
+    """PREDICTIONS given, there (as ingest says it: exit 2), and stdin read once."""
+    from dices_cli.errors import UsageError
+
     if predictions is None:
         raise UsageError("give a predictions file (or - for stdin), or --explain")
     if predictions == "-" and raters == "-":
         raise UsageError("only one of PREDICTIONS and --raters can be - (stdin)")
-    if predictions != "-" and not os.path.lexists(predictions):  # as ingest says it: exit 2
+    if predictions != "-" and not os.path.lexists(predictions):
         raise UsageError(f"{predictions!r} does not exist")
-    shape = Shape.parse(keep_columns, sort, limit)
-    inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
-    store = Store(resolve_data_dir(data))  # knows the directory's declared datasets too
-    if (family := declared_family(dataset)) is not None:
-        no_rater_selection(family, exclude_removed, raters, min_quality)
-        Output.build(fmt, output, force, inputs)  # a usage error before the work
-        given = {"against": against is not None, "baseline": baseline is not None}
-        given |= {"one_means": one_means is not None, "strict": strict}
-        table = run_scale_evaluation(store, predictions, dataset, label, by or (), given)
-        focus = Focus.grouped(("column", "group"), SCALE_ANSWER)
-        emit_shaped(table, shape, fmt, output, "evaluate", force, inputs, None, focus)
-        return
-    if label is not None:
-        raise UsageError("--label scores a declared dataset's label; DICES's is Q_overall")
-    settings = evaluation_settings(
-        dataset, against, ties, threshold, bootstrap, permutations, interval, seed, by, baseline
-    )
-    if dataset in FAMILIES:
-        no_rater_selection(FAMILIES[dataset], exclude_removed, raters, min_quality)
-    Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
-    chosen = rater_selection(exclude_removed, raters, min_quality)  # reads --raters once
-    with one_means_hinted(), dataset_hinted(dataset):
-        result = run_evaluation(
-            store, predictions, dataset, settings, chosen, one_means, strict, tell=say
-        )
-    for note in result.warnings:
-        say(f"warning: {note}")
-    for suspect in result.suspects:  # an error with --strict, raised by run_evaluation
-        say(f"warning: {suspect.message()}")
-    if "persona" in result.table.columns:  # a persona file's figures
+
+
+def _show(
+    table: Table,
+    by: tuple[str, ...],
+    shape: Shape,
+    fmt: Format | None,
+    output: Path | None,
+    force: bool,
+    inputs: list[Path],
+) -> None:
+    """The evaluation: a terminal's ranked summary of the groups (--by), else the table in
+    its shape and format, or its chart (a persona file's figures, or the headlines)."""
+    from dices_cli.cli.focus import Focus
+    from dices_cli.output import Format, Output
+
+    if "persona" in table.columns:  # a persona file's figures
         from dices_cli.evaluate.personas import ANSWER, persona_chart
 
-        chart_table, chart = persona_chart(result.table)
+        chart_table, chart = persona_chart(table)
         focus = Focus(("persona", "group"), ANSWER)
     else:
-        chart_table, chart = headline_chart(result.table, settings.by)
-        focus = Focus.grouped(settings.by, EVALUATE_ANSWER)
-    shown = chart_table if fmt is Format.CHART else result.table
+        chart_table, chart = headline_chart(table, by)
+        focus = Focus.grouped(by, EVALUATE_ANSWER)
+    shown = chart_table if fmt is Format.CHART else table
     written = Output.build(fmt, output, force, inputs, chart=True)
-    if settings.by and fmt is None and written.format is Format.TABLE and shape.is_identity:
-        show_group_summary(result.table, settings.by)  # the full table: --format or -o
+    if by and fmt is None and written.format is Format.TABLE and shape.is_identity:
+        show_group_summary(table, by)  # the full table: --format or -o
     else:
         emit_shaped(shown, shape, fmt, output, "evaluate", force, inputs, chart, focus)
-    if result.summary and stderr_is_terminal():
-        say("\n".join(result.summary))
 
 
 # What a declared dataset's evaluation answers: the kind of prediction and its measures.
@@ -284,50 +282,74 @@ def show_group_summary(table: Table, by: tuple[str, ...]) -> None:
     """`evaluate --by` on a terminal: the whole pool's rows, then per reference the group rows
     with the largest differences from the rest of the pool (with their interval and
     adjusted p), and how to get the full table."""
-    import math
-
     from dices_cli.cli.focus import Focus
     from dices_cli.cli.render import print_table
-    from dices_cli.output import Table as ResultTable
-    from dices_cli.output import table_from_rows
 
     records = table.records()
-    pool = [r for r in records if all(r[c] is None for c in by)]
-    kept = [c for c in table.columns if c not in by and c not in GROUP_ONLY]
-    pool_table = ResultTable(
-        kept,
-        [n for c, n in zip(table.columns, table.numeric, strict=True) if c in kept],
-        [tuple(r[c] for c in kept) for r in pool],
-    )
-    print_table(pool_table, "evaluate: the whole pool", focus=Focus(answer=EVALUATE_ANSWER))
-    datasets = sorted({r["dataset"] for r in records})
-    groups = [r for r in records if r not in pool and r["difference"] is not None]
-    for reference in dict.fromkeys(r["reference"] for r in groups):
-        rows = [r for r in groups if r["reference"] == reference]
-        rows.sort(key=lambda r: -abs(r["difference"]) if math.isfinite(r["difference"]) else 0)
-        metric = rows[0]["compared_on"]
-        shown = [
-            (
-                *([r["dataset"]] if len(datasets) > 1 else []),
-                r["model"],
-                *(r[c] for c in by),
-                r["raters"],
-                r["difference"],
-                _interval(r["difference_low"], r["difference_high"]),
-                r["p_adjusted"],
-            )
-            for r in rows[:GROUPS_SHOWN]
-        ]
-        columns = [*(["dataset"] if len(datasets) > 1 else []), "model", *by, "raters"]
-        columns += ["difference", INTERVAL, "p_adjusted"]
-        title = (
-            f"{metric} against {reference}: group minus rest of the pool, the largest "
-            f"{len(shown)} of {len(rows)}"
-        )
+    pool, by_reference = _pool_and_groups(records, by)
+    focus = Focus(answer=EVALUATE_ANSWER)
+    print_table(_pool_table(table, by, pool), "evaluate: the whole pool", focus=focus)
+    several = len({r["dataset"] for r in records}) > 1
+    for reference, rows in by_reference.items():
         print()  # a blank line between the tables
-        focus = Focus(tuple(by), ("raters", "difference", INTERVAL, "p_adjusted"))
-        print_table(table_from_rows(columns, shown), title, focus=focus)
+        _print_groups(rows, reference, by, several)
     say(f"... the full table ({len(records)} rows x {len(table.columns)} columns): " + FULL_TABLE)
+
+
+def _pool_and_groups(
+    records: list[dict[str, Any]], by: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """The whole pool's rows, and per reference its group rows, the largest difference first."""
+    pool = [r for r in records if all(r[c] is None for c in by)]
+    by_reference: dict[str, list[dict[str, Any]]] = {}
+    for row in records:
+        if row not in pool and row["difference"] is not None:
+            by_reference.setdefault(row["reference"], []).append(row)
+    for rows in by_reference.values():
+        rows.sort(key=_largest_first)
+    return pool, by_reference
+
+
+def _pool_table(table: Table, by: tuple[str, ...], pool: list[dict[str, Any]]) -> Table:
+    """The whole pool's rows, without the group columns and those only group rows fill."""
+    from dices_cli.output import Table as ResultTable
+
+    kept = [c for c in table.columns if c not in by and c not in GROUP_ONLY]
+    numeric = [n for c, n in zip(table.columns, table.numeric, strict=True) if c in kept]
+    return ResultTable(kept, numeric, [tuple(r[c] for c in kept) for r in pool])
+
+
+def _largest_first(row: dict[str, Any]) -> float:
+    """The sort key of a group row: the largest difference first (NaN last)."""
+    import math
+
+    return -abs(row["difference"]) if math.isfinite(row["difference"]) else 0
+
+
+def _print_groups(
+    rows: list[dict[str, Any]], reference: str, by: tuple[str, ...], several: bool
+) -> None:
+    """One reference's group rows, the largest `GROUPS_SHOWN` differences, as a table."""
+    from dices_cli.cli.focus import Focus
+    from dices_cli.cli.render import print_table
+    from dices_cli.output import table_from_rows
+
+    dataset = ["dataset"] if several else []
+    columns = [*dataset, "model", *by, "raters", "difference", INTERVAL, "p_adjusted"]
+    shown = [
+        (
+            *(r[c] for c in [*dataset, "model", *by, "raters", "difference"]),
+            _interval(r["difference_low"], r["difference_high"]),
+            r["p_adjusted"],
+        )
+        for r in rows[:GROUPS_SHOWN]
+    ]
+    title = (
+        f"{rows[0]['compared_on']} against {reference}: group minus rest of the pool, the "
+        f"largest {len(shown)} of {len(rows)}"
+    )
+    focus = Focus(tuple(by), ("raters", "difference", INTERVAL, "p_adjusted"))
+    print_table(table_from_rows(columns, shown), title, focus=focus)
 
 
 INTERVAL = "95% interval"
@@ -386,27 +408,34 @@ def dataset_hinted(dataset: str) -> Iterator[None]:
     conversations of `dataset` is said to be checked against it, with the other DICES dataset
     suggested (the ids of one are mostly not the other's)."""
     from dices_cli.errors import InvalidInputError
-    from dices_cli.problems import PredictionProblemType
+    from dices_cli.families import grouped_members
 
     try:
         yield
     except InvalidInputError as error:
         report = error.report
-        unknown = sum(p.type is PredictionProblemType.UNKNOWN_ITEM for p in report.problems)
-        unknown += sum(n for (kind, _), n in report.not_kept.items() if kind == "unknown-item")
-        if dataset not in DICES_OTHER or unknown < max(report.rows_read // 10, 1):
+        others = [m for m in grouped_members() if m != dataset]
+        if dataset not in grouped_members() or len(others) != 1:
             raise
-        other = DICES_OTHER[dataset]
-        default = ", the default" if dataset == "350" else ""
+        unknown = _unknown_items(report)
+        if unknown < max(report.rows_read // 10, 1):
+            raise
+        default = ", the default" if dataset == DEFAULT_DATASET else ""
         raise InvalidInputError(
             f"{report.path}: {unknown:,} of {report.rows_read:,} rows name an item that is not "
             f"a conversation of DICES-{dataset}, the dataset scored (-d {dataset}{default}); "
-            f"predictions for DICES-{other}? add -d {other} (or -d all with a dataset column)",
+            f"predictions for DICES-{others[0]}? add -d {others[0]} (or -d all with a dataset "
+            "column)",
             report,
         ) from None
 
 
-DICES_OTHER = {"350": "990", "990": "350"}
+def _unknown_items(report: Report) -> int:
+    """The rows of `report` that name an item the dataset does not have."""
+    from dices_cli.problems import PredictionProblemType
+
+    unknown = sum(p.type is PredictionProblemType.UNKNOWN_ITEM for p in report.problems)
+    return unknown + sum(n for (kind, _), n in report.not_kept.items() if kind == "unknown-item")
 
 
 def register(app: typer.Typer) -> None:

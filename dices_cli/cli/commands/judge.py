@@ -24,9 +24,7 @@ from dices_cli.cli.render import say
 from dices_cli.runs.judge import API_KEY_VARIABLE
 
 if TYPE_CHECKING:
-    from dices_cli.judge.batch import Written
-    from dices_cli.judge.run import DryRun, Progress
-    from dices_cli.runs.judge import JudgeResult
+    from dices_cli.runs.judge import DryRun, JudgeResult, Progress, Written
 
 
 JUDGE_HELP = """Run an LLM judge or a safety classifier over DICES or ProsocialDialog: cached, resumable, polarity declared, straight into evaluate.
@@ -257,8 +255,8 @@ def judge(
     output: OutputFile = None,
     force: Force = False,
 ) -> None:
+    from dices_cli.runs.common import data_store
     from dices_cli.runs.judge import JudgeSettings, run_judge
-    from dices_cli.store.datasets import Store, resolve_data_dir
 
     settings = JudgeSettings(
         model=model,
@@ -294,9 +292,8 @@ def judge(
         force=force,
         then_evaluate=then_evaluate,
     )
-    store = Store(resolve_data_dir(data))
     with progress_shown() as progress:
-        result = run_judge(store, settings, progress, say)
+        result = run_judge(data_store(data), settings, progress, say)
     render(result, max_tokens)
     if then_evaluate and output is not None:
         from dices_cli.cli.commands.evaluate import evaluate

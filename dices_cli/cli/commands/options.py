@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from typer._types import TyperChoice
@@ -12,6 +12,7 @@ from typer._types import TyperChoice
 from dices_cli.cli.render import show
 from dices_cli.families import coded_members, grouped_members, listed, member_choices
 from dices_cli.output import Format, Output
+from dices_cli.runs.evaluation import BOOTSTRAP, PERMUTATIONS, SEED
 
 if TYPE_CHECKING:
     from dices_cli.cli.focus import Focus
@@ -57,13 +58,9 @@ DEFAULT_MAX_SIZE = "2G"  # dices_cli.read.source.DEFAULT_MAX_SIZE, spelled for -
 
 def size_limit(text: str) -> int:
     """The bytes a --max-size SIZE stands for (500M, 4G; `dices_cli.read.source.parse_size`)."""
-    from dices_cli.errors import UsageError
-    from dices_cli.read.source import parse_size
+    from dices_cli.runs.common import size_of
 
-    try:
-        return parse_size(text)
-    except ValueError as error:
-        raise UsageError(f"--max-size {error}") from None
+    return size_of(text)
 
 
 def registered(*names: str) -> TyperChoice:
@@ -163,15 +160,12 @@ LimitOption = Annotated[
 def rater_selection(
     exclude_removed: bool, raters: str | None, min_quality: float | None = None
 ) -> RaterSelection:
-    """The rater selection every query honours, from the shared options."""
-    from dices_cli.raters.selection import rater_selection as selection_of
+    """The rater selection every query honours, from the shared options (the ids file read
+    here, stdin for -)."""
+    from dices_cli.runs.common import selection_of
 
     if raters is None:
         return selection_of(exclude_removed, min_quality=min_quality)
-    # Imported for a --raters file only: every query makes a selection, few read rater ids
-    # (raters.id_list and read.ids: 0.3-0.4 ms of `dices sql` and `dices query`).
-    from dices_cli.raters.id_list import parse_rater_ids
-
     if raters == "-":
         data, source = sys.stdin.buffer.read(), "stdin"
     else:
@@ -181,14 +175,14 @@ def rater_selection(
             from dices_cli.errors import DicesError
 
             raise DicesError(f"cannot read --raters {raters}: {error.strerror}") from error
-    return selection_of(exclude_removed, parse_rater_ids(data, source), source, min_quality)
+    return selection_of(exclude_removed, data, source, min_quality)
 
 
 def read_paths(data: Path | None, raters: str | None) -> list[Path]:
     """What a query reads, which -o must not overwrite: the data directory, --raters FILE."""
-    from dices_cli.store.datasets import resolve_data_dir
+    from dices_cli.runs.common import data_dir
 
-    return [resolve_data_dir(data), *([Path(raters)] if raters not in (None, "-") else [])]
+    return [data_dir(data), *([Path(raters)] if raters not in (None, "-") else [])]
 
 
 def emit_shaped(
@@ -223,3 +217,70 @@ def show_shaped(
     # What a person names (--columns, --sort) is kept on screen like the command's answer.
     asked = (focus or Focus()).asking(*(shape.columns or ()), shape.sort)
     show(apply(result, shape), output, title, chart, asked)
+
+
+# How a model is scored: `dices evaluate`'s options, which `dices report --predictions` takes
+# too. Their ranges and defaults are the library's (`dices_cli.runs.evaluation`), checked there.
+Bootstrap = Annotated[
+    int | None,
+    typer.Option(
+        "--bootstrap",
+        metavar="N",
+        help=f"Bootstrap resamples behind the 95% intervals (0 to 100,000; default {BOOTSTRAP}).",
+        show_default=False,
+    ),
+]
+Permutations = Annotated[
+    int | None,
+    typer.Option(
+        "--permutations",
+        metavar="N",
+        help="Random relabellings of the raters behind the groups' p-values (0 to 100,000; "
+        f"0: none; default {PERMUTATIONS}).",
+        show_default=False,
+    ),
+]
+Seed = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        metavar="N",
+        help=f"Seed of the resamples and relabellings (0 to 4,294,967,295; default {SEED}).",
+        show_default=False,
+    ),
+]
+Baseline = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--baseline",
+        metavar="raters:K",
+        help="Also score K raters drawn at random per conversation, as a human baseline "
+        "(repeat; the report's default: raters:1).",
+    ),
+]
+Ties = Annotated[
+    Literal["exclude", "unsafe", "safe"] | None,
+    typer.Option(
+        "--ties",
+        help="A crowd plurality with Yes tied for the most: left out (exclude, the default), "
+        "or counted as unsafe/safe (No tied with Unsure above Yes is not unsafe).",
+        show_default=False,
+    ),
+]
+Threshold = Annotated[
+    float | None,
+    typer.Option(
+        "--threshold",
+        metavar="T",
+        help="A score from here up is unsafe (0 to 1; default 0.5).",
+        show_default=False,
+    ),
+]
+OneMeans = Annotated[
+    Literal["unsafe", "safe"] | None,
+    typer.Option("--one-means", help="What a numeric or boolean label 1/true means."),
+]
+Strict = Annotated[
+    bool,
+    typer.Option("--strict", help="A suspected flipped polarity is an error (exit 1)."),
+]

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dices_cli.cli.commands.options import (
+    Baseline,
+    Bootstrap,
     DataDir,
     ExcludeRemoved,
     Force,
     MinQuality,
+    OneMeans,
+    Permutations,
     RatersFile,
+    Seed,
+    Strict,
+    Threshold,
+    Ties,
     dices_only,
     rater_selection,
     read_paths,
@@ -21,7 +29,6 @@ from dices_cli.cli.commands.options import (
 )
 from dices_cli.cli.render import say
 from dices_cli.families import coded_members, grouped_members
-from dices_cli.report import BOOTSTRAP, PERMUTATIONS
 
 if TYPE_CHECKING:
     from dices_cli.runs.report import Recorded
@@ -55,22 +62,8 @@ def report(
             "intersection as a heatmap). Adds agreement and the conversations groups disagree on.",
         ),
     ] = None,
-    permutations: Annotated[
-        int | None,
-        typer.Option(
-            "--permutations",
-            help="With --by: relabellings of the raters behind the agreement p-values "
-            f"(default {PERMUTATIONS}, as dices query agreement).",
-        ),
-    ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            "--seed",
-            help="Seed of the relabellings (with --by) and of the bootstrap (with "
-            "--predictions); default 0.",
-        ),
-    ] = None,
+    permutations: Permutations = None,
+    seed: Seed = None,
     predictions: Annotated[
         str | None,
         typer.Option(
@@ -88,58 +81,12 @@ def report(
             help="The dataset the predictions are for (default: 350 when the report shows it).",
         ),
     ] = None,
-    bootstrap: Annotated[
-        int | None,
-        typer.Option(
-            "--bootstrap",
-            min=0,
-            max=100_000,
-            metavar="N",
-            help="With --predictions: bootstrap resamples behind the intervals "
-            f"(default {BOOTSTRAP}, as dices evaluate).",
-        ),
-    ] = None,
-    baseline: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--baseline",
-            metavar="raters:K",
-            help="With --predictions: the human baseline, K raters drawn at random per "
-            "conversation (repeat; default raters:1).",
-        ),
-    ] = None,
-    ties: Annotated[
-        Literal["exclude", "unsafe", "safe"] | None,
-        typer.Option(
-            "--ties",
-            help="With --predictions: a crowd plurality with Yes tied for the most is left "
-            "out (default), or counted as unsafe/safe (No tied with Unsure above Yes is not "
-            "unsafe).",
-        ),
-    ] = None,
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold",
-            min=0.0,
-            max=1.0,
-            help="With --predictions: a score from here up is unsafe (default 0.5).",
-        ),
-    ] = None,
-    one_means: Annotated[
-        Literal["unsafe", "safe"] | None,
-        typer.Option(
-            "--one-means", help="With --predictions: what a numeric or boolean label 1 means."
-        ),
-    ] = None,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="With --predictions: a suspected flipped polarity is an error (exit 1), as "
-            "for dices evaluate.",
-        ),
-    ] = False,
+    bootstrap: Bootstrap = None,
+    baseline: Baseline = None,
+    ties: Ties = None,
+    threshold: Threshold = None,
+    one_means: OneMeans = None,
+    strict: Strict = False,
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
     min_quality: MinQuality = None,
@@ -153,7 +100,10 @@ def report(
     (DICES-350); disagreement per conversation; rater quality and the filter audit; with
     --by, agreement per group and the conversations the groups disagree on most; with
     --predictions, each model's metrics against the experts, the crowd and each --by group,
-    beside a human baseline, and a warning when a model's labels look flipped. The file
+    beside a human baseline, and a warning when a model's labels look flipped
+    (--bootstrap, --baseline, --ties, --threshold, --one-means and --strict score the
+    predictions, as for dices evaluate; --permutations and --seed are the agreement
+    section's with --by, the bootstrap's too with --predictions). The file
     needs no network: charts are inline SVG, there are no scripts, fonts or links to load.
     The report ends with how it was made: the command, the dataset checksums, the date.
 
@@ -172,8 +122,8 @@ def report(
     from dices_cli.cli.commands.evaluate import one_means_hinted
     from dices_cli.cli.commands.wording import flag
     from dices_cli.errors import Option, UsageError
+    from dices_cli.runs.common import data_store
     from dices_cli.runs.report import run_report
-    from dices_cli.store.datasets import Store, resolve_data_dir
 
     if dataset in coded_members():
         dices_only(dataset, "dices report")
@@ -191,7 +141,7 @@ def report(
 
     with one_means_hinted():
         run = run_report(
-            Store(resolve_data_dir(data)),
+            data_store(data),
             output,
             dataset,
             rater_selection(exclude_removed, raters, min_quality),

@@ -140,24 +140,28 @@ def _labels(
     return columns, bad
 
 
-def label_read(source: str, label: str, scale: Scale) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """How column `source` is read as `label` on its scale: the stored value (named
-    `label`), whether the cell is absent (empty or a missing code) and whether it is
-    outside the scale."""
-    raw = pl.col(source).str.strip_chars()
-    text_codes = [str(m) for m in scale.missing if isinstance(m, str)]
-    absent = raw.is_null() | (raw == "") | raw.is_in(text_codes)
+def label_read(
+    source: str, label: str, scale: Scale, stripped: bool = False
+) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """How column `source` (`stripped`: of spaces already) is read as `label` on its
+    scale: the stored value (named `label`), whether the cell is absent (empty or a
+    missing code) and whether it is outside the scale."""
+    raw = pl.col(source) if stripped else pl.col(source).str.strip_chars()
+    absent = raw.is_null() | (raw == "")
+    if text_codes := [str(m) for m in scale.missing if isinstance(m, str)]:
+        absent = absent | raw.is_in(text_codes)
     if scale.numeric:
         number = raw.cast(pl.Float64, strict=False)
-        number_codes = [float(m) for m in scale.missing if not isinstance(m, str)]
-        absent = absent | number.is_in(number_codes).fill_null(False)
+        if number_codes := [float(m) for m in scale.missing if not isinstance(m, str)]:
+            absent = absent | number.is_in(number_codes).fill_null(False)
         known = number.is_in([float(v) for v in scale.values]).fill_null(False)
         dtype: pl.DataType = pl.Int64() if scale.integral else pl.Float64()
         value = pl.when(absent).then(None).otherwise(number).cast(dtype, strict=False)
     else:
-        known = raw.is_in([str(v) for v in scale.values]).fill_null(False)
         named = pl.Enum([str(v) for v in scale.values])
-        value = pl.when(absent).then(None).otherwise(raw).cast(named, strict=False)
+        typed_value = pl.when(absent).then(None).otherwise(raw).cast(named, strict=False)
+        known = typed_value.is_not_null()
+        value = typed_value
     return value.alias(label), absent, ~known & ~absent
 
 

@@ -179,7 +179,7 @@ def _read_json(source: Source, spec: FileSpec, fmt: str, report: Report) -> Read
                 report.rows_rejected += 1
     else:
         try:
-            parsed = json.loads(data)
+            parsed = _loads_lenient(data)
         except (ValueError, RecursionError) as error:
             raise DicesError(f"{source.name} is not valid JSON: {error}") from None
         if isinstance(parsed, dict) and spec.json_records != "array":
@@ -228,6 +228,26 @@ def _read_json(source: Source, spec: FileSpec, fmt: str, report: Report) -> Read
     if fmt == "jsonl":
         one._lines = lambda: lines
     return _shaped(one, from_json=True)
+
+
+# A string, or a comma before a closing bracket (outside strings).
+_TRAILING_COMMA = re.compile(r'("(?:\\.|[^"\\])*")|,(\s*[}\]])')
+
+
+def _loads_lenient(data: bytes) -> Any:
+    """JSON text parsed; a comma before a closing bracket, which JSON forbids and some
+    published files have (LeWiDi 2025's annotator files), is read as absent."""
+    try:
+        return json.loads(data)
+    except ValueError as error:
+        text = data.decode("utf-8-sig", errors="replace")
+        relaxed = _TRAILING_COMMA.sub(lambda m: m.group(1) or m.group(2), text)
+        if relaxed == text:
+            raise
+        try:
+            return json.loads(relaxed)
+        except ValueError:
+            raise error from None
 
 
 def _key(keys: list[str], index: int) -> str:
@@ -320,7 +340,7 @@ def _spread(one: ReadFile, frame: pl.DataFrame) -> pl.DataFrame:
     rows: dict[str, list[Any]] = {c: [] for c in [*per_record, *aligned, *maps.values()]}
     for record in frame.iter_rows(named=True):
         lists = {c: _as_list(record[c], spec.separator) for c in aligned}
-        lengths = {c: len(v) for c, v in lists.items() if v is not None}
+        lengths = {c: len(v) for c, v in lists.items() if isinstance(v, list)}
         count = lengths.get(spec.rater or "", 0)
         if uneven := [c for c, n in lengths.items() if n != count]:
             row = record[ROW]
@@ -341,10 +361,14 @@ def _spread(one: ReadFile, frame: pl.DataFrame) -> pl.DataFrame:
         for position in range(count):
             for c in per_record:
                 rows[c].append(record[c])
+            rater = lists[spec.rater or ""][position]  # type: ignore[index]
             for c in aligned:
                 values = lists[c]
-                rows[c].append(None if values is None else values[position])
-            rater = rows[spec.rater or ""][-1]
+                if isinstance(values, dict):
+                    value = values.get(str(rater))
+                    rows[c].append(None if value is None else str(value).strip())
+                else:
+                    rows[c].append(None if values is None else values[position])
             for path in maps.values():
                 by_rater = record[path]
                 value = by_rater.get(rater) if isinstance(by_rater, dict) else None
@@ -360,9 +384,11 @@ def _aligned(spec: FileSpec) -> list[str]:
     return [*aligned, *spec.rater_attributes.values()]
 
 
-def _as_list(value: Any, separator: str) -> list[str | None] | None:
-    if value is None:
-        return None
+def _as_list(value: Any, separator: str) -> list[str | None] | dict[str, Any] | None:
+    """A cell of a lists layout as its values; an object keyed by rater id (LeWiDi 2025's
+    annotations) stays one, and each rater's value is looked up in it."""
+    if value is None or isinstance(value, dict):
+        return value
     if isinstance(value, list):
         return [None if v is None else str(v).strip() for v in value]
     return [part.strip() for part in str(value).split(separator)]

@@ -1,23 +1,30 @@
-"""A declared dataset of one long CSV (TSV) ratings file, in one streaming pass.
+"""A declared dataset of one long CSV (TSV) ratings file, in one pass of bounded memory.
 
-The large files (10^7 ratings and more) are of this shape. One lazy scan feeds every
-output at once (`polars.collect_all`, streaming engine): the ratings go straight to
-Parquet, and the same pass counts what `build` would report and aggregates the raters
-and the items. Memory holds the raters and items, never the ratings.
+The large files (10^7 ratings and more) are of this shape. DuckDB parses the file (in
+parallel, as its own `COPY` would) and hands it over in batches of BATCH_ROWS records;
+each batch is read by the declaration as `build` reads a whole file (the same
+expressions: `label_read`, `with_positive`), its ratings go to Parquet through one
+Polars sink, and what the tables and the checks need of it is folded into a tally: the
+counts, each rater's and item's first row and attributes, and a hash of each (item,
+rater) pair. Memory holds one batch, the raters and items, and the pair hashes.
 
 What needs the records themselves (a row without its item or rater, a label outside its
 scale, a second rating of an item by a rater, a rater or an item whose attributes differ
 between rows) is only counted here: when any is found the caller reads the file whole
-(`read_file`, `build`), which says which records and on which lines. Both ways store
-the same tables (tests/formats/test_declared_stream.py holds them equal).
+(`read_file`, `build`), which says which records and on which lines. So does a file
+DuckDB cannot parse strictly. Both ways store the same tables
+(tests/formats/test_declared_stream.py holds them equal).
 
 An entity's attribute is the same on every row that gives one (else the count above),
-so its first value is its least; its rows' order is the order of its first row.
+so its first value is its greatest; its rows' order is the order of its first row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -35,69 +42,134 @@ def streamable(spec: FileSpec, fmt: str) -> bool:
     return long and fmt in ("csv", "tsv")
 
 
+BATCH_ROWS = 1 << 20  # records per batch: what memory holds of the ratings at once
+# DuckDB's share of memory (its read-ahead); the rest is the batches' and the tally's.
+DUCKDB_MEMORY = "256MB"
+
+
 def stream(
     declared: DatasetDeclaration, spec: FileSpec, source: Source, fmt: str, folder: Path
 ) -> tuple[Built, int] | None:
     """The tables of the file, its ratings written to folder/RATINGS_FILE, and the records
-    read; None when a record needs a problem or a warning, or Polars cannot read the file
-    (then nothing is kept: read it whole)."""
-    scan = pl.scan_csv(
-        source.text_path,
-        separator="\t" if fmt == "tsv" else ",",
-        infer_schema=False,
-        raise_if_empty=False,
-    )
-    try:
-        header = scan.collect_schema().names()
-    except pl.exceptions.PolarsError:
-        return None
-    if not header or any(c not in header for c in spec.required()):
-        return None
-    named = [_from_name(p, source.display_name).alias(c) for c, p in spec.from_name.items()]
-    rows = scan.with_row_index(ROW).with_columns(*named).with_columns(_keys(spec))
-    reads = {
-        label: label_read(column, label, declared.scales[label])
-        for label, column in spec.labels.items()
-    }
-    answers = [pl.col(c).alias(n) for n, c in spec.answers.items()]
-    ratings = with_positive(
-        rows.select(ITEM, RATER, *(value for value, _, _ in reads.values()), *answers), declared
-    )
-    pair = pl.struct(ITEM, RATER).hash()
-    checks = rows.select(
-        pl.len().alias("records"),
-        (pl.col(ITEM).is_null() | pl.col(RATER).is_null()).sum().alias("keyless"),
-        pl.sum_horizontal(*(outside.sum() for _, _, outside in reads.values()), pl.lit(0)).alias(
-            "outside"
-        ),
-        (pl.len() - pair.n_unique()).alias("again"),
-        *(absent.sum().alias(f"missing_{label}") for label, (_, absent, _) in reads.items()),
-    )
-    raters = _entity(rows, RATER, {**spec.rater_attributes})
-    items = _entity(rows, ITEM, {**spec.text, **spec.item_attributes})
+    read; None when a record needs a problem or a warning, or the file cannot be parsed
+    strictly (then nothing is kept: read it whole)."""
+    import duckdb
+
+    connection = duckdb.connect()
+    connection.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
+    connection.execute("SET enable_progress_bar = false")
     target = folder / RATINGS_FILE
     try:
-        _, counted, rater_rows, item_rows = pl.collect_all(
-            [ratings.sink_parquet(target, statistics=True, lazy=True), checks, raters, items],
-            engine="streaming",
+        relation = connection.sql(
+            "SELECT * FROM read_csv($path, header = true, all_varchar = true, delim = $delim, "
+            "quote = '\"', escape = '\"')",
+            params={"path": source.text_path, "delim": "\t" if fmt == "tsv" else ","},
         )
-    except pl.exceptions.PolarsError:
+        header = relation.columns
+        if not header or any(c not in header for c in spec.required()):
+            return None
+        reading = _Reading(declared, spec, source.display_name, header)
+        reader = relation.to_arrow_reader(BATCH_ROWS)
+        sink = pl.io.plugins.register_io_source(
+            lambda *_: reading.batches(reader), schema=reading.schema
+        )
+        sink.sink_parquet(target, statistics=True)
+    except (duckdb.Error, pl.exceptions.PolarsError):
         target.unlink(missing_ok=True)
         return None
-    found = counted.row(0, named=True)
-    differs = [frame["_differ"].sum() for frame in (rater_rows, item_rows)]
-    if found["keyless"] or found["outside"] or found["again"] or any(differs):
+    finally:
+        connection.close()
+    tally = reading.tally
+    again = tally.records - pl.concat(tally.pairs).n_unique() if tally.pairs else 0
+    raters, items = (
+        _entities(parts, key) for parts, key in ((tally.raters, RATER), (tally.items, ITEM))
+    )
+    differ = [frame["_differ"].sum() for frame in (raters, items)]
+    if tally.keyless or tally.outside or again or any(differ):
         target.unlink(missing_ok=True)
         return None
     tables: dict[str, pl.DataFrame | Path] = {
-        "items": _table(item_rows, ITEM),
-        "raters": _table(rater_rows, RATER),
+        "items": _table(items, ITEM),
+        "raters": _table(raters, RATER),
         "ratings": target,
     }
     missing = dict.fromkeys(declared.labels, 0)
-    missing.update({label: found[f"missing_{label}"] for label in reads})
-    built = Built(tables, missing, {0: set()}, {"ratings": found["records"]})
-    return built, found["records"]
+    missing.update(tally.missing)
+    return Built(tables, missing, {0: set()}, {"ratings": tally.records}), tally.records
+
+
+@dataclass
+class _Tally:
+    """What the batches add up to."""
+
+    records: int = 0
+    keyless: int = 0  # rows without an item or rater id
+    outside: int = 0  # labels outside their scale
+    missing: dict[str, int] = field(default_factory=dict)
+    pairs: list[pl.Series] = field(default_factory=list)  # each batch's (item, rater) hashes
+    raters: list[pl.DataFrame] = field(default_factory=list)  # each batch's raters
+    items: list[pl.DataFrame] = field(default_factory=list)
+
+
+class _Reading:
+    """The batches of one file read by its declaration, tallied as they pass."""
+
+    def __init__(
+        self, declared: DatasetDeclaration, spec: FileSpec, name: str, header: list[str]
+    ) -> None:
+        self.tally = _Tally(missing=dict.fromkeys(spec.labels, 0))
+        self.named = [_from_name(p, name).alias(c) for c, p in spec.from_name.items()]
+        # Each label's cell is stripped once, into _raw_LABEL, which its reading reads.
+        self.stripped = [
+            pl.col(column).str.strip_chars().alias(f"_raw_{label}")
+            for label, column in spec.labels.items()
+        ]
+        self.reads = {
+            label: label_read(f"_raw_{label}", label, declared.scales[label], stripped=True)
+            for label in spec.labels
+        }
+        self.declared, self.spec = declared, spec
+        self.rater_attributes = dict(spec.rater_attributes)
+        self.item_attributes = {**spec.text, **spec.item_attributes}
+        empty = pl.DataFrame(schema=dict.fromkeys(header, pl.String))
+        self.schema = self._ratings(self._rows(empty, 0)).schema
+
+    def _rows(self, frame: pl.DataFrame, offset: int) -> pl.DataFrame:
+        flags = []
+        for label, (value, absent, outside) in self.reads.items():
+            flags += [value, absent.alias(f"_absent_{label}"), outside.alias(f"_outside_{label}")]
+        return (
+            frame.with_row_index(ROW, offset)
+            .with_columns(*self.named, *self.stripped)
+            .with_columns(*_keys(self.spec), *flags)
+        )
+
+    def _ratings(self, rows: pl.DataFrame) -> pl.DataFrame:
+        answers = [pl.col(c).alias(n) for n, c in self.spec.answers.items()]
+        ratings = rows.select(ITEM, RATER, *self.reads, *answers)
+        frame: pl.DataFrame = with_positive(ratings, self.declared)
+        return frame
+
+    def batches(self, reader: Any) -> Iterator[pl.DataFrame]:
+        tally = self.tally
+        for batch in reader:
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            rows = self._rows(frame, tally.records)
+            tally.records += rows.height
+            counts = rows.select(
+                (pl.col(ITEM).is_null() | pl.col(RATER).is_null()).sum().alias("keyless"),
+                *(pl.col(f"_outside_{label}").sum() for label in self.reads),
+                *(pl.col(f"_absent_{label}").sum() for label in self.reads),
+            ).row(0, named=True)
+            tally.keyless += counts["keyless"]
+            for label in self.reads:
+                tally.outside += counts[f"_outside_{label}"]
+                tally.missing[label] += counts[f"_absent_{label}"]
+            tally.pairs.append(rows.select(pl.struct(ITEM, RATER).hash()).to_series())
+            tally.raters.append(_entity(rows, RATER, self.rater_attributes))
+            tally.items.append(_entity(rows, ITEM, self.item_attributes))
+            yield self._ratings(rows)
 
 
 def _keys(spec: FileSpec) -> list[pl.Expr]:
@@ -115,15 +187,37 @@ def _from_name(pattern: str, name: str) -> pl.Expr:
     return pl.lit(found.group(1) if found else None, pl.String)
 
 
-def _entity(rows: pl.LazyFrame, key: str, columns: dict[str, str]) -> pl.LazyFrame:
-    """One row per entity: its first row, each attribute's value, and `_differ`, how many
-    of its attributes take two values."""
-    differ = [(pl.col(c).min() != pl.col(c).max()).fill_null(False) for c in columns.values()]
+def _entity(rows: pl.DataFrame, key: str, columns: dict[str, str]) -> pl.DataFrame:
+    """One row per entity of a batch: its first row, each attribute's value and the least
+    and greatest hash of its values (two differ: the attribute takes two values)."""
+    hashes = {
+        n: pl.when(pl.col(c).is_not_null()).then(pl.col(c).hash()) for n, c in columns.items()
+    }
     return rows.group_by(key).agg(
         pl.col(ROW).min(),
-        *(pl.col(c).min().alias(n) for n, c in columns.items()),
-        pl.sum_horizontal(*differ, pl.lit(0)).alias("_differ"),
+        *(pl.col(c).max().alias(n) for n, c in columns.items()),
+        *(h.min().alias(f"_low_{n}") for n, h in hashes.items()),
+        *(h.max().alias(f"_high_{n}") for n, h in hashes.items()),
     )
+
+
+def _entities(parts: list[pl.DataFrame], key: str) -> pl.DataFrame:
+    """The batches' entities as one row each, and `_differ`: how many of its attributes
+    take two values."""
+    every = pl.concat(parts) if parts else pl.DataFrame(schema={key: pl.String, ROW: pl.UInt32})
+    names = [c for c in every.columns if c != key and c != ROW and not c.startswith("_")]
+    merged = every.group_by(key).agg(
+        pl.col(ROW).min(),
+        *(pl.col(n).max() for n in names),
+        pl.sum_horizontal(
+            *(
+                (pl.col(f"_low_{n}").min() != pl.col(f"_high_{n}").max()).fill_null(False)
+                for n in names
+            ),
+            pl.lit(0),
+        ).alias("_differ"),
+    )
+    return merged
 
 
 def _table(frame: pl.DataFrame, key: str) -> pl.DataFrame:
