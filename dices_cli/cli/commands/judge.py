@@ -33,6 +33,8 @@ Each conversation is sent to an OpenAI-compatible Chat Completions endpoint (vLL
 
 Every answer is cached in the data directory (DIR/judge/; dices sql sees it as judge_calls): running the same command again asks nothing, and a run stopped by Ctrl-C, kill -9 or a failing server resumes where it stopped. The predictions (model, item_id, label, score, p_*, prompt, persona) are what dices evaluate reads; -o FILE also gets FILE.judge.json, the run's manifest.
 
+A declared dataset (-d popquorn_offensiveness, a --declaration of your own) is judged item by item with a scale prompt: it declares label = "NAME", reads the items' text fields ({text}), and maps each answer to a value of the label's scale ("1" = 1 ... "5" = 5; --prompt offensiveness-1-5). Its predictions (model, item_id, label, p_VALUE) are what dices evaluate -d NAME scores.
+
 --model baseline:always-unsafe, baseline:always-safe or baseline:random needs no server.
 
 Examples:
