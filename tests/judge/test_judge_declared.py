@@ -370,3 +370,24 @@ def test_a_batch_of_a_declared_dataset_holds_each_items_text(
         [f"Comment number {i}"] for i in range(ITEMS)
     )
     assert server.bodies == []
+
+
+def test_the_python_api_judges_a_declared_dataset_as_the_command_does(
+    folder: Path, server: JudgeServer
+) -> None:
+    import dices_cli
+
+    with pytest.warns(dices_cli.DicesNote, match="1 answers could not be read"):
+        frame = dices_cli.open(folder / "data").judge(
+            "m", NAME, prompt=str(folder / "toy.toml"), base_url=server.base_url
+        )
+    assert frame.columns == ["model", "item_id", "label", "prompt", "persona"]
+    assert frame.select("item_id", "label").rows() == [
+        (f"i{i:03d}", str(rated(i))) for i in range(ITEMS) if i != UNREAD
+    ]
+    (folder / "bad.toml").write_text(PROMPT.replace('"5" = 5', '"6" = 6'), encoding="utf-8")
+    with pytest.raises(dices_cli.UsageError, match="the answer '6' = 6 is not a value of score"):
+        dices_cli.open(folder / "data").judge(
+            "m", NAME, prompt=str(folder / "bad.toml"), base_url=server.base_url
+        )
+    assert len(server.bodies) == ITEMS
