@@ -391,3 +391,29 @@ def test_the_python_api_judges_a_declared_dataset_as_the_command_does(
             "m", NAME, prompt=str(folder / "bad.toml"), base_url=server.base_url
         )
     assert len(server.bodies) == ITEMS
+
+
+def test_a_nominal_prompt_is_scored_on_the_label_it_rates(
+    folder: Path, server: JudgeServer
+) -> None:
+    colours = ("red", "green", "blue")
+    nominal = PROMPT.replace('label = "score"', 'label = "colour"').split("[answers]")[0]
+    nominal += '[answers]\nred = "red"\ngreen = "green"\nblue = "blue"\n'
+    (folder / "colour.toml").write_text(nominal, encoding="utf-8")
+
+    def colour(user_message: str) -> str:
+        item = int(re.findall(r"Comment number (\d+)", user_message)[0])
+        return f"It reads as {colours[item % 3].upper()}."
+
+    server.answer = colour
+    out = folder / "colours.csv"
+    result = judge(
+        folder, server, "--prompt", str(folder / "colour.toml"), "-o", str(out), "--evaluate",
+        "-f", "csv",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert [r["label"] for r in rows(out.read_text(encoding="utf-8"))] == [
+        colours[i % 3] for i in range(ITEMS)
+    ]
+    [hard] = rows(result.stdout)
+    assert (hard["label"], hard["prediction"], hard["items"]) == ("colour", "hard", "10")
