@@ -214,17 +214,7 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
                 f"the prompt {source}: answer {answer!r} = {verdict!r}; each answer is a word "
                 f"mapped to {', '.join(VERDICTS)}"
             )
-    said: dict[tuple[str, ...], tuple[str, str]] = {}
-    for answer, verdict in answers.items():
-        words = tuple(_WORD.findall(answer.casefold()))
-        if words in said and said[words][1] != verdict:
-            first, other = said[words]
-            raise PromptError(
-                f"the prompt {source}: the answer {first!r} = {other!r} and {answer!r} = "
-                f"{verdict!r} are one answer (case and punctuation are ignored) with two "
-                "verdicts; declare it once"
-            )
-        said.setdefault(words, (answer, verdict))
+    _declared_once(answers, source, "verdicts")
     if not {UNSAFE, SAFE} <= set(answers.values()):
         raise PromptError(f"the prompt {source}: [answers] must name both unsafe and safe answers")
     return Prompt(
@@ -237,6 +227,21 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
         answers=dict(answers),
         source=source,
     )
+
+
+def _declared_once(answers: dict[str, Any], source: str, what: str) -> None:
+    """Refuse one answer (case and punctuation ignored) declared with two `what`s."""
+    said: dict[tuple[str, ...], tuple[str, Any]] = {}
+    for answer, meaning in answers.items():
+        words = tuple(_WORD.findall(answer.casefold()))
+        if words in said and said[words][1] != meaning:
+            first, other = said[words]
+            raise PromptError(
+                f"the prompt {source}: the answer {first!r} = {other!r} and {answer!r} = "
+                f"{meaning!r} are one answer (case and punctuation are ignored) with two "
+                f"{what}; declare it once"
+            )
+        said.setdefault(words, (answer, meaning))
 
 
 def _scale_prompt(table: dict[str, Any], source: str) -> Prompt:
@@ -256,23 +261,16 @@ def _scale_prompt(table: dict[str, Any], source: str) -> Prompt:
             f"the prompt {source} has no [answers]: map each answer to a value of "
             f'{label}\'s scale, e.g. "1" = 1'
         )
-    said: dict[tuple[str, ...], tuple[str, Any]] = {}
     for answer, value in answers.items():
-        words = tuple(_WORD.findall(answer.casefold()))
         number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not words or not (isinstance(value, str) or (number and math.isfinite(value))):
+        if not _WORD.findall(answer) or not (
+            isinstance(value, str) or (number and math.isfinite(value))
+        ):
             raise PromptError(
                 f"the prompt {source}: answer {answer!r} = {value!r}; each answer is a word "
                 f"mapped to a value of {label}'s scale (a number or text)"
             )
-        if words in said and said[words][1] != value:
-            first, other = said[words]
-            raise PromptError(
-                f"the prompt {source}: the answer {first!r} = {other!r} and {answer!r} = "
-                f"{value!r} are one answer (case and punctuation are ignored) with two "
-                "values; declare it once"
-            )
-        said.setdefault(words, (answer, value))
+    _declared_once(answers, source, "values")
     return Prompt(
         price=_price(table.get("price"), source),
         name=table["name"],
