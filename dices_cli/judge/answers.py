@@ -287,3 +287,45 @@ def _hedged(words: list[str], declared: set[str]) -> bool:
         return True
     joined = " ".join(words)
     return "not sure" in joined or "not certain" in joined
+
+
+# --- a scale prompt's answers: a value of the declared label's scale --------------------------
+
+# A denominator after a rating ("3/5", "3 out of 5") is the scale's size, not an answer.
+DENOMINATOR = re.compile(r"\s*(?:/|\bout\s+of\b)\s*\d+(?:[.,]\d+)?", re.IGNORECASE)
+Value = str | int | float
+
+
+def value_text(value: Value) -> str:
+    """A scale value as a prediction writes it: a whole number without its ".0" (3), any
+    other value as written (1.5, offensive)."""
+    if isinstance(value, int | float) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def read_value(answers: Mapping[str, Value], text: object) -> str | None:
+    """The scale value (as `value_text`) that `text` gives under a scale prompt's `answers`
+    (answer word -> value), or None: not read.
+
+    Every declared answer among the reply's words is found (longest first; a denominator,
+    `/5` or `out of 5`, is dropped first). The reply gives a value when every answer found
+    gives that one value; none, two different values, an answer negated in its clause
+    (`not 3`) or hedged in it (`probably 3`) leave it unread."""
+    if not isinstance(text, str) or not text:
+        return None
+    keys = sorted(
+        ((tuple(WORD.findall(a.casefold())), value_text(v)) for a, v in answers.items()),
+        key=lambda pair: -len(pair[0]),
+    )
+    declared = {word for key, _ in keys for word in key}
+    found = set()
+    for clause in _clauses(DENOMINATOR.sub(" ", text).casefold()):
+        matches = _matches(clause, keys)
+        if matches and _hedged(clause, declared):
+            return None
+        for start, _, value in matches:
+            if any(_is_negation(word, declared) for word in clause[:start]):
+                return None
+            found.add(value)
+    return found.pop() if len(found) == 1 else None

@@ -45,6 +45,8 @@ class Settings:
     logprobs: bool = True
     price_in: float | None = None  # dollars per million tokens, online
     price_out: float | None = None
+    # A scale prompt's: the values of its label's scale, as text (`judge.declared`)
+    values: tuple[str, ...] = ()
 
     @property
     def prices(self) -> tuple[float, float] | None:
@@ -131,6 +133,7 @@ class Item:
     item_id: int | str
     context: str
     response: str
+    text: tuple[tuple[str, str], ...] = ()  # a declared item's text fields, by name
 
 
 @dataclass(frozen=True)
@@ -152,13 +155,22 @@ def persona_line(column: str, value: str) -> str:
 def load_items(store: Store, settings: Settings) -> list[Item]:
     """The conversations to judge: the dataset's, or those `settings.items` names, the first
     `settings.limit` of them."""
+    from dices_cli.judge.declared import declared_items
     from dices_cli.queries.family import session_for
 
+    if settings.prompt.label is not None:
+        texts = declared_items(store, settings.dataset, settings.prompt.fields)
+        return _chosen([Item(settings.dataset, i, "", "", text) for i, text in texts], settings)
     session = session_for(store, settings.dataset)
     rows = session.execute(
         "SELECT dataset::VARCHAR, item_id, context, response FROM items ORDER BY dataset, item_id"
     ).rows
     items = [Item(str(d), i, _turns(str(d), c or ""), r or "") for d, i, c, r in rows]
+    return _chosen(items, settings)
+
+
+def _chosen(items: list[Item], settings: Settings) -> list[Item]:
+    """The items `settings.items` names (all: None), the first `settings.limit` of them."""
     if settings.items is not None:
         wanted = set(settings.items)
         unknown = wanted - {str(item.item_id) for item in items}
@@ -181,6 +193,10 @@ def persona_groups(store: Store, settings: Settings) -> dict[str, list[str]]:
     """Each dataset's values of the persona column, those its raters have."""
     if settings.persona is None:
         return {}
+    if settings.prompt.label is not None:
+        from dices_cli.judge.declared import declared_persona_groups
+
+        return declared_persona_groups(store, settings.dataset, settings.persona)
     if settings.persona not in PERSONA_COLUMNS:
         raise UsageError(
             Option("persona"),
@@ -214,14 +230,17 @@ def persona_groups(store: Store, settings: Settings) -> dict[str, list[str]]:
 
 def plan(settings: Settings, items: list[Item], groups: dict[str, list[str]]) -> list[Call]:
     """Every call of the run, in order: conversation, persona, sample."""
+    from dices_cli.judge.declared import rater_line
+
     calls = []
     prompt = settings.prompt
+    line_of = persona_line if prompt.label is None else rater_line
     endpoint, endpoint_sha256 = settings.endpoint, settings.endpoint_sha256
     for item in items:
         personas: list[tuple[str | None, str | None]] = [(None, None)]
         if settings.persona is not None:
             personas = [
-                (f"{settings.persona}={value}", persona_line(settings.persona, value))
+                (f"{settings.persona}={value}", line_of(settings.persona, value))
                 for value in groups.get(item.dataset, [])
             ]
         for persona, line in personas:
@@ -246,11 +265,15 @@ def plan(settings: Settings, items: list[Item], groups: dict[str, list[str]]) ->
 
 def request_body(settings: Settings, call: Call) -> dict[str, Any]:
     """The Chat Completions request of a call. Samples of one seed get seeds of their own."""
+    prompt, item = settings.prompt, call.item
+    messages = (
+        prompt.messages(item.context, item.response, call.persona_line)
+        if prompt.label is None
+        else prompt.item_messages(dict(item.text), call.persona_line)
+    )
     body: dict[str, Any] = {
         "model": settings.model,
-        "messages": settings.prompt.messages(
-            call.item.context, call.item.response, call.persona_line
-        ),
+        "messages": messages,
         "temperature": settings.chosen_temperature,
         "max_tokens": settings.max_tokens,
     }

@@ -10,6 +10,10 @@ unsafe ones; `score` the probability of an unsafe answer from the first answer t
 logprobs, where the endpoint returned them (the unsafe answers' probability over that of
 every declared answer, averaged over the samples). A conversation none of whose answers
 could be read has no row: its raw answers are in the cache (`dices sql`'s judge_calls).
+
+A scale prompt's predictions (a declared dataset's items) are `scale_predictions`:
+
+    model, item_id, label (a value of the scale), [p_VALUE per value], prompt, persona
 """
 
 from __future__ import annotations
@@ -68,11 +72,9 @@ def _unscored(record: dict[str, Any]) -> bool:
 def predictions(
     settings: Settings, calls: list[Call], answers: dict[str, dict[str, Any]]
 ) -> tuple[Table, dict[str, int]]:
-    groups: dict[tuple[str, Any, str | None], list[dict[str, Any]]] = {}
-    for call in calls:
-        group = groups.setdefault((call.item.dataset, call.item.item_id, call.persona), [])
-        if call.key in answers:
-            group.append(answers[call.key])
+    if settings.prompt.label is not None:
+        return scale_predictions(settings, calls, answers)
+    groups = _grouped(calls, answers)
     sampled = settings.samples > 1
     rows = []
     unreadable = unlabelled = tokens = unscored = 0
@@ -107,6 +109,52 @@ def predictions(
         "answers": sum(len(g) for g in groups.values()),
         "unreadable": unreadable,
         "unreadable_logprobs": unscored,
+        "without_prediction": unlabelled,
+        "tokens": tokens,
+    }
+
+
+def _grouped(
+    calls: list[Call], answers: dict[str, dict[str, Any]]
+) -> dict[tuple[str, Any, str | None], list[dict[str, Any]]]:
+    """The answers of each item (and persona), in the calls' order."""
+    groups: dict[tuple[str, Any, str | None], list[dict[str, Any]]] = {}
+    for call in calls:
+        group = groups.setdefault((call.item.dataset, call.item.item_id, call.persona), [])
+        if call.key in answers:
+            group.append(answers[call.key])
+    return groups
+
+
+def scale_predictions(
+    settings: Settings, calls: list[Call], answers: dict[str, dict[str, Any]]
+) -> tuple[Table, dict[str, int]]:
+    """A scale prompt's predictions: the plurality value of each item's readable answers
+    (none on a tie), and with several samples the share of each value (`p_VALUE`)."""
+    from dices_cli.output import table_from_rows
+
+    sampled = settings.samples > 1
+    rows = []
+    unreadable = unlabelled = tokens = 0
+    for (_, item_id, persona), records in _grouped(calls, answers).items():
+        read = [v for v in (settings.prompt.read_answer(r.get("answer")) for r in records) if v]
+        unreadable += len(records) - len(read)
+        tokens += sum(
+            _count(r.get("prompt_tokens")) + _count(r.get("completion_tokens")) for r in records
+        )
+        if not read:
+            unlabelled += 1
+            continue
+        tally = Counter(read).most_common()
+        label = tally[0][0] if len(tally) == 1 or tally[0][1] > tally[1][1] else None
+        shares = [read.count(v) / len(read) for v in settings.values] if sampled else []
+        rows.append((settings.label, item_id, label, *shares, settings.prompt.name, persona))
+    shares_columns = [f"p_{v}" for v in settings.values] if sampled else []
+    columns = ["model", "item_id", "label", *shares_columns, "prompt", "persona"]
+    return table_from_rows(columns, rows), {
+        "answers": sum(len(records) for records in _grouped(calls, answers).values()),
+        "unreadable": unreadable,
+        "unreadable_logprobs": 0,
         "without_prediction": unlabelled,
         "tokens": tokens,
     }

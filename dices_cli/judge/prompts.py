@@ -14,27 +14,44 @@ A prompt file (`prompts/NAME.toml`, or a user's own with the same keys):
 The polarity is declared, never assumed: a file without `[answers]`, or whose answers do not
 name both `unsafe` and `safe`, is refused. Only `{context}`, `{response}` and `{persona}` are
 filled in; any other braces are the prompt's own text.
+
+A scale prompt judges the items of a declared dataset (`dices_cli.judge.declared`):
+
+    label = "offensiveness"        the declared label its answers rate
+    user = "...{text}..."          any of the dataset's declared text fields, `{persona}`
+    [answers]                      each answer word -> a value of that label's scale
+    "1" = 1
+    "5" = 5
+
+Its placeholders are the `{name}`s of its user message (a name: letters, digits, _); which
+are the dataset's text fields, and whether each answer is a value of the label's scale, is
+checked against the declaration when a run starts.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.judge.answers import SAFE, UNSAFE, UNSURE, WORD, read_answer
+from dices_cli.judge.answers import SAFE, UNSAFE, UNSURE, WORD, read_answer, read_value
 from dices_cli.read.untrusted import UntrustedError, loads_toml, read_regular_file
 
 VERDICTS = (UNSAFE, SAFE, UNSURE)
 DEFAULT_PROMPT = "dices-safety"
-KEYS = {"name", "version", "about", "system", "user", "answers", "price"}
+KEYS = {"name", "version", "about", "system", "user", "answers", "price", "label"}
 MAX_PRICE = 1e6  # dollars per million tokens: far above any model's
 MAX_PROMPT_BYTES = 256 << 10  # a prompt is a few KB
 # The placeholders filled in, in one pass: text put in (the data) is never filled in again.
 _PLACEHOLDER = re.compile(r"\{(context|response|persona)\}")
+# A scale prompt's placeholders: `{name}`, filled from the item's text fields in one pass too.
+FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _WORD = WORD
 
 
@@ -49,11 +66,12 @@ class Prompt:
     about: str
     system: str | None
     user: str
-    answers: dict[str, str]  # as written in the file -> unsafe, safe or unsure
+    answers: dict[str, Any]  # as written -> unsafe, safe or unsure (a scale's: a value)
     source: str  # where it was read from, for messages
     # [price] input and output, in dollars per million tokens (online): the cost of a run,
     # not a part of the question (not in `content_hash`)
     price: tuple[float, float] | None = None
+    label: str | None = None  # a scale prompt's declared label; None: DICES's verdicts
 
     @property
     def content_hash(self) -> str:
@@ -65,6 +83,8 @@ class Prompt:
             "user": self.user,
             "answers": self.answers,
         }
+        if self.label is not None:  # a DICES prompt's hash is as it always was
+            content["label"] = self.label
         encoded = json.dumps(content, sort_keys=True, ensure_ascii=False).encode()
         return hashlib.sha256(encoded).hexdigest()
 
@@ -77,7 +97,27 @@ class Prompt:
         says `{persona}`, else first in the system message. The template's placeholders are
         filled in one pass: a `{response}` inside the conversation stays as it is."""
         values = {"context": context, "response": response, "persona": persona or ""}
-        user = _PLACEHOLDER.sub(lambda match: values[match[1]], self.user)
+        return self._messages(_PLACEHOLDER, values, persona)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """A scale prompt's placeholders but `{persona}`: the item's text fields it uses (a
+        DICES prompt's: none, it fills `{context}` and `{response}`)."""
+        if self.label is None:
+            return ()
+        return tuple(dict.fromkeys(n for n in FIELD.findall(self.user) if n != "persona"))
+
+    def item_messages(self, text: Mapping[str, str], persona: str | None) -> list[dict[str, str]]:
+        """A scale prompt's chat messages for one item: its `fields` from `text`, in one
+        pass (an item's text is never filled in again), the persona as in `messages`."""
+        values = {**{name: text.get(name, "") for name in self.fields}, "persona": persona or ""}
+        pattern = re.compile(r"\{(" + "|".join(map(re.escape, values)) + r")\}")
+        return self._messages(pattern, values, persona)
+
+    def _messages(
+        self, pattern: re.Pattern[str], values: Mapping[str, str], persona: str | None
+    ) -> list[dict[str, str]]:
+        user = pattern.sub(lambda match: values[match[1]], self.user)
         system = self.system
         if persona is not None and "{persona}" not in self.user:
             system = f"{persona}\n\n{system}" if system else persona
@@ -88,7 +128,10 @@ class Prompt:
 
     def read_answer(self, text: object) -> str | None:
         """The verdict (unsafe, safe, unsure) an answer gives, or None when it cannot be
-        read (`dices_cli.judge.answers`: negations, hedges and both answers understood)."""
+        read (`dices_cli.judge.answers`: negations, hedges and both answers understood); a
+        scale prompt's: the value of the scale (as text), or None."""
+        if self.label is not None:
+            return read_value(self.answers, text)
         return read_answer(self.answers, text)
 
     def first_token_verdict(self, token: str) -> str | None:
@@ -154,6 +197,8 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
     for key in ("about", "system"):
         if key in table and not isinstance(table[key], str):
             raise PromptError(f"the prompt {source}: {key} is text")
+    if "label" in table:
+        return _scale_prompt(table, source)
     for placeholder in ("{context}", "{response}"):
         if placeholder not in table["user"]:
             raise PromptError(f"the prompt {source}: user has no {placeholder}")
@@ -169,17 +214,7 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
                 f"the prompt {source}: answer {answer!r} = {verdict!r}; each answer is a word "
                 f"mapped to {', '.join(VERDICTS)}"
             )
-    said: dict[tuple[str, ...], tuple[str, str]] = {}
-    for answer, verdict in answers.items():
-        words = tuple(_WORD.findall(answer.casefold()))
-        if words in said and said[words][1] != verdict:
-            first, other = said[words]
-            raise PromptError(
-                f"the prompt {source}: the answer {first!r} = {other!r} and {answer!r} = "
-                f"{verdict!r} are one answer (case and punctuation are ignored) with two "
-                "verdicts; declare it once"
-            )
-        said.setdefault(words, (answer, verdict))
+    _declared_once(answers, source, "verdicts")
     if not {UNSAFE, SAFE} <= set(answers.values()):
         raise PromptError(f"the prompt {source}: [answers] must name both unsafe and safe answers")
     return Prompt(
@@ -191,6 +226,61 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
         user=table["user"],
         answers=dict(answers),
         source=source,
+    )
+
+
+def _declared_once(answers: dict[str, Any], source: str, what: str) -> None:
+    """Refuse one answer (case and punctuation ignored) declared with two `what`s."""
+    said: dict[tuple[str, ...], tuple[str, Any]] = {}
+    for answer, meaning in answers.items():
+        words = tuple(_WORD.findall(answer.casefold()))
+        if words in said and said[words][1] != meaning:
+            first, other = said[words]
+            raise PromptError(
+                f"the prompt {source}: the answer {first!r} = {other!r} and {answer!r} = "
+                f"{meaning!r} are one answer (case and punctuation are ignored) with two "
+                f"{what}; declare it once"
+            )
+        said.setdefault(words, (answer, meaning))
+
+
+def _scale_prompt(table: dict[str, Any], source: str) -> Prompt:
+    """A scale prompt (`label = "NAME"`): its answers words, each mapped to one value (a
+    number or text; whether it is the label's is checked when a run starts)."""
+    label = table["label"]
+    if not isinstance(label, str) or not label.strip():
+        raise PromptError(f'the prompt {source} needs label = "..." (a declared label\'s name)')
+    if not FIELD.search(table["user"].replace("{persona}", "")):
+        raise PromptError(
+            f"the prompt {source}: user has no {{field}}: name the item's text fields it "
+            "reads, as {text}"
+        )
+    answers = table.get("answers")
+    if not isinstance(answers, dict) or not answers:
+        raise PromptError(
+            f"the prompt {source} has no [answers]: map each answer to a value of "
+            f'{label}\'s scale, e.g. "1" = 1'
+        )
+    for answer, value in answers.items():
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not _WORD.findall(answer) or not (
+            isinstance(value, str) or (number and math.isfinite(value))
+        ):
+            raise PromptError(
+                f"the prompt {source}: answer {answer!r} = {value!r}; each answer is a word "
+                f"mapped to a value of {label}'s scale (a number or text)"
+            )
+    _declared_once(answers, source, "values")
+    return Prompt(
+        price=_price(table.get("price"), source),
+        name=table["name"],
+        version=str(table["version"]),
+        about=table.get("about", ""),
+        system=table.get("system"),
+        user=table["user"],
+        answers=dict(answers),
+        source=source,
+        label=label,
     )
 
 

@@ -352,6 +352,7 @@ def _manifest(
             "sha256": prompt.content_hash,
             "about": prompt.about,
             "answers": prompt.answers,
+            **({"label": prompt.label} if prompt.label is not None else {}),
         },
         "parameters": settings.parameters(),
         "datasets": datasets,

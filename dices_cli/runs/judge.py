@@ -13,7 +13,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -226,6 +226,7 @@ def _judged(
 def judge_plan(settings: JudgeSettings) -> tuple[Settings, str | None]:
     """The judge's own settings and the API key (None: a baseline or a dry run asks no
     server), every value checked."""
+    from dices_cli.judge.declared import scale_values
     from dices_cli.judge.plan import DEFAULT_BASE_URL, Settings
     from dices_cli.judge.prompts import load_prompt
 
@@ -255,6 +256,9 @@ def judge_plan(settings: JudgeSettings) -> tuple[Settings, str | None]:
         price_in=settings.price_in,
         price_out=settings.price_out,
     )
+    baseline = planned.model if planned.baseline is not None else None
+    values = scale_values(planned.dataset, planned.prompt, baseline)
+    planned = replace(planned, values=values)  # the dataset and the prompt checked
     if (settings.price_in is None) != (settings.price_out is None) and planned.prompt.price is None:
         raise UsageError(
             "give both ",

@@ -70,7 +70,7 @@ role = "ratings"
 item = "item_id"
 rater = "rater_id"
 labels = ["score", "colour"]
-rater_attributes = ["grp", "half"]
+rater_attributes = ["grp", "half"]{text_role}
 
 [dataset.scales.score]
 kind = "ordinal"
@@ -83,16 +83,24 @@ values = ["red", "green", "blue"]
 """
 
 
-def write_dataset(ratings: OrdinalRatings, folder: Path, name: str = "ordinal_toy") -> Path:
+def item_text(item: int) -> str:
+    """An item's text, when `write_dataset` is asked for one."""
+    return f"Comment number {item} about the weather"
+
+
+def write_dataset(
+    ratings: OrdinalRatings, folder: Path, name: str = "ordinal_toy", text: bool = False
+) -> Path:
     """A long CSV of `ratings` (with a nominal second label, `colour`, and a second rater
-    attribute, `half`) and its declaration in `folder`; the declaration's path."""
+    attribute, `half`) and its declaration in `folder`; the declaration's path. With `text`
+    each item has a text field, `text` (`item_text`): a last column of the CSV."""
     colours = ("red", "green", "blue")
-    lines = ["item_id,rater_id,score,colour,grp,half"]
+    lines = ["item_id,rater_id,score,colour,grp,half" + (",text" if text else "")]
     for rater, item, value in zip(ratings.rater, ratings.item, ratings.value, strict=True):
         group = ratings.group[rater]
         lines.append(
             f"i{item:03d},r{rater:03d},{value},{colours[(item + value) % 3]},"
-            f"g{group},{'ab'[rater % 2]}"
+            f"g{group},{'ab'[rater % 2]}" + (f",{item_text(item)}" if text else "")
         )
     (folder / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     levels = range(1, ratings.levels + 1)
@@ -102,6 +110,7 @@ def write_dataset(ratings: OrdinalRatings, folder: Path, name: str = "ordinal_to
             name=name,
             values=", ".join(map(str, levels)),
             positive=", ".join(str(v) for v in levels if v >= 3),
+            text_role='\ntext = ["text"]' if text else "",
         ),
         encoding="utf-8",
     )

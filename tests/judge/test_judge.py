@@ -525,7 +525,7 @@ def test_a_malformed_prompt_says_what_is_wrong(text: str, problem: str) -> None:
 
 
 def test_the_shipped_prompts_declare_their_polarity() -> None:
-    assert shipped_prompts() == ["dices-safety", "guard", "judge-bench"]
+    assert shipped_prompts() == ["dices-safety", "guard", "judge-bench", "offensiveness-1-5"]
     assert load_prompt("dices-safety").answers == {
         "Yes": "unsafe",
         "No": "safe",

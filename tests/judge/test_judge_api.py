@@ -252,7 +252,8 @@ REFUSED: list[tuple[dict[str, Any], list[str], int, str]] = [
         {"prompt": "nope"},
         ["--prompt", "nope"],
         2,
-        "--prompt nope: no such prompt; choose dices-safety, guard, judge-bench or give a file",
+        "--prompt nope: no such prompt; choose dices-safety, guard, judge-bench, "
+        "offensiveness-1-5 or give a file",
     ),
     (
         {"items": "{tmp}/missing.txt"},

@@ -19,7 +19,6 @@ from dices_cli.cli.commands.options import (
     Force,
     OutputFile,
     OutputFormat,
-    registered,
 )
 from dices_cli.cli.render import say
 from dices_cli.runs.judge import API_KEY_VARIABLE
@@ -33,6 +32,8 @@ JUDGE_HELP = """Run an LLM judge or a safety classifier over DICES or ProsocialD
 Each conversation is sent to an OpenAI-compatible Chat Completions endpoint (vLLM, Ollama, llama.cpp's server, TGI, LM Studio, OpenAI, a gateway) with a declared prompt (--prompt: dices-safety, judge-bench, guard, or a TOML file of your own), and its answer read as the prompt's answers table says (Yes = unsafe for dices-safety, Yes = safe for judge-bench). An answer that cannot be read is kept raw and counted, never guessed. The key comes from $OPENAI_API_KEY (or the variable --api-key-env names) and is written nowhere.
 
 Every answer is cached in the data directory (DIR/judge/; dices sql sees it as judge_calls): running the same command again asks nothing, and a run stopped by Ctrl-C, kill -9 or a failing server resumes where it stopped. The predictions (model, item_id, label, score, p_*, prompt, persona) are what dices evaluate reads; -o FILE also gets FILE.judge.json, the run's manifest.
+
+A declared dataset (-d popquorn_offensiveness, a --declaration of your own) is judged item by item with a scale prompt: it declares label = "NAME", reads the items' text fields ({text}), and maps each answer to a value of the label's scale ("1" = 1 ... "5" = 5; --prompt offensiveness-1-5). Its predictions (model, item_id, label, p_VALUE) are what dices evaluate -d NAME scores.
 
 --model baseline:always-unsafe, baseline:always-safe or baseline:random needs no server.
 
@@ -79,8 +80,9 @@ def judge(
         typer.Option(
             "--dataset",
             "-d",
-            click_type=registered(*MEMBERS_THEN_ALL),
-            help="The conversations to judge.",
+            metavar="NAME",
+            help=f"The conversations to judge: {', '.join(MEMBERS_THEN_ALL)}; or a declared "
+            "dataset's items, with a prompt that declares its label (docs/judge.md).",
         ),
     ] = "350",
     prompt: Annotated[
@@ -89,7 +91,7 @@ def judge(
             "--prompt",
             "-p",
             metavar="NAME|FILE",
-            help="dices-safety, judge-bench, guard, or a file.",
+            help="dices-safety, judge-bench, guard, offensiveness-1-5 (POPQUORN), or a file.",
         ),
     ] = "dices-safety",
     samples: Annotated[
@@ -298,7 +300,13 @@ def judge(
     if then_evaluate and output is not None:
         from dices_cli.cli.commands.evaluate import evaluate
 
-        evaluate(str(output), dataset=dataset, data=data)
+        evaluate(str(output), dataset=dataset, label=judged_label(result), data=data)
+
+
+def judged_label(result: JudgeResult) -> str | None:
+    """The declared label a scale prompt rated (None: DICES's verdicts)."""
+    prompt = result.outcome.manifest["prompt"] if result.outcome is not None else None
+    return prompt.get("label") if isinstance(prompt, dict) else None
 
 
 def render(result: JudgeResult, max_tokens: int) -> None:
