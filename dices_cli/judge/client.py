@@ -18,6 +18,7 @@ nowhere else; any text shown from a server has it blanked out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 import zlib
@@ -334,9 +335,9 @@ async def _run(
     headers = {"Accept-Encoding": "gzip, deflate"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
-    limits = httpx.Limits(
-        max_connections=endpoint.concurrency, max_keepalive_connections=endpoint.concurrency
-    )
+    # A client (and a connection) a worker: httpcore's pool rescans every connection for
+    # every waiting request, a cost that grows with the pool's size.
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     balance = _Balance({url.rstrip("/"): 0 for url in endpoint.base_urls})
     pacing: dict[str, float] = {}
     stop: list[DicesError] = []
@@ -431,9 +432,11 @@ async def _run(
                 on_reply(call, reply)
                 break
 
-    async with httpx.AsyncClient(
-        headers=headers, limits=limits, timeout=endpoint.timeout
-    ) as client:
-        await asyncio.gather(*(worker(client) for _ in range(endpoint.concurrency)))
+    async with contextlib.AsyncExitStack() as clients:
+        workers = []
+        for _ in range(endpoint.concurrency):
+            client = httpx.AsyncClient(headers=headers, limits=limits, timeout=endpoint.timeout)
+            workers.append(worker(await clients.enter_async_context(client)))
+        await asyncio.gather(*workers)
     if stop:
         raise stop[0]
