@@ -335,9 +335,11 @@ async def _run(
     headers = {"Accept-Encoding": "gzip, deflate"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
-    # A client (and a connection) a worker: httpcore's pool rescans every connection for
-    # every waiting request, a cost that grows with the pool's size.
-    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    # A client a worker, holding a connection to each endpoint: httpcore's pool rescans
+    # every connection for every waiting request, a cost that grows with the pool's size.
+    # A worker has one request in flight, so an endpoint sees at most `concurrency`.
+    hosts = len(endpoint.base_urls)
+    limits = httpx.Limits(max_connections=hosts, max_keepalive_connections=hosts)
     balance = _Balance({url.rstrip("/"): 0 for url in endpoint.base_urls})
     pacing: dict[str, float] = {}
     stop: list[DicesError] = []
