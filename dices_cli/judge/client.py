@@ -434,10 +434,14 @@ async def _run(
                 on_reply(call, reply)
                 break
 
+    # httpx's default verification, its CA bundle loaded once, not once a client.
+    tls = httpx.create_ssl_context()
     async with contextlib.AsyncExitStack() as clients:
         workers = []
         for _ in range(endpoint.concurrency):
-            client = httpx.AsyncClient(headers=headers, limits=limits, timeout=endpoint.timeout)
+            client = httpx.AsyncClient(
+                headers=headers, limits=limits, timeout=endpoint.timeout, verify=tls
+            )
             workers.append(worker(await clients.enter_async_context(client)))
         await asyncio.gather(*workers)
     if stop:
