@@ -18,6 +18,7 @@ nowhere else; any text shown from a server has it blanked out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 import zlib
@@ -334,9 +335,11 @@ async def _run(
     headers = {"Accept-Encoding": "gzip, deflate"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
-    limits = httpx.Limits(
-        max_connections=endpoint.concurrency, max_keepalive_connections=endpoint.concurrency
-    )
+    # A client a worker, holding a connection to each endpoint: httpcore's pool rescans
+    # every connection for every waiting request, a cost that grows with the pool's size.
+    # A worker has one request in flight, so an endpoint sees at most `concurrency`.
+    hosts = len(endpoint.base_urls)
+    limits = httpx.Limits(max_connections=hosts, max_keepalive_connections=hosts)
     balance = _Balance({url.rstrip("/"): 0 for url in endpoint.base_urls})
     pacing: dict[str, float] = {}
     stop: list[DicesError] = []
@@ -431,9 +434,15 @@ async def _run(
                 on_reply(call, reply)
                 break
 
-    async with httpx.AsyncClient(
-        headers=headers, limits=limits, timeout=endpoint.timeout
-    ) as client:
-        await asyncio.gather(*(worker(client) for _ in range(endpoint.concurrency)))
+    # httpx's default verification, its CA bundle loaded once, not once a client.
+    tls = httpx.create_ssl_context()
+    async with contextlib.AsyncExitStack() as clients:
+        workers = []
+        for _ in range(endpoint.concurrency):
+            client = httpx.AsyncClient(
+                headers=headers, limits=limits, timeout=endpoint.timeout, verify=tls
+            )
+            workers.append(worker(await clients.enter_async_context(client)))
+        await asyncio.gather(*workers)
     if stop:
         raise stop[0]
