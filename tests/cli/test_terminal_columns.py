@@ -23,7 +23,7 @@ import pytest
 from drivers.terminal import Screen, on_terminal
 from drivers.terminal_table import blocks, grid, hidden_note, note_lines, table_number
 from fixtures.dices_csv import header, rows, to_csv
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
 from typer.testing import CliRunner
@@ -162,11 +162,7 @@ def test_named_columns_are_all_shown_whole(command: str, places: dict[str, str])
     arguments = arguments_of(command, places)
     columns = next(csv.reader(io.StringIO(as_csv(tuple(arguments)))))
 
-    # A known failure fails unshrunk: shrinking its example only slows the suite down.
-    failing = command in KNOWN_FAILING
-    phases = [Phase.explicit, Phase.reuse, Phase.generate] if failing else list(Phase)
-
-    @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), phases=phases)
+    @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
     @given(width=WIDTHS, chosen=choices(columns))
     def property_holds(width: int, chosen: tuple[list[str] | None, str | None]) -> None:
         named, sort = chosen
