@@ -22,7 +22,14 @@ BUILT_IN = Path(__file__).with_name("declared")
 USER_FOLDER = ".families"
 TABLES = ("items", "raters", "ratings")
 # The canned queries written for any declared dataset (sql/declared/*.sql).
-QUERIES = ("overview", "label-by-group", "label-distribution", "item-distribution", "agreement")
+QUERIES = (
+    "overview",
+    "label-by-group",
+    "label-distribution",
+    "item-distribution",
+    "agreement",
+    "group-disagreement",
+)
 
 
 def built_in() -> list[DatasetDeclaration]:

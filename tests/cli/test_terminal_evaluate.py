@@ -62,7 +62,7 @@ def test_evaluate_by_on_a_terminal_is_a_ranked_summary_that_fits(
     assert len(lines) <= 60, "\n".join(lines)
     assert all(len(line) <= 80 for line in screen.stdout.splitlines()), screen.stdout
     assert screen.stdout.startswith("evaluate: the whole pool\n")
-    assert "... the full table (60 rows x 68 columns): --format csv, or -o FILE.csv\n" in (
+    assert "... the full table (60 rows x 69 columns): --format csv, or -o FILE.csv\n" in (
         screen.stderr
     )
     full = CliRunner().invoke(app, [*arguments, "-f", "csv"])

@@ -50,7 +50,7 @@ EVALUATE_HELP = """Score a model's predictions against the experts and the rater
 
 PREDICTIONS is a CSV, TSV, JSON Lines or Parquet file (or - for stdin) with an item_id column, an optional model column (several models side by side), an optional dataset column (350 or 990; needed with --dataset all, as item ids repeat across the datasets), and a label (Yes = unsafe, No, Unsure; or unsafe/safe), a score (probability of unsafe) and/or p_no, p_yes[, p_unsure] (a predicted distribution of the raters' answers).
 
-One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95% bootstrap interval. With --by, a group's headline metric is compared with the rest of the pool's: the difference, its interval (raters resampled within their groups and conversations; --interval), the difference expected by chance for a group of that size, and a permutation p-value (group labels shuffled across raters; --permutations). `dices evaluate --explain` says what every column means.
+One row per model x reference (gold, crowd, crowd-share) x group, each metric with a 95% interval (conversations left out in turn: a jackknife, with the raters' own for group rows). With --by, a group's headline metric is compared with the rest of the pool's: the difference, its interval (--interval), the difference expected by chance for a group of that size, and a permutation p-value (group labels shuffled across raters; --permutations). `dices evaluate --explain` says what every column means.
 
 A persona file (dices judge --persona COL: a persona column COL=value, a row per conversation and simulated group) is scored group by group: each simulated group against its own real group's crowd and shares and against the other raters (accuracy, kappa, jsd, own minus rest with its permutation test), and as a whole: the spread of the unsafe share across groups, real and simulated, and the correlation of real and simulated group-minus-rest differences. One figure per row. Simulated raters are not raters: these figures say how far the personas track the real groups' differences.
 
@@ -175,7 +175,7 @@ def evaluate(
     output: OutputFile = None,
     force: Force = False,
 ) -> None:
-    # One BLAS thread: the bootstrap's matrix products are small, and OpenBLAS's threads only
+    # One BLAS thread: the resampling's matrix products are small, and OpenBLAS's threads only
     # fight the work for the cores (bench/evaluate.py measures it).
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -226,7 +226,9 @@ Bootstrap = Annotated[
     typer.Option(
         "--bootstrap",
         metavar="N",
-        help=f"Bootstrap resamples behind the 95% intervals (0 to 100,000; default {BOOTSTRAP}).",
+        help="Most jackknife blocks of conversations behind the 95% intervals: each "
+        "conversation is left out in turn, in this many blocks above it (0: no interval; up "
+        f"to 100,000; default {BOOTSTRAP}).",
         show_default=False,
     ),
 ]
