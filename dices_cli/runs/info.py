@@ -50,7 +50,10 @@ def run_verify(store: Store) -> list[DatasetCheck]:
     """Every stored file of every ingested dataset against its recorded size and SHA-256."""
     from dices_cli.store.datasets import verify
 
+    # A damaged manifest is a problem of its own: its files are counted only when intact.
     return [
-        DatasetCheck(stored.title, stored.path, len(stored.manifest["files"]), problems)
+        DatasetCheck(
+            stored.title, stored.path, 0 if problems else len(stored.manifest["files"]), problems
+        )
         for stored, problems in verify(store)
     ]

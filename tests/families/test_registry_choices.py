@@ -46,7 +46,6 @@ def test_the_choices_are_the_registered_families_own() -> None:
     ("words", "option", "choices"),
     [
         (["filter-raters"], "dataset", ("all", *coded_members())),
-        (["judge"], "dataset", member_choices()),
         (["export"], "dataset", member_choices()),
         (["validate"], "dataset", ("auto", *grouped_members())),
         (["report"], "predictions_dataset", grouped_members()),

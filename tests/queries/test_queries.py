@@ -1350,7 +1350,8 @@ def test_csv_is_the_default_in_a_pipe(runner: CliRunner, ingested: Path) -> None
     result = invoke(runner, ingested, "gold-vs-crowd-summary", "--rule", "threshold")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == "dataset,conversations,ties,accuracy,precision,recall,f1,kappa"
+    header = "dataset,conversations,ties,accuracy,precision,recall,f1,kappa"
+    assert lines[0] == f"{header},kappa_ci_low,kappa_ci_high"
     assert lines[1].startswith("350,350,0,")  # no ties under the threshold rule: 0, not empty
 
 

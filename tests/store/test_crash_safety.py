@@ -146,7 +146,9 @@ def test_a_killed_first_ingest_leaves_nothing_ingested(
     )
     result = runner.invoke(app, ["info", "--data", str(data)])
     assert result.exit_code == 1
-    assert result.stderr == f"Error: nothing is ingested in {data}; run `dices ingest FILE` first\n"
+    assert result.stderr == (
+        f"Error: nothing is ingested in {data}; run `dices ingest FILE --data {data}` first\n"
+    )
     # No --force needed: nothing was ingested.
     result = runner.invoke(app, ["ingest", str(new_350), "--data", str(data)])
     assert result.exit_code == 0, result.output
