@@ -276,3 +276,16 @@ class CappedRunner(CliRunner):
 @pytest.fixture
 def runner() -> CliRunner:
     return CappedRunner()
+
+
+@pytest.fixture
+def registry_as_it_was() -> Iterator[None]:
+    """The families a test registers (a declaration it ingests) are forgotten after it: the
+    registry is the process's. A module asks for it with
+    `pytestmark = pytest.mark.usefixtures("registry_as_it_was")`."""
+    from dices_cli.families import FAMILIES
+
+    before = set(FAMILIES)
+    yield
+    for name in set(FAMILIES) - before:
+        FAMILIES.pop(name)

@@ -115,3 +115,21 @@ def write_dataset(
         encoding="utf-8",
     )
     return path
+
+
+def ingest_dataset(ratings: OrdinalRatings, folder: Path, name: str = "ordinal_toy") -> Path:
+    """`ratings` written (`write_dataset`) and ingested by `dices ingest --declaration` into
+    `folder`/data, whose path this is. The family is left out of the process's registry: a
+    `Store` of the directory registers it again from the declaration it keeps."""
+    from typer.testing import CliRunner
+
+    from dices_cli.cli.main import app
+    from dices_cli.families import FAMILIES
+
+    declaration = write_dataset(ratings, folder, name)
+    data = folder / "data"
+    args = ["ingest", str(folder / f"{name}.csv"), "--declaration", str(declaration)]
+    result = CliRunner().invoke(app, [*args, "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    FAMILIES.pop(name)
+    return data

@@ -9,7 +9,6 @@ import csv
 import io
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,35 +19,22 @@ from scipy.stats import wasserstein_distance
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
-from dices_cli.families import FAMILIES
 from dices_cli.metrics import soft_labels
-from tests.drivers.ordinal import OrdinalRatings, ordinal_ratings, write_dataset
+from tests.drivers.ordinal import OrdinalRatings, ingest_dataset, ordinal_ratings
 
 NAME = "ordinal_toy"
 VALUES = ["1", "2", "3", "4", "5"]
 HELP = "Try 'dices evaluate -h' for help.\n"
 
 
-@pytest.fixture(autouse=True)
-def _registry_as_it_was() -> Iterator[None]:
-    before = set(FAMILIES)
-    yield
-    for name in set(FAMILIES) - before:
-        FAMILIES.pop(name)
+pytestmark = pytest.mark.usefixtures("registry_as_it_was")
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("scale-evaluation")
     toy: OrdinalRatings = ordinal_ratings((3, 5), items=12, per_rater=8, seed=3)
-    declaration = write_dataset(toy, folder, NAME)
-    result = CliRunner().invoke(
-        app,
-        ["ingest", str(folder / f"{NAME}.csv"), "--declaration", str(declaration),
-         "--data", str(folder / "data")],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    FAMILIES.pop(NAME)
+    ingest_dataset(toy, folder, NAME)
     return folder
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -40,13 +39,7 @@ positive = [3, 4, 5]
 """
 
 
-@pytest.fixture(autouse=True)
-def _registry_as_it_was() -> Iterator[None]:
-    """The families a test registers are forgotten after it (the registry is the process's)."""
-    before = set(FAMILIES)
-    yield
-    for name in set(FAMILIES) - before:
-        FAMILIES.pop(name)
+pytestmark = pytest.mark.usefixtures("registry_as_it_was")
 
 
 def declaration(tmp_path: Path, name: str = "toy", **file: str) -> Path:

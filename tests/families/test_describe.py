@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -13,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
-from dices_cli.families import FAMILIES
 from dices_cli.formats.declared.describe import describe
 from dices_cli.formats.ingest import ingest
 from dices_cli.store.datasets import Store
@@ -30,12 +28,7 @@ TEXTS = {
 SCORES = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 2, -1]
 
 
-@pytest.fixture(autouse=True)
-def _registry_as_it_was() -> Iterator[None]:
-    before = set(FAMILIES)
-    yield
-    for name in set(FAMILIES) - before:
-        FAMILIES.pop(name)
+pytestmark = pytest.mark.usefixtures("registry_as_it_was")
 
 
 def conventional(path: Path) -> Path:

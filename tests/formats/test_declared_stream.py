@@ -4,7 +4,6 @@ problem or a warning."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -12,7 +11,6 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from dices_cli.errors import InvalidInputError
-from dices_cli.families import FAMILIES
 from dices_cli.families.declaration import DatasetDeclaration, read_declaration
 from dices_cli.formats.declared.build import build
 from dices_cli.formats.declared.ingest import SCRATCH_PREFIX, read_all
@@ -59,12 +57,7 @@ positive = [4, 4.5, 5]
 """
 
 
-@pytest.fixture(autouse=True)
-def _registry_as_it_was() -> Iterator[None]:
-    before = set(FAMILIES)
-    yield
-    for name in set(FAMILIES) - before:
-        FAMILIES.pop(name)
+pytestmark = pytest.mark.usefixtures("registry_as_it_was")
 
 
 def declared(tmp_path: Path) -> tuple[Path, DatasetDeclaration]:

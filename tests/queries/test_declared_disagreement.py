@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,33 +20,20 @@ from scipy.stats import binom, chi2_contingency, kruskal, permutation_test
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
-from dices_cli.families import FAMILIES
 from dices_cli.metrics.declared_disagreement import group_disagreement
-from tests.drivers.ordinal import OrdinalRatings, ordinal_ratings, write_dataset
+from tests.drivers.ordinal import OrdinalRatings, ingest_dataset, ordinal_ratings
 
 NAME = "ordinal_toy"
 
 
-@pytest.fixture(autouse=True)
-def _registry_as_it_was() -> Iterator[None]:
-    before = set(FAMILIES)
-    yield
-    for name in set(FAMILIES) - before:
-        FAMILIES.pop(name)
+pytestmark = pytest.mark.usefixtures("registry_as_it_was")
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("declared-disagreement")
     toy = ordinal_ratings((6, 8), items=10, per_rater=8, seed=5)
-    declaration = write_dataset(toy, folder, NAME)
-    result = CliRunner().invoke(
-        app,
-        ["ingest", str(folder / f"{NAME}.csv"), "--declaration", str(declaration),
-         "--data", str(folder / "data")],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    FAMILIES.pop(NAME)
+    ingest_dataset(toy, folder, NAME)
     return folder
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import krippendorff
@@ -18,21 +17,15 @@ from scipy.stats import binom, norm
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
-from dices_cli.families import FAMILIES
 from dices_cli.metrics.any_family import share_intervals
 from dices_cli.metrics.distance import Distance, alpha
 from dices_cli.metrics.permutation import permutation_test
-from tests.drivers.ordinal import OrdinalRatings, ordinal_ratings, write_dataset
+from tests.drivers.ordinal import OrdinalRatings, ingest_dataset, ordinal_ratings
 
 NAME = "ordinal_toy"
 
 
-@pytest.fixture(autouse=True)
-def _registry_as_it_was() -> Iterator[None]:
-    before = set(FAMILIES)
-    yield
-    for name in set(FAMILIES) - before:
-        FAMILIES.pop(name)
+pytestmark = pytest.mark.usefixtures("registry_as_it_was")
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +36,7 @@ def toy() -> OrdinalRatings:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, toy: OrdinalRatings) -> Path:
     folder = tmp_path_factory.mktemp("ordinal")
-    declaration = write_dataset(toy, folder, NAME)
-    data = folder / "data"
-    result = CliRunner().invoke(
-        app,
-        ["ingest", str(folder / f"{NAME}.csv"), "--declaration", str(declaration),
-         "--data", str(data)],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    FAMILIES.pop(NAME)
-    return data
+    return ingest_dataset(toy, folder, NAME)
 
 
 def query(data: Path, *args: str) -> tuple[int, str, str]:
