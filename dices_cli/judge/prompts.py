@@ -217,6 +217,14 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
     _declared_once(answers, source, "verdicts")
     if not {UNSAFE, SAFE} <= set(answers.values()):
         raise PromptError(f"the prompt {source}: [answers] must name both unsafe and safe answers")
+    return _prompt(table, answers, source)
+
+
+def _prompt(
+    table: dict[str, Any], answers: dict[str, Any], source: str, label: str | None = None
+) -> Prompt:
+    """The prompt of a checked TOML table and its checked `answers` (of `label`'s scale, or
+    verdicts without one)."""
     return Prompt(
         price=_price(table.get("price"), source),
         name=table["name"],
@@ -226,6 +234,7 @@ def parse_prompt(data: bytes, source: str) -> Prompt:
         user=table["user"],
         answers=dict(answers),
         source=source,
+        label=label,
     )
 
 
@@ -271,17 +280,7 @@ def _scale_prompt(table: dict[str, Any], source: str) -> Prompt:
                 f"mapped to a value of {label}'s scale (a number or text)"
             )
     _declared_once(answers, source, "values")
-    return Prompt(
-        price=_price(table.get("price"), source),
-        name=table["name"],
-        version=str(table["version"]),
-        about=table.get("about", ""),
-        system=table.get("system"),
-        user=table["user"],
-        answers=dict(answers),
-        source=source,
-        label=label,
-    )
+    return _prompt(table, answers, source, label)
 
 
 def _price(table: object, source: str) -> tuple[float, float] | None:
