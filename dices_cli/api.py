@@ -18,7 +18,7 @@ docs/python.md is a worked session; the examples here run as doctests over the p
 sample (`dices demo`'s):
 
 >>> import dices_cli as dices
->>> from dices_cli.cli.demo import sample_paths
+>>> from dices_cli.runs.demo import sample_paths
 >>> dices.ingest(sample_paths(), "dices-data")
 IngestSummary(rows_read=10775, rows_written=10775, rows_rejected=0, datasets=('350', '990'))
 >>> d = dices.open("dices-data")
@@ -391,7 +391,7 @@ class Data:
         (x group); warnings (coverage, a suspected flipped polarity) are `DicesNote`s. A
         declared dataset's `label` (None: its first) is scored by LeWiDi's measures.
 
-        >>> from dices_cli.cli.demo import demo_predictions_path
+        >>> from dices_cli.runs.demo import demo_predictions_path
         >>> scored = d.evaluate(demo_predictions_path(), against=["gold"], bootstrap=50)
         >>> scored.select("model", "reference", "n", "accuracy").rows()
         [('five-raters', 'gold', 40, 0.75), ('five-raters-flipped', 'gold', 40, 0.25)]

@@ -629,7 +629,8 @@ def test_the_demo_judges_offline_and_its_command_runs_as_typed(
 ) -> None:
     import shlex
 
-    from dices_cli.cli.demo import tour
+    from dices_cli.cli.commands.data import demo_command
+    from dices_cli.runs.demo import tour
 
     section = next(s for s in tour(tmp_path / "demo") if "Running a judge" in s.title)
     assert [row[0] for row in section.table.rows] == [
@@ -638,7 +639,7 @@ def test_the_demo_judges_offline_and_its_command_runs_as_typed(
         "baseline:random",
     ]
     monkeypatch.chdir(tmp_path)
-    words = shlex.split(section.command)
+    words = shlex.split(demo_command(section.name, tmp_path / "demo"))
     result = CliRunner().invoke(app, words[1:])
     assert result.exit_code == 0, result.output
     assert "baseline:random,gold,,40,40,1.0" in result.stdout
