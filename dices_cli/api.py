@@ -145,22 +145,57 @@ def _rater_ids(raters: object) -> frozenset[int]:
 # --- results as frames ------------------------------------------------------------------------
 
 
-def frame(result: Result) -> pl.DataFrame:
-    """A result as a Polars frame: a stream's Arrow types kept (ENUMs as categoricals), a
-    table's Python values typed by Polars."""
+def frame(result: Result, enums: Mapping[str, Sequence[str]] | None = None) -> pl.DataFrame:
+    """A result as a Polars frame: a stream's Arrow types kept, its DuckDB ENUMs as Polars
+    `Enum`s of the same values in the same order; a table's Python values typed by Polars.
+    A column named in `enums` (a categorical column of the datasets read, with its values in
+    order) becomes that `Enum` when it is text of those values: a group column is the enum
+    of the column it groups by, as stored; a text of one's own SQL stays `str`."""
     import polars as pl
 
     from dices_cli.output import Table
 
     if isinstance(result, Table):
-        return pl.DataFrame(
+        converted = pl.DataFrame(
             result.rows, schema=result.columns, orient="row", infer_schema_length=None
         )
+    else:
+        converted = _from_stream(result)
+    for name, values in (enums or {}).items():
+        kind = converted.schema.get(name)
+        if kind is None or not (kind in (pl.String, pl.Null) or isinstance(kind, pl.Categorical)):
+            continue
+        with contextlib.suppress(pl.exceptions.InvalidOperationError):  # not of `values`
+            converted = converted.with_columns(
+                pl.col(name).cast(pl.String).cast(pl.Enum(list(values)))
+            )
+    return converted
+
+
+def _from_stream(result: Any) -> pl.DataFrame:
+    """A stream as a frame, each dictionary column of text (a DuckDB ENUM) a Polars `Enum`
+    of its dictionary's values in their order (Polars alone makes it a `Categorical`, whose
+    order is the order values were met)."""
+    import polars as pl
     import pyarrow as pa
 
     table = pa.Table.from_batches(list(result.batches), schema=result.schema)
+    table = table.unify_dictionaries()
     converted = pl.from_arrow(table)
     assert isinstance(converted, pl.DataFrame)
+    for index, field in enumerate(table.schema):
+        column = table.column(index)
+        if not pa.types.is_dictionary(field.type) or column.num_chunks == 0:
+            continue
+        if not (
+            pa.types.is_string(field.type.value_type)
+            or pa.types.is_large_string(field.type.value_type)
+        ):
+            continue
+        values = column.chunk(0).dictionary.to_pylist()
+        converted = converted.with_columns(
+            converted.to_series(index).cast(pl.String).cast(pl.Enum(values))
+        )
     return converted
 
 
@@ -234,6 +269,24 @@ class Data:
 
     def __repr__(self) -> str:
         return f"Data({str(self.root)!r})"
+
+    def _enums(self, dataset: str) -> dict[str, tuple[str, ...]]:
+        """The categorical columns of the ingested datasets `dataset` names ("all": every
+        one), each with its values in order: its family's, then those its files brought
+        (the manifest's `new_values`), as a query session's ENUM types hold them. A declared
+        dataset's values are not fixed in advance: it names none (its groups are `str`)."""
+        from dices_cli.families import family_of
+
+        found: dict[str, tuple[str, ...]] = {}
+        for name in self._store.ingested():
+            family = family_of(name)
+            if family.declared is not None or dataset not in ("all", name):
+                continue
+            brought = self._store.open(name).manifest.get("new_values", {})
+            for column, values in family.enums.items():
+                known = [*found.get(column, ()), *values, *brought.get(column, ())]
+                found[column] = tuple(dict.fromkeys(known))
+        return found
 
     def info(self) -> pl.DataFrame:
         """What the data directory holds (`dices info`): one row per ingested dataset, with
@@ -330,7 +383,7 @@ class Data:
                 )
         selection = _selection(raters, exclude_removed, min_quality)
         run = run_canned(self._store, canned, params, dataset, selection, tell=_warn)
-        return frame(run.result)
+        return frame(run.result, self._enums(dataset))
 
     def sql(
         self,
@@ -363,7 +416,7 @@ class Data:
             with run_sql(
                 self._store, text, dataset, selection, tables=paths, timeout=timeout
             ) as result:
-                return frame(result)
+                return frame(result, self._enums(dataset))
 
     def evaluate(
         self,
@@ -420,7 +473,7 @@ class Data:
             _warn(f"warning: {note}")
         for suspect in result.suspects:
             _warn(f"warning: {suspect.message()}")
-        return frame(result.table)
+        return frame(result.table, self._enums(dataset))
 
     def filter_raters(
         self,
