@@ -149,22 +149,22 @@ def _print_grid(console: Console, fitted: Layout) -> None:
 
 
 def _print_blocks(console: Console, fitted: Layout) -> None:
-    """One record per block, `name  value` lines: for results too wide for a grid."""
+    """One record per block, `name  value` lines, for results too wide for a grid: each line
+    fits the console's width (`dices_cli.cli.render_blocks`: texts wrapped, never a number)."""
     from rich.cells import cell_len
     from rich.text import Text
 
-    from dices_cli.cli.tabular import GAP, records, shorten
+    from dices_cli.cli.render_blocks import block_lines, name_width
+    from dices_cli.cli.tabular import GAP
 
-    names = max((cell_len(c.name) for c in fitted.columns), default=0)
-    room = max(console.width - names - GAP, 1)
-    for index, block in enumerate(records(fitted)):
+    label = name_width(fitted.columns, console.width, cell_len) + GAP
+    for index, block in enumerate(block_lines(fitted, console.width, cell_len)):
         if index:
             console.print()
-        for column, cell in block:
-            value = cell if column.whole or column.wraps else shorten(cell, room, cell_len)
-            line = Text(column.name + " " * (names + GAP - cell_len(column.name)), style="bold")
+        for name, value in block:
+            line = Text(name + " " * (label - cell_len(name)) if value else name, style="bold")
             line.append_text(_text(console, value))
-            console.print(line, soft_wrap=True)  # a long number runs on rather than being cut
+            console.print(line, soft_wrap=True)  # fitted already: Rich must not wrap it again
 
 
 def _text(console: Console, cell: str) -> Text:

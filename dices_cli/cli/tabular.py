@@ -38,7 +38,7 @@ KEY_WIDTH = 20  # a wrapped key is this wide before other columns are given room
 WHOLE_TEXT = 25  # a text this short is a label (an enum value, a date): never cut
 
 Measure = Callable[[str], int]
-_NAME_BREAK = re.compile(r"(?<=[_\- ])")  # a column name breaks after _, - or a space
+NAME_BREAK = re.compile(r"(?<=[_\- ])")  # a column name breaks after _, - or a space
 _LINE_BREAKS = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
 
 
@@ -80,7 +80,7 @@ class Column:
         """The column name in lines of at most `width`, broken only after _, - or a space
         (`width` is never less than `header_width`: two lines at most)."""
         lines = [""]
-        for part in _NAME_BREAK.split(self.name):
+        for part in NAME_BREAK.split(self.name):
             if lines[-1] and measure(lines[-1] + part.rstrip()) > self.width:
                 lines.append("")
             lines[-1] += part
@@ -220,7 +220,7 @@ def _first_width(column: Column, measure: Measure) -> int:
 def header_width(name: str, measure: Measure) -> int:
     """The narrowest a column name is drawn: on one line, or on two broken after _, - or a
     space, whichever is narrower."""
-    parts = _NAME_BREAK.split(name)
+    parts = NAME_BREAK.split(name)
     widths = [measure(name)]
     for cut in range(1, len(parts)):
         first, second = "".join(parts[:cut]), "".join(parts[cut:])
@@ -278,7 +278,7 @@ def _widen(columns: list[Column], room: int, wanted: Callable[[Column], int]) ->
     return room
 
 
-def _prefix(text: str, width: int, measure: Measure) -> str:
+def text_prefix(text: str, width: int, measure: Measure) -> str:
     """The longest start of `text` that measures at most `width` (at least one character)."""
     end = 1
     while end < len(text) and measure(text[: end + 1]) <= width:
@@ -290,7 +290,7 @@ def shorten(text: str, width: int, measure: Measure = len) -> str:
     """`text` cut to `width` with an ellipsis, when it is longer."""
     if measure(text) <= width:
         return text
-    return _prefix(text, max(width - 1, 1), measure) + "…"
+    return text_prefix(text, max(width - 1, 1), measure) + "…"
 
 
 def records(fitted: Layout) -> list[list[tuple[Column, str]]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from drivers.terminal import Screen, on_terminal
-from drivers.terminal_table import RULE, header_names, hidden_note, note_lines, table_number
+from drivers.terminal_table import RULE, blocks, header_names, hidden_note, note_lines, table_number
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -102,14 +102,13 @@ def check_drawn(title: str, stdout: str, stderr: str, csv_text: str, width: int)
                         assert number in words, f"{name}={value} not whole in {stdout!r}"
         return "grid"
     assert count == 0  # one record per block shows every column
-    blocks = "\n".join(lines[1:]).split("\n\n") if rows else []
-    assert len(blocks) == len(rows)
-    for row, block in zip(rows, blocks, strict=True):
-        fields = dict(line.split(None, 1) for line in block.splitlines())
+    records = blocks(stdout) if rows else []
+    assert len(records) == len(rows)
+    for row, fields in zip(rows, records, strict=True):
         for name, value in zip(header, row, strict=True):
             number = table_number(value)
             if number is not None:
-                assert fields[name] == number, f"{name}={value} not whole in {block!r}"
+                assert fields[name] == number, f"{name}={value} not whole in {fields!r}"
     return "blocks"
 
 
@@ -338,18 +337,22 @@ def test_a_key_too_wide_for_a_grid_gives_one_record_per_block() -> None:
             ("990", "White", 31, 0.2761),
         ],
     )
-    assert drawn(table, 60) == (
-        "t\n"
-        "dataset         350\n"
-        f"rater_raw_race  {label}\n"  # one word longer than the line: it runs on, never cut
-        "raters          15\n"
-        "share_yes       0.330\n"
-        "\n"
-        "dataset         990\n"
-        "rater_raw_race  White\n"
-        "raters          31\n"
-        "share_yes       0.276\n",
-        "",
+    assert (
+        drawn(table, 60)
+        == (
+            "t\n"
+            "dataset         350\n"
+            f"rater_raw_race  {label[:44]}\n"  # a word wider than the line: folded, never cut
+            f"                {label[44:]}\n"
+            "raters          15\n"
+            "share_yes       0.330\n"
+            "\n"
+            "dataset         990\n"
+            "rater_raw_race  White\n"
+            "raters          31\n"
+            "share_yes       0.276\n",
+            "",
+        )
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 RULE = re.compile(r"^\s*─+\s*$")  # the line under a grid's header
+VALUE_START = re.compile(r"^\S(?:.*?\S)? {2,}(?=\S)")  # a block's name, then its value's column
 NOTE = re.compile(  # the two lines that say which columns had no room
     r"^\.\.\. no room for (?P<count>\d+) more columns?(?: \(\d+ empty\))? "
     r"\(--format csv shows all\): (?P<names>.*)\n"
@@ -72,10 +73,22 @@ def grid(stdout: str) -> tuple[list[str], list[str]] | None:
 
 
 def blocks(stdout: str) -> list[dict[str, str]]:
-    """The records of a result laid out one per block (after the title line): name -> value."""
+    """The records of a result laid out one per block (after the title line): name -> value.
+    A line that starts with a blank continues the field above: a further piece of its name
+    (before the values' column) and a further line of its value (joined with a space)."""
     body = "\n".join(stdout.splitlines()[1:]).strip("\n")
     records = []
     for block in body.split("\n\n") if body else []:
-        fields = [line.split(None, 1) for line in block.splitlines()]
-        records.append({field[0]: field[1] if len(field) > 1 else "" for field in fields})
+        lines = block.splitlines()
+        starts = [m.end() for line in lines if (m := VALUE_START.match(line))]
+        column = min(starts, default=max(map(len, lines)))
+        fields: list[list[str]] = []
+        for line in lines:
+            name, value = line[:column].strip(), line[column:].strip()
+            if line[:1].strip():
+                fields.append([name, value])
+                continue
+            fields[-1][0] += name
+            fields[-1][1] = f"{fields[-1][1]} {value}".strip()
+        records.append({name: value for name, value in fields})
     return records
