@@ -127,9 +127,9 @@ def fit_gain(
     if n >= 2:
         error = float(gain.std(ddof=1)) / math.sqrt(n)
         if error > 0:
-            half = t_quantile(0.975, n - 1) * error
+            half = t_quantile(0.95, n - 1) * error
             low, high = mean - half, mean + half
-            p = two_sided_tail(mean / error, n - 1)
+            p = two_sided_tail(abs(mean) / error, n - 1)
         else:
             p = 1.0 if mean == 0 else 0.0
     figures["fit_gain"] = (n, mean, low, high, p)
