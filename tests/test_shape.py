@@ -320,6 +320,8 @@ OPEN_PACKAGES = ("runs", "cli")  # their modules too; the others are one module 
 VOCABULARY = {
     "dices_cli.evaluate.evaluation": {"COLUMN_HELP", "HEADLINE"},
     "dices_cli.evaluate.personas": {"COLUMN_HELP", "ANSWER", "persona_chart"},
+    "dices_cli.evaluate.persona_signal": {"FIGURE_HELP"},
+    "dices_cli.evaluate.as_rater": {"COLUMN_HELP"},
     "dices_cli.problems": {"PredictionProblemType", "Report"},
     "dices_cli.queries.catalog": {
         "Chart",

@@ -44,6 +44,16 @@ if TYPE_CHECKING:
 
 SIGNAL = "persona_signal"
 FITS = ("fit_persona", "fit_no_persona", "fit_gain")
+FIGURE_HELP = {
+    SIGNAL: "Does the persona carry any group signal? The difference correlation, tested by "
+    "shuffling within each conversation which simulated group stands for which real group "
+    "(null: its mean over the shuffles).",
+    "fit_persona": "Mean squared difference of each simulated group's unsafe share from its "
+    "real group's share of Yes (with a no-persona file).",
+    "fit_no_persona": "The same for the no-persona run's share, for every group.",
+    "fit_gain": "fit_no_persona - fit_persona (above 0: the personas fit their groups "
+    "better); interval and p-value by Student's t over conversations.",
+}
 # Persona shuffles (shuffles x groups x conversations) per batch.
 BATCH_CELLS = 2_000_000
 

@@ -92,7 +92,9 @@ def stderr_is_terminal() -> bool:
 
 
 def _explain() -> None:
+    from dices_cli.evaluate.as_rater import COLUMN_HELP as AS_RATER_HELP
     from dices_cli.evaluate.evaluation import COLUMN_HELP
+    from dices_cli.evaluate.persona_signal import FIGURE_HELP
     from dices_cli.evaluate.personas import COLUMN_HELP as PERSONA_HELP
     from dices_cli.output import open_stdout
 
@@ -103,6 +105,12 @@ def _explain() -> None:
             print(f"  {name:<{width}}  {text}")
         print("\nColumns of a persona file's figures (dices judge --persona):\n")
         for name, text in PERSONA_HELP.items():
+            print(f"  {name:<{width}}  {text}")
+        print("\nThe figures that open a persona file's rows (first, before any group's):\n")
+        for name, text in FIGURE_HELP.items():
+            print(f"  {name:<{width}}  {text}")
+        print("\nColumns of --as-rater (each model as one more rater):\n")
+        for name, text in AS_RATER_HELP.items():
             print(f"  {name:<{width}}  {text}")
         print(
             "\nTies: --ties exclude (default) leaves a tied crowd plurality out, unsafe or safe"
