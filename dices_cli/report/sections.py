@@ -523,7 +523,7 @@ def models(ctx: Context) -> Section | None:
     tables = [
         (
             f"Each model as one more rater{f', by {column}' if column else ''} ({title}): "
-            "dices evaluate --as-rater",
+            "dices evaluate's figures",
             rated.table,
         )
         for column, rated in (scored.as_rater or {}).items()

@@ -46,7 +46,7 @@ def test_the_models_section_shows_each_model_as_one_more_rater(sample: Path) -> 
     scored, section = _section(sample, demo_predictions_path(), ["rater_gender"])
     titles = [title for title, _ in section.tables]
     assert titles[0] == (
-        "Each model as one more rater, by rater_gender (DICES-350): dices evaluate --as-rater"
+        "Each model as one more rater, by rater_gender (DICES-350): dices evaluate's figures"
     )
     table = section.tables[0][1]
     expected = _evaluated(sample, demo_predictions_path(), "--as-rater", "--by", "rater_gender")
@@ -59,7 +59,7 @@ def test_the_models_section_shows_each_model_as_one_more_rater(sample: Path) -> 
 def test_without_group_columns_the_pool_is_shown(sample: Path) -> None:
     _, section = _section(sample, demo_predictions_path(), [])
     title, table = section.tables[0]
-    assert title == "Each model as one more rater (DICES-350): dices evaluate --as-rater"
+    assert title == "Each model as one more rater (DICES-350): dices evaluate's figures"
     assert {r["group"] for r in table.records()} == {None}
 
 
