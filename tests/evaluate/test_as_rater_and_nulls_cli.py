@@ -3,10 +3,13 @@ API twin give one table, and every misuse is refused with its message and exit c
 
 from __future__ import annotations
 
+import csv
+import io
 import shutil
 import warnings
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -14,6 +17,7 @@ import dices_cli as dices
 from dices_cli.cli.demo import demo_predictions_path
 from dices_cli.cli.main import app
 from tests.api.test_api import assert_same_rows
+from tests.metrics.test_judge_rater import alpha_by_package, xrr_by_pairs
 
 AS_RATER_COLUMNS = (
     "dataset,model,other,group,raters,figure,n,value,null_low,null_high,p_value,p_adjusted"
@@ -149,3 +153,38 @@ def test_misuse_is_refused(folder: Path, args: tuple[str, ...], code: int, messa
         expected = expected.replace(name, Path(path).name)
     hint = " Try 'dices evaluate -h' for help." if code == 2 else ""
     assert " ".join(err.split()) == expected + hint
+
+
+def test_the_figures_are_kappa_x_and_alpha_by_hand_on_the_sample(folder: Path) -> None:
+    """The command's pool and group rows against the pairs listed in plain Python and the
+    `krippendorff` package, from the raters' answers as `dices sql` gives them."""
+    code, out, _ = run(
+        folder, demo_predictions_path(), "--as-rater", "--by", "rater_gender",
+        "--permutations", "0",
+    )  # fmt: skip
+    assert code == 0
+    rows = {(r["model"], r["group"], r["figure"]): r for r in csv.DictReader(io.StringIO(out))}
+    ratings = dices.open(folder / "data").sql(
+        "SELECT rater_id, item_id, rater_gender, Q_overall::VARCHAR AS answer "
+        "FROM ratings_wide WHERE dataset = '350'"
+    )
+    items = sorted(set(ratings["item_id"]))
+    code_of = {"No": 0, "Yes": 1, "Unsure": 2}
+    answers: dict[tuple[int, str], list[int]] = {}
+    for rater, item, gender, answer in ratings.iter_rows():
+        row = answers.setdefault((rater, gender), [-1] * len(items))
+        row[items.index(item)] = code_of[answer] if answer else -1
+    labels = {}
+    for model, item, label in (
+        pl.read_csv(demo_predictions_path()).select("model", "item_id", "label").iter_rows()
+    ):
+        labels.setdefault(model, [-1] * len(items))[items.index(item)] = code_of[label]
+    for model, judged in labels.items():
+        for group in ("", "Man", "Woman"):
+            raters = [a for (_, g), a in answers.items() if group in ("", g)]
+            xrr, alpha = xrr_by_pairs(judged, raters), alpha_by_package(raters)
+            row = rows[model, group, "xrr"]
+            assert float(row["value"]) == pytest.approx(xrr, abs=1e-12)
+            assert float(rows[model, group, "irr"]["value"]) == pytest.approx(alpha, abs=1e-12)
+            ratio = float(rows[model, group, "xrr_over_irr"]["value"])
+            assert ratio == pytest.approx(xrr / alpha, abs=1e-12)
