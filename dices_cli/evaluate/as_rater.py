@@ -79,6 +79,9 @@ def evaluate_as_rater(votes: Votes, predictions: Predictions, settings: Settings
     """Every figure of every model of `predictions` as a rater of `votes`' dataset, per group
     of `votes`' groups when settings.by names columns."""
     aligned = aligned_predictions(predictions.of(votes.dataset), votes)
+    numeric = [name not in TEXT_COLUMNS for name in COLUMNS]
+    if not aligned:  # -d all: no model predicts this dataset
+        return Evaluation(Table(COLUMNS, numeric, []), [], [], [])
     models = [p.model for p in aligned]
     labels = np.array([p.answer(settings.threshold) for p in aligned], dtype=np.intp)
     judges = judge_counts(labels, CATEGORIES)
@@ -140,7 +143,6 @@ def evaluate_as_rater(votes: Votes, predictions: Predictions, settings: Settings
             f"{len(models)} judges on DICES-{votes.dataset}: mean error correlation "
             f"{errors.mean:.3f}, as many independent judges as {errors.effective:.2f}"
         )
-    numeric = [name not in TEXT_COLUMNS for name in COLUMNS]
     return Evaluation(Table(COLUMNS, numeric, rows), [], [], summary)
 
 

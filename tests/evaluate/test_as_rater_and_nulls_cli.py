@@ -188,3 +188,13 @@ def test_the_figures_are_kappa_x_and_alpha_by_hand_on_the_sample(folder: Path) -
             assert float(rows[model, group, "irr"]["value"]) == pytest.approx(alpha, abs=1e-12)
             ratio = float(rows[model, group, "xrr_over_irr"]["value"])
             assert ratio == pytest.approx(xrr / alpha, abs=1e-12)
+
+
+def test_all_datasets_give_the_rows_of_those_predicted(folder: Path, tmp_path: Path) -> None:
+    """-d all with a file of DICES-350's conversations only: its rows, none for DICES-990."""
+    both = pl.read_csv(demo_predictions_path()).with_columns(dataset=pl.lit("350"))
+    path = tmp_path / "both.csv"
+    both.write_csv(path)
+    code, out, _ = run(folder, path, "--as-rater", "-d", "all", "--permutations", "0")
+    assert code == 0
+    assert {r["dataset"] for r in csv.DictReader(io.StringIO(out))} == {"350"}
