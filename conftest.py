@@ -14,7 +14,7 @@ from _pytest.doctest import DoctestItem
 @pytest.fixture(scope="session")
 def _sample_directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import dices_cli as dices
-    from dices_cli.cli.demo import sample_paths
+    from dices_cli.runs.demo import sample_paths
 
     directory = tmp_path_factory.mktemp("doctest-sample")
     dices.ingest(sample_paths(), directory)
@@ -26,7 +26,7 @@ def _doctest_session(request: pytest.FixtureRequest) -> None:
     if not isinstance(request.node, DoctestItem):
         return
     import dices_cli as dices
-    from dices_cli.cli.demo import sample_paths
+    from dices_cli.runs.demo import sample_paths
 
     namespace: dict[str, Any] = request.getfixturevalue("doctest_namespace")
     request.getfixturevalue("monkeypatch").chdir(request.getfixturevalue("tmp_path"))

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 import dices_cli as dices
-from dices_cli.cli.demo import demo_predictions_path
 from dices_cli.cli.main import app
+from dices_cli.runs.demo import demo_predictions_path
 from tests.api.test_api import assert_same_rows
 from tests.metrics.test_judge_rater import alpha_by_package, xrr_by_pairs
 

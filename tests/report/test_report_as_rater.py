@@ -10,13 +10,13 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from dices_cli.cli.demo import demo_predictions_path
 from dices_cli.cli.main import app
 from dices_cli.evaluate.evaluation import Settings
 from dices_cli.queries.engine import RaterSelection
 from dices_cli.report import sections as report_sections
 from dices_cli.report.context import Context
 from dices_cli.report.models import ModelsRequest, score_models
+from dices_cli.runs.demo import demo_predictions_path
 from dices_cli.store.datasets import Store
 
 
