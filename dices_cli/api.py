@@ -438,18 +438,27 @@ class Data:
         exclude_removed: bool = False,
         raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None = None,
         min_quality: float | None = None,
+        no_persona: Frame | None = None,
     ) -> pl.DataFrame:
         """Score a model's predictions (`dices evaluate`): a file, or a polars or pandas frame
         with item_id and a label, score or distribution. One row per model x reference
         (x group); warnings (coverage, a suspected flipped polarity) are `DicesNote`s. A
-        declared dataset's `label` (None: its first) is scored by LeWiDi's measures.
+        declared dataset's `label` (None: its first) is scored by LeWiDi's measures. A persona
+        file's rows open with its persona signal; `no_persona` (the same prompt's predictions
+        without personas) adds the comparison with them.
 
         >>> from dices_cli.runs.demo import demo_predictions_path
         >>> scored = d.evaluate(demo_predictions_path(), against=["gold"], bootstrap=50)
         >>> scored.select("model", "reference", "n", "accuracy").rows()
         [('five-raters', 'gold', 40, 0.75), ('five-raters-flipped', 'gold', 40, 0.25)]
         """
-        with _as_file(predictions, "predictions") as path:
+        with contextlib.ExitStack() as files:
+            path = files.enter_context(_as_file(predictions, "predictions"))
+            plain = (
+                None
+                if no_persona is None
+                else files.enter_context(_as_file(no_persona, "no_persona"))
+            )
             result = run_evaluate(
                 self._store,
                 path,
@@ -467,6 +476,7 @@ class Data:
                 one_means=one_means,
                 strict=strict,
                 selection=_selection(raters, exclude_removed, min_quality),
+                no_persona=plain,
                 tell=_warn,
             ).evaluation
         for note in result.warnings:
@@ -474,6 +484,49 @@ class Data:
         for suspect in result.suspects:
             _warn(f"warning: {suspect.message()}")
         return frame(result.table, self._enums(dataset))
+
+    def as_rater(
+        self,
+        predictions: Frame,
+        dataset: str = "350",
+        by: str | Sequence[str] | None = None,
+        *,
+        ties: str = "exclude",
+        threshold: float = 0.5,
+        permutations: int | None = None,
+        seed: int | None = None,
+        one_means: str | None = None,
+        exclude_removed: bool = False,
+        raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None = None,
+        min_quality: float | None = None,
+    ) -> pl.DataFrame:
+        """Each model of the predictions as one more rater (`dices evaluate --as-rater`): its
+        xrr with the pool and with each group of `by`, the raters' own alpha and xrr / alpha
+        (permutation tests as `agreement`'s), and, for several models, their error
+        correlation and effective number of independent judges. One figure per row.
+
+        >>> from dices_cli.runs.demo import demo_predictions_path
+        >>> rated = d.as_rater(demo_predictions_path())
+        >>> rated.filter(figure="xrr").select("model", "value").rows()[0][0]
+        'five-raters'
+        """
+        from dices_cli.runs.as_rater import run_as_rater
+
+        with _as_file(predictions, "predictions") as path:
+            result = run_as_rater(
+                self._store,
+                path,
+                dataset,
+                _names(by),
+                ties=ties,
+                threshold=threshold,
+                permutations=permutations,
+                seed=seed,
+                one_means=one_means,
+                selection=_selection(raters, exclude_removed, min_quality),
+                tell=_warn,
+            )
+        return frame(result.table)
 
     def filter_raters(
         self,

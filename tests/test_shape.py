@@ -321,6 +321,8 @@ OPEN_PACKAGES = ("runs", "cli")  # their modules too; the others are one module 
 VOCABULARY = {
     "dices_cli.evaluate.evaluation": {"COLUMN_HELP", "HEADLINE"},
     "dices_cli.evaluate.personas": {"COLUMN_HELP", "ANSWER", "persona_chart"},
+    "dices_cli.evaluate.persona_signal": {"FIGURE_HELP"},
+    "dices_cli.evaluate.as_rater": {"COLUMN_HELP"},
     "dices_cli.formats.validate": {"Progress"},
     "dices_cli.problems": {"PredictionProblemType", "Problem", "Report"},
     "dices_cli.queries.catalog": {

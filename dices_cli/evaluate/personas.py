@@ -173,14 +173,14 @@ def persona_column(predictions: Predictions) -> str | None:
 
 
 @dataclass(frozen=True)
-class _Personas:
+class Personas:
     """One model's simulated groups, in the votes' group order."""
 
     model: str
     predictions: list[Prediction]
 
 
-def _personas(votes: Votes, predictions: Predictions, column: str) -> list[_Personas]:
+def personas_of(votes: Votes, predictions: Predictions, column: str) -> list[Personas]:
     """Per model, its prediction for each of the votes' groups (every group simulated)."""
     import polars as pl
 
@@ -206,7 +206,7 @@ def _personas(votes: Votes, predictions: Predictions, column: str) -> list[_Pers
             rows = part.filter(pl.col(PERSONA) == f"{column}={group}")
             (prediction,) = aligned_predictions(Predictions(rows, predictions.source), votes)
             per_group.append(prediction)
-        result.append(_Personas(model, per_group))
+        result.append(Personas(model, per_group))
     return result
 
 
@@ -514,7 +514,7 @@ def evaluate_personas(
     few = [clustered and raters < MIN_RATERS for raters in group_raters]
     rows: list[tuple[Any, ...]] = []
     summary: list[str] = []
-    for model in _personas(votes, predictions, column):
+    for model in personas_of(votes, predictions, column):
         personas = model.predictions
         tests: dict[str, Array] = {}
         expected: dict[str, Array] = {}

@@ -45,6 +45,9 @@ class ScoredModels:
     judged: Table | None = None  # how `dices judge` made the file: its manifest, if beside it
     # A persona file's rater column (`pool` then holds dices_cli.evaluate.personas' rows).
     persona: str | None = None
+    # Each model as one more rater (dices evaluate --as-rater): per group column, or "" for
+    # the whole pool without group columns.
+    as_rater: dict[str, Evaluation] | None = None
 
 
 def models_dataset(request: ModelsRequest, datasets: list[str]) -> str:
@@ -67,8 +70,10 @@ def score_models(
     by: list[str],
 ) -> ScoredModels:
     """Every model of `request` scored by the evaluate core on the report's raters."""
+    from dices_cli.evaluate.as_rater import evaluate_as_rater
     from dices_cli.evaluate.evaluation import evaluate
-    from dices_cli.evaluate.personas import evaluate_personas, persona_column
+    from dices_cli.evaluate.persona_signal import evaluate_with_nulls
+    from dices_cli.evaluate.personas import persona_column
     from dices_cli.evaluate.predictions import read_predictions
     from dices_cli.evaluate.references import load_votes
     from dices_cli.judge.run import judged_settings
@@ -83,7 +88,7 @@ def score_models(
     if persona is not None:  # simulated groups: scored against the real ones, as evaluate does
         settings = replace(request.settings, by=(persona,), baselines=())
         grouped = load_votes(open_session(store, dataset, selection, columns=[persona]), [persona])
-        scored = evaluate_personas(grouped, predictions, settings, persona)
+        scored = evaluate_with_nulls(grouped, predictions, None, settings, persona)
         return ScoredModels(dataset, predictions.source, scored, {}, settings, judged, persona)
     settings = replace(request.settings, by=())
     pool = evaluate(votes, predictions, settings)
@@ -97,4 +102,14 @@ def score_models(
         )
         for column in by
     }
-    return ScoredModels(dataset, predictions.source, pool, groups, settings, judged)
+    as_rater = {
+        column: evaluate_as_rater(
+            load_votes(session, [column] if column else []),
+            predictions,
+            replace(settings, by=(column,) if column else ()),
+        )
+        for column in by or [""]
+    }
+    return ScoredModels(
+        dataset, predictions.source, pool, groups, settings, judged, as_rater=as_rater
+    )

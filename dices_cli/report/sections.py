@@ -520,13 +520,28 @@ def models(ctx: Context) -> Section | None:
         ),
         *scored.pool.warnings,
     ]
+    tables = [
+        (
+            f"Each model as one more rater{f', by {column}' if column else ''} ({title}): "
+            "dices evaluate's figures",
+            rated.table,
+        )
+        for column, rated in (scored.as_rater or {}).items()
+    ]
+    if scored.judged is not None:
+        tables.append(("How the model was judged (dices judge's manifest)", scored.judged))
+    notes.append(
+        "As one more rater: xrr is the model's cross-replication reliability with the raters, "
+        "irr the raters' own alpha, xrr_over_irr 1 when the model agrees with them as well as "
+        "they agree with each other; a group's p-value relabels the raters (sizes kept), as "
+        "the agreement section does. effective_judges: n / (1 + (n - 1) rho), rho the models' "
+        "mean error correlation against the crowd label (docs/evaluate.md)."
+    )
     return Section(
         "models",
         "Models against the experts, the crowd and the groups",
         figures,
-        tables=[("How the model was judged (dices judge's manifest)", scored.judged)]
-        if scored.judged is not None
-        else [],
+        tables=tables,
         notes=notes,
         warnings=[suspect.message() for suspect in scored.pool.suspects],
     )
@@ -555,6 +570,9 @@ def _personas(scored: ScoredModels) -> Section:
         notes=[
             "Simulated raters are not raters: a model prompted as a group says how far its "
             "personas track the real groups' differences, not what those groups think.",
+            "persona_signal comes first: does the persona carry any group signal at all? "
+            "The difference correlation, its p-value from shuffling within each conversation "
+            "which simulated group stands for which real group.",
             "*_own: against the group's own raters; *_rest: against the other raters; "
             "*_difference: own minus rest, with the permutation p-value of evaluate's group "
             "rows. spread_*: per conversation the standard deviation across groups of the "

@@ -54,6 +54,7 @@ def run_evaluate(
     strict: bool = False,
     selection: RaterSelection | None = None,
     label: str | None = None,
+    no_persona: str | None = None,
     tell: Tell = unsaid,
 ) -> EvaluateRun:
     """`dices evaluate`: score the `predictions` file ("-": stdin) against `dataset`'s
@@ -72,6 +73,7 @@ def run_evaluate(
 
         dices_only = {"against": against is not None, "baseline": baseline is not None}
         dices_only |= {"one_means": one_means is not None, "strict": strict}
+        dices_only |= {"no_persona": no_persona is not None}
         chose = selection is not None and chooses(selection)
         table = run_scale_evaluation(
             store, predictions, dataset, label, by or (), dices_only, chose
@@ -97,7 +99,9 @@ def run_evaluate(
         baseline,
     )
     chosen = selection or rater_selection()
-    result = run_evaluation(store, predictions, dataset, settings, chosen, one_means, strict, tell)
+    result = run_evaluation(
+        store, predictions, dataset, settings, chosen, one_means, strict, tell, no_persona
+    )
     return EvaluateRun(result, settings)
 
 
@@ -187,10 +191,12 @@ def run_evaluation(
     one_means: str | None = None,
     strict: bool = False,
     tell: Tell = unsaid,
+    no_persona: str | None = None,
 ) -> Evaluation:
     """Score the `predictions` file against `dataset`'s references for the raters of
-    `selection`; the raters seen go to `tell`. With `strict`, a suspected flipped polarity
-    is an error; the evaluation's warnings and suspects are the caller's to say."""
+    `selection`; the raters seen go to `tell`; a persona file against `no_persona` too.
+    With `strict`, a suspected flipped polarity is an error; the evaluation's warnings and
+    suspects are the caller's to say."""
     from dices_cli.evaluate.evaluation import chosen_references, combined, evaluate
     from dices_cli.families import FAMILIES, grouped_members
     from dices_cli.families.prosocial import MEMBER as PROSOCIAL
@@ -207,11 +213,20 @@ def run_evaluation(
         )
         persona = persona_of(read, settings)
         if persona is not None:  # the raters in the groups the personas simulate
-            from dices_cli.evaluate.personas import evaluate_personas
+            from dices_cli.evaluate.persona_signal import evaluate_with_nulls
+            from dices_cli.evaluate.predictions import read_predictions
 
             settings = replace(settings, by=(persona,))
             votes = dices_votes_only(store, datasets, selection, settings.by, unsaid)
-            return combined([evaluate_personas(v, read, settings, persona) for v in votes])
+            items = {v.dataset: v.item_ids.tolist() for v in votes}
+            plain = None if no_persona is None else read_predictions(no_persona, items, one_means)
+            return combined([evaluate_with_nulls(v, read, plain, settings, persona) for v in votes])
+    if no_persona is not None:
+        raise UsageError(
+            Option("no_persona"),
+            f" is the baseline of a persona file (dices judge's persona mode); {read.source} "
+            "has no persona column",
+        )
     wanted = {r for name in datasets for r in chosen_references(settings, name)}
     if wanted == {"crowd-share"} and not {"score", "distribution"} & read.kinds:
         raise UsageError(

@@ -118,6 +118,7 @@ def test_a_persona_file_gets_its_figures_per_group_and_for_the_model(
         assert sorted(r["figure"] for r in rows if r["group"] == group) == sorted(per_group)
     summary = [r["figure"] for r in rows if not r["group"]]
     assert summary == [
+        "persona_signal",  # first: does the persona carry any group signal at all?
         "spread_real",
         "spread_simulated",
         "spread_ratio",

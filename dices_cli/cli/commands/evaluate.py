@@ -57,6 +57,10 @@ A persona file (dices judge --persona COL: a persona column COL=value, a row per
 
 With --dataset prosocial the item ids are ProsocialDialog's (split-dialogue_id-response_id, as test-0-0), a label is Yes/No or unsafe/safe (or 1/0 with --one-means) and/or a score the probability of unsafe. The references are label, the published safety_label made binary (unsafe: __probably_needs_caution__, __needs_caution__, __needs_intervention__, i.e. two or more needs caution votes or any needs intervention vote; safe: __casual__, __possibly_needs_caution__), and crowd-share, the share of the three annotations that are not casual. The metrics use the utterances the file predicts; the coverage warning says how much of each split that is. ProsocialDialog has no rater ids or demographics: --by, --baseline and the rater selection do not apply.
 
+With --no-persona FILE (the same prompt judged without personas), a persona file's figures open with whether the persona carries any group signal at all: the difference correlation tested by shuffling the personas across groups within each conversation, and the personas' squared error against their own groups beside the no-persona run's.
+
+With --as-rater, each model is one more rater beside DICES's: its cross-replication reliability (xrr) with the pool and with each --by group, the raters' own alpha and xrr / alpha, with the permutation tests of `dices query agreement`; for several models, the correlation of their errors against the crowd label and the effective number of independent judges.
+
 Examples:
 
     dices evaluate predictions.csv
@@ -68,6 +72,10 @@ Examples:
     dices evaluate scores.parquet -d 990 --by rater_locale -o results.csv
 
     dices evaluate test_predictions.csv -d prosocial
+
+    dices evaluate judges.csv --as-rater --by rater_race
+
+    dices evaluate personas.csv --no-persona plain.csv
 """  # noqa: E501 (Rich wraps each paragraph to the terminal)
 
 
@@ -75,6 +83,8 @@ Examples:
 # with the ids and the --by columns. kappa is the headline of gold, crowd and label, jsd of
 # crowd-share (evaluation.HEADLINE); jsd's interval is left out to fit 80 columns.
 EVALUATE_ANSWER = ("kappa", "kappa_low", "kappa_high", "jsd")
+# What --as-rater answers, kept with the model and group.
+AS_RATER_ANSWER = ("figure", "value", "p_value")
 
 
 def stderr_is_terminal() -> bool:
@@ -83,7 +93,9 @@ def stderr_is_terminal() -> bool:
 
 
 def _explain() -> None:
+    from dices_cli.evaluate.as_rater import COLUMN_HELP as AS_RATER_HELP
     from dices_cli.evaluate.evaluation import COLUMN_HELP
+    from dices_cli.evaluate.persona_signal import FIGURE_HELP
     from dices_cli.evaluate.personas import COLUMN_HELP as PERSONA_HELP
     from dices_cli.output import open_stdout
 
@@ -94,6 +106,12 @@ def _explain() -> None:
             print(f"  {name:<{width}}  {text}")
         print("\nColumns of a persona file's figures (dices judge --persona):\n")
         for name, text in PERSONA_HELP.items():
+            print(f"  {name:<{width}}  {text}")
+        print("\nThe figures that open a persona file's rows (first, before any group's):\n")
+        for name, text in FIGURE_HELP.items():
+            print(f"  {name:<{width}}  {text}")
+        print("\nColumns of --as-rater (each model as one more rater):\n")
+        for name, text in AS_RATER_HELP.items():
             print(f"  {name:<{width}}  {text}")
         print(
             "\nTies: --ties exclude (default) leaves a tied crowd plurality out, unsafe or safe"
@@ -165,6 +183,24 @@ def evaluate(
     baseline: Baseline = None,
     one_means: OneMeans = None,
     strict: Strict = False,
+    as_rater: Annotated[
+        bool,
+        typer.Option(
+            "--as-rater",
+            help="Place each model beside the raters as one more rater: its agreement (xrr) "
+            "with the pool and each --by group, tested as dices query agreement tests groups, "
+            "and how alike several models' errors are.",
+        ),
+    ] = False,
+    no_persona: Annotated[
+        str | None,
+        typer.Option(
+            "--no-persona",
+            metavar="FILE",
+            help="A persona file's baseline: the same prompt judged without personas. Its "
+            "figures then open with whether the persona carries any group signal.",
+        ),
+    ] = None,
     exclude_removed: ExcludeRemoved = False,
     raters: RatersFile = None,
     min_quality: MinQuality = None,
@@ -193,7 +229,34 @@ def evaluate(
     assert predictions is not None
     shape = Shape.parse(keep_columns, sort, limit)
     inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
-    Output.build(fmt, output, force, inputs, chart=True)  # a usage error before the work
+    Output.build(fmt, output, force, inputs, chart=not as_rater)  # a usage error before the work
+    if as_rater:
+        from dices_cli.runs.as_rater import refuse_with_as_rater, run_as_rater
+
+        refuse_with_as_rater(
+            {"against": against is not None, "bootstrap": bootstrap is not None}
+            | {"baseline": baseline is not None, "strict": strict, "label": label is not None}
+            | {"interval": interval != "clustered", "no_persona": no_persona is not None}
+        )
+        with one_means_hinted(), dataset_hinted(dataset):
+            rated = run_as_rater(
+                data_store(data),
+                predictions,
+                dataset,
+                by,
+                ties=ties,
+                threshold=threshold,
+                permutations=permutations,
+                seed=seed,
+                one_means=one_means,
+                selection=rater_selection(exclude_removed, raters, min_quality),
+                tell=say,
+            )
+        focus = Focus(("model", "group"), AS_RATER_ANSWER)
+        emit_shaped(rated.table, shape, fmt, output, "evaluate", force, inputs, None, focus)
+        if rated.summary and stderr_is_terminal():
+            say("\n".join(rated.summary))
+        return
     with one_means_hinted(), dataset_hinted(dataset):
         run = run_evaluate(
             data_store(data),
@@ -212,6 +275,7 @@ def evaluate(
             strict=strict,
             selection=rater_selection(exclude_removed, raters, min_quality),
             label=label,
+            no_persona=no_persona,
             tell=say,
         )
     result = run.evaluation
