@@ -19,7 +19,7 @@ nowhere else; any text shown from a server has it blanked out.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import queue
 import random
@@ -271,6 +271,8 @@ def _turn(state: dict[str, Any], rpm: int | None) -> float:
 
 async def _pace(state: dict[str, Any], rpm: int | None) -> None:
     """Wait for this request's turn under `rpm` requests a minute, in a coroutine."""
+    import asyncio
+
     await asyncio.sleep(_turn(state, rpm))
 
 
@@ -309,16 +311,33 @@ def run_calls(
             done = run.results.get()
             if done is None:
                 running -= 1
-            elif isinstance(done[1], Reply):
-                on_reply(*done)
-            elif isinstance(done[1], Attempt):
-                on_failure(*done)
             else:
-                raise done[1]  # a bug in a worker, raised here to be seen
+                _hand(done, on_reply, on_failure)
+    except KeyboardInterrupt:
+        run.halt.set()
+        with contextlib.suppress(queue.Empty):  # what came before the interrupt is kept
+            while True:
+                if (done := run.results.get_nowait()) is not None:
+                    _hand(done, on_reply, on_failure)
+        raise
     finally:
         run.halt.set()
     if run.stop:
         raise run.stop[0]
+
+
+def _hand(
+    done: tuple[Any, Any],
+    on_reply: Callable[[Any, Reply], None],
+    on_failure: Callable[[Any, Attempt], None],
+) -> None:
+    """A worker's result to its callback; a worker's own error (a bug) raised."""
+    if isinstance(done[1], Reply):
+        on_reply(*done)
+    elif isinstance(done[1], Attempt):
+        on_failure(*done)
+    else:
+        raise done[1]
 
 
 class _Run:

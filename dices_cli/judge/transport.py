@@ -35,6 +35,7 @@ from dices_cli.errors import DicesError
 MAX_ENCODINGS = 4  # layers of Content-Encoding undone at most
 INFLATE_STEP = 64 << 10  # bytes inflated at a time: a compressed body is capped as it inflates
 READ_STEP = 64 << 10  # bytes of a body read at a time
+IDLE_SECONDS = 1.0  # a kept connection idle this long is checked before it is used again
 
 
 class Transient(Exception):
@@ -200,6 +201,7 @@ class _Deadline:
     """A connection whose every step waits at most until `deadline` (time.monotonic())."""
 
     deadline = 0.0
+    used = 0.0  # time.monotonic() when its last exchange ended
     sock: socket.socket | None
     timeout: float | None
 
@@ -215,8 +217,11 @@ class _Deadline:
 
     def stale(self) -> bool:
         """Whether a kept connection was closed by the server while it idled (readable
-        while no answer is awaited: the end of the stream, or bytes nobody asked for)."""
-        return self.sock is not None and bool(select.select([self.sock], [], [], 0)[0])
+        while no answer is awaited: the end of the stream, or bytes nobody asked for).
+        Looked at only after IDLE_SECONDS: servers close idle connections after seconds."""
+        if self.sock is None or time.monotonic() - self.used < IDLE_SECONDS:
+            return False
+        return bool(select.select([self.sock], [], [], 0)[0])
 
 
 class _Plain(_Deadline, http.client.HTTPConnection):
@@ -277,6 +282,7 @@ class Connections:
                 raise Transient(status, str(error)) from None
             if response.length:  # the connection ended before the body did
                 raise http.client.IncompleteRead(b"", response.length)
+            connection.used = time.monotonic()
             return status, response.getheader("retry-after"), bytes(inflater.body)
         except (_Timeout, TimeoutError):
             connection.close()

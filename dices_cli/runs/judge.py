@@ -227,7 +227,7 @@ def judge_plan(settings: JudgeSettings) -> tuple[Settings, str | None]:
     """The judge's own settings and the API key (None: a baseline or a dry run asks no
     server), every value checked."""
     from dices_cli.judge.declared import scale_values
-    from dices_cli.judge.plan import DEFAULT_BASE_URL, Settings
+    from dices_cli.judge.plan import DEFAULT_BASE_URL
     from dices_cli.judge.prompts import load_prompt
 
     check_base_urls(settings.base_urls)
