@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import queue
 import random
 import threading
@@ -46,6 +47,7 @@ BACKOFF_SECONDS = 0.5  # the first retry's wait at most; doubled each time
 MAX_BACKOFF_SECONDS = 30.0
 MAX_RETRY_AFTER_SECONDS = 300.0
 TOP_LOGPROBS = 5
+LOGPROB_ROUNDING = 1e-6  # a logprob above 0 by at most this is taken as 0
 
 
 class RefusedError(DicesError):
@@ -253,7 +255,9 @@ def _first_token(logprobs: Any) -> list[tuple[str, float]] | None:
 def valid_logprob(value: Any) -> float | None:
     """A logprob as a float when it is a finite number at most 0 (a rounding error above
     0 is taken as 0), else None."""
-    number = finite_number(value, high=1e-6)
+    if type(value) is float:  # as JSON gives nearly every logprob: NaN fails both tests
+        return min(value, 0.0) if -math.inf < value <= LOGPROB_ROUNDING else None
+    number = finite_number(value, high=LOGPROB_ROUNDING)
     return None if number is None else min(number, 0.0)
 
 
