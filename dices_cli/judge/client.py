@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -175,6 +174,8 @@ def retry_after(value: str | None) -> float | None:
         seconds = float(value)
     except ValueError:
         try:
+            from email.utils import parsedate_to_datetime  # a date: rare, and slow to import
+
             seconds = parsedate_to_datetime(value).timestamp() - time.time()
         except (TypeError, ValueError):
             return None
