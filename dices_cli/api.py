@@ -18,7 +18,7 @@ docs/python.md is a worked session; the examples here run as doctests over the p
 sample (`dices demo`'s):
 
 >>> import dices_cli as dices
->>> from dices_cli.cli.demo import sample_paths
+>>> from dices_cli.runs.demo import sample_paths
 >>> dices.ingest(sample_paths(), "dices-data")
 IngestSummary(rows_read=10775, rows_written=10775, rows_rejected=0, datasets=('350', '990'))
 >>> d = dices.open("dices-data")
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.families import coded_members
+from dices_cli.families import SCORED_BY_DEFAULT, coded_members
 from dices_cli.runs.canned import no_such_query, run_canned
 from dices_cli.runs.common import check_choice
 from dices_cli.runs.evaluation import run_evaluate
@@ -368,7 +368,7 @@ class Data:
     def evaluate(
         self,
         predictions: Frame,
-        dataset: str = "350",
+        dataset: str = SCORED_BY_DEFAULT,
         against: str | Sequence[str] | None = None,
         by: str | Sequence[str] | None = None,
         *,
@@ -391,7 +391,7 @@ class Data:
         (x group); warnings (coverage, a suspected flipped polarity) are `DicesNote`s. A
         declared dataset's `label` (None: its first) is scored by LeWiDi's measures.
 
-        >>> from dices_cli.cli.demo import demo_predictions_path
+        >>> from dices_cli.runs.demo import demo_predictions_path
         >>> scored = d.evaluate(demo_predictions_path(), against=["gold"], bootstrap=50)
         >>> scored.select("model", "reference", "n", "accuracy").rows()
         [('five-raters', 'gold', 40, 0.75), ('five-raters-flipped', 'gold', 40, 0.25)]
@@ -522,7 +522,7 @@ class Data:
 
     # --- judge and download: dices_cli.runs.judge, dices_cli.runs.download --------------------
 
-    def judge(self, model: str, dataset: str = "350", **settings: Any) -> pl.DataFrame:
+    def judge(self, model: str, dataset: str = SCORED_BY_DEFAULT, **settings: Any) -> pl.DataFrame:
         """Run an LLM judge or a safety classifier over `dataset`'s conversations
         (`dices judge`): its predictions (model, item_id, label, score, ...), which `evaluate`
         takes as they are. `settings` are `dices_cli.runs.judge.JudgeSettings`' by name

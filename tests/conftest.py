@@ -182,7 +182,7 @@ def ingested(
 def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory holding the packaged sample of both datasets (40 + 80 conversations),
     ingested once per run. Read-only: copy it before changing it."""
-    from dices_cli.cli.demo import sample_paths
+    from dices_cli.runs.demo import sample_paths
 
     def build(data: Path) -> None:
         paths = [str(path) for path in sample_paths()]

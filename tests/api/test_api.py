@@ -21,11 +21,11 @@ import pytest
 from typer.testing import CliRunner
 
 import dices_cli as dices
-from dices_cli.cli.demo import demo_predictions_path, sample_paths
 from dices_cli.cli.main import app
 from dices_cli.errors import DicesError, NotIngestedError, UsageError
 from dices_cli.output import text_cell
 from dices_cli.queries.catalog import catalog, family_queries
+from dices_cli.runs.demo import demo_predictions_path, sample_paths
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = {"polars", "pyarrow", "numpy", "duckdb", "typer", "rich", "pandas", "click"}

@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 import dices_cli as dices
-from dices_cli.cli.demo import demo_predictions_path, sample_paths
 from dices_cli.cli.main import app
 from dices_cli.output import text_cell
+from dices_cli.runs.demo import demo_predictions_path, sample_paths
 from tests.api.test_api import assert_same_rows
 
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from dices_cli.cli.commands import cli_docs
-from dices_cli.cli.demo import MOST_CONTESTED, tour
+from dices_cli.cli.commands.data import demo_command
 from dices_cli.cli.main import app
 from dices_cli.errors import UsageError
 from dices_cli.output import Stream, Table
@@ -33,6 +33,7 @@ from dices_cli.queries.catalog import (
     get_query,
 )
 from dices_cli.queries.engine import NothingIngestedError, chosen_datasets
+from dices_cli.runs.demo import MOST_CONTESTED, tour
 from dices_cli.shape import Shape, UnknownColumnError, apply
 from dices_cli.store.datasets import Store
 
@@ -406,7 +407,7 @@ def test_a_limited_stream_reads_no_batch_after_the_rows_it_keeps() -> None:
 def test_the_demo_recipe_runs_as_typed(tmp_path: Path) -> None:
     sections = tour(tmp_path / "demo")
     contested = next(s for s in sections if "most contested" in s.title)
-    words = shlex.split(contested.command)
+    words = shlex.split(demo_command(contested.name, tmp_path / "demo"))
     assert words[:2] == ["dices", "query"] and "|" not in words
     rows = csv_rows(CliRunner().invoke(app, [*words[1:], "-f", "csv"]))
     assert len(rows) == MOST_CONTESTED + 1

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner, Result
 
-from dices_cli.cli.demo import demo_predictions_path, sample_paths
 from dices_cli.cli.main import app
 from dices_cli.queries.catalog import GROUP_COLUMNS
+from dices_cli.runs.demo import demo_predictions_path, sample_paths
 
 REPO = Path(__file__).resolve().parents[2]
 GROUPS = ", ".join(GROUP_COLUMNS)

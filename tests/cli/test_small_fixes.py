@@ -10,8 +10,8 @@ from fixtures.dices_csv import build
 from typer.testing import CliRunner
 
 from dices_cli import __version__
-from dices_cli.cli.demo import demo_predictions_path
 from dices_cli.cli.main import app
+from dices_cli.runs.demo import demo_predictions_path
 
 KNOWN = ".csv, .tsv, .tab, .json, .jsonl, .ndjson, .parquet"
 

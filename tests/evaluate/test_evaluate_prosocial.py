@@ -356,7 +356,7 @@ def test_crowd_share_alone_needs_a_score(data: Path, tmp_path: Path) -> None:
 
 def test_dices_against_crowd_share_alone(tmp_path: Path) -> None:
     """Only crowd-share asked for: no binary reference to measure (this crashed before)."""
-    from dices_cli.cli.demo import sample_paths
+    from dices_cli.runs.demo import sample_paths
 
     data = tmp_path / "data"
     result = CliRunner().invoke(

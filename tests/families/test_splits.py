@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner, Result
 
-from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.families import FAMILIES
 from dices_cli.families.prosocial import PROSOCIAL, SPLITS
+from dices_cli.runs.demo import sample_paths
 from tests.formats.test_prosocial_ingest import sample_lines, write_lines
 
 __all__ = ["sample_lines"]  # the fixture, used by name

@@ -33,13 +33,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.formats.ingest import ingest
 from dices_cli.judge import client
 from dices_cli.judge.answers import NEGATIONS, read_answer
 from dices_cli.judge.prompts import load_prompt
 from dices_cli.read.untrusted import MAX_DEPTH, UntrustedError, loads_json
+from dices_cli.runs.demo import sample_paths
 from dices_cli.store.datasets import Store
 from tests.drivers.judge_server import JudgeServer, _Handler
 from tests.hostile.test_bounded_input import CPU_CAP, LAUNCHER, MEMORY_CAP, assert_clean, run_capped

@@ -629,7 +629,8 @@ def test_the_demo_judges_offline_and_its_command_runs_as_typed(
 ) -> None:
     import shlex
 
-    from dices_cli.cli.demo import tour
+    from dices_cli.cli.commands.data import demo_command
+    from dices_cli.runs.demo import tour
 
     section = next(s for s in tour(tmp_path / "demo") if "Running a judge" in s.title)
     assert [row[0] for row in section.table.rows] == [
@@ -638,7 +639,7 @@ def test_the_demo_judges_offline_and_its_command_runs_as_typed(
         "baseline:random",
     ]
     monkeypatch.chdir(tmp_path)
-    words = shlex.split(section.command)
+    words = shlex.split(demo_command(section.name, tmp_path / "demo"))
     result = CliRunner().invoke(app, words[1:])
     assert result.exit_code == 0, result.output
     assert "baseline:random,gold,,40,40,1.0" in result.stdout
@@ -690,6 +691,9 @@ def test_prosocial_utterances_and_an_items_file(
     result = judge(runner, data, server, "-d", "prosocial", "--items", str(wanted))
     assert result.exit_code == 1
     assert "Error: 1 of the items given are not in the dataset (e.g. test-99-9)" in result.stderr
+    personas = judge(runner, data, server, "-d", "prosocial", "--persona", "rater_gender")
+    assert personas.exit_code == 2
+    assert "has no demographics; personas need them" in personas.stderr, personas.stderr
 
 
 def test_dices_990_turns_reach_the_model_on_lines_of_their_own(data: Path) -> None:

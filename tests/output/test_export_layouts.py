@@ -16,11 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner, Result
 
-from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.families.schema import DATASETS
 from dices_cli.formats.dices.layouts import JUDGE_BENCH_PROMPT, LABEL_MEANING, MAJORITY_RULE
 from dices_cli.queries.catalog import GROUP_COLUMNS
+from dices_cli.runs.demo import sample_paths
 from tests.conftest import SHARED
 
 REFERENCE = SHARED / "data" / "reference"  # JUDGE-BENCH's DICES files

@@ -21,9 +21,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner, Result
 
-from dices_cli.cli.demo import sample_paths
 from dices_cli.cli.main import app
 from dices_cli.queries import engine
+from dices_cli.runs.demo import sample_paths
 from tests.conftest import CappedRunner
 from tests.hostile import test_hostile_sql as hostile
 from tests.hostile.test_hostile_sql import (  # noqa: F401 (fixtures, used by name)

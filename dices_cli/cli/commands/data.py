@@ -400,9 +400,9 @@ def demo(
 
         dices demo --keep ~/dices-demo
     """
-    from dices_cli.cli.demo import tour
     from dices_cli.cli.render import print_table
     from dices_cli.output import open_stdout
+    from dices_cli.runs.demo import tour
 
     with open_stdout():
         say(f"Ingesting the bundled sample into {keep} ...")
@@ -410,9 +410,30 @@ def demo(
             say("")
             print_table(section.table, title=section.title)
             say(f"  {section.explanation}")
-            say(f"  try: {section.command}")
+            say(f"  try: {demo_command(section.name, keep)}")
         say("")
         say(f"The sample stays in {keep}; remove that directory when you are done.")
+
+
+def demo_command(section: str, workdir: Path) -> str:
+    """What the user types to see the demo's `section` on the data in `workdir`."""
+    import shlex
+
+    from dices_cli.runs.demo import MOST_CONTESTED, demo_predictions_path
+
+    data = f"--data {shlex.quote(str(workdir))}"
+    predictions = shlex.quote(str(demo_predictions_path()))
+    return {
+        "ingested": f"dices info {data}",
+        "overview": f"dices query overview {data}",
+        "by-age": f"dices query qoverall-by-demographic --by rater_age {data}",
+        "gold": f"dices query gold-vs-crowd {data}",
+        "contested": (
+            f"dices query item-distribution --sort -entropy_bits --limit {MOST_CONTESTED} {data}"
+        ),
+        "evaluate": f"dices evaluate {predictions} {data}",
+        "judge": f"dices judge --model baseline:random --seed 1 {data} -o judge.csv --evaluate",
+    }[section]
 
 
 def register(app: typer.Typer) -> None:

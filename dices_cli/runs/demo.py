@@ -1,18 +1,16 @@
-"""`dices demo`: ingest the shipped sample into a directory it keeps and show what dices does.
-
-Every command the tour suggests names that directory, so it works when typed.
+"""`dices demo`: ingest the shipped sample into a directory it keeps and return the tour's
+sections, each named so that the command line can suggest the command that shows it.
 """
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from dices_cli.errors import DatasetExistsError
-from dices_cli.families.schema import DATASETS
+from dices_cli.families.schema import DATASETS, SCORED_BY_DEFAULT
 from dices_cli.formats.ingest import ingest
 from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import get_query
@@ -25,9 +23,9 @@ MOST_CONTESTED = 5
 
 @dataclass(frozen=True)
 class Section:
+    name: str  # which command shows this on the user's own data (the CLI words it)
     title: str
     explanation: str
-    command: str  # what the user would type to see this on their own data
     table: Table
 
 
@@ -78,28 +76,27 @@ def _check_only_the_sample(store: Store) -> None:
 
 def tour(workdir: Path) -> list[Section]:
     """Ingest the sample into `workdir` (replacing an earlier demo's) and return the tour's
-    sections; each names `workdir` in the command it suggests."""
+    sections."""
     store = Store(workdir)
     _check_only_the_sample(store)
     ingest(sample_paths(), store, force=True)
-    data = f"--data {shlex.quote(str(workdir))}"
     return [
         Section(
+            "ingested",
             "What was ingested",
             "Both sample files were validated and split into typed Parquet tables.",
-            f"dices info {data}",
             _summary(store),
         ),
         Section(
+            "overview",
             "How raters answered Q_overall (Yes = the last response is unsafe)",
             "Each rating is one rater's verdict on one conversation.",
-            f"dices query overview {data}",
             _query(store, "overview"),
         ),
         Section(
+            "by-age",
             "Do age groups see safety differently?",
             "Share of Yes per group with a 95% interval (raters and conversations resampled).",
-            f"dices query qoverall-by-demographic --by rater_age {data}",
             _project(
                 _query(store, "qoverall-by-demographic", by=["rater_age"]),
                 (
@@ -113,31 +110,31 @@ def tour(workdir: Path) -> list[Section]:
             ),
         ),
         Section(
+            "gold",
             "Does the crowd agree with the experts? (DICES-350 has gold labels)",
             "Crowd label = plurality of Q_overall; 'tie' when Yes is tied for the most, "
             "'No=Unsure' when No and Unsure are (not unsafe).",
-            f"dices query gold-vs-crowd {data}",
             _query(store, "gold-vs-crowd"),
         ),
         Section(
+            "contested",
             f"The {MOST_CONTESTED} most contested conversations",
             "Entropy of the No/Yes/Unsure split, in bits (0 = unanimous, 1.585 at most).",
-            f"dices query item-distribution --sort -entropy_bits --limit {MOST_CONTESTED} {data}",
             _most_contested(store),
         ),
         Section(
+            "evaluate",
             "Scoring a safety judge (DICES-350 sample)",
             "Two toy judges: five sample raters' plurality and its flipped copy (Yes read as "
-            "safe); 95% bootstrap intervals. A kappa below 0 over its whole interval flags "
+            "safe); 95% intervals. A kappa below 0 over its whole interval flags "
             "a flipped polarity.",
-            f"dices evaluate {shlex.quote(str(demo_predictions_path()))} {data}",
             _evaluation(store),
         ),
         Section(
+            "judge",
             "Running a judge, then scoring it (offline baselines)",
             "dices judge asks a model about every conversation (on any OpenAI-compatible "
             "server); the baselines need none. Its predictions go straight into evaluate.",
-            f"dices judge --model baseline:random --seed 1 {data} -o judge.csv --evaluate",
             _judged(store),
         ),
     ]
@@ -163,7 +160,7 @@ def _judged(store: Store) -> Table:
         for kind in BASELINES
     ]
     table = table_from_rows(judged[0].columns, [row for t in judged for row in t.rows])
-    votes = load_votes(open_session(store, "350"), [])
+    votes = load_votes(open_session(store, SCORED_BY_DEFAULT), [])
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "judge.csv"
         with path.open("wb") as handle:
@@ -182,7 +179,7 @@ def _evaluation(store: Store) -> Table:
     from dices_cli.evaluate.predictions import read_predictions
     from dices_cli.evaluate.references import load_votes
 
-    votes = load_votes(open_session(store, "350"), [])
+    votes = load_votes(open_session(store, SCORED_BY_DEFAULT), [])
     predictions = read_predictions(str(demo_predictions_path()), votes.item_ids.tolist())
     table = evaluate(votes, predictions, Settings(against=("gold", "crowd"))).table
     shown = ("model", "reference", "n", "accuracy", "kappa", "kappa_low", "kappa_high")
