@@ -18,7 +18,12 @@ BODIES` (httpx) or `--threads URL CONCURRENCY BODIES` (CONCURRENCY threads, each
 persistent `http.client.HTTPConnection`, TCP_NODELAY as the server): each sends every
 request body of the JSON Lines file BODIES, CONCURRENCY at a time, and reads each answer's
 JSON; nothing else. dices runs with --refresh (every request asked, every answer cached,
-the predictions written).
+the predictions written) on a copy of the data whose cache is emptied before each run.
+
+Each client's fixed cost is measured beside it: dices the same run answered from the cache
+that run wrote, each minimal client with no bodies to send. CPU per request is given both
+ways: the run's CPU over the requests (the goal's), and beyond the fixed cost ((run - fixed
+run) / requests).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -42,6 +48,10 @@ CPU_GOAL = 1.3  # dices / http.client thread pool, median CPU time
 DICES = "dices judge"
 HTTPX = "httpx client"
 THREADS = "http.client threads"
+# Each client's fixed cost: dices answered from its cache (the same run, nothing asked), a
+# minimal client given no bodies (its interpreter and imports).
+FIXED = {DICES: "dices judge, from the cache", HTTPX: "httpx client, no requests"}
+FIXED[THREADS] = "http.client threads, no requests"
 MEMORY_GOAL_MB = 300
 CONCURRENCY = 32
 SAMPLES = 3
@@ -124,22 +134,33 @@ def bench(data: Path, runs: int, samples: int, directory: Path) -> dict[str, Any
 
     bodies = directory / "bodies.jsonl"
     requests = write_bodies(data, samples, bodies)
+    nothing = directory / "none.jsonl"
+    nothing.write_text("")
+    # A copy of the data: each dices run starts from an empty cache, so the run answered
+    # from it reads what one run wrote.
+    store = directory / "store"
+    shutil.copytree(data, store, ignore=shutil.ignore_patterns("judge"), symlinks=True)
     walls: dict[str, list[float]] = {DICES: [], HTTPX: [], THREADS: []}
+    walls |= {name: [] for name in FIXED.values()}
     cpus: dict[str, list[float]] = {name: [] for name in walls}
     rss: list[float] = []
     with running() as server:
         out = directory / "p.csv"
         command = [*dices_command(), "judge", "--model", "m", "--base-url", server.base_url]
-        command += ["--data", str(data), "-d", "990", "--samples", str(samples), "-q"]
-        command += ["--concurrency", str(CONCURRENCY), "--refresh", "-o", str(out), "--force"]
-        minimal = [str(CONCURRENCY), str(bodies)]
+        command += ["--data", str(store), "-d", "990", "--samples", str(samples), "-q"]
+        command += ["--concurrency", str(CONCURRENCY), "-o", str(out), "--force"]
+        minimal = [server.base_url, str(CONCURRENCY)]
         commands = {
-            DICES: command,
-            HTTPX: [sys.executable, __file__, "--minimal", server.base_url, *minimal],
-            THREADS: [sys.executable, __file__, "--threads", server.base_url, *minimal],
+            DICES: [*command, "--refresh"],
+            FIXED[DICES]: command,
+            HTTPX: [sys.executable, __file__, "--minimal", *minimal, str(bodies)],
+            FIXED[HTTPX]: [sys.executable, __file__, "--minimal", *minimal, str(nothing)],
+            THREADS: [sys.executable, __file__, "--threads", *minimal, str(bodies)],
+            FIXED[THREADS]: [sys.executable, __file__, "--threads", *minimal, str(nothing)],
         }
         for run in range(runs):
             print(f"run {run + 1}/{runs} ...", file=sys.stderr)
+            shutil.rmtree(store / "judge", ignore_errors=True)
             for name, argv in commands.items():  # alternated: drift in the load hits all
                 done = measure(argv)
                 walls[name].append(done.wall)
@@ -150,6 +171,11 @@ def bench(data: Path, runs: int, samples: int, directory: Path) -> dict[str, Any
     cpu_medians = {name: statistics.median(values) for name, values in cpus.items()}
     ratio = medians[DICES] / medians[HTTPX]
     cpu_ratio = cpu_medians[DICES] / cpu_medians[THREADS]
+    # CPU a request beyond the client's fixed cost (the run's, less its fixed run's).
+    marginal = {
+        name: 1000 * (cpu_medians[name] - cpu_medians[FIXED[name]]) / requests
+        for name in (DICES, HTTPX, THREADS)
+    }
     return {
         "requests": requests,
         "concurrency": CONCURRENCY,
@@ -160,8 +186,10 @@ def bench(data: Path, runs: int, samples: int, directory: Path) -> dict[str, Any
         "cpu_median_s": cpu_medians,
         "cpu_s": cpus,
         "cpu_per_request_ms": {
-            name: 1000 * median / requests for name, median in cpu_medians.items()
+            name: 1000 * cpu_medians[name] / requests for name in (DICES, HTTPX, THREADS)
         },
+        "cpu_per_request_beyond_fixed_ms": marginal,
+        "cpu_ratio_beyond_fixed": marginal[DICES] / marginal[THREADS],
         "ratio": ratio,
         "goal": GOAL,
         "wall_ratio_to_threads": medians[DICES] / medians[THREADS],
@@ -196,18 +224,22 @@ def main(argv: list[str] | None = None) -> None:
     if options.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"{'client':<20} {'wall median':>11} {'wall min':>9} {'CPU median':>11} {'CPU/req':>9}")
+    header = f"{'client':<33} {'wall median':>11} {'wall min':>9} {'CPU median':>11}"
+    print(f"{header} {'CPU/req':>9} {'beyond fixed':>12}")
     for name, median in result["wall_median_s"].items():
         cpu = result["cpu_median_s"][name]
-        per_request = result["cpu_per_request_ms"][name]
-        print(
-            f"{name:<20} {median:>9.2f} s {result['wall_min_s'][name]:>7.2f} s"
-            f" {cpu:>9.2f} s {per_request:>6.2f} ms"
-        )
+        line = f"{name:<33} {median:>9.2f} s {result['wall_min_s'][name]:>7.2f} s {cpu:>9.2f} s"
+        if name in FIXED:
+            per_request = result["cpu_per_request_ms"][name]
+            beyond = result["cpu_per_request_beyond_fixed_ms"][name]
+            line += f" {per_request:>6.3f} ms {beyond:>9.3f} ms"
+        print(line)
     print(f"requests: {result['requests']} at concurrency {result['concurrency']}")
     print(f"dices judge peak RSS: {result['peak_rss_mb']:.0f} MB (goal < {MEMORY_GOAL_MB} MB)")
     print(f"wall: dices / httpx client = {result['ratio']:.2f} (goal <= {GOAL})")
     print(f"CPU: dices / http.client threads = {result['cpu_ratio']:.2f} (goal <= {CPU_GOAL})")
+    beyond = result["cpu_ratio_beyond_fixed"]
+    print(f"CPU a request beyond each one's fixed cost: dices / http.client threads = {beyond:.2f}")
     verdict = "hold" if result["holds"] else "do NOT all hold"
     print(f"the goals {verdict}")
 

@@ -1,10 +1,12 @@
 """The judge's client for OpenAI-compatible Chat Completions endpoints (vLLM, Ollama,
 llama.cpp's server, TGI, LM Studio, OpenAI, gateways).
 
-httpx with asyncio: one well-kept library with HTTP/1.1 keep-alive, connection limits,
-timeouts and streaming bodies, and no SDK in between (the `openai` package brings pydantic
-and its own retry policy, which would have to be switched off to keep ours). It is imported
-only when a judge run talks to a server.
+Worker threads over the standard library's `http.client` (`dices_cli.judge.transport`),
+each with a kept-alive connection to each endpoint: a thread pool spends a fraction of the
+CPU an asyncio client does per request, and no SDK stands in between (the `openai` package
+brings pydantic and its own retry policy, which would have to be switched off to keep ours).
+The transport is imported only when a judge run talks to a server; each answer is handed to
+the caller's thread, which caches it.
 
 At most `concurrency` requests are in flight (`concurrency` workers share the requests), at
 most `rpm` start a minute, each goes to the endpoint with the fewest in flight. A 429 waits
@@ -17,30 +19,34 @@ nowhere else; any text shown from a server has it blanked out.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import json
+import math
+import queue
 import random
+import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from dices_cli import __version__
 from dices_cli.errors import DicesError, Option
 from dices_cli.read.untrusted import UntrustedError, finite_number, loads_json
 
+if TYPE_CHECKING:
+    from dices_cli.judge.transport import Connections, Target
+
 MAX_BODY_BYTES = 1 << 20  # an answer body larger than this, inflated, is refused
 MAX_BODY_DEPTH = 16  # levels of JSON in an answer: Chat Completions needs 6
-MAX_ENCODINGS = 4  # layers of Content-Encoding undone at most
-INFLATE_STEP = 64 << 10  # bytes inflated at a time: a compressed body is capped as it inflates
 MAX_ANSWER_CHARS = 20_000  # of an answer's text kept in the cache
 MAX_MESSAGE_CHARS = 300  # of a server's error message shown
 BACKOFF_SECONDS = 0.5  # the first retry's wait at most; doubled each time
 MAX_BACKOFF_SECONDS = 30.0
 MAX_RETRY_AFTER_SECONDS = 300.0
 TOP_LOGPROBS = 5
+LOGPROB_ROUNDING = 1e-6  # a logprob above 0 by at most this is taken as 0
 
 
 class RefusedError(DicesError):
@@ -168,6 +174,8 @@ def retry_after(value: str | None) -> float | None:
         seconds = float(value)
     except ValueError:
         try:
+            from email.utils import parsedate_to_datetime  # a date: rare, and slow to import
+
             seconds = parsedate_to_datetime(value).timestamp() - time.time()
         except (TypeError, ValueError):
             return None
@@ -248,67 +256,29 @@ def _first_token(logprobs: Any) -> list[tuple[str, float]] | None:
 def valid_logprob(value: Any) -> float | None:
     """A logprob as a float when it is a finite number at most 0 (a rounding error above
     0 is taken as 0), else None."""
-    number = finite_number(value, high=1e-6)
+    if type(value) is float:  # as JSON gives nearly every logprob: NaN fails both tests
+        return min(value, 0.0) if -math.inf < value <= LOGPROB_ROUNDING else None
+    number = finite_number(value, high=LOGPROB_ROUNDING)
     return None if number is None else min(number, 0.0)
 
 
-class _Inflater:
-    """A body's bytes as sent (`Content-Encoding`: identity, gzip or deflate, any number of
-    layers) inflated a step at a time, refused once it would pass MAX_BODY_BYTES: a small
-    compressed body never inflates past the cap, whatever its ratio."""
-
-    def __init__(self, encoding: str) -> None:
-        names = [n.strip().lower() for n in encoding.split(",") if n.strip()]
-        if len(names) > MAX_ENCODINGS:
-            raise ValueError(f"the answer is encoded {len(names)} times over")
-        unknown = [n for n in names if n not in ("identity", "gzip", "x-gzip", "deflate")]
-        if unknown:
-            raise ValueError(f"the answer's Content-Encoding {unknown[0][:20]!r} is not supported")
-        # The last encoding applied is undone first; zlib's 32 + 15 reads gzip or zlib.
-        self.layers = [zlib.decompressobj(32 + 15) for n in reversed(names) if n != "identity"]
-        self.sizes = [0] * len(self.layers)
-        self.body = bytearray()
-
-    def feed(self, data: bytes) -> None:
-        self._push(0, data)
-
-    def _push(self, layer: int, data: bytes) -> None:
-        if layer == len(self.layers):
-            self.body += data
-            if len(self.body) > MAX_BODY_BYTES:
-                raise ValueError("the answer is larger than 1 MB")
-            return
-        inflater = self.layers[layer]
-        try:
-            while data:
-                out = inflater.decompress(data, INFLATE_STEP)
-                data = inflater.unconsumed_tail
-                self.sizes[layer] += len(out)
-                if self.sizes[layer] > MAX_BODY_BYTES:
-                    raise ValueError("the answer is larger than 1 MB")
-                self._push(layer + 1, out)
-                if inflater.eof:
-                    return
-        except zlib.error as error:
-            raise ValueError(f"the answer's compressed body is broken ({error})") from None
-
-
-class _Transient(Exception):
-    def __init__(self, status: int, reason: str, wait: float | None = None) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.wait = wait
-
-
-async def _pace(state: dict[str, float], rpm: int | None) -> None:
-    """Wait for this request's turn under `rpm` requests a minute."""
+def _turn(state: dict[str, Any], rpm: int | None) -> float:
+    """Seconds this request waits for its turn under `rpm` requests a minute (the turns are
+    handed out under the state's lock, one worker at a time)."""
     if not rpm:
-        return
-    now = time.monotonic()
-    start = max(now, state.get("next", now))
-    state["next"] = start + 60.0 / rpm
-    if start > now:
-        await asyncio.sleep(start - now)
+        return 0.0
+    with state.setdefault("lock", threading.Lock()):
+        now = time.monotonic()
+        start = max(now, state.get("next", now))
+        state["next"] = start + 60.0 / rpm
+    return start - now
+
+
+async def _pace(state: dict[str, Any], rpm: int | None) -> None:
+    """Wait for this request's turn under `rpm` requests a minute, in a coroutine."""
+    import asyncio
+
+    await asyncio.sleep(_turn(state, rpm))
 
 
 def run_calls(
@@ -318,72 +288,167 @@ def run_calls(
     on_failure: Callable[[Any, Attempt], None],
 ) -> None:
     """Send each call's body (a Chat Completions request), `endpoint.concurrency` at a time,
-    handing each answer to `on_reply` (and each failed attempt to `on_failure`) as it comes.
-    The first refused or finally failed request stops the run: its error is raised once the
-    requests in flight are done."""
-    asyncio.run(_run(endpoint, iter(calls), on_reply, on_failure))
+    handing each answer to `on_reply` (and each failed attempt to `on_failure`) as it comes,
+    in this thread. The first refused or finally failed request stops the run: its error is
+    raised once the requests in flight are done."""
+    from dices_cli.judge import transport
+
+    headers = {"Accept-Encoding": "gzip, deflate", "User-Agent": f"dices/{__version__}"}
+    if endpoint.api_key:
+        headers["Authorization"] = f"Bearer {endpoint.api_key}"
+    urls = [url.rstrip("/") for url in endpoint.base_urls]
+    goals = {url: transport.target(completions_url(url)) for url in urls}
+    context = transport.tls_context() if any(g.tls for g in goals.values()) else None
+    run = _Run(endpoint, iter(calls), _Balance(dict.fromkeys(urls, 0)), goals)
+    workers = [
+        threading.Thread(
+            target=run.work,
+            args=(transport.Connections(headers, context, MAX_BODY_BYTES),),
+            daemon=True,
+        )
+        for _ in range(endpoint.concurrency)
+    ]
+    for worker in workers:
+        worker.start()
+    running = len(workers)
+    try:
+        while running:
+            done = run.results.get()
+            if done is None:
+                running -= 1
+            else:
+                _hand(done, on_reply, on_failure)
+    except KeyboardInterrupt:
+        run.halt.set()
+        with contextlib.suppress(queue.Empty):  # what came before the interrupt is kept
+            while True:
+                if (done := run.results.get_nowait()) is not None:
+                    _hand(done, on_reply, on_failure)
+        raise
+    finally:
+        run.halt.set()
+    if run.stop:
+        raise run.stop[0]
 
 
-async def _run(
-    endpoint: Endpoint,
-    calls: Iterator[tuple[Any, dict[str, Any]]],
+def _hand(
+    done: tuple[Any, Any],
     on_reply: Callable[[Any, Reply], None],
     on_failure: Callable[[Any, Attempt], None],
 ) -> None:
-    import httpx
+    """A worker's result to its callback; a worker's own error (a bug) raised."""
+    if isinstance(done[1], Reply):
+        on_reply(*done)
+    elif isinstance(done[1], Attempt):
+        on_failure(*done)
+    else:
+        raise done[1]
 
-    headers = {"Accept-Encoding": "gzip, deflate"}
-    if endpoint.api_key:
-        headers["Authorization"] = f"Bearer {endpoint.api_key}"
-    # A client a worker, holding a connection to each endpoint: httpcore's pool rescans
-    # every connection for every waiting request, a cost that grows with the pool's size.
-    # A worker has one request in flight, so an endpoint sees at most `concurrency`.
-    hosts = len(endpoint.base_urls)
-    limits = httpx.Limits(max_connections=hosts, max_keepalive_connections=hosts)
-    balance = _Balance({url.rstrip("/"): 0 for url in endpoint.base_urls})
-    pacing: dict[str, float] = {}
-    stop: list[DicesError] = []
 
-    async def send(client: httpx.AsyncClient, body: dict[str, Any]) -> Reply:
-        url = balance.pick()
-        balance.in_flight[url] += 1
+class _Run:
+    """What a run's workers share: the calls (handed out one at a time), the balance, the
+    pacing, the results for the caller's thread, and the first error that stops them."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        calls: Iterator[tuple[Any, dict[str, Any]]],
+        balance: _Balance,
+        goals: dict[str, Target],
+    ) -> None:
+        self.endpoint = endpoint
+        self.calls = calls
+        self.balance = balance
+        self.goals = goals
+        self.lock = threading.Lock()
+        self.pacing: dict[str, Any] = {}
+        self.results: queue.SimpleQueue[tuple[Any, Any] | None] = queue.SimpleQueue()
+        self.stop: list[DicesError] = []
+        self.halt = threading.Event()
+
+    def work(self, connections: Connections) -> None:
+        try:
+            while not self.halt.is_set():
+                with self.lock:
+                    call, body = next(self.calls, (None, None))
+                if body is None:
+                    return
+                payload = json.dumps(
+                    body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+                ).encode()
+                self._ask(connections, call, payload)
+        except Exception as error:  # handed to the caller's thread
+            self.results.put((None, error))
+        finally:
+            connections.close()
+            self.results.put(None)
+
+    def _ask(self, connections: Connections, call: Any, payload: bytes) -> None:
+        from dices_cli.judge.transport import Transient
+
+        endpoint = self.endpoint
+        for attempt in range(endpoint.retries + 1):
+            wait = _turn(self.pacing, endpoint.rpm)
+            if wait:
+                time.sleep(wait)
+            started = time.monotonic()
+            try:
+                reply = self._send(connections, payload)
+            except Transient as failure:
+                spent = (time.monotonic() - started) * 1000
+                self.results.put((call, Attempt(failure.status, spent, str(failure))))
+                if attempt == endpoint.retries:
+                    self._halt(
+                        RequestFailedError(
+                            f"a request failed {endpoint.retries + 1} times (last: "
+                            f"{'HTTP ' + str(failure.status) + ': ' if failure.status else ''}"
+                            f"{failure}); the run stopped"
+                        )
+                    )
+                    return
+                backoff = min(MAX_BACKOFF_SECONDS, BACKOFF_SECONDS * 2**attempt)
+                wait = failure.wait if failure.wait is not None else random.uniform(0, backoff)
+                if self.halt.wait(wait):
+                    return
+                continue
+            except RefusedError as refused:
+                spent = (time.monotonic() - started) * 1000
+                self.results.put((call, Attempt(refused.status, spent, str(refused))))
+                self._halt(refused)
+                return
+            self.results.put((call, reply))
+            return
+
+    def _halt(self, error: DicesError) -> None:
+        with self.lock:
+            self.stop.append(error)
+        self.halt.set()
+
+    def _send(self, connections: Connections, payload: bytes) -> Reply:
+        from dices_cli.judge.transport import Transient
+
+        endpoint = self.endpoint
+        with self.lock:
+            url = self.balance.pick()
+            self.balance.in_flight[url] += 1
         started = time.monotonic()
         try:
-            # The whole answer within the timeout: httpx's own is per read, which a server
-            # dribbling a byte at a time would never reach.
-            # The raw bytes, inflated here a step at a time: httpx inflates a chunk whole.
-            async with (
-                asyncio.timeout(endpoint.timeout),
-                client.stream("POST", completions_url(url), json=body) as response,
-            ):
-                try:
-                    inflater = _Inflater(response.headers.get("content-encoding", ""))
-                    async for chunk in response.aiter_raw():
-                        inflater.feed(chunk)
-                        await asyncio.sleep(0)  # the timeout is checked between chunks
-                except ValueError as error:
-                    raise _Transient(response.status_code, str(error)) from None
-                received = inflater.body
-        except (httpx.TimeoutException, TimeoutError):
-            raise _Transient(0, f"no answer within {endpoint.timeout:g} s") from None
-        except httpx.TransportError as error:
-            raise _Transient(0, f"connection failed: {type(error).__name__}") from None
+            status, wait, received = connections.post(self.goals[url], payload, endpoint.timeout)
         finally:
-            balance.in_flight[url] -= 1
+            with self.lock:
+                self.balance.in_flight[url] -= 1
         latency = (time.monotonic() - started) * 1000
-        status = response.status_code
         if status == 200:
             try:
-                return parse_reply(status, latency, bytes(received))
+                return parse_reply(status, latency, received)
             except ValueError as error:
-                raise _Transient(
-                    status, f"the answer is not Chat Completions JSON ({error})"
-                ) from None
-        message = shown(server_message(bytes(received)), endpoint.api_key)
+                reason = f"the answer is not Chat Completions JSON ({error})"
+                raise Transient(status, reason) from None
+        message = shown(server_message(received), endpoint.api_key)
         if status == 429:
-            raise _Transient(status, message, retry_after(response.headers.get("retry-after")))
+            raise Transient(status, message, retry_after(wait))
         if status >= 500 or status == 408:
-            raise _Transient(status, message)
+            raise Transient(status, message)
         refused = f"{host_of(url)} refused the request: HTTP {status}: {message}"
         if 300 <= status < 400:
             refused += " (a redirect, which dices does not follow: give the URL it names)"
@@ -394,55 +459,3 @@ async def _run(
         )
         refusal.status = status
         raise refusal
-
-    async def worker(client: httpx.AsyncClient) -> None:
-        for call, body in calls:
-            if stop:
-                return
-            for attempt in range(endpoint.retries + 1):
-                await _pace(pacing, endpoint.rpm)
-                started = time.monotonic()
-                try:
-                    reply = await send(client, body)
-                except _Transient as failure:
-                    on_failure(
-                        call,
-                        Attempt(failure.status, (time.monotonic() - started) * 1000, str(failure)),
-                    )
-                    if attempt == endpoint.retries:
-                        stop.append(
-                            RequestFailedError(
-                                f"a request failed {endpoint.retries + 1} times (last: "
-                                f"{'HTTP ' + str(failure.status) + ': ' if failure.status else ''}"
-                                f"{failure}); the run stopped"
-                            )
-                        )
-                        return
-                    backoff = min(MAX_BACKOFF_SECONDS, BACKOFF_SECONDS * 2**attempt)
-                    wait = failure.wait if failure.wait is not None else random.uniform(0, backoff)
-                    await asyncio.sleep(wait)
-                    if stop:
-                        return
-                    continue
-                except RefusedError as refused:
-                    on_failure(
-                        call,
-                        Attempt(refused.status, (time.monotonic() - started) * 1000, str(refused)),
-                    )
-                    stop.append(refused)
-                    return
-                on_reply(call, reply)
-                break
-
-    # httpx's default verification, its CA bundle loaded once, not once a client.
-    tls = httpx.create_ssl_context()
-    async with contextlib.AsyncExitStack() as clients:
-        workers = []
-        for _ in range(endpoint.concurrency):
-            client = httpx.AsyncClient(
-                headers=headers, limits=limits, timeout=endpoint.timeout, verify=tls
-            )
-            workers.append(worker(await clients.enter_async_context(client)))
-        await asyncio.gather(*workers)
-    if stop:
-        raise stop[0]

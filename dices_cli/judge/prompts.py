@@ -35,7 +35,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,8 @@ DEFAULT_PROMPT = "dices-safety"
 KEYS = {"name", "version", "about", "system", "user", "answers", "price", "label"}
 MAX_PRICE = 1e6  # dollars per million tokens: far above any model's
 MAX_PROMPT_BYTES = 256 << 10  # a prompt is a few KB
+MAX_REMEMBERED = 4096  # texts whose verdict a prompt keeps (a run's answers repeat)
+_UNREAD = object()
 # The placeholders filled in, in one pass: text put in (the data) is never filled in again.
 _PLACEHOLDER = re.compile(r"\{(context|response|persona)\}")
 # A scale prompt's placeholders: `{name}`, filled from the item's text fields in one pass too.
@@ -72,6 +74,11 @@ class Prompt:
     # not a part of the question (not in `content_hash`)
     price: tuple[float, float] | None = None
     label: str | None = None  # a scale prompt's declared label; None: DICES's verdicts
+    # What `read_answer` and `first_token_verdict` gave each text: a run's answers repeat
+    # ("Yes", "No"), and each is read once when cached and again for the predictions.
+    _read: dict[tuple[str, str], str | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def content_hash(self) -> str:
@@ -130,13 +137,32 @@ class Prompt:
         """The verdict (unsafe, safe, unsure) an answer gives, or None when it cannot be
         read (`dices_cli.judge.answers`: negations, hedges and both answers understood); a
         scale prompt's: the value of the scale (as text), or None."""
+        if not isinstance(text, str):
+            return self._read_answer(text)
+        found = self._read.get(("answer", text), _UNREAD)
+        if found is _UNREAD:
+            found = self._remember(("answer", text), self._read_answer(text))
+        return found  # type: ignore[return-value]
+
+    def _read_answer(self, text: object) -> str | None:
         if self.label is not None:
             return read_value(self.answers, text)
         return read_answer(self.answers, text)
 
+    def _remember(self, text: tuple[str, str], verdict: str | None) -> str | None:
+        if len(self._read) < MAX_REMEMBERED:
+            self._read[text] = verdict
+        return verdict
+
     def first_token_verdict(self, token: str) -> str | None:
         """The verdict a first answer token starts, if only one answer starts so ("Yes",
         " yes", "un" of "unsafe" when no other answer begins "un")."""
+        found = self._read.get(("token", token), _UNREAD)
+        if found is _UNREAD:
+            found = self._remember(("token", token), self._first_token_verdict(token))
+        return found  # type: ignore[return-value]
+
+    def _first_token_verdict(self, token: str) -> str | None:
         stem = "".join(_WORD.findall(token.casefold()))
         if not stem:
             return None

@@ -7,6 +7,7 @@ the model, every answer cached as it comes, then the predictions
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable
@@ -101,8 +102,15 @@ def _cached(store: Store, settings: Settings) -> dict[str, dict[str, Any]]:
 def prompt_tokens(messages: list[dict[str, str]]) -> int:
     """The estimated tokens of a request's messages: the PRETOKEN pieces of each message's
     content, plus the chat format's TOKENS_PER_MESSAGE each and TOKENS_PER_REPLY."""
-    pieces = sum(len(PRETOKEN.findall(message["content"])) for message in messages)
+    pieces = sum(_pieces(message["content"]) for message in messages)
     return pieces + TOKENS_PER_MESSAGE * len(messages) + TOKENS_PER_REPLY
+
+
+@functools.lru_cache(maxsize=4096)
+def _pieces(text: str) -> int:
+    """The PRETOKEN pieces of a message (remembered: a prompt's system message is in every
+    request, and each conversation's in each of its samples)."""
+    return len(PRETOKEN.findall(text))
 
 
 def dry_run(store: Store, settings: Settings) -> DryRun:

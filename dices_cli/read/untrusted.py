@@ -170,16 +170,19 @@ _JSON = json.JSONDecoder(
 
 
 def _check_depth(value: Any, limit: int) -> None:
-    """Refuse `value` when it nests more than `limit` levels (counted without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            if depth > limit:
-                raise UntrustedError(_too_deep(limit))
-            stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    """Refuse `value` when it nests more than `limit` levels (counted without recursion, a
+    level at a time)."""
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 1
+    while level:
+        if depth > limit:
+            raise UntrustedError(_too_deep(limit))
+        deeper: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            deeper += [child for child in children if isinstance(child, dict | list)]
+        level = deeper
+        depth += 1
 
 
 def _too_deep(limit: int) -> str:

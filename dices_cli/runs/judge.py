@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
 from dices_cli.families import SCORED_BY_DEFAULT
+from dices_cli.judge.plan import Settings
 from dices_cli.runs.common import (
     Tell,
     check_choice,
@@ -30,7 +31,6 @@ from dices_cli.runs.common import (
 
 if TYPE_CHECKING:
     from dices_cli.judge.batch import ReadBack, Written
-    from dices_cli.judge.plan import Settings
     from dices_cli.judge.run import DryRun, Outcome, Progress
     from dices_cli.output import Format, Output, Table
     from dices_cli.store.datasets import Store
@@ -74,7 +74,7 @@ class JudgeSettings:
     and stops; `batch_results` reads a batch's output files into the cache; `submit` sends
     the batch and waits for it. `output` receives the predictions (in `format`, or as its
     extension says) and its manifest; `then_evaluate` says the caller scores that file once
-    written (checked here with the rest)."""
+    written (checked here with the rest). The run's own defaults are `Settings`'."""
 
     model: str
     dataset: str = SCORED_BY_DEFAULT
@@ -83,12 +83,12 @@ class JudgeSettings:
     api_key_env: str | None = None
     samples: int = 1
     temperature: float | None = None
-    max_tokens: int = 16
+    max_tokens: int = Settings.max_tokens
     seed: int | None = None
-    concurrency: int = 8
+    concurrency: int = Settings.concurrency
     rpm: int | None = None
-    timeout: float = 60.0
-    retries: int = 5
+    timeout: float = Settings.timeout
+    retries: int = Settings.retries
     persona: str | None = None
     limit: int | None = None
     items: Path | None = None
@@ -228,7 +228,7 @@ def judge_plan(settings: JudgeSettings) -> tuple[Settings, str | None]:
     """The judge's own settings and the API key (None: a baseline or a dry run asks no
     server), every value checked."""
     from dices_cli.judge.declared import scale_values
-    from dices_cli.judge.plan import DEFAULT_BASE_URL, Settings
+    from dices_cli.judge.plan import DEFAULT_BASE_URL
     from dices_cli.judge.prompts import load_prompt
 
     check_base_urls(settings.base_urls)

@@ -22,7 +22,7 @@ from dices_cli.cli.commands.options import (
 )
 from dices_cli.cli.render import say
 from dices_cli.families import SCORED_BY_DEFAULT
-from dices_cli.runs.judge import API_KEY_VARIABLE
+from dices_cli.runs.judge import API_KEY_VARIABLE, JudgeSettings
 
 if TYPE_CHECKING:
     from dices_cli.runs.judge import DryRun, JudgeResult, Progress, Written
@@ -113,14 +113,14 @@ def judge(
     ] = None,
     max_tokens: Annotated[
         int, typer.Option("--max-tokens", min=1, max=100_000, help="Longest answer, in tokens.")
-    ] = 16,
+    ] = JudgeSettings.max_tokens,
     seed: Annotated[
         int | None,
         typer.Option("--seed", min=0, max=2**31 - 1, help="Sampling seed, sent to the endpoint."),
     ] = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=1024, help="Requests in flight at most.")
-    ] = 8,
+    ] = JudgeSettings.concurrency,
     rpm: Annotated[
         int | None,
         typer.Option(
@@ -135,13 +135,13 @@ def judge(
             max=86_400,
             help="Seconds to wait for one answer.",
         ),
-    ] = 60.0,
+    ] = JudgeSettings.timeout,
     retries: Annotated[
         int,
         typer.Option(
             "--retries", min=0, max=100, help="Retries of a request after a 429, 5xx or timeout."
         ),
-    ] = 5,
+    ] = JudgeSettings.retries,
     persona: Annotated[
         str | None,
         typer.Option(
@@ -259,7 +259,7 @@ def judge(
     force: Force = False,
 ) -> None:
     from dices_cli.runs.common import data_store
-    from dices_cli.runs.judge import JudgeSettings, run_judge
+    from dices_cli.runs.judge import run_judge
 
     settings = JudgeSettings(
         model=model,
