@@ -42,8 +42,8 @@ from dices_cli.evaluate.evaluation import (
     Settings,
     aligned_predictions,
     chosen_references,
-    difference_interval_of,
 )
+from dices_cli.evaluate.group_intervals import difference_interval_of
 from dices_cli.evaluate.groups import (
     Members,
     labelled_batches,
@@ -53,7 +53,7 @@ from dices_cli.evaluate.groups import (
 )
 from dices_cli.evaluate.measure import (
     BOUNDS,
-    LOG_SCALE,
+    RECIPROCAL_SCALE,
     Measured,
     Prediction,
     Resampled,
@@ -479,17 +479,17 @@ def _row_cells(
     left_out: Array | None,
     raters: tuple[Jackknife, int] | None,
     few: bool = False,
-    log: bool = False,
+    scaled: bool = False,
 ) -> list[float | None]:
     """value, low, high of a figure: its estimate and centred interval (evaluate's: with
     `raters`, the jackknife and the group's raters, the raters' variance of `left_out`
     where given, else a t quantile with raters - 1 degrees of freedom), no interval for a
-    group of too few raters (`few`); `log`: on the log scale."""
+    group of too few raters (`few`); `scaled`: on the reciprocal scale."""
     variance = (0.0, math.inf)
     if raters is not None:
         jackknife, size = raters
         variance = jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
-    low, high = (math.nan, math.nan) if few else centred_interval(values, variance, bounds, log=log)
+    low, high = (math.nan, math.nan) if few else centred_interval(values, variance, bounds, scaled)
     return [_number(float(values[0])), _number(low), _number(high)]
 
 
@@ -573,7 +573,7 @@ def evaluate_personas(
                                     _left_out(measured, metric),
                                     None if jackknife is None else (jackknife, sizes[side]),
                                     few[g],
-                                    metric in LOG_SCALE,
+                                    metric in RECIPROCAL_SCALE,
                                 ),
                                 None,
                                 None,
