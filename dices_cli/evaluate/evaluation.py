@@ -45,12 +45,7 @@ from dices_cli.evaluate.measure import (
     against_binary,
     against_shares,
 )
-from dices_cli.evaluate.notes import (
-    INTERVAL_NOTES,
-    coverage_note,
-    few_raters_note,
-    interval_notes,
-)
+from dices_cli.evaluate.notes import FEW_RATERS, coverage_note, few_raters_note
 from dices_cli.evaluate.polarity import Suspect, check
 from dices_cli.evaluate.references import (
     NO,
@@ -207,9 +202,8 @@ COLUMN_HELP = {
     "whole interval below 0.",
     "few_raters": "true on the rows of a group with fewer than 5 raters: its intervals are "
     "left empty, as no interval holds its level for so few raters (clustered interval).",
-    "interval_note": "On group rows (clustered interval): what its intervals do not hold, "
-    "from their calibration against a known truth per group size (crowd-share: the jsd "
-    "difference's interval is approximate).",
+    "interval_note": "Why a row has no interval: 'fewer than 5 raters' on a group row "
+    "(few_raters), where no interval holds its level.",
 }
 
 
@@ -462,8 +456,6 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     jackknife = Jackknife(members.group) if members is not None and clustered else None
     few = _few_raters(votes, settings, clustered)
     notes: list[str] = [few_raters_note(votes, settings.by, group) for group in sorted(few)]
-    if clustered and len(few) < len(votes.group_keys):
-        notes += interval_notes(votes, references)
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
     aligned = aligned_predictions(predictions.of(votes.dataset), votes)
@@ -622,8 +614,7 @@ def _rows(
             cells += [*differences[key], number(next(adjusted[reference]))]
         else:
             cells += [None] * 8
-        clustered = jackknife is not None and group != POOL and group not in few
-        cells += [suspect, group in few, INTERVAL_NOTES.get(reference) if clustered else None]
+        cells += [suspect, group in few, FEW_RATERS if group in few else None]
         rows.append(tuple(cells))
     return rows
 

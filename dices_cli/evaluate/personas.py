@@ -60,7 +60,7 @@ from dices_cli.evaluate.measure import (
     against_binary,
     against_shares,
 )
-from dices_cli.evaluate.notes import few_raters_note, interval_notes
+from dices_cli.evaluate.notes import few_raters_note
 from dices_cli.evaluate.references import UNRATED, YES, Mask, Votes, crowd_binary
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
@@ -638,7 +638,6 @@ def evaluate_personas(
     numeric = [name not in TEXT_COLUMNS for name in COLUMNS]
     grouped = replace(settings, by=(column,))
     notes = [few_raters_note(votes, grouped.by, g) for g, small in enumerate(few) if small]
-    notes += interval_notes(votes, references) if clustered else []
     return Evaluation(Table(COLUMNS, numeric, rows), notes, [], summary)
 
 
