@@ -24,12 +24,12 @@ from dices_cli.evaluate.baseline import DRAWS, draws
 from dices_cli.evaluate.group_intervals import (
     difference_interval_of,
     interval,
+    jackknifed,
     number,
     overlap_of,
 )
 from dices_cli.evaluate.groups import (
     Members,
-    answer_variance,
     left_out_batches,
     members_of,
     permuted_differences,
@@ -344,13 +344,9 @@ def _clustered(
             member, group = divmod(code, groups)
             for metric, array in left_out.get((reference, group, rest), {}).items():
                 array[rows.start + member] = measured.values[metric][0]
-    overlap = {
-        ("crowd-share", group, rest): {"jsd": answer_variance(prediction, counts)}
-        for group, rest, counts in group_sets
-        if "crowd-share" in references
-    }
+    counts_of = {(group, rest): counts for group, rest, counts in group_sets}
     return {
-        key: Measured(measured.n, measured.ties, measured.values, left_out[key], overlap.get(key))
+        key: jackknifed(prediction, key, measured, left_out[key], counts_of[key[1:]])
         for key, measured in figures.items()
     }
 

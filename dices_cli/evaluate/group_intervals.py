@@ -5,8 +5,10 @@ variance of its left-out values, V_answers where the metric has one)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from dices_cli.evaluate.measure import BOUNDS, RECIPROCAL_SCALE, Measured
+from dices_cli.evaluate.groups import answer_variance
+from dices_cli.evaluate.measure import BOUNDS, RECIPROCAL_SCALE, Measured, Prediction
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
     Jackknife,
@@ -78,3 +80,17 @@ def difference_interval_of(
         overlaps=(overlap_of(own, metric, raters), overlap_of(rest, metric, raters)),
     )
     return number(low), number(high)
+
+
+def jackknifed(
+    prediction: Prediction,
+    key: tuple[Any, ...],
+    measured: Measured,
+    left_out: dict[str, Array] | None,
+    counts: Array,
+) -> Measured:
+    """A group row's figures (reference key[0]) with their values with each member left out
+    and, against shares, jsd's V_answers of the side's answer `counts` [category,
+    conversation]."""
+    overlap = {"jsd": answer_variance(prediction, counts)} if key[0] == "crowd-share" else None
+    return Measured(measured.n, measured.ties, measured.values, left_out, overlap)

@@ -43,7 +43,7 @@ from dices_cli.evaluate.evaluation import (
     aligned_predictions,
     chosen_references,
 )
-from dices_cli.evaluate.group_intervals import difference_interval_of
+from dices_cli.evaluate.group_intervals import difference_interval_of, interval, jackknifed
 from dices_cli.evaluate.groups import (
     Members,
     labelled_batches,
@@ -66,7 +66,6 @@ from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
     MIN_RATERS,
     Jackknife,
-    centred_interval,
     conversation_weights,
 )
 from dices_cli.metrics.permutation import (
@@ -270,8 +269,9 @@ def _group_figures(
             for key, values in left_out.items():
                 for metric, array in values.items():
                     array[rows.start + offset] = run[key].values[metric][0]
+    own = {"own": counts[group], "rest": pool - counts[group]}
     return {
-        key: Measured(measured.n, measured.ties, measured.values, left_out.get(key))
+        key: jackknifed(prediction, key, measured, left_out.get(key), own[key[1]])
         for key, measured in figures.items()
     }
 
@@ -480,17 +480,12 @@ def _row_cells(
     raters: tuple[Jackknife, int] | None,
     few: bool = False,
     scaled: bool = False,
+    overlap: float = 0.0,
 ) -> list[float | None]:
-    """value, low, high of a figure: its estimate and centred interval (evaluate's: with
-    `raters`, the jackknife and the group's raters, the raters' variance of `left_out`
-    where given, else a t quantile with raters - 1 degrees of freedom), no interval for a
-    group of too few raters (`few`); `scaled`: on the reciprocal scale."""
-    variance = (0.0, math.inf)
-    if raters is not None:
-        jackknife, size = raters
-        variance = jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
-    low, high = (math.nan, math.nan) if few else centred_interval(values, variance, bounds, scaled)
-    return [_number(float(values[0])), _number(low), _number(high)]
+    """value, low, high of a figure: its estimate and evaluate's group-row interval
+    (group_intervals.interval), none for a group of too few raters (`few`)."""
+    low, high = (None, None) if few else interval(values, bounds, left_out, raters, scaled, overlap)
+    return [_number(float(values[0])), low, high]
 
 
 def evaluate_personas(
@@ -574,6 +569,7 @@ def evaluate_personas(
                                     None if jackknife is None else (jackknife, sizes[side]),
                                     few[g],
                                     metric in RECIPROCAL_SCALE,
+                                    (measured.overlap or {}).get(metric, 0.0),
                                 ),
                                 None,
                                 None,
