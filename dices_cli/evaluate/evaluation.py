@@ -21,6 +21,13 @@ import numpy as np
 
 from dices_cli.errors import Option, UsageError
 from dices_cli.evaluate.baseline import DRAWS, draws
+from dices_cli.evaluate.group_intervals import (
+    difference_interval_of,
+    interval,
+    jackknifed,
+    number,
+    overlap_of,
+)
 from dices_cli.evaluate.groups import (
     Members,
     left_out_batches,
@@ -29,21 +36,16 @@ from dices_cli.evaluate.groups import (
 )
 from dices_cli.evaluate.measure import (
     BOUNDS,
-    LOG_SCALE,
     METRICS,
     RATER_SMOOTH,
+    RECIPROCAL_SCALE,
     Measured,
     Prediction,
     Resampled,
     against_binary,
     against_shares,
 )
-from dices_cli.evaluate.notes import (
-    INTERVAL_NOTES,
-    coverage_note,
-    few_raters_note,
-    interval_notes,
-)
+from dices_cli.evaluate.notes import FEW_RATERS, coverage_note, few_raters_note
 from dices_cli.evaluate.polarity import Suspect, check
 from dices_cli.evaluate.references import (
     NO,
@@ -61,10 +63,7 @@ from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
     MIN_RATERS,
     Jackknife,
-    centred_interval,
     conversation_weights,
-    difference_bounds,
-    difference_interval,
 )
 from dices_cli.metrics.permutation import (
     benjamini_hochberg,
@@ -203,9 +202,8 @@ COLUMN_HELP = {
     "whole interval below 0.",
     "few_raters": "true on the rows of a group with fewer than 5 raters: its intervals are "
     "left empty, as no interval holds its level for so few raters (clustered interval).",
-    "interval_note": "On group rows (clustered interval): what its intervals do not hold, "
-    "from their calibration against a known truth per group size (crowd-share: the jsd "
-    "difference's interval is approximate).",
+    "interval_note": "Why a row has no interval: 'fewer than 5 raters' on a group row "
+    "(few_raters), where no interval holds its level.",
 }
 
 
@@ -342,12 +340,13 @@ def _clustered(
         drawn = _measure(prediction, votes, settings, references, point, own_sets, False)
         if "crowd-share" in references:
             drawn |= _measure(prediction, votes, settings, ["crowd-share"], point, rest_sets, False)
-        for (reference, number, rest), measured in drawn.items():
-            member, group = divmod(number, groups)
+        for (reference, code, rest), measured in drawn.items():
+            member, group = divmod(code, groups)
             for metric, array in left_out.get((reference, group, rest), {}).items():
                 array[rows.start + member] = measured.values[metric][0]
+    counts_of = {(group, rest): counts for group, rest, counts in group_sets}
     return {
-        key: Measured(measured.n, measured.ties, measured.values, left_out[key])
+        key: jackknifed(prediction, key, measured, left_out[key], counts_of[key[1:]])
         for key, measured in figures.items()
     }
 
@@ -403,55 +402,6 @@ def _averaged(runs: list[dict[_Key, Measured]]) -> dict[_Key, Measured]:
     return averaged
 
 
-def _number(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)
-
-
-def _raters(left_out: Array | None, raters: tuple[Jackknife, int] | None) -> tuple[float, float]:
-    """The rater_variance of a figure (dices_cli.metrics.intervals): with `raters` (the
-    jackknife, and the group's raters), a group row's: the jackknife's variance of
-    `left_out` where given (a RATER_SMOOTH figure), else none and a t quantile with the
-    group's raters - 1 degrees of freedom; else none."""
-    if raters is None:
-        return 0.0, math.inf
-    jackknife, size = raters
-    return jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
-
-
-def _interval(
-    values: Array,
-    bounds: tuple[float, float],
-    left_out: Array | None = None,
-    raters: tuple[Jackknife, int] | None = None,
-    log: bool = False,
-) -> tuple[float | None, float | None]:
-    """The centred interval of values (row 0 the estimate, then the conversation blocks
-    left out), with `_raters`' variance; `log`: on the log scale."""
-    low, high = centred_interval(values, _raters(left_out, raters), bounds, log=log)
-    return _number(low), _number(high)
-
-
-def difference_interval_of(
-    own: Measured, rest: Measured, metric: str, raters: tuple[Jackknife, int] | None
-) -> tuple[float | None, float | None]:
-    """The interval of own - rest on `metric` (a group row's difference, a persona's):
-    centred, with the raters' variance of the left-out differences where both sides have
-    them; for LOG_SCALE metrics, from the two sides' log-scale intervals (MOVER,
-    dices_cli.metrics.intervals.difference_interval)."""
-    difference = own.values[metric] - rest.values[metric]
-    own_out, rest_out = ((side.left_out or {}).get(metric) for side in (own, rest))
-    left_out = None if own_out is None or rest_out is None else own_out - rest_out
-    if metric not in LOG_SCALE:
-        return _interval(difference, difference_bounds(BOUNDS[metric]), left_out, raters)
-    low, high = difference_interval(
-        (own.values[metric], _raters(own_out, raters)),
-        (rest.values[metric], _raters(rest_out, raters)),
-        (difference, _raters(left_out, raters)),
-        BOUNDS[metric],
-    )
-    return _number(low), _number(high)
-
-
 def chosen_references(settings: Settings, dataset: str) -> list[str]:
     """The references asked for (every one the dataset has, by default), in REFERENCES order."""
     from dices_cli.families.prosocial import MEMBER
@@ -502,8 +452,6 @@ def evaluate(votes: Votes, predictions: Predictions, settings: Settings) -> Eval
     jackknife = Jackknife(members.group) if members is not None and clustered else None
     few = _few_raters(votes, settings, clustered)
     notes: list[str] = [few_raters_note(votes, settings.by, group) for group in sorted(few)]
-    if clustered and len(few) < len(votes.group_keys):
-        notes += interval_notes(votes, references)
     suspects: list[Suspect] = []
     measured: list[tuple[str, int, dict[_Key, Measured]]] = []  # model, covered, figures
     aligned = aligned_predictions(predictions.of(votes.dataset), votes)
@@ -607,21 +555,21 @@ def _rows(
         own, others = figures[reference, group, False], figures[reference, group, True]
         difference = own.values[metric] - others.values[metric]
         raters_of_group = None if jackknife is None else (jackknife, int(raters[group + 1] or 0))
-        interval = (
+        ends = (
             (None, None)
             if group in few
             else difference_interval_of(own, others, metric, raters_of_group)
         )
         p, expected = tests.get((model, reference, group), (math.nan, math.nan))
         p_values.setdefault(reference, []).append(p)
-        rest = _number(figures[reference, group, True].values[metric][0])
+        rest = number(figures[reference, group, True].values[metric][0])
         differences[reference, group, False] = (
             metric,
             rest,
-            _number(difference[0]),
-            *interval,
-            _number(expected),
-            _number(p),
+            number(difference[0]),
+            *ends,
+            number(expected),
+            number(p),
         )
     adjusted = {r: iter(benjamini_hochberg(np.array(p))) for r, p in p_values.items()}
     rows = []
@@ -640,26 +588,29 @@ def _rows(
                 cells += [None, None, None]
                 continue
             left_out = None if figure.left_out is None else figure.left_out.get(metric)
-            interval = (
+            jackknifed = (
+                None
+                if jackknife is None or group == POOL
+                else (jackknife, int(raters[group + 1] or 0))
+            )
+            ends = (
                 (None, None)
                 if group in few
-                else _interval(
+                else interval(
                     values,
                     BOUNDS[metric],
                     left_out,
-                    None
-                    if jackknife is None or group == POOL
-                    else (jackknife, int(raters[group + 1] or 0)),
-                    metric in LOG_SCALE,
+                    jackknifed,
+                    metric in RECIPROCAL_SCALE,
+                    overlap_of(figure, metric, jackknifed),
                 )
             )
-            cells += [_number(values[0]), *interval]
+            cells += [number(values[0]), *ends]
         if key in differences:
-            cells += [*differences[key], _number(next(adjusted[reference]))]
+            cells += [*differences[key], number(next(adjusted[reference]))]
         else:
             cells += [None] * 8
-        clustered = jackknife is not None and group != POOL and group not in few
-        cells += [suspect, group in few, INTERVAL_NOTES.get(reference) if clustered else None]
+        cells += [suspect, group in few, FEW_RATERS if group in few else None]
         rows.append(tuple(cells))
     return rows
 

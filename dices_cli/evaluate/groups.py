@@ -19,6 +19,7 @@ group (`--by phase`), as in `dices query agreement`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -133,6 +134,42 @@ def _divergences(predicted: Array, observed: Array) -> Array:
     predicted = predicted / predicted.sum(axis=-2, keepdims=True)
     middle = _entropy_bits((predicted + observed) / 2)
     return middle - (_entropy_bits(predicted) + _entropy_bits(observed)) / 2
+
+
+def answer_variance(prediction: Prediction, counts: Array) -> float:
+    """V_answers of a model's jsd from the shares of a set's answer `counts` [category,
+    conversation] (dices_cli.metrics.intervals): the part of its variance that the
+    conversations' and the raters' jackknives both count. Per conversation with m answers,
+    k_c of category c, its divergence v_c with one answer of c left out: (m - 1) / m *
+    sum_c k_c (v_c - mean)^2 (the delete-one-answer jackknife); summed over the
+    conversations the jsd averages, over their number squared. The shares are those of
+    measure.against_shares: [not Yes, Yes] against a probability of Yes, else the three
+    answers against a distribution of three. NaN for a model without a probability."""
+    yes_only = _yes_only(prediction)
+    probability = prediction.probability()
+    if probability is None:
+        return math.nan
+    if yes_only is None:
+        assert prediction.distribution is not None
+        predicted, observed = prediction.distribution.T, counts
+    else:
+        predicted = np.stack([1 - yes_only, yes_only])
+        observed = np.stack([counts.sum(axis=0) - counts[YES], counts[YES]])
+    ratings = observed.sum(axis=0)
+    used = (ratings > 0) & ~np.isnan(probability)
+    fewer = np.maximum(ratings - 1, 1)
+    left = np.stack(
+        [
+            _divergences(predicted, (observed - np.eye(len(observed))[:, c, None]) / fewer)
+            for c in range(len(observed))
+        ]
+    )
+    with np.errstate(invalid="ignore"):
+        left = np.where(observed > 0, left, 0.0)  # a category no one gave leaves nothing
+        mean = (observed * left).sum(axis=0) / np.maximum(ratings, 1)
+        spread = (ratings - 1) / np.maximum(ratings, 1) * (observed * (left - mean) ** 2).sum(0)
+    conversations = int(used.sum())
+    return float(spread[used].sum()) / conversations**2 if conversations else math.nan
 
 
 def _binary_entropy_bits(share: Array) -> Array:

@@ -54,8 +54,9 @@ BOUNDS = (
     | dict.fromkeys(("kappa", "mcc", "pearson", "spearman"), (-1.0, 1.0))
     | {"xrr": (-math.inf, 1.0), "cross_entropy": (0.0, math.inf)}
 )
-# The metrics whose intervals are taken on the log scale (dices_cli.metrics.intervals).
-LOG_SCALE = frozenset({"jsd"})
+# The metrics whose intervals are taken on the reciprocal scale, with the answers' own noise
+# counted once (V_answers, dices_cli.metrics.intervals).
+RECIPROCAL_SCALE = frozenset({"jsd"})
 Weights = NDArray[np.int32]  # (resamples, conversations): dices_cli.metrics.bootstrap
 
 
@@ -97,6 +98,9 @@ class Measured:
     # Group rows: per metric of RATER_SMOOTH, its value with each rater left out in turn
     # (the jackknife of dices_cli.metrics.intervals); None for a fixed pool of raters.
     left_out: dict[str, Array] | None = None
+    # Group rows: per metric of RECIPROCAL_SCALE, the part of its variance both jackknives
+    # count (V_answers, dices_cli.evaluate.groups.answer_variance).
+    overlap: dict[str, float] | None = None
 
 
 class Resampled:

@@ -1,10 +1,9 @@
 """What `dices evaluate` says beside its rows: on the screen (a model's coverage, a group too
-small for intervals, an interval that does not hold its level) and in a row's
-`interval_note`.
+small for intervals) and in a row's `interval_note` (why it has no interval).
 
-The interval notes come from the calibration against a known truth per group size
-(docs/metrics.md, "Intervals of evaluate"; bench/calibration_evaluate.py): where a group
-row's interval is known to cover less than it says, its row and the screen say so.
+Every interval of a group of MIN_RATERS raters or more holds its level against a known
+truth (docs/metrics.md, "Intervals of evaluate"; bench/calibration_evaluate.py), so a row
+with an interval needs no note.
 """
 
 from __future__ import annotations
@@ -15,12 +14,8 @@ from dices_cli.evaluate.measure import Prediction
 from dices_cli.evaluate.references import Votes
 from dices_cli.metrics.intervals import MIN_RATERS
 
-# Per reference, what a group row's clustered intervals do not hold.
-INTERVAL_NOTES = {
-    "crowd-share": "the jsd difference's interval is approximate (wider than 95% needs "
-    "when the group's shares match the rest's, narrower when they differ): read it as "
-    "rough; the p_value holds",
-}
+# A group row's interval_note where it has no interval (as the share queries say it).
+FEW_RATERS = f"fewer than {MIN_RATERS} raters"
 
 
 def _title(votes: Votes) -> str:
@@ -39,15 +34,6 @@ def few_raters_note(votes: Votes, by: Sequence[str], group: int) -> str:
         f"rater{'s' * (raters != 1)}, fewer than {MIN_RATERS}: its intervals are left empty "
         "(few_raters), as no interval holds its level for so few raters; its p-value holds"
     )
-
-
-def interval_notes(votes: Votes, references: Sequence[str]) -> list[str]:
-    """What the screen says of the group rows' intervals that do not hold (interval_note)."""
-    return [
-        f"{_title(votes)}, {reference} group rows: {INTERVAL_NOTES[reference]} (interval_note)"
-        for reference in references
-        if reference in INTERVAL_NOTES
-    ]
 
 
 def coverage_note(prediction: Prediction, votes: Votes) -> str:

@@ -42,8 +42,8 @@ from dices_cli.evaluate.evaluation import (
     Settings,
     aligned_predictions,
     chosen_references,
-    difference_interval_of,
 )
+from dices_cli.evaluate.group_intervals import difference_interval_of, interval, jackknifed
 from dices_cli.evaluate.groups import (
     Members,
     labelled_batches,
@@ -53,20 +53,19 @@ from dices_cli.evaluate.groups import (
 )
 from dices_cli.evaluate.measure import (
     BOUNDS,
-    LOG_SCALE,
+    RECIPROCAL_SCALE,
     Measured,
     Prediction,
     Resampled,
     against_binary,
     against_shares,
 )
-from dices_cli.evaluate.notes import few_raters_note, interval_notes
+from dices_cli.evaluate.notes import few_raters_note
 from dices_cli.evaluate.references import UNRATED, YES, Mask, Votes, crowd_binary
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
     MIN_RATERS,
     Jackknife,
-    centred_interval,
     conversation_weights,
 )
 from dices_cli.metrics.permutation import (
@@ -270,8 +269,9 @@ def _group_figures(
             for key, values in left_out.items():
                 for metric, array in values.items():
                     array[rows.start + offset] = run[key].values[metric][0]
+    own = {"own": counts[group], "rest": pool - counts[group]}
     return {
-        key: Measured(measured.n, measured.ties, measured.values, left_out.get(key))
+        key: jackknifed(prediction, key, measured, left_out.get(key), own[key[1]])
         for key, measured in figures.items()
     }
 
@@ -479,18 +479,13 @@ def _row_cells(
     left_out: Array | None,
     raters: tuple[Jackknife, int] | None,
     few: bool = False,
-    log: bool = False,
+    scaled: bool = False,
+    overlap: float = 0.0,
 ) -> list[float | None]:
-    """value, low, high of a figure: its estimate and centred interval (evaluate's: with
-    `raters`, the jackknife and the group's raters, the raters' variance of `left_out`
-    where given, else a t quantile with raters - 1 degrees of freedom), no interval for a
-    group of too few raters (`few`); `log`: on the log scale."""
-    variance = (0.0, math.inf)
-    if raters is not None:
-        jackknife, size = raters
-        variance = jackknife.variance(left_out) if left_out is not None else (0.0, size - 1.0)
-    low, high = (math.nan, math.nan) if few else centred_interval(values, variance, bounds, log=log)
-    return [_number(float(values[0])), _number(low), _number(high)]
+    """value, low, high of a figure: its estimate and evaluate's group-row interval
+    (group_intervals.interval), none for a group of too few raters (`few`)."""
+    low, high = (None, None) if few else interval(values, bounds, left_out, raters, scaled, overlap)
+    return [_number(float(values[0])), low, high]
 
 
 def evaluate_personas(
@@ -573,7 +568,8 @@ def evaluate_personas(
                                     _left_out(measured, metric),
                                     None if jackknife is None else (jackknife, sizes[side]),
                                     few[g],
-                                    metric in LOG_SCALE,
+                                    metric in RECIPROCAL_SCALE,
+                                    (measured.overlap or {}).get(metric, 0.0),
                                 ),
                                 None,
                                 None,
@@ -638,7 +634,6 @@ def evaluate_personas(
     numeric = [name not in TEXT_COLUMNS for name in COLUMNS]
     grouped = replace(settings, by=(column,))
     notes = [few_raters_note(votes, grouped.by, g) for g, small in enumerate(few) if small]
-    notes += interval_notes(votes, references) if clustered else []
     return Evaluation(Table(COLUMNS, numeric, rows), notes, [], summary)
 
 
