@@ -62,7 +62,7 @@ FROM (
         *,
         dense_rank() OVER (ORDER BY rater_id) AS rater,
         dense_rank() OVER (ORDER BY item_id) AS item
-    FROM label_values
+    FROM asked_label_values
     WHERE label = $label
 )
 JOIN (SELECT COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)) FROM raters)
