@@ -187,15 +187,21 @@ def row_interval(
     if method == "wilson":
         low, high = wilson_interval(np.array([yes.sum()]), np.array([float(ratings)]))
         return float(low[0]), float(high[0]), ""
-    note = _few_clusters(rater, conversation, method)
+    note = few_clusters(_distinct(rater), _distinct(conversation), method)
     if note:
         return math.nan, math.nan, note
     if share in (0.0, 1.0):
         return share, share, "all answers alike"
     residual = (yes - share) / ratings
     variance = two_way_variance(residual, rater, conversation, np.zeros_like(rater), method)
+    return (*logit_ends(share, variance), "")
+
+
+def logit_ends(share: float, variance: Variance) -> tuple[float, float]:
+    """The 95% interval of a share (strictly between 0 and 1) made on its logit, from the
+    variance of the share."""
     half = t_quantile(LEVEL, variance.df) * math.sqrt(variance.total) / (share * (1 - share))
-    return _expit(_logit(share) - half), _expit(_logit(share) + half), ""
+    return _expit(_logit(share) - half), _expit(_logit(share) + half)
 
 
 def _distinct(numbers: NDArray[np.intp]) -> int:
@@ -204,11 +210,12 @@ def _distinct(numbers: NDArray[np.intp]) -> int:
     return int(np.count_nonzero(np.bincount(numbers)))
 
 
-def _few_clusters(rater: NDArray[np.intp], conversation: NDArray[np.intp], method: str) -> str:
-    """Why an interval over these ratings cannot hold its level, or ""."""
-    if method == "clustered" and _distinct(rater) < MIN_CLUSTERS:
+def few_clusters(raters: int, conversations: int, method: str) -> str:
+    """Why an interval over ratings of so many raters and conversations cannot hold its
+    level, or ""."""
+    if method == "clustered" and raters < MIN_CLUSTERS:
         return f"fewer than {MIN_CLUSTERS} raters"
-    if _distinct(conversation) < MIN_CLUSTERS:
+    if conversations < MIN_CLUSTERS:
         return f"fewer than {MIN_CLUSTERS} conversations"
     return ""
 
@@ -406,11 +413,7 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
     method = parameters["interval"]
     asked = "by" in parameters and "permutations" in parameters  # a query that asks for the test
     by = [name for name in table.column_names if name in parameters.get("by", [])]
-    shown = [name for name in table.column_names if name not in RATING_LISTS]
-    numeric = [_is_number(table.schema.field(name).type) for name in shown]
-    family_columns = [n for n, number in zip(shown, numeric, strict=True) if not number]
-    family_columns = [n for n in family_columns if n not in by]
-    values = {name: table.column(name).to_pylist() for name in shown}
+    (shown, numeric, values), family_columns = shown_columns(table, by, RATING_LISTS)
     offsets, rater = _list_column(table, "rating_rater")
     lists = [rater, *(_list_column(table, name)[1] for name in RATING_LISTS[1:])]
     low = np.full(table.num_rows, math.nan)
@@ -454,6 +457,19 @@ class Shown(NamedTuple):
     names: list[str]
     numeric: list[bool]
     values: dict[str, list[Any]]
+
+
+def shown_columns(
+    table: pa.Table, by: Sequence[str], hidden: Sequence[str]
+) -> tuple[Shown, list[str]]:
+    """The columns of `table` but `hidden`, and the family's: those of text, but `by`
+    (a family's rows differ only in their `by` columns)."""
+    shown = [name for name in table.column_names if name not in hidden]
+    numeric = [_is_number(table.schema.field(name).type) for name in shown]
+    family_columns = [n for n, number in zip(shown, numeric, strict=True) if not number]
+    family_columns = [n for n in family_columns if n not in by]
+    values = {name: table.column(name).to_pylist() for name in shown}
+    return Shown(shown, numeric, values), family_columns
 
 
 class Ends(NamedTuple):
