@@ -71,11 +71,22 @@ def positions(scale: Scale) -> tuple[float, ...]:
     return tuple(float(rank + 1) for rank in range(len(scale.values)))
 
 
+# What DuckDB may hold in memory in a declared dataset's session before it spills to a
+# temporary folder of the session's own: a query's sums over 10^7 ratings (the rater x
+# item cells of label-by-group's clustered interval) would take gigabytes.
+MEMORY_LIMIT = "640MB"
+
+
 class DeclaredSession(FamilySession):
     """A declared dataset's session: the family views, `scale_values` and `label_values`."""
 
     def __init__(self, store: Store, name: str) -> None:
+        import tempfile
+
         super().__init__(store, name)
+        self._spill = tempfile.TemporaryDirectory(prefix="dices-spill-")
+        self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        self.con.execute("SET temp_directory = $folder", {"folder": self._spill.name})
         declared = family_of(name).declared
         assert declared is not None
         self.declared = declared
