@@ -7,7 +7,8 @@ rows become the same [rater, category, item] answer array DICES's agreement coun
 metric (`dices_cli.metrics.distance`); then DSI, the largest GAI along one attribute.
 
 `share_intervals` is the compute step of `label-by-group`: DICES's intervals of group
-shares (`dices_cli.metrics.shares`), of the share in the declared positive class.
+shares (`dices_cli.metrics.shares`), of the share in the declared positive class, made
+from SQL sums (`dices_cli.metrics.share_sums`).
 """
 
 from __future__ import annotations
@@ -63,10 +64,14 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
 
 
 def share_intervals(table: pa.Table, parameters: dict[str, Any]) -> Table:
-    """The rows with the 95% interval of share_positive, made as DICES's share_yes's is."""
-    from dices_cli.metrics import shares
+    """The rows with the 95% interval of share_positive, made as DICES's share_yes's is:
+    from the sums the SQL reduces its ratings to (`dices_cli.metrics.share_sums`), or from
+    its rating lists."""
+    from dices_cli.metrics import share_sums, shares
 
-    result = shares.compute(table, parameters)
+    # The SQL's sums; rating lists (as DICES's queries give them) are summed here.
+    summed = share_sums.SUMS in table.column_names
+    result = (share_sums.compute if summed else shares.compute)(table, parameters)
     columns = [
         name.replace(*SHARE) if name.startswith(SHARE[0]) else name for name in result.columns
     ]

@@ -36,7 +36,7 @@ at all? no direction).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -135,7 +135,12 @@ def _squared_sums(residual: NDArray[np.float64], keys: NDArray[np.intp]) -> tupl
 def _one_way(residual: NDArray[np.float64], keys: NDArray[np.intp]) -> tuple[float, float]:
     """The CR1 cluster-robust variance of a sum of residuals over the clusters `keys`, and
     its degrees of freedom (clusters - 1)."""
-    squares, clusters = _squared_sums(residual, keys)
+    return cr1(*_squared_sums(residual, keys))
+
+
+def cr1(squares: float, clusters: int) -> tuple[float, float]:
+    """The CR1 variance of a sum over `clusters` clusters whose sums' squares add up to
+    `squares`, and its degrees of freedom (clusters - 1); none below two clusters."""
     if clusters < 2:
         return 0.0, 0.0
     return clusters / (clusters - 1) * squares, clusters - 1.0
@@ -182,15 +187,21 @@ def row_interval(
     if method == "wilson":
         low, high = wilson_interval(np.array([yes.sum()]), np.array([float(ratings)]))
         return float(low[0]), float(high[0]), ""
-    note = _few_clusters(rater, conversation, method)
+    note = few_clusters(_distinct(rater), _distinct(conversation), method)
     if note:
         return math.nan, math.nan, note
     if share in (0.0, 1.0):
         return share, share, "all answers alike"
     residual = (yes - share) / ratings
     variance = two_way_variance(residual, rater, conversation, np.zeros_like(rater), method)
+    return (*logit_ends(share, variance), "")
+
+
+def logit_ends(share: float, variance: Variance) -> tuple[float, float]:
+    """The 95% interval of a share (strictly between 0 and 1) made on its logit, from the
+    variance of the share."""
     half = t_quantile(LEVEL, variance.df) * math.sqrt(variance.total) / (share * (1 - share))
-    return _expit(_logit(share) - half), _expit(_logit(share) + half), ""
+    return _expit(_logit(share) - half), _expit(_logit(share) + half)
 
 
 def _distinct(numbers: NDArray[np.intp]) -> int:
@@ -199,11 +210,12 @@ def _distinct(numbers: NDArray[np.intp]) -> int:
     return int(np.count_nonzero(np.bincount(numbers)))
 
 
-def _few_clusters(rater: NDArray[np.intp], conversation: NDArray[np.intp], method: str) -> str:
-    """Why an interval over these ratings cannot hold its level, or ""."""
-    if method == "clustered" and _distinct(rater) < MIN_CLUSTERS:
+def few_clusters(raters: int, conversations: int, method: str) -> str:
+    """Why an interval over ratings of so many raters and conversations cannot hold its
+    level, or ""."""
+    if method == "clustered" and raters < MIN_CLUSTERS:
         return f"fewer than {MIN_CLUSTERS} raters"
-    if _distinct(conversation) < MIN_CLUSTERS:
+    if conversations < MIN_CLUSTERS:
         return f"fewer than {MIN_CLUSTERS} conversations"
     return ""
 
@@ -267,24 +279,59 @@ def family_test(
     label[unit_of] = group_of_rating
     yes = np.bincount(unit_of, weights=ratings.yes[taken], minlength=len(units)).astype(np.float64)
     counted = np.bincount(unit_of, minlength=len(units)).astype(np.float64)
-    labellings = np.vstack([label, shuffled_labellings(label, permutations, seed)])
-    yes_in, counted_in = (
-        group_sums(labellings, yes, groups),
-        group_sums(labellings, counted, groups),
+    return tested(
+        Relabelled.of(label, yes, counted, groups, permutations, seed),
+        lambda g, difference: difference_interval(
+            ratings, taken, group_of_rating == g, difference, method
+        ),
+        alternative,
     )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = yes_in / counted_in
-        difference = share - (yes.sum() - yes_in) / (counted.sum() - counted_in)
-        spread = (counted_in * (share - yes.sum() / counted.sum()) ** 2).sum(axis=1)
+
+
+class Relabelled(NamedTuple):
+    """Each group's share minus the rest's, [labelling, group], and the groups' spread of
+    shares per labelling: the raters' own labelling first, then the permuted ones."""
+
+    difference: NDArray[np.float64]
+    spread: NDArray[np.float64]
+
+    @classmethod
+    def of(
+        cls,
+        label: NDArray[np.intp],
+        yes: NDArray[np.float64],
+        counted: NDArray[np.float64],
+        groups: int,
+        permutations: int,
+        seed: int,
+    ) -> Relabelled:
+        """From each rater's group `label`, Yes and ratings, and `permutations` relabellings
+        (group sizes kept) drawn from `seed`."""
+        labellings = np.vstack([label, shuffled_labellings(label, permutations, seed)])
+        yes_in, counted_in = (
+            group_sums(labellings, yes, groups),
+            group_sums(labellings, counted, groups),
+        )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = yes_in / counted_in
+            difference = share - (yes.sum() - yes_in) / (counted.sum() - counted_in)
+            spread = (counted_in * (share - yes.sum() / counted.sum()) ** 2).sum(axis=1)
+        return cls(difference, spread)
+
+
+def tested(
+    relabelled: Relabelled,
+    interval: Callable[[int, float], tuple[float, float]],
+    alternative: str,
+) -> FamilyTest:
+    """The family's test from its relabelled differences: `interval(g, difference)` gives
+    group g's interval of its difference."""
+    difference, spread = relabelled
+    groups, permutations = difference.shape[1], difference.shape[0] - 1
     nan = np.full(groups, math.nan)
     if groups < 2:
         return FamilyTest(nan, nan, nan, nan, nan, math.nan)
-    low, high = np.transpose(
-        [
-            difference_interval(ratings, taken, group_of_rating == g, difference[0, g], method)
-            for g in range(groups)
-        ]
-    )
+    low, high = np.transpose([interval(g, difference[0, g]) for g in range(groups)])
     if permutations == 0:
         return FamilyTest(difference[0], low, high, nan, nan, math.nan)
     p = p_values(difference[0], difference[1:], alternative)
@@ -364,13 +411,9 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
     that made it (`interval`) and its note; for a query with a `by` parameter, each group's
     test against the rest of its family (TEST_COLUMNS) when it also takes permutations."""
     method = parameters["interval"]
-    tested = "by" in parameters and "permutations" in parameters  # a query that asks for the test
+    asked = "by" in parameters and "permutations" in parameters  # a query that asks for the test
     by = [name for name in table.column_names if name in parameters.get("by", [])]
-    shown = [name for name in table.column_names if name not in RATING_LISTS]
-    numeric = [_is_number(table.schema.field(name).type) for name in shown]
-    family_columns = [n for n, number in zip(shown, numeric, strict=True) if not number]
-    family_columns = [n for n in family_columns if n not in by]
-    values = {name: table.column(name).to_pylist() for name in shown}
+    (shown, numeric, values), family_columns = shown_columns(table, by, RATING_LISTS)
     offsets, rater = _list_column(table, "rating_rater")
     lists = [rater, *(_list_column(table, name)[1] for name in RATING_LISTS[1:])]
     low = np.full(table.num_rows, math.nan)
@@ -385,7 +428,7 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
         low[rows], high[rows], row_notes = share_intervals(ratings, method)
         for row, note in zip(rows, row_notes, strict=True):
             notes[row] = note
-        if not tested:
+        if not asked:
             continue
         families: dict[tuple[Any, ...], list[int]] = {}
         for local, row in enumerate(rows):
@@ -403,18 +446,56 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
             at = [rows[local] for local in members]
             tests[at, :5] = np.transpose(test[:5])
             tests[at, 5] = test.p_groups_differ
-    columns = [*shown, *INTERVAL_COLUMNS, *(TEST_COLUMNS if tested else ())]
-    kinds = [*numeric, True, True, False, False, *(True for _ in TEST_COLUMNS if tested)]
+    return result_table(
+        Shown(shown, numeric, values), Ends(low, high, notes), method, tests if asked else None
+    )
+
+
+class Shown(NamedTuple):
+    """The SQL's columns shown, whether each is a number, and their values by name."""
+
+    names: list[str]
+    numeric: list[bool]
+    values: dict[str, list[Any]]
+
+
+def shown_columns(
+    table: pa.Table, by: Sequence[str], hidden: Sequence[str]
+) -> tuple[Shown, list[str]]:
+    """The columns of `table` but `hidden`, and the family's: those of text, but `by`
+    (a family's rows differ only in their `by` columns)."""
+    shown = [name for name in table.column_names if name not in hidden]
+    numeric = [_is_number(table.schema.field(name).type) for name in shown]
+    family_columns = [n for n, number in zip(shown, numeric, strict=True) if not number]
+    family_columns = [n for n in family_columns if n not in by]
+    values = {name: table.column(name).to_pylist() for name in shown}
+    return Shown(shown, numeric, values), family_columns
+
+
+class Ends(NamedTuple):
+    """Each row's interval of its share and its note ("" where it holds)."""
+
+    low: NDArray[np.float64]
+    high: NDArray[np.float64]
+    notes: list[str]
+
+
+def result_table(shown: Shown, ends: Ends, method: str, tests: NDArray[np.float64] | None) -> Table:
+    """The rows shown with their INTERVAL_COLUMNS and, when `tests` (one row of
+    TEST_COLUMNS each) is given, their tests."""
+    columns = [*shown.names, *INTERVAL_COLUMNS, *(TEST_COLUMNS if tests is not None else ())]
+    kinds = [*shown.numeric, True, True, False, False]
+    kinds += [True for _ in TEST_COLUMNS if tests is not None]
     rows_out = [
         (
-            *(values[name][row] for name in shown),
-            _cell(low[row]),
-            _cell(high[row]),
+            *(shown.values[name][row] for name in shown.names),
+            _cell(ends.low[row]),
+            _cell(ends.high[row]),
             method,
-            notes[row] or None,  # no note is an empty cell, as in CSV
-            *(_cell(v) for v in (tests[row] if tested else ())),
+            ends.notes[row] or None,  # no note is an empty cell, as in CSV
+            *(_cell(v) for v in (tests[row] if tests is not None else ())),
         )
-        for row in range(table.num_rows)
+        for row in range(len(ends.notes))
     ]
     return Table(columns, kinds, rows_out)
 

@@ -11,7 +11,11 @@ ratings) and two more, made from its declaration:
                   none): dataset, item_id, rater_id, label, kind, value, rank, number,
                   positive
 
-so that one SQL file answers for every label, whatever its name or scale. Before a query
+so that one SQL file answers for every label, whatever its name or scale. A query of one
+label (a `label` parameter) reads `asked_label_values`, made for it before it runs: the
+rows of label_values of that label alone, read from the label's own column by its stored
+type and joined to its scale there, not cast to text and unpivoted with every other label
+(which costs every rating a string). Before a query
 runs its parameters are checked against the declaration: the label it asks for is one of
 the dataset's and of a scale the query takes (its `scales:` line), the rater attributes
 it groups by are the dataset's, and the distance metric fits the scale; each mistake is a
@@ -67,11 +71,22 @@ def positions(scale: Scale) -> tuple[float, ...]:
     return tuple(float(rank + 1) for rank in range(len(scale.values)))
 
 
+# What DuckDB may hold in memory in a declared dataset's session before it spills to a
+# temporary folder of the session's own: a query's sums over 10^7 ratings (the rater x
+# item cells of label-by-group's clustered interval) would take gigabytes.
+MEMORY_LIMIT = "640MB"
+
+
 class DeclaredSession(FamilySession):
     """A declared dataset's session: the family views, `scale_values` and `label_values`."""
 
     def __init__(self, store: Store, name: str) -> None:
+        import tempfile
+
         super().__init__(store, name)
+        self._spill = tempfile.TemporaryDirectory(prefix="dices-spill-")
+        self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        self.con.execute("SET temp_directory = $folder", {"folder": self._spill.name})
         declared = family_of(name).declared
         assert declared is not None
         self.declared = declared
@@ -82,12 +97,12 @@ class DeclaredSession(FamilySession):
         rows = scale_rows(declared)
         if rows:
             self.con.executemany("INSERT INTO scale_values VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-        stored = {
-            c
-            for (c,) in self.con.execute(
-                f"SELECT column_name FROM (DESCRIBE {INTERNAL}.ratings_{name})"
+        self.stored_types: dict[str, str] = dict(
+            self.con.execute(
+                f"SELECT column_name, column_type FROM (DESCRIBE {INTERNAL}.ratings_{name})"
             ).fetchall()
-        }
+        )
+        stored = set(self.stored_types)
         # Declared names are letters, digits and _ (`declaration.NAME_OF_COLUMN`).
         labels = [label for label in declared.labels if label in stored]
         if labels:
@@ -123,12 +138,37 @@ class DeclaredSession(FamilySession):
         from dices_cli.queries.engine import arrow_table
 
         bound = self.checked(query, parameters)
+        if "label" in bound:
+            self.ask(bound["label"])
         compute = compute_step(query)
         if compute is None:
             return super().run(query, bound, typed)
         sql = render_sql(query)
         named = {k: v for k, v in bound.items() if re.search(rf"\${k}\b", sql)}
         return compute(self._fetch(sql, named, arrow_table), bound)
+
+    def ask(self, label: str) -> None:
+        """Make `asked_label_values` the rows of label_values of `label` (a declared label):
+        its stored column joined to its scale's values cast to the column's type."""
+        column_type = self.stored_types.get(label)
+        if column_type is None:  # declared, but in no stored file
+            self.con.execute(
+                "CREATE OR REPLACE TEMP VIEW asked_label_values AS "
+                "SELECT * FROM label_values WHERE false"
+            )
+            return
+        # The type is DuckDB's own name of it; the label a declared name (letters, digits, _).
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE asked_scale AS SELECT "
+            f"CAST(value AS {column_type}) AS key, label, kind, value, rank, number, positive "
+            "FROM scale_values WHERE label = $label",
+            {"label": label},
+        )
+        self.con.execute(
+            "CREATE OR REPLACE TEMP VIEW asked_label_values AS SELECT r.dataset, r.item_id, "
+            "r.rater_id, s.label, s.kind, s.value, s.rank, s.number, s.positive "
+            f'FROM ratings AS r JOIN asked_scale AS s ON r."{label}" = s.key'
+        )
 
     def checked(self, query: Query, parameters: dict[str, Any]) -> dict[str, Any]:
         """`parameters` checked against the declaration, with what the SQL and a compute

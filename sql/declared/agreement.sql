@@ -59,7 +59,7 @@ SELECT
     dense_rank() OVER (ORDER BY rater_id) - 1 AS rater,
     dense_rank() OVER (ORDER BY item_id) - 1 AS item,
     rank AS category
-FROM label_values
+FROM asked_label_values
 JOIN (SELECT COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)) FROM raters)
     USING (dataset, rater_id)
 WHERE label = $label

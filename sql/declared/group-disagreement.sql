@@ -45,7 +45,7 @@ SELECT
     rank AS category,
     number,
     positive
-FROM label_values
+FROM asked_label_values
 JOIN (SELECT COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)) FROM raters)
     USING (dataset, rater_id)
 WHERE label = $label

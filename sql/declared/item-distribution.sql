@@ -25,9 +25,9 @@ WITH per_value AS (  -- every item and every value of the scale, 0 where none ga
         s.rank,
         s.value,
         count(l.value) AS n
-    FROM (SELECT DISTINCT dataset, item_id FROM label_values WHERE label = $label) AS i
+    FROM (SELECT DISTINCT dataset, item_id FROM asked_label_values WHERE label = $label) AS i
     CROSS JOIN (SELECT rank, value FROM scale_values WHERE label = $label) AS s
-    LEFT JOIN label_values AS l
+    LEFT JOIN asked_label_values AS l
         ON l.dataset = i.dataset AND l.item_id = i.item_id AND l.label = $label
         AND l.rank = s.rank
     GROUP BY ALL
@@ -51,7 +51,7 @@ summaries AS (
         item_id,
         CASE WHEN any_value(kind) = 'ordinal' THEN avg(number) END AS mean,
         avg(positive::INTEGER) AS share_positive
-    FROM label_values
+    FROM asked_label_values
     WHERE label = $label
     GROUP BY ALL
 )

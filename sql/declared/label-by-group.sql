@@ -43,29 +43,106 @@
 --   --alternative asks one way; p_adjusted corrects for the number of groups
 --   (Benjamini-Hochberg), and p_groups_differ asks whether the groups differ at all.
 --   `dices query agreement -d NAME --by ...` measures how much groups agree.
-SELECT
-    COLUMNS(lambda c: c = 'dataset' OR list_contains($by, c)),
-    count(DISTINCT rater_id) AS raters,
-    count(DISTINCT item_id) AS items,
-    count(*) AS ratings,
-    count(*) FILTER (positive) AS n_positive,
-    count(*) FILTER (positive) / count(*) AS share_positive,
-    CASE WHEN any_value(kind) = 'ordinal' THEN avg(number) END AS mean,
-    any_value($positive_values) AS positive,
-    -- Every rating's rater, item and positive (1) or not (0), for the interval's
-    -- resampling (dices_cli.metrics.shares, which drops these lists).
-    list(rater) AS rating_rater,
-    list(item) AS rating_item,
-    list(positive::UTINYINT) AS rating_yes
-FROM (
+-- The interval and the test need only sums (dices_cli.metrics.share_sums): DuckDB reduces
+-- the ratings to them per rater, per item and per rater x item cell (the last two only
+-- for a clustered or conversations interval), and only each group's raters reach Python.
+WITH rater_groups AS (  -- each rater with its group's number, g
     SELECT
-        *,
-        dense_rank() OVER (ORDER BY rater_id) AS rater,
-        dense_rank() OVER (ORDER BY item_id) AS item
-    FROM label_values
-    WHERE label = $label
+        COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)),
+        dense_rank() OVER (
+            ORDER BY row(*COLUMNS(lambda c: c = 'dataset' OR list_contains($by, c)))
+        ) AS g
+    FROM raters
+),
+rated AS NOT MATERIALIZED (  -- each rating: its group, rater, item, positive (1) or not (0)
+    SELECT g, rater_id, item_id, positive::INTEGER AS y, number, kind
+    FROM asked_label_values
+    JOIN rater_groups USING (dataset, rater_id)
+),
+per_rater AS (
+    SELECT g, rater_id, sum(y) AS y, count(*) AS n, sum(number) AS total, any_value(kind) AS kind
+    FROM rated
+    GROUP BY ALL
+),
+per_item AS NOT MATERIALIZED (
+    SELECT g, item_id, sum(y) AS y, count(*) AS n FROM rated GROUP BY ALL
+),
+item_totals AS (  -- each item over every group
+    SELECT item_id, sum(y) AS y, count(*) AS n
+    FROM rated
+    WHERE $interval <> 'wilson'
+    GROUP BY ALL
+),
+cells AS (
+    SELECT g, sum(y * y) AS k_yy, sum(y * n) AS k_yn, sum(n * n) AS k_nn
+    FROM (
+        SELECT g, sum(y) AS y, count(*) AS n
+        FROM rated
+        WHERE $interval <> 'wilson'
+        GROUP BY g, rater_id, item_id
+    )
+    GROUP BY g
+),
+groups AS (
+    SELECT
+        g,
+        count(*) AS raters,
+        sum(n)::BIGINT AS ratings,
+        sum(y)::BIGINT AS n_positive,
+        CASE WHEN any_value(kind) = 'ordinal' THEN sum(total) / sum(n) END AS mean,
+        list(y::BIGINT ORDER BY rater_id) AS rater_yes,
+        list(n ORDER BY rater_id) AS rater_ratings,
+        sum(y * y)::BIGINT AS r_yy,
+        sum(y * n)::BIGINT AS r_yn,
+        sum(n * n)::BIGINT AS r_nn
+    FROM per_rater
+    GROUP BY g
+),
+group_items AS (
+    SELECT
+        g,
+        count(*) AS items,
+        sum(i.y * i.y)::BIGINT AS c_yy,
+        sum(i.y * i.n)::BIGINT AS c_yn,
+        sum(i.n * i.n)::BIGINT AS c_nn,
+        sum(i.y * t.y)::BIGINT AS x_yy,
+        sum(i.y * t.n)::BIGINT AS x_yn,
+        sum(i.n * t.y)::BIGINT AS x_ny,
+        sum(i.n * t.n)::BIGINT AS x_nn
+    FROM per_item AS i
+    LEFT JOIN item_totals AS t USING (item_id)
+    GROUP BY g
+),
+family AS (  -- a declared session holds one dataset: its groups are one family
+    SELECT
+        count(*) AS f_items,
+        sum(y * y)::BIGINT AS f_yy,
+        sum(y * n)::BIGINT AS f_yn,
+        sum(n * n)::BIGINT AS f_nn
+    FROM item_totals
 )
-JOIN (SELECT COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)) FROM raters)
-    USING (dataset, rater_id)
-GROUP BY ALL
+SELECT
+    k.* EXCLUDE (g),
+    s.raters,
+    i.items,
+    s.ratings,
+    s.n_positive,
+    s.n_positive / s.ratings AS share_positive,
+    s.mean,
+    $positive_values::VARCHAR AS positive,
+    {
+        'rater_yes': s.rater_yes, 'rater_ratings': s.rater_ratings,
+        'r_yy': s.r_yy, 'r_yn': s.r_yn, 'r_nn': s.r_nn,
+        'c_yy': i.c_yy, 'c_yn': i.c_yn, 'c_nn': i.c_nn,
+        'x_yy': i.x_yy, 'x_yn': i.x_yn, 'x_ny': i.x_ny, 'x_nn': i.x_nn,
+        'k_yy': c.k_yy::BIGINT, 'k_yn': c.k_yn::BIGINT, 'k_nn': c.k_nn::BIGINT,
+        'f_items': f.f_items, 'f_yy': f.f_yy, 'f_yn': f.f_yn, 'f_nn': f.f_nn
+    } AS share_sums
+FROM groups AS s
+JOIN group_items AS i USING (g)
+LEFT JOIN cells AS c USING (g)
+CROSS JOIN family AS f
+JOIN (
+    SELECT DISTINCT COLUMNS(lambda c: c = 'dataset' OR list_contains($by, c)), g FROM rater_groups
+) AS k USING (g)
 ORDER BY ALL

@@ -20,7 +20,7 @@ WITH grouped AS (
         value,
         any_value(rank) AS rank,
         count(*) AS ratings
-    FROM label_values
+    FROM asked_label_values
     JOIN (SELECT COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)) FROM raters)
         USING (dataset, rater_id)
     WHERE label = $label
