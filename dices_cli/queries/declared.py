@@ -27,6 +27,7 @@ from dices_cli.errors import Option, UsageError
 from dices_cli.families import family_of, listed
 from dices_cli.queries.engine import INTERNAL, create_view, run_script
 from dices_cli.queries.family import FamilySession
+from dices_cli.queries.reference import reference_label, reference_parameters
 
 if TYPE_CHECKING:
     from dices_cli.families.declaration import DatasetDeclaration, Scale
@@ -141,6 +142,9 @@ class DeclaredSession(FamilySession):
             return bound
         if not declared.labels:
             raise UsageError(f"{declared.title} declares no label; {query.name} needs one")
+        references = "$reference" in query.body  # a query over the items' reference label
+        if references and not bound.get("label"):
+            bound["label"] = reference_label(declared, query.name)
         label = bound.get("label") or declared.labels[0]
         if label not in declared.labels:
             raise UsageError(
@@ -168,6 +172,8 @@ class DeclaredSession(FamilySession):
         bound["positive_values"] = ", ".join(value_text(v, scale) for v in scale.positive)
         if "metric" in bound:
             bound["metric"] = self._metric(bound["metric"], label, scale)
+        if references:
+            bound |= reference_parameters(declared, label, bound, query.name)
         return bound
 
     def check_attributes(self, by: Sequence[str]) -> None:
