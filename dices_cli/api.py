@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.families import coded_members
+from dices_cli.families import SCORED_BY_DEFAULT, coded_members
 from dices_cli.runs.canned import no_such_query, run_canned
 from dices_cli.runs.common import check_choice
 from dices_cli.runs.evaluation import run_evaluate
@@ -368,7 +368,7 @@ class Data:
     def evaluate(
         self,
         predictions: Frame,
-        dataset: str = "350",
+        dataset: str = SCORED_BY_DEFAULT,
         against: str | Sequence[str] | None = None,
         by: str | Sequence[str] | None = None,
         *,
@@ -522,7 +522,7 @@ class Data:
 
     # --- judge and download: dices_cli.runs.judge, dices_cli.runs.download --------------------
 
-    def judge(self, model: str, dataset: str = "350", **settings: Any) -> pl.DataFrame:
+    def judge(self, model: str, dataset: str = SCORED_BY_DEFAULT, **settings: Any) -> pl.DataFrame:
         """Run an LLM judge or a safety classifier over `dataset`'s conversations
         (`dices judge`): its predictions (model, item_id, label, score, ...), which `evaluate`
         takes as they are. `settings` are `dices_cli.runs.judge.JudgeSettings`' by name

@@ -28,9 +28,11 @@ from dices_cli.families.dices import DICES
 from dices_cli.families.family import Family, SourceFile, listed
 from dices_cli.families.prosocial import PROSOCIAL
 from dices_cli.families.registered import BUILT_IN, built_in, family_from, user_declarations
+from dices_cli.families.schema import SCORED_BY_DEFAULT
 
 __all__ = [
     "FAMILIES",
+    "SCORED_BY_DEFAULT",
     "Family",
     "SourceFile",
     "all_members",

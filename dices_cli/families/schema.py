@@ -271,6 +271,10 @@ class Dataset:
     category_overall: tuple[str, ...]  # the per-category aggregate answer columns
     aliases: dict[str, str]  # header spelling -> canonical column name
     published: Counts  # the whole release, as its documentation states it
+    # How the file writes a line break between a conversation's turns (stored as given).
+    context_line_break: str = "\n"
+    # Whether the list of raters the authors removed (PUBLISHED_REMOVED) is the authors' own.
+    removed_list_verified: bool = True
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -357,7 +361,12 @@ DICES_990 = Dataset(
     # The DICES-990 README says 173 raters in one sentence and 172 in another: the smaller
     # is the threshold, so that the real file is never said to be short of raters.
     published=Counts(conversations=990, raters=172, ratings=72_103),
+    context_line_break="\\n",  # the two characters backslash and n
+    removed_list_verified=False,  # from one public source
 )
+# The dataset that scoring commands (evaluate, judge, the report's models) take unless told:
+# the one with the experts' gold labels.
+SCORED_BY_DEFAULT = DICES_350.name
 
 DATASETS: dict[str, Dataset] = {"350": DICES_350, "990": DICES_990}
 

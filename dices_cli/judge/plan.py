@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.families.schema import DEMOGRAPHIC_COLUMNS
+from dices_cli.families.schema import DATASETS, DEMOGRAPHIC_COLUMNS, SCORED_BY_DEFAULT
 from dices_cli.judge.prompts import Prompt
 from dices_cli.store.judge_cache import call_key
 
@@ -27,7 +27,7 @@ SAMPLED_TEMPERATURE = 1.0  # the default with several samples (one sample: 0)
 class Settings:
     model: str
     prompt: Prompt
-    dataset: str = "350"
+    dataset: str = SCORED_BY_DEFAULT
     base_urls: tuple[str, ...] = (DEFAULT_BASE_URL,)
     name: str | None = None
     samples: int = 1
@@ -184,9 +184,10 @@ def _chosen(items: list[Item], settings: Settings) -> list[Item]:
 
 
 def _turns(dataset: str, context: str) -> str:
-    """A context as the model should read it: DICES-990's file separates the turns with the
-    two characters backslash and n (stored as given), DICES-350's with line breaks."""
-    return context.replace("\\n", "\n") if dataset == "990" else context
+    """A context as the model should read it: its turns separated by line breaks, whatever
+    the dataset's file writes between them (stored as given)."""
+    written = DATASETS[dataset].context_line_break if dataset in DATASETS else "\n"
+    return context.replace(written, "\n")
 
 
 def persona_groups(store: Store, settings: Settings) -> dict[str, list[str]]:
@@ -202,10 +203,11 @@ def persona_groups(store: Store, settings: Settings) -> dict[str, list[str]]:
             Option("persona"),
             f" {settings.persona}: choose a rater column: {', '.join(PERSONA_COLUMNS)}",
         )
-    if settings.dataset == "prosocial":
-        from dices_cli.families import FAMILIES
+    from dices_cli.families import family_of
 
-        raise UsageError(f"{FAMILIES['prosocial'].lacks('demographics')}; personas need them")
+    family = family_of(settings.dataset)
+    if not family.has_demographics:
+        raise UsageError(f"{family.lacks('demographics')}; personas need them")
     from dices_cli.queries.engine import open_session
 
     session = open_session(store, settings.dataset)

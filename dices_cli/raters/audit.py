@@ -113,6 +113,7 @@ class DatasetAudit:
     raters: int
     raters_kept: int
     published: int  # raters of this pool the DICES authors removed
+    published_verified: bool  # whether that list is the authors' own
     removed_and_published: int
     ratings: int
     ratings_kept: int
@@ -184,6 +185,7 @@ def audit(
                 raters=len(pool),
                 raters_kept=len(pool) - len(removed),
                 published=len(published),
+                published_verified=DATASETS[dataset].removed_list_verified,
                 removed_and_published=len(removed & published),
                 ratings=int(change["ratings"]),
                 ratings_kept=int(change["ratings_kept"]),

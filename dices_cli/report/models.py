@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import UsageError
+from dices_cli.families.schema import SCORED_BY_DEFAULT
 
 if TYPE_CHECKING:
     from dices_cli.evaluate.evaluation import Evaluation, Settings
@@ -49,7 +50,7 @@ class ScoredModels:
 def models_dataset(request: ModelsRequest, datasets: list[str]) -> str:
     """The dataset the predictions are scored on, one of the report's `datasets`."""
     if request.dataset is None:
-        return "350" if "350" in datasets else datasets[0]
+        return SCORED_BY_DEFAULT if SCORED_BY_DEFAULT in datasets else datasets[0]
     if request.dataset not in datasets:
         shown = " and ".join(f"DICES-{d}" for d in datasets)
         raise UsageError(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dices_cli.errors import DatasetExistsError
-from dices_cli.families.schema import DATASETS
+from dices_cli.families.schema import DATASETS, SCORED_BY_DEFAULT
 from dices_cli.formats.ingest import ingest
 from dices_cli.output import Table, collect, table_from_rows
 from dices_cli.queries.catalog import get_query
@@ -160,7 +160,7 @@ def _judged(store: Store) -> Table:
         for kind in BASELINES
     ]
     table = table_from_rows(judged[0].columns, [row for t in judged for row in t.rows])
-    votes = load_votes(open_session(store, "350"), [])
+    votes = load_votes(open_session(store, SCORED_BY_DEFAULT), [])
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "judge.csv"
         with path.open("wb") as handle:
@@ -179,7 +179,7 @@ def _evaluation(store: Store) -> Table:
     from dices_cli.evaluate.predictions import read_predictions
     from dices_cli.evaluate.references import load_votes
 
-    votes = load_votes(open_session(store, "350"), [])
+    votes = load_votes(open_session(store, SCORED_BY_DEFAULT), [])
     predictions = read_predictions(str(demo_predictions_path()), votes.item_ids.tolist())
     table = evaluate(votes, predictions, Settings(against=("gold", "crowd"))).table
     shown = ("model", "reference", "n", "accuracy", "kappa", "kappa_low", "kappa_high")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.families import SCORED_BY_DEFAULT
 from dices_cli.metrics.defaults import BOOTSTRAP, PERMUTATIONS, SEED
 from dices_cli.runs.common import (
     Tell,
@@ -38,7 +39,7 @@ class EvaluateRun:
 def run_evaluate(
     store: Store,
     predictions: str,
-    dataset: str = "350",
+    dataset: str = SCORED_BY_DEFAULT,
     against: Sequence[str] | None = None,
     by: Sequence[str] | None = None,
     *,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
+from dices_cli.families import SCORED_BY_DEFAULT
 from dices_cli.runs.common import (
     Tell,
     check_choice,
@@ -76,7 +77,7 @@ class JudgeSettings:
     written (checked here with the rest)."""
 
     model: str
-    dataset: str = "350"
+    dataset: str = SCORED_BY_DEFAULT
     prompt: str = "dices-safety"
     base_urls: tuple[str, ...] = ()
     api_key_env: str | None = None

@@ -691,6 +691,9 @@ def test_prosocial_utterances_and_an_items_file(
     result = judge(runner, data, server, "-d", "prosocial", "--items", str(wanted))
     assert result.exit_code == 1
     assert "Error: 1 of the items given are not in the dataset (e.g. test-99-9)" in result.stderr
+    personas = judge(runner, data, server, "-d", "prosocial", "--persona", "rater_gender")
+    assert personas.exit_code == 2
+    assert "has no demographics; personas need them" in personas.stderr, personas.stderr
 
 
 def test_dices_990_turns_reach_the_model_on_lines_of_their_own(data: Path) -> None:

@@ -36,6 +36,7 @@ from dices_cli.cli.commands.options import (
     read_paths,
 )
 from dices_cli.cli.render import say
+from dices_cli.families import SCORED_BY_DEFAULT
 
 if TYPE_CHECKING:
     from dices_cli.output import Format, Table
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from dices_cli.shape import Shape
 
 # The dataset a predictions file is for unless -d says (the library checks every -d).
-DEFAULT_DATASET = "350"
+DEFAULT_DATASET = SCORED_BY_DEFAULT
 
 EVALUATE_HELP = """Score a model's predictions against the experts and the raters of DICES, or against ProsocialDialog's published labels and annotations.
 

@@ -21,6 +21,7 @@ from dices_cli.cli.commands.options import (
     OutputFormat,
 )
 from dices_cli.cli.render import say
+from dices_cli.families import SCORED_BY_DEFAULT
 from dices_cli.runs.judge import API_KEY_VARIABLE
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def judge(
             help=f"The conversations to judge: {', '.join(MEMBERS_THEN_ALL)}; or a declared "
             "dataset's items, with a prompt that declares its label (docs/judge.md).",
         ),
-    ] = "350",
+    ] = SCORED_BY_DEFAULT,
     prompt: Annotated[
         str,
         typer.Option(

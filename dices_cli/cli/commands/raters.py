@@ -246,7 +246,7 @@ def _audit_lines(a: DatasetAudit, scored: Sequence[RaterQuality], full: bool) ->
     ]
     if scored:
         lines.append(signals_line(scored, a.raters_removed == 0))
-    caveat = " (a list from one public source, unverified)" if a.dataset == "990" else ""
+    caveat = "" if a.published_verified else " (a list from one public source, unverified)"
     lines.append(
         f"  vs the {a.published} raters the DICES authors removed{caveat}: "
         f"{a.removed_and_published} removed here too (recall {_share(a.recall)}, "
