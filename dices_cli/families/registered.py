@@ -31,7 +31,7 @@ QUERIES = (
     "group-disagreement",
 )
 # The queries of a declared dataset whose items hold a reference label (experts' gold).
-REFERENCE_QUERIES = ("gold-vs-crowd",)
+REFERENCE_QUERIES = ("gold-vs-crowd", "gold-vs-crowd-items")
 
 
 def built_in() -> list[DatasetDeclaration]:

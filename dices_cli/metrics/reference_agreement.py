@@ -1,5 +1,6 @@
-"""The compute step of a declared dataset's `gold-vs-crowd` (sql/declared/gold-vs-crowd.sql):
-each item's crowd label against its reference label (experts' gold), per rater group.
+"""The compute steps of a declared dataset's `gold-vs-crowd` (sql/declared/gold-vs-crowd.sql):
+each item's crowd label against its reference label (experts' gold), per rater group; and
+of `gold-vs-crowd-items`, those crowd labels and references item by item.
 
 The SQL gives one row per rating of the label: the dataset, the `by` attributes, the item,
 the value's rank in its scale (`category`) and the item's reference cell as text. Per group
@@ -19,6 +20,7 @@ crowd label (square: the scale's values, and `tie` for plurality), from which co
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,10 +42,48 @@ TEXT = frozenset(("label", "reference", "crowd"))
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
 
 
+@dataclass(frozen=True)
+class Counted:
+    """The ratings counted per group of raters and item: each pair's group (its values of
+    `by`, after the dataset), item, counts over the scale and reference rank (NaN: none),
+    and the groups in order (`group_of` numbers them)."""
+
+    pairs: list[tuple[tuple[Any, ...], Any]]
+    counts: NDArray[np.int64]
+    reference: NDArray[np.float64]
+    groups: list[tuple[Any, ...]]
+    group_of: NDArray[np.intp]
+
+
+def counted(table: pa.Table, parameters: dict[str, Any]) -> Counted:
+    """The SQL's rows (one per rating) counted per group and item; a rater without a value
+    of an attribute is in no group."""
+    by: list[str] = parameters["by"]
+    scale: Scale = parameters["scale"]
+    frame = {name: table.column(name).to_pylist() for name in ("dataset", *by, "item_id")}
+    category = np.asarray(table.column("category").to_numpy(zero_copy_only=False), np.intp)
+    cells = table.column("reference_cell").to_pylist()
+    ranks = _reference_ranks(cells, frame["item_id"], parameters["reference_rule"], scale)
+    keys = [tuple(frame[n][i] for n in ("dataset", *by)) for i in range(table.num_rows)]
+    pairs: dict[tuple[Any, ...], int] = {}
+    pair_of = np.empty(table.num_rows, np.intp)
+    for row, (key, item) in enumerate(zip(keys, frame["item_id"], strict=True)):
+        pair_of[row] = (
+            -1 if any(v is None for v in key) else pairs.setdefault((key, item), len(pairs))
+        )
+    kept = pair_of >= 0
+    counts = np.zeros((len(pairs), len(scale.values)), np.int64)
+    np.add.at(counts, (pair_of[kept], category[kept]), 1)
+    reference = np.array([ranks[item] for (_, item) in pairs], dtype=np.float64)
+    groups = sorted({key for (key, _) in pairs}, key=_order)
+    index = {key: number for number, key in enumerate(groups)}
+    group_of = np.array([index[key] for (key, _) in pairs], dtype=np.intp)
+    return Counted(list(pairs), counts, reference, groups, group_of)
+
+
 def gold_vs_crowd(table: pa.Table, parameters: dict[str, Any]) -> Table:
     """One row per group of the `by` attributes (one without them), in the groups' order."""
     by: list[str] = parameters["by"]
-    scale: Scale = parameters["scale"]
     reference: Reference = parameters["reference_rule"]
     crowd: str = parameters["crowd"]
     weighted = crowd == "median" and parameters["kind"] == "ordinal"
@@ -51,38 +91,56 @@ def gold_vs_crowd(table: pa.Table, parameters: dict[str, Any]) -> Table:
     numeric = [c not in TEXT and c != "dataset" and c not in by for c in columns]
     if not table.num_rows:
         return Table(columns, numeric, [])
-    frame = {name: table.column(name).to_pylist() for name in ("dataset", *by, "item_id")}
-    category = np.asarray(table.column("category").to_numpy(zero_copy_only=False), np.intp)
-    cells = table.column("reference_cell").to_pylist()
-    keys = [tuple(frame[n][i] for n in ("dataset", *by)) for i in range(table.num_rows)]
-    ranks = _reference_ranks(cells, frame["item_id"], reference, scale)
-    size = len(scale.values)
-    pairs: dict[tuple[Any, ...], int] = {}
-    pair_of = np.empty(table.num_rows, np.intp)
-    for row, (key, item) in enumerate(zip(keys, frame["item_id"], strict=True)):
-        if any(v is None for v in key):
-            pair_of[row] = -1  # a rater without a value of an attribute is in no group
-            continue
-        pair_of[row] = pairs.setdefault((key, item), len(pairs))
-    kept = pair_of >= 0
-    counts = np.zeros((len(pairs), size), np.int64)
-    np.add.at(counts, (pair_of[kept], category[kept]), 1)
-    labels = _median(counts) if crowd == "median" else _plurality(counts)
-    reference_ranks = np.array(
-        [ranks[item] for (_, item) in pairs], dtype=np.float64
-    )  # NaN: no reference
-    groups = sorted({key for (key, _) in pairs}, key=_order)
-    index = {key: number for number, key in enumerate(groups)}
-    group_of = np.array([index[key] for (key, _) in pairs], dtype=np.intp)
+    found = counted(table, parameters)
+    size = found.counts.shape[1]
+    labels = _median(found.counts) if crowd == "median" else _plurality(found.counts)
     rows = []
-    for number, key in enumerate(groups):
-        chosen = (group_of == number) & ~np.isnan(reference_ranks)
+    for number, key in enumerate(found.groups):
+        chosen = (found.group_of == number) & ~np.isnan(found.reference)
         square = size + (crowd == "plurality")  # plurality: a tie is a category of its own
         confusion = np.zeros((square, square), np.float64)
-        np.add.at(confusion, (reference_ranks[chosen].astype(np.intp), labels[chosen]), 1.0)
+        np.add.at(confusion, (found.reference[chosen].astype(np.intp), labels[chosen]), 1.0)
         rows.append(
             (*key, parameters["label"], reference.attribute, crowd,
              *_agreement(confusion, crowd, weighted, size))
+        )  # fmt: skip
+    return Table(columns, numeric, rows)
+
+
+ITEM_COLUMNS = (
+    "item_id", "ratings", "counts", "reference", "plurality", "median", "plurality_agrees",
+    "median_agrees",
+)  # fmt: skip
+
+
+def crowd_by_item(table: pa.Table, parameters: dict[str, Any]) -> Table:
+    """One row per group and item (gold-vs-crowd-items): the crowd labels and the reference,
+    as values of the scale, in the groups' order, then the items'."""
+    by: list[str] = parameters["by"]
+    scale: Scale = parameters["scale"]
+    columns = ["dataset", *by, *ITEM_COLUMNS]
+    numeric = [c in ("ratings",) for c in columns]
+    if not table.num_rows:
+        return Table(columns, numeric, [])
+    found = counted(table, parameters)
+    values = [str(v) for v in scale.values]
+    ordinal = parameters["kind"] == "ordinal"
+    plurality = _plurality(found.counts)
+    median = _median(found.counts)
+    rows = []
+    for number, (key, item) in sorted(
+        enumerate(found.pairs), key=lambda p: (found.group_of[p[0]], _order((p[1][1],)))
+    ):
+        reference = found.reference[number]
+        known = not math.isnan(reference)
+        said = values[int(reference)] if known else None
+        crowd = "tie" if plurality[number] == len(values) else values[plurality[number]]
+        middle = values[median[number]] if ordinal else None
+        rows.append(
+            (*key, item, int(found.counts[number].sum()),
+             " ".join(map(str, found.counts[number])), said, crowd, middle,
+             (crowd == said) if known else None,
+             (middle == said) if known and ordinal else None)
         )  # fmt: skip
     return Table(columns, numeric, rows)
 

@@ -134,6 +134,8 @@ class DeclaredSession(FamilySession):
     def checked(self, query: Query, parameters: dict[str, Any]) -> dict[str, Any]:
         """`parameters` checked against the declaration, with what the SQL and a compute
         step read of the label's scale (kind, categories, positions, positive_values)."""
+        from dices_cli.queries.catalog import render_sql
+
         declared = self.declared
         bound = dict(parameters)
         if "by" in bound:
@@ -142,7 +144,8 @@ class DeclaredSession(FamilySession):
             return bound
         if not declared.labels:
             raise UsageError(f"{declared.title} declares no label; {query.name} needs one")
-        references = "$reference" in query.body  # a query over the items' reference label
+        # A query over the items' reference label (its own SQL, or the query it uses).
+        references = "$reference" in render_sql(query)
         if references and not bound.get("label"):
             bound["label"] = reference_label(declared, query.name)
         label = bound.get("label") or declared.labels[0]

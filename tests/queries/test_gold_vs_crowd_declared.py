@@ -62,9 +62,14 @@ def fce(table: np.ndarray) -> tuple[float, float, float]:
     return kappa, max(kappa - Z95 * se, -1), min(kappa + Z95 * se, 1)
 
 
-def expected(folder: Path, label: str, by: list[str], crowd: str) -> dict[tuple[str, ...], Any]:
-    """Per group: the figures, from the CSV files in plain Python and scikit-learn."""
-    values = {"score": ["1", "2", "3", "4", "5"], "colour": ["red", "green", "blue"]}[label]
+VALUES = {"score": ["1", "2", "3", "4", "5"], "colour": ["red", "green", "blue"]}
+
+
+def read_fixture(
+    folder: Path, label: str, by: list[str]
+) -> tuple[dict[str, str], dict[tuple[str, ...], dict[str, list[str]]]]:
+    """The items' references (mapped as the declaration says; none for NA) and each group's
+    ratings of each item, from the CSV files."""
     with (folder / f"{NAME}_gold.csv").open(encoding="utf-8") as handle:
         gold = {}
         for row in csv.DictReader(handle):
@@ -77,18 +82,29 @@ def expected(folder: Path, label: str, by: list[str], crowd: str) -> dict[tuple[
         for row in csv.DictReader(handle):
             key = tuple(row[a] for a in by)
             ratings.setdefault(key, {}).setdefault(row["item_id"], []).append(row[label])
+    return gold, ratings
+
+
+def plurality_of(given: list[str]) -> str:
+    counts = Counter(given).most_common()
+    return "tie" if len(counts) > 1 and counts[0][1] == counts[1][1] else counts[0][0]
+
+
+def median_of(given: list[str], values: list[str]) -> str:
+    return sorted(given, key=values.index)[(len(given) - 1) // 2]
+
+
+def expected(folder: Path, label: str, by: list[str], crowd: str) -> dict[tuple[str, ...], Any]:
+    """Per group: the figures, from the CSV files in plain Python and scikit-learn."""
+    values = VALUES[label]
+    gold, ratings = read_fixture(folder, label, by)
     figures = {}
     for key, items in ratings.items():
         reference, crowd_labels = [], []
         for item, given in items.items():
             if item not in gold:
                 continue
-            if crowd == "median":
-                label_of = sorted(given, key=values.index)[(len(given) - 1) // 2]
-            else:
-                counts = Counter(given).most_common()
-                tied = len(counts) > 1 and counts[0][1] == counts[1][1]
-                label_of = "tie" if tied else counts[0][0]
+            label_of = median_of(given, values) if crowd == "median" else plurality_of(given)
             reference.append(gold[item])
             crowd_labels.append(label_of)
         categories = [*values, *(["tie"] if crowd == "plurality" else [])]
@@ -147,6 +163,49 @@ def test_each_figure_equals_the_independent_reference(
                 assert float(row[column]) == pytest.approx(want[column], abs=1e-9), column
             else:
                 assert row[column] == ""
+
+
+@pytest.mark.parametrize(("label", "by"), [("score", ["grp"]), ("colour", [])])
+def test_each_items_crowd_labels_equal_plain_python(
+    folder: Path, label: str, by: list[str]
+) -> None:
+    args = ["--label", label, *(a for b in by for a in ("--by", b))]
+    result = CliRunner().invoke(
+        app,
+        [
+            "query",
+            "gold-vs-crowd-items",
+            "-d",
+            NAME,
+            "--data",
+            str(folder / "data"),
+            "-f",
+            "csv",
+            *args,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    values = VALUES[label]
+    gold, ratings = read_fixture(folder, label, by)
+    assert [(tuple(r[a] for a in by), r["item_id"]) for r in rows] == sorted(
+        (key, item) for key, items in ratings.items() for item in items
+    )
+    for row in rows:
+        given = ratings[tuple(row[a] for a in by)][row["item_id"]]
+        reference = gold.get(row["item_id"], "")
+        plurality = plurality_of(given)
+        median = median_of(given, values) if label == "score" else ""
+        counts = " ".join(str(given.count(v)) for v in values)
+        agrees = "" if not reference else str(plurality == reference).lower()
+        median_agrees = "" if not reference or not median else str(median == reference).lower()
+        assert (row["ratings"], row["counts"], row["reference"]) == (
+            str(len(given)),
+            counts,
+            reference,
+        )
+        assert (row["plurality"], row["median"]) == (plurality, median)
+        assert (row["plurality_agrees"], row["median_agrees"]) == (agrees, median_agrees)
 
 
 def test_plurality_ties_are_counted(folder: Path) -> None:
@@ -330,6 +389,6 @@ def test_the_family_has_gold_and_offers_the_query(folder: Path) -> None:
     from dices_cli.families.declaration import read_declaration
 
     [family] = register(read_declaration(folder / f"{NAME}.toml"))
-    assert family.has_gold and "gold-vs-crowd" in family.queries
+    assert family.has_gold and {"gold-vs-crowd", "gold-vs-crowd-items"} <= set(family.queries)
     assert family.lacks("expert gold labels") == "Ordinal toy has expert gold labels"
     FAMILIES.pop(NAME)
