@@ -10,8 +10,10 @@ The model every declared dataset is stored as:
 Each label has a scale: binary, nominal or ordinal (values in their order), the values
 that are missing codes (stored as null), and the values that count as the positive class
 of a binary view. A declaration file holds one or more `[[dataset]]` tables; each names
-its files (`[[dataset.file]]`: format, layout, column roles, where it is published) and
-the scales of its labels (`[dataset.scales.LABEL]`). docs/datasets.md describes every key.
+its files (`[[dataset.file]]`: format, layout, column roles, where it is published), the
+scales of its labels (`[dataset.scales.LABEL]`) and the item attributes that hold a
+reference label, such as experts' gold (`[dataset.references.ATTRIBUTE]`: the label it is
+a reference for, read on that label's scale). docs/datasets.md describes every key.
 
 `read_declaration` parses a file and checks it; a mistake raises `DeclarationError`,
 which names the key and says how to fix it. Nothing here reads a data file.
@@ -49,13 +51,14 @@ RESERVED_NAMES = frozenset({"all", "auto"})
 # column); a nested JSON field is written "outer/inner".
 LIST_ROLES = ("labels", "text", "item_attributes", "rater_attributes", "answers")
 DATASET_KEYS = {"name", "title", "description", "citation", "licence", "published", "file"}
-DATASET_KEYS |= {"scales", "family"}
+DATASET_KEYS |= {"scales", "family", "references"}
 FILE_KEYS = {"role", "format", "layout", "match", "item", "rater", "separator", "from_name"}
 FILE_KEYS |= {"json_records", "json_key", "rater_attribute_maps", "source", "description"}
 FILE_KEYS |= {"contains"}
 FILE_KEYS |= set(LIST_ROLES)
 SOURCE_KEYS = {"url", "repository", "commit", "path", "size", "sha256", "saved_as", "note"}
 SCALE_KEYS = {"kind", "values", "missing", "positive", "description"}
+REFERENCE_KEYS = {"label", "values", "missing", "description"}
 COUNT_NAMES = ("items", "raters", "ratings")
 
 Value = str | int | float
@@ -84,6 +87,49 @@ class Scale:
     @property
     def integral(self) -> bool:
         return self.numeric and all(float(v).is_integer() for v in self.values)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """An item attribute holding a reference label for one of the labels (experts' gold):
+    read on that label's scale. A cell is one of the label's values, or a key of `values`
+    (the cell's text -> the label's value it stands for) when the file writes them
+    otherwise; a cell that is empty or in `missing` gives the item no reference."""
+
+    attribute: str
+    label: str
+    values: dict[str, Value] = field(default_factory=dict)
+    missing: tuple[Value, ...] = ()
+    description: str = ""
+
+    def rank_of(self, cell: str | None, scale: Scale) -> int | None:
+        """The rank in `scale` of the value a stored cell (as text) stands for; None for no
+        reference; a KeyError for a cell that is none of them."""
+        if cell is None or not cell.strip() or _among(cell, self.missing):
+            return None
+        value = next((v for k, v in self.values.items() if _same_value(cell, k)), None)
+        if value is None and self.values:
+            raise KeyError(cell)
+        target = cell if value is None else value
+        for rank, known in enumerate(scale.values):
+            if _same_value(target, known):
+                return rank
+        raise KeyError(cell)
+
+
+def _same_value(cell: Value, value: Value) -> bool:
+    """Whether a cell's text (or a declared value) and a declared value are one value: the
+    same text stripped, or the same number (a stored 3.0 is the scale's 3)."""
+    if str(cell).strip() == str(value).strip():
+        return True
+    try:
+        return float(str(cell)) == float(str(value))
+    except ValueError:
+        return False
+
+
+def _among(cell: str, values: tuple[Value, ...]) -> bool:
+    return any(_same_value(cell, v) for v in values)
 
 
 @dataclass(frozen=True)
@@ -165,6 +211,11 @@ class DatasetDeclaration:
     citation: str = ""
     licence: str = ""
     origin: str = ""  # the declaration file, for messages
+    references: dict[str, Reference] = field(default_factory=dict)  # attribute -> reference
+
+    def reference_of(self, label: str) -> Reference | None:
+        """The reference label declared for `label`, or None."""
+        return next((r for r in self.references.values() if r.label == label), None)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -309,6 +360,7 @@ class _Checker:
             )
         for label in sorted(set(scales) - labels):
             self.fail(f"{where}.scales.{label}", "names no label", "name it in a file's labels")
+        references = self.references(table, where, specs, scales)
         published = table.get("published", {})
         if not isinstance(published, dict) or not all(
             k in COUNT_NAMES and isinstance(v, int) and not isinstance(v, bool) and v >= 0
@@ -330,7 +382,81 @@ class _Checker:
             citation=self.text(table, "citation", where, ""),
             licence=self.text(table, "licence", where, ""),
             origin=self.origin,
+            references=references,
         )
+
+    def references(
+        self,
+        table: Mapping[str, Any],
+        where: str,
+        specs: tuple[FileSpec, ...],
+        scales: dict[str, Scale],
+    ) -> dict[str, Reference]:
+        """The `[dataset.references.ATTRIBUTE]` tables: each names an item attribute that
+        holds a reference label, and the label (and so the scale) it is a reference for."""
+        tables = table.get("references", {})
+        if not isinstance(tables, dict):
+            self.fail(
+                f"{where}.references",
+                "is not a table",
+                'write [dataset.references.ATTRIBUTE] with label = "LABEL"',
+            )
+        attributes = {n for s in specs for n in s.item_attributes}
+        labels = list(dict.fromkeys(n for s in specs for n in s.labels))
+        found: dict[str, Reference] = {}
+        for attribute, one in tables.items():
+            at = f"{where}.references.{attribute}"
+            if not isinstance(one, dict):
+                self.fail(at, "is not a table", 'write label = "LABEL" under it')
+            self.keys(one, REFERENCE_KEYS, at)
+            if attribute not in attributes:
+                self.fail(
+                    at,
+                    "names no item attribute",
+                    "store the reference column as one in the file that has it: "
+                    f'item_attributes = {{ {attribute} = "COLUMN" }}',
+                )
+            label = self.text(one, "label", at, labels[0] if len(labels) == 1 else None)
+            if label not in labels:
+                self.fail(f"{at}.label", f"is {label!r}", f"use one of: {', '.join(labels)}")
+            if (twice := next((r for r in found.values() if r.label == label), None)) is not None:
+                self.fail(
+                    f"{at}.label",
+                    f"is {label!r}, which {twice.attribute} is a reference for already",
+                    "declare one reference per label",
+                )
+            scale = scales[label]
+            values = one.get("values", {})
+            if not isinstance(values, dict) or not all(
+                isinstance(v, str | int | float) and not isinstance(v, bool)
+                for v in values.values()
+            ):
+                self.fail(
+                    f"{at}.values",
+                    f"is {values!r}",
+                    'map each cell onto the label\'s value: values = { "cell" = VALUE }',
+                )
+            shown = ", ".join(map(str, scale.values))
+            for cell, value in values.items():
+                if not _among(str(value), scale.values):
+                    self.fail(
+                        f"{at}.values.{cell}",
+                        f"is {value!r}, not a value of {label}'s scale",
+                        f"map it onto one of: {shown}",
+                    )
+            missing = one.get("missing", [])
+            if not isinstance(missing, list) or not all(
+                isinstance(v, str | int | float) and not isinstance(v, bool) for v in missing
+            ):
+                self.fail(f"{at}.missing", f"is {missing!r}", 'write missing = [-1] or ["n/a"]')
+            found[attribute] = Reference(
+                attribute,
+                label,
+                dict(values),
+                tuple(missing),
+                self.text(one, "description", at, ""),
+            )
+        return found
 
     def columns(self, table: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
         value = table.get(key, [])

@@ -30,6 +30,8 @@ QUERIES = (
     "agreement",
     "group-disagreement",
 )
+# The queries of a declared dataset whose items hold a reference label (experts' gold).
+REFERENCE_QUERIES = ("gold-vs-crowd", "gold-vs-crowd-items")
 
 
 def built_in() -> list[DatasetDeclaration]:
@@ -74,10 +76,10 @@ def family_from(declared: DatasetDeclaration) -> Family:
         enums={},
         published={declared.name: dict(declared.published)},
         manifest={"sources": list, "counts": {"items": int, "raters": int}},
-        queries=QUERIES,
+        queries=QUERIES + (REFERENCE_QUERIES if declared.references else ()),
         has_raters=declared.has_raters,
         has_demographics=declared.has_demographics,
-        has_gold=False,
+        has_gold=bool(declared.references),
         declared=declared,
     )
 

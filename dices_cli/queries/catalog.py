@@ -564,7 +564,8 @@ def render_sql(query: Query) -> str:
     if query.uses is None:
         return query.body
     base, alias = query.uses
-    inner = render_sql(get_query(base))
+    # The query it uses is in its own folder: DICES's catalogue, or sql/declared/.
+    inner = render_sql(_read_catalog(query.path.parent).get(base) or get_query(base))
     if query.body.upper().startswith("WITH "):
         return f"WITH {alias} AS ({inner}),\n{query.body[5:]}"
     return f"WITH {alias} AS ({inner})\n{query.body}"

@@ -31,6 +31,7 @@ from dices_cli.errors import Option, UsageError
 from dices_cli.families import family_of, listed
 from dices_cli.queries.engine import INTERNAL, create_view, run_script
 from dices_cli.queries.family import FamilySession
+from dices_cli.queries.reference import reference_label, reference_parameters
 
 if TYPE_CHECKING:
     from dices_cli.families.declaration import DatasetDeclaration, Scale
@@ -173,6 +174,8 @@ class DeclaredSession(FamilySession):
     def checked(self, query: Query, parameters: dict[str, Any]) -> dict[str, Any]:
         """`parameters` checked against the declaration, with what the SQL and a compute
         step read of the label's scale (kind, categories, positions, positive_values)."""
+        from dices_cli.queries.catalog import render_sql
+
         declared = self.declared
         bound = dict(parameters)
         if "by" in bound:
@@ -181,6 +184,10 @@ class DeclaredSession(FamilySession):
             return bound
         if not declared.labels:
             raise UsageError(f"{declared.title} declares no label; {query.name} needs one")
+        # A query over the items' reference label (its own SQL, or the query it uses).
+        references = "$reference" in render_sql(query)
+        if references and not bound.get("label"):
+            bound["label"] = reference_label(declared, query.name)
         label = bound.get("label") or declared.labels[0]
         if label not in declared.labels:
             raise UsageError(
@@ -208,6 +215,8 @@ class DeclaredSession(FamilySession):
         bound["positive_values"] = ", ".join(value_text(v, scale) for v in scale.positive)
         if "metric" in bound:
             bound["metric"] = self._metric(bound["metric"], label, scale)
+        if references:
+            bound |= reference_parameters(declared, label, bound, query.name)
         return bound
 
     def check_attributes(self, by: Sequence[str]) -> None:

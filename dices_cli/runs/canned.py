@@ -45,6 +45,15 @@ def other_families() -> list[Family]:
     return [family for name, family in FAMILIES.items() if name != "dices"]
 
 
+def offers(family: Family, name: str) -> bool:
+    """Whether `family` has its own version of the query `name` that applies to it: for a
+    declared dataset, one its declaration offers (gold-vs-crowd: a reference label)."""
+    from dices_cli.queries.catalog import family_queries
+
+    own = name in family_queries(family.name)
+    return own and (family.declared is None or name in family.queries)
+
+
 @dataclass(frozen=True)
 class CannedRun:
     """A canned query's result, and what a table of it always shows (its focus's arguments:
@@ -116,7 +125,7 @@ def run_canned(
     if dataset == "all":
         ingested = set(store.ingested())
         for other in other_families():
-            if ingested & set(other.members) and canned.name in family_queries(other.name):
+            if ingested & set(other.members) and offers(other, canned.name):
                 tell(
                     f"note: {other.title} is ingested too; -d {other.name} runs its own "
                     f"{canned.name}"
@@ -131,7 +140,7 @@ def family_asked(canned: Query, dataset: str, store: Store) -> Family | None:
     query of its own belongs to, or the one with its own version of a DICES query when no
     DICES dataset is ingested. None for DICES."""
     from dices_cli.families import FAMILIES, family_of
-    from dices_cli.queries.catalog import DECLARED, family_queries
+    from dices_cli.queries.catalog import DECLARED
 
     if dataset in FAMILIES:
         return FAMILIES[dataset]
@@ -150,7 +159,7 @@ def family_asked(canned: Query, dataset: str, store: Store) -> Family | None:
             (
                 family
                 for family in other_families()
-                if ingested & set(family.members) and canned.name in family_queries(family.name)
+                if ingested & set(family.members) and offers(family, canned.name)
             ),
             None,
         )
@@ -179,9 +188,10 @@ def run_family_query(
 
     own = family_queries(family.name).get(canned.name)
     if own is None and family.declared is not None:
+        offered = [q for q in family_queries(family.name) if offers(family, q)]
         raise UsageError(
             f"{canned.name} asks DICES's or ProsocialDialog's own questions; {family.title}'s "
-            f"queries are: {', '.join(family_queries(family.name))}"
+            f"queries are: {', '.join(offered)}"
         )
     if own is None:
         raise UsageError(f"{family.lacks()}; {canned.name} needs them")

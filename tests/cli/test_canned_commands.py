@@ -129,6 +129,7 @@ def test_an_unknown_query_says_the_nearest_then_lists_the_queries(sample: Path) 
         "agreement, degree-of-harm, gold-vs-crowd-summary, gold-vs-crowd, group-disagreement, "
         "harm-types, item-distribution, overview, qoverall-by-demographic, rater-quality, "
         "label-check (ProsocialDialog only), source-breakdown (ProsocialDialog only), "
+        "gold-vs-crowd-items (declared datasets only), "
         "label-by-group (declared datasets only), label-distribution (declared datasets only) "
         "(`dices query --list` describes them)"
     )

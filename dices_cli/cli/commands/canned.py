@@ -183,7 +183,7 @@ def _datasets_said(query: Query) -> str:
     """The datasets a query applies to, and the families whose own version it has."""
     from dices_cli.families import family_of
     from dices_cli.queries.catalog import DECLARED, family_queries
-    from dices_cli.runs.canned import other_families
+    from dices_cli.runs.canned import offers, other_families
 
     if query.datasets == (DECLARED,):
         scales = " or ".join(query.scales)
@@ -191,7 +191,7 @@ def _datasets_said(query: Query) -> str:
     said = ", ".join(family_of(d).title_of(d) for d in query.datasets)
     for family in other_families():
         own = family_queries(family.name).get(query.name)
-        if own is not None and own is not query:
+        if own is not None and own is not query and offers(family, query.name):
             sql = f"{own.path.parent.name}/{own.path.name}"
             said += f"; {family.title} with -d {family.name} ({sql}: its own columns)"
     return said
@@ -426,8 +426,8 @@ def query_group(
 def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: bool) -> None:
     from dices_cli.cli.focus import Focus
     from dices_cli.output import Table
-    from dices_cli.queries.catalog import command_queries, family_queries
-    from dices_cli.runs.canned import other_families
+    from dices_cli.queries.catalog import command_queries
+    from dices_cli.runs.canned import offers, other_families
 
     rows = [
         (
@@ -439,7 +439,7 @@ def _list_queries(shape: Shape, fmt: Format | None, output: Path | None, force: 
                         *(
                             "declared" if f.declared is not None else f.name
                             for f in other_families()
-                            if q.name in family_queries(f.name)
+                            if offers(f, q.name)
                         ),
                     ]
                 )

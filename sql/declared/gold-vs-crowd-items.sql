@@ -1,0 +1,27 @@
+-- name: gold-vs-crowd-items
+-- summary: Each item's crowd label for a declared label (plurality; median for an ordinal label) beside its reference label (experts' gold), per rater group.
+-- datasets: declared
+-- scales: binary nominal ordinal
+-- uses: gold-vs-crowd AS ratings
+-- param by: attributes = []: Compute the crowd label from this group's raters only; several give their intersection; none: all raters.
+-- param label: label: The label; when not given, the one the declaration gives a reference for.
+-- compute: dices_cli.metrics.reference_agreement:crowd_by_item
+-- column dataset: The dataset.
+-- column {by}: One column per --by attribute, holding the group's value.
+-- column item_id: The item.
+-- column ratings: The group's ratings of the label for the item.
+-- column counts: Ratings per value of the scale, in the scale's order, separated by spaces.
+-- column reference: The item's reference label, on the label's scale (empty: none).
+-- column plurality: The most frequent value; tie when two or more are equally frequent.
+-- column median: The lower median value (ordinal labels; empty otherwise).
+-- column plurality_agrees: Whether the plurality is the reference (empty without a reference).
+-- column median_agrees: Whether the median is the reference (ordinal labels with a reference).
+-- answer: reference, plurality, median, plurality_agrees
+-- explanation:
+--   The crowd labels gold-vs-crowd compares, item by item: for each group of the --by
+--   rater attributes and item it rated, the group's ratings of the label counted over the
+--   scale, the plurality value ('tie' when two or more values are equally frequent) and,
+--   for an ordinal label, the lower median (the smallest value at or below which half
+--   the ratings lie), beside the item's reference label read as the declaration says
+--   ([dataset.references.ATTRIBUTE]). Items without a reference are listed with it empty.
+SELECT * FROM ratings
