@@ -268,10 +268,13 @@ def test_parquet_keeps_duckdb_types(runner: CliRunner, ingested: Path, tmp_path:
     assert schema.field("granular_answers").type == pa.list_(
         pa.field("l", pa.dictionary(pa.uint8(), pa.string()))
     )
+    # The reference: the same rows (dataset and id are a key) as Python values, of only the
+    # columns compared, which spares converting the other columns of every row.
+    names = ("Q_overall", "answer_timestamp", "granular_answers")
     session = open_session(Store(ingested), "all")
-    expected = session.execute(statement)
+    expected = session.execute(statement.replace("*", ", ".join(names)))
     assert written.num_rows == len(expected.rows) == 43_050 + 72_103
-    for name in ("Q_overall", "answer_timestamp", "granular_answers"):
+    for name in names:
         index = expected.columns.index(name)
         assert written.column(name).to_pylist() == [row[index] for row in expected.rows]
     assert set(written.column("Q_overall").to_pylist()) == {"No", "Yes", "Unsure"}
