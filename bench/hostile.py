@@ -215,7 +215,7 @@ def ingest_sample(tree: Path, data: Path) -> None:
     """The packaged sample of both datasets, ingested by `tree`'s own dices."""
     environment = tree_environment(tree)
     paths = subprocess.run(
-        [sys.executable, "-c", "from dices_cli.cli.demo import sample_paths as s; print(*s())"],
+        [sys.executable, "-c", "from dices_cli.runs.demo import sample_paths as s; print(*s())"],
         cwd=tree,
         env=environment,
         capture_output=True,
