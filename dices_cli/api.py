@@ -488,7 +488,7 @@ class Data:
     def as_rater(
         self,
         predictions: Frame,
-        dataset: str = "350",
+        dataset: str = SCORED_BY_DEFAULT,
         by: str | Sequence[str] | None = None,
         *,
         ties: str = "exclude",

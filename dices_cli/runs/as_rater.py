@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import Option, UsageError
+from dices_cli.families import SCORED_BY_DEFAULT
 from dices_cli.runs.common import Tell, unsaid
 from dices_cli.runs.evaluation import dices_votes, evaluation_settings
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 def run_as_rater(
     store: Store,
     predictions: str,
-    dataset: str = "350",
+    dataset: str = SCORED_BY_DEFAULT,
     by: Sequence[str] | None = None,
     *,
     ties: str | None = None,
