@@ -57,7 +57,7 @@ WITH rater_groups AS (  -- each rater with its group's number, g
 rated AS NOT MATERIALIZED (  -- each rating: its group, rater, item, positive (1) or not (0)
     SELECT g, rater_id, item_id, positive::INTEGER AS y, number, kind
     FROM asked_label_values
-    JOIN rater_groups USING (dataset, rater_id)
+    JOIN rater_groups USING (rater_id)  -- a declared session holds one dataset
 ),
 per_rater AS (
     SELECT g, rater_id, sum(y) AS y, count(*) AS n, sum(number) AS total, any_value(kind) AS kind
