@@ -93,6 +93,10 @@ class DeclaredSession(FamilySession):
         declared = family_of(name).declared
         assert declared is not None
         self.declared = declared
+        # Whether no rater rated an item twice, as its ingest counted (a manifest written
+        # before it counted: unknown, so not).
+        manifest = next(iter(self._stored.values()))[0].manifest
+        self.one_rating_per_cell = manifest.get("repeated_ratings") == 0
         self.con.execute(
             "CREATE TABLE scale_values (label VARCHAR, kind VARCHAR, value VARCHAR, "
             "rank INTEGER, number DOUBLE, positive BOOLEAN, label_order INTEGER)"
@@ -221,6 +225,8 @@ class DeclaredSession(FamilySession):
         bound["categories"] = len(scale.values)
         bound["positions"] = positions(scale)
         bound["positive_values"] = ", ".join(value_text(v, scale) for v in scale.positive)
+        if "$one_rating_per_cell" in query.body:
+            bound["one_rating_per_cell"] = self.one_rating_per_cell
         if "metric" in bound:
             bound["metric"] = self._metric(bound["metric"], label, scale)
         if references:

@@ -73,12 +73,12 @@ item_totals AS (  -- each item over every group
     WHERE $interval <> 'wilson'
     GROUP BY ALL
 ),
-cells AS (
+cells AS (  -- when each cell is one rating (y is 0 or 1, n is 1), its sums are the group's
     SELECT g, sum(y * y) AS k_yy, sum(y * n) AS k_yn, sum(n * n) AS k_nn
     FROM (
         SELECT g, sum(y) AS y, count(*) AS n
         FROM rated
-        WHERE $interval <> 'wilson'
+        WHERE $interval <> 'wilson' AND NOT $one_rating_per_cell
         GROUP BY g, rater_id, item_id
     )
     GROUP BY g
@@ -135,7 +135,9 @@ SELECT
         'r_yy': s.r_yy, 'r_yn': s.r_yn, 'r_nn': s.r_nn,
         'c_yy': i.c_yy, 'c_yn': i.c_yn, 'c_nn': i.c_nn,
         'x_yy': i.x_yy, 'x_yn': i.x_yn, 'x_ny': i.x_ny, 'x_nn': i.x_nn,
-        'k_yy': c.k_yy::BIGINT, 'k_yn': c.k_yn::BIGINT, 'k_nn': c.k_nn::BIGINT,
+        'k_yy': (CASE WHEN $one_rating_per_cell THEN s.n_positive ELSE c.k_yy END)::BIGINT,
+        'k_yn': (CASE WHEN $one_rating_per_cell THEN s.n_positive ELSE c.k_yn END)::BIGINT,
+        'k_nn': (CASE WHEN $one_rating_per_cell THEN s.ratings ELSE c.k_nn END)::BIGINT,
         'f_items': f.f_items, 'f_yy': f.f_yy, 'f_yn': f.f_yn, 'f_nn': f.f_nn
     } AS share_sums
 FROM groups AS s
