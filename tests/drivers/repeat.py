@@ -4,9 +4,10 @@
 
 The commands run in turn, round and round, RUNS runs in all, each through the command
 line's app in this process: a process of its own per run would cost its start-up, which a
-test that only needs another process writing or reading beside it does not need. After each run one JSON line
-goes to stdout: {"code", "stdout", "stderr"}. Closing this process's stdin stops it after the
-run under way (before RUNS), so that no run is cut short.
+test that only needs another process writing or reading beside it does not need. After
+each run one JSON line goes to stdout: {"start", "code", "stdout", "stderr"} (start:
+`time.monotonic()` when the run began, the caller's clock too on Linux). Closing this
+process's stdin stops it after the run under way (before RUNS), so that no run is cut short.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 
 class Repeating:
     """This script in a process beside the caller, from construction to `stop()` (or the
-    end of its `times` runs): `runs` holds each finished run's {"code", "stdout", "stderr"}
-    as it comes."""
+    end of its `times` runs): `runs` holds each finished run's {"start", "code", "stdout",
+    "stderr"} as it comes."""
 
     def __init__(self, times: int, *commands: list[str]) -> None:
         self.process = subprocess.Popen(
@@ -62,8 +64,10 @@ def main() -> None:
     times, commands = int(sys.argv[1]), json.loads(sys.argv[2])
     runner = CliRunner()
     for number in range(times):
+        start = time.monotonic()
         result = runner.invoke(app, commands[number % len(commands)])
         line = {"code": result.exit_code, "stdout": result.stdout, "stderr": result.stderr}
+        line["start"] = start
         print(json.dumps(line), flush=True)
         if select.select([sys.stdin], [], [], 0)[0] and not sys.stdin.read(1):
             return  # stdin closed: stop
