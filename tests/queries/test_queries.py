@@ -1262,20 +1262,20 @@ FORMAT_CASES = [
 
 @pytest.mark.parametrize(("name", "dataset"), FORMAT_CASES)
 def test_csv_json_and_parquet_on_each_dataset(
-    name: str, dataset: str, runner: CliRunner, ingested: Path, tmp_path: Path
+    name: str, dataset: str, runner: CliRunner, sample: Path, tmp_path: Path
 ) -> None:
     options, columns = QUERIES[name]
     args = [name, *options, "-d", dataset]
-    reference = records(runner, ingested, *args)
+    reference = records(runner, sample, *args)
     assert reference
     assert all(list(r) == columns and r["dataset"] == dataset for r in reference)
 
-    result = invoke(runner, ingested, *args, "-f", "csv")
+    result = invoke(runner, sample, *args, "-f", "csv")
     assert result.exit_code == 0, result.output
     assert_reads_back(result, tmp_path / "out.csv", ",", columns, reference)
 
     path = tmp_path / "out.parquet"
-    result = invoke(runner, ingested, *args, "-o", str(path))
+    result = invoke(runner, sample, *args, "-o", str(path))
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     table = pq.read_table(path)
@@ -1285,25 +1285,25 @@ def test_csv_json_and_parquet_on_each_dataset(
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_tsv_jsonl_and_json_by_extension(
-    name: str, runner: CliRunner, ingested: Path, tmp_path: Path
+    name: str, runner: CliRunner, sample: Path, tmp_path: Path
 ) -> None:
     options, columns = QUERIES[name]
     args = [name, *options]  # both datasets (where the query applies)
-    reference = records(runner, ingested, *args)
+    reference = records(runner, sample, *args)
     assert all(list(r) == columns for r in reference)
     expected_datasets = ["350"] if name in GOLD_ONLY else ["350", "990"]
     assert sorted({r["dataset"] for r in reference}) == expected_datasets
 
-    result = invoke(runner, ingested, *args, "-f", "tsv")
+    result = invoke(runner, sample, *args, "-f", "tsv")
     assert result.exit_code == 0, result.output
     assert_reads_back(result, tmp_path / "out.tsv", "\t", columns, reference)
 
-    result = invoke(runner, ingested, *args, "-f", "jsonl")
+    result = invoke(runner, sample, *args, "-f", "jsonl")
     assert result.exit_code == 0, result.output
     assert [json.loads(line) for line in result.stdout.splitlines()] == reference
 
     path = tmp_path / "out.json"  # json chosen by the extension
-    result = invoke(runner, ingested, *args, "-o", str(path))
+    result = invoke(runner, sample, *args, "-o", str(path))
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     assert json.loads(path.read_text(encoding="utf-8")) == reference
