@@ -65,13 +65,21 @@ def difference_interval_of(
 ) -> tuple[float | None, float | None]:
     """The interval of own - rest on `metric` (a group row's difference, a persona's):
     centred, with the raters' variance of the left-out differences where both sides have
-    them; for RECIPROCAL_SCALE metrics, from the two sides' reciprocal-scale intervals
-    (MOVER, dices_cli.metrics.intervals.difference_interval), their V_answers taken off."""
+    them, against a plurality the own side's `plurality` term (V_raters - V_answers of the
+    difference, dices_cli.evaluate.plurality); for RECIPROCAL_SCALE metrics, from the two
+    sides' reciprocal-scale intervals (MOVER, dices_cli.metrics.intervals.
+    difference_interval), their V_answers taken off."""
     difference = own.values[metric] - rest.values[metric]
     own_out, rest_out = ((side.left_out or {}).get(metric) for side in (own, rest))
     left_out = None if own_out is None or rest_out is None else own_out - rest_out
     if metric not in RECIPROCAL_SCALE:
-        return interval(difference, difference_bounds(BOUNDS[metric]), left_out, raters)
+        variance = (
+            own.plurality
+            if own.plurality is not None and raters is not None
+            else rater_variance(left_out, raters)
+        )
+        low, high = centred_interval(difference, variance, difference_bounds(BOUNDS[metric]))
+        return number(low), number(high)
     low, high = difference_interval(
         (own.values[metric], rater_variance(own_out, raters)),
         (rest.values[metric], rater_variance(rest_out, raters)),
@@ -93,4 +101,6 @@ def jackknifed(
     and, against shares, jsd's V_answers of the side's answer `counts` [category,
     conversation]."""
     overlap = {"jsd": answer_variance(prediction, counts)} if key[0] == "crowd-share" else None
-    return Measured(measured.n, measured.ties, measured.values, left_out, overlap)
+    return Measured(
+        measured.n, measured.ties, measured.values, left_out, overlap, measured.plurality
+    )

@@ -101,6 +101,10 @@ class Measured:
     # Group rows: per metric of RECIPROCAL_SCALE, the part of its variance both jackknives
     # count (V_answers, dices_cli.evaluate.groups.answer_variance).
     overlap: dict[str, float] | None = None
+    # Group rows against a plurality: the raters' variance of the headline difference from
+    # the rest beyond the answers' noise, and its degrees of freedom
+    # (dices_cli.evaluate.plurality); None elsewhere.
+    plurality: tuple[float, float] | None = None
 
 
 class Resampled:
