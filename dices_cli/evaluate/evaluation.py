@@ -347,9 +347,7 @@ def _clustered(
                 array[rows.start + member] = measured.values[metric][0]
     counts_of = {(group, rest): counts for group, rest, counts in group_sets}
     if "crowd" in references:
-        terms = difference_rater_variance(
-            prediction, members, Jackknife(members.group), settings.threshold
-        )
+        terms = difference_rater_variance(prediction, members, settings.threshold)
         for group, term in enumerate(terms):
             figures["crowd", group, False] = replace(figures["crowd", group, False], plurality=term)
     return {

@@ -71,7 +71,7 @@ def _answer_variance(counts: Array, said: tuple[Array, Array]) -> float:
 
 
 def difference_rater_variance(
-    prediction: Prediction, members: Members, jackknife: Jackknife, threshold: float
+    prediction: Prediction, members: Members, threshold: float
 ) -> list[tuple[float, float]]:
     """Per group: the raters' variance of the kappa difference group - rest beyond the
     answers' noise, (V_raters - V_answers) at least 0, and the Satterthwaite degrees of
@@ -85,6 +85,7 @@ def difference_rater_variance(
         rest = _kappa(*_halves(batch.sum(axis=1, keepdims=True) - batch), said)
         left[rows] = own - rest
     pool = members.answers.sum(axis=0)
+    jackknife = Jackknife(members.group)
     result = []
     for group in range(groups):
         counts = members.answers[members.group == group].sum(axis=0)
