@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dices_cli.evaluate.groups import answer_variance
+from dices_cli.evaluate.groups import answer_variances
 from dices_cli.evaluate.measure import BOUNDS, RECIPROCAL_SCALE, Measured, Prediction
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
@@ -98,9 +98,9 @@ def jackknifed(
     counts: Array,
 ) -> Measured:
     """A group row's figures (reference key[0]) with their values with each member left out
-    and, against shares, jsd's V_answers of the side's answer `counts` [category,
+    and, against shares, jsd's and tvd's V_answers of the side's answer `counts` [category,
     conversation]."""
-    overlap = {"jsd": answer_variance(prediction, counts)} if key[0] == "crowd-share" else None
+    overlap = answer_variances(prediction, counts) if key[0] == "crowd-share" else None
     return Measured(
         measured.n, measured.ties, measured.values, left_out, overlap, measured.plurality
     )
