@@ -1,4 +1,4 @@
-"""The doctests of the Python API (dices_cli/api.py, docs/python.md): each runs in a
+"""The doctests of the Python API (dices_cli/api/, docs/python.md): each runs in a
 temporary working directory of its own, with `dices` imported and `d`, a data directory
 holding the packaged sample (read-only), ready."""
 
