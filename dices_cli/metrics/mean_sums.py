@@ -51,6 +51,7 @@ from dices_cli.metrics.share_sums import SUMS, Sums, difference_interval
 from dices_cli.metrics.shares import (
     TEST_COLUMNS,
     Z_95,
+    FamilyTest,
     Relabelled,
     Variance,
     cr1,
@@ -150,7 +151,7 @@ def _family_test(
     means: list[dict[str, Any]],
     method: str,
     parameters: dict[str, Any],
-) -> Any:
+) -> FamilyTest:
     """The tests of one family's groups' mean codes (`shares.family_test` of their means)."""
     raters = [len(means[r]["rater_total"]) for r in members]
     label = np.repeat(np.arange(len(members)), raters)

@@ -24,7 +24,7 @@ from dices_cli.output import Table
 from dices_cli.queries.catalog import declared_queries
 from dices_cli.queries.declared import DeclaredSession, mean_codes
 from dices_cli.store.datasets import Store
-from tests.drivers.ordinal import OrdinalRatings, ordinal_ratings
+from tests.drivers.ordinal import OrdinalRatings, label_by_group, ordinal_ratings
 
 pytestmark = pytest.mark.usefixtures("registry_as_it_was")
 
@@ -310,3 +310,22 @@ def test_the_codes_are_whole_numbers_from_the_lowest_value() -> None:
     assert mean_codes((1.0, 2.0, 3.0, 4.0, 5.0)) == (1.0, 1)
     assert mean_codes(HALVES) == (-1.0, 2)
     assert mean_codes((0.0, 0.25, 1.0, 2.5)) == (0.0, 4)
+
+
+@pytest.mark.slow
+@pytest.mark.calibration
+def test_the_mean_interval_covers_the_true_mean_per_group_size() -> None:
+    """The clustered interval of the mean and of its difference from the rest, against
+    the generator's truth: its latent score and cuts are symmetric about 0, so the mean
+    rating is 3 for every group, and every difference 0 (tests/drivers/ordinal.py)."""
+    sizes, simulations = (5, 13, 20), 40
+    covered = {"mean": [0] * len(sizes), "mean_difference": [0] * len(sizes)}
+    for seed in range(simulations):
+        ratings = ordinal_ratings(sizes, items=60, per_rater=20, seed=3000 + seed)
+        result = label_by_group(ratings, {"permutations": 0})
+        for prefix, truth in (("mean", 3.0), ("mean_difference", 0.0)):
+            lows, highs = column(result, f"{prefix}_ci_low"), column(result, f"{prefix}_ci_high")
+            for g, (low, high) in enumerate(zip(lows, highs, strict=True)):
+                covered[prefix][g] += low <= truth <= high
+    lowest = stats.binom.ppf(0.001, simulations, 0.95)
+    assert all(count >= lowest for counts in covered.values() for count in counts), covered
