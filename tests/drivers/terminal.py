@@ -12,7 +12,10 @@ import subprocess
 import sys
 import tempfile
 import termios
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+import pytest
 
 from tests.conftest import memory_cap
 
@@ -174,3 +177,18 @@ class Terminal:
         self._answers_file.close()
         os.close(self._leader)
         self._stderr.close()
+
+
+_SHARED: list[Terminal] = []
+
+
+@pytest.fixture(scope="session", name="terminal")
+def terminal_fixture() -> Iterator[Terminal]:
+    """`terminal`: the run's one `Terminal` (each xdist worker's own), for the drawings on a
+    terminal of every test module that imports this fixture (`from tests.drivers.terminal
+    import terminal_fixture`): the first to ask starts it, the session's end closes it."""
+    if not _SHARED:
+        _SHARED.append(Terminal())
+    yield _SHARED[0]
+    if _SHARED:  # each importing module's fixture ends at the session's end: the first closes
+        _SHARED.pop().close()

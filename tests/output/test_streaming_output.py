@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -130,6 +131,14 @@ def test_sql_writes_csv_without_importing_pandas(
     )
     assert (done.returncode, done.stderr) == (0, imported)
     assert done.stdout == table_path_bytes(sample, statement, Format.CSV)
+
+
+@pytest.fixture
+def sample_copy(sample: Path, tmp_path: Path) -> Path:
+    """A private copy of `sample` that a test may change."""
+    target = tmp_path / "data"
+    shutil.copytree(sample, target, symlinks=True)
+    return target
 
 
 def test_sql_reads_only_the_stored_files_its_statement_names(
