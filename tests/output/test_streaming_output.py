@@ -313,6 +313,7 @@ def test_a_reader_that_leaves_ends_the_run_quietly(ingested: Path) -> None:
     assert elapsed < 10  # writing all 115,153 rows the old way took 24 s
 
 
+@pytest.mark.slow  # a query kept busy until its time limit stops it
 def test_the_time_limit_holds_while_the_result_is_written(runner: CliRunner, sample: Path) -> None:
     """Rows keep coming, and are written as they come, until the limit stops the query.
     Under a memory cap (the runner's, for a run with --timeout): a limit that fails to stop
