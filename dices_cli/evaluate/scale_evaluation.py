@@ -153,7 +153,8 @@ def _matched(
     for value in values:
         if value not in counts.columns:
             counts = counts.with_columns(pl.lit(0, dtype=pl.UInt32).alias(value))
-    joined = rows.join(counts, on="item_id", how="inner")
+    # In the predictions' order (a join's own order is any): the same sums every run.
+    joined = rows.join(counts, on="item_id", how="inner", maintain_order="left")
     if joined.height == 0:
         return np.empty((0, len(values))), np.empty((0, len(values))), 0, 0
     tallies = joined.select(values).to_numpy().astype(np.float64)
@@ -170,7 +171,9 @@ def _per_rater(
     places: np.ndarray[Any, np.dtype[np.float64]],
     ordinal: bool,
 ) -> list[tuple[str, tuple[Any, ...]]]:
-    joined = each.join(ratings, on=["item_id", "rater_id"], how="inner")
+    joined = each.join(
+        ratings, on=["item_id", "rater_id"], how="inner", maintain_order="left_right"
+    )
     if joined.height == 0:
         return []
     item_codes = joined["item_id"].cast(str).to_numpy()

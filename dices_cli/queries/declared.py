@@ -72,6 +72,16 @@ def positions(scale: Scale) -> tuple[float, ...]:
     return tuple(float(rank + 1) for rank in range(len(scale.values)))
 
 
+def mean_codes(positions: tuple[float, ...]) -> tuple[float, int]:
+    """The lowest of a scale's `positions` and the unit that makes each (position -
+    lowest) x unit a whole number, the code label-by-group sums for the mean
+    (`dices_cli.metrics.mean_sums`): the least common denominator of the positions."""
+    from fractions import Fraction
+    from math import lcm
+
+    return min(positions), lcm(*(Fraction(repr(p)).denominator for p in positions))
+
+
 # What DuckDB may hold in memory in a declared dataset's session before it spills to a
 # temporary folder of the session's own: a query's sums over 10^7 ratings (the rater x
 # item cells of label-by-group's clustered interval) would take gigabytes.
@@ -212,6 +222,7 @@ class DeclaredSession(FamilySession):
         bound["kind"] = scale.kind
         bound["categories"] = len(scale.values)
         bound["positions"] = positions(scale)
+        bound["mean_origin"], bound["mean_unit"] = mean_codes(bound["positions"])
         bound["positive_values"] = ", ".join(value_text(v, scale) for v in scale.positive)
         if "metric" in bound:
             bound["metric"] = self._metric(bound["metric"], label, scale)

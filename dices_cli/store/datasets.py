@@ -63,7 +63,6 @@ ADOPTING_PREFIX = ".adopting-"
 # Times a pinned open resolves the link again when the version it found was pruned before it
 # could hold it: each retry means two more complete ingests meanwhile.
 PIN_ATTEMPTS = 20
-TABLES = family_of("350").tables  # DICES's: each stored as TABLE.parquet
 
 # What the commands read from every family's manifest (`info`, `verify`): key -> type, or the
 # shape of a nested object (see `_shape_problem`); each family declares the rest

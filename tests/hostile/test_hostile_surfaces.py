@@ -47,18 +47,6 @@ def sample_lines() -> list[str]:
     return SAMPLES.read_text(encoding="utf-8").splitlines()
 
 
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding the packaged DICES-350 sample (40 conversations, each with
-    all 123 raters)."""
-    data = tmp_path_factory.mktemp("data")
-    result = CliRunner().invoke(
-        app, ["ingest", str(DATA / "dices_350_sample.csv.gz"), "--data", str(data)]
-    )
-    assert result.exit_code == 0, result.output
-    return data
-
-
 def run(*args: str | Path) -> Result:
     return CliRunner().invoke(app, [str(arg) for arg in args])
 

@@ -264,16 +264,20 @@ def test_the_docs_hold_the_answer_table() -> None:
         assert f"| {cell} | {verdict or 'not read'} |" in docs, text
 
 
+AROUND = frozenset(["it", "is", "the", "answer", "because", "so", "and", "or"])
 WORDS = st.text(alphabet=st.characters(categories=["Ll", "Lu", "Lo"]), min_size=2, max_size=8)
 
 
 @st.composite
 def prompts(draw: st.DrawFn) -> dict[str, str]:
-    """Declared answers: an unsafe and a safe word (maybe an unsure one), none a negation."""
+    """Declared answers: an unsafe and a safe word (maybe an unsure one), none a negation nor
+    a word of the phrases around them below (tests/judge/test_judge_answers_negation.py)."""
     words = draw(
         st.lists(
             WORDS.filter(
-                lambda w: w.casefold() not in NEGATIONS and w.upper().casefold() == w.casefold()
+                lambda w: (
+                    w.casefold() not in NEGATIONS | AROUND and w.upper().casefold() == w.casefold()
+                )
             ),
             min_size=3,
             max_size=3,

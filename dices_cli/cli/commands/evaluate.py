@@ -216,7 +216,6 @@ def evaluate(
     # fight the work for the cores (bench/evaluate.py measures it).
     # It must be set before numpy is first imported, which the commands above this one never do.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from dices_cli.cli.focus import Focus
     from dices_cli.output import Output
     from dices_cli.runs.common import data_store
     from dices_cli.runs.evaluation import run_evaluate
@@ -231,31 +230,17 @@ def evaluate(
     inputs = [*read_paths(data, raters), *([Path(predictions)] if predictions != "-" else [])]
     Output.build(fmt, output, force, inputs, chart=not as_rater)  # a usage error before the work
     if as_rater:
-        from dices_cli.runs.as_rater import refuse_with_as_rater, run_as_rater
-
-        refuse_with_as_rater(
-            {"against": against is not None, "bootstrap": bootstrap is not None}
-            | {"baseline": baseline is not None, "strict": strict, "label": label is not None}
-            | {"interval": interval != "clustered", "no_persona": no_persona is not None}
+        refused = {"against": against is not None, "bootstrap": bootstrap is not None}
+        refused |= {"baseline": baseline is not None, "strict": strict, "label": label is not None}
+        refused |= {"interval": interval != "clustered", "no_persona": no_persona is not None}
+        _as_rater(
+            refused,
+            (predictions, dataset, by),
+            {"ties": ties, "threshold": threshold, "permutations": permutations}
+            | {"seed": seed, "one_means": one_means},
+            rater_selection(exclude_removed, raters, min_quality),
+            (data, shape, fmt, output, force, inputs),
         )
-        with one_means_hinted(), dataset_hinted(dataset):
-            rated = run_as_rater(
-                data_store(data),
-                predictions,
-                dataset,
-                by,
-                ties=ties,
-                threshold=threshold,
-                permutations=permutations,
-                seed=seed,
-                one_means=one_means,
-                selection=rater_selection(exclude_removed, raters, min_quality),
-                tell=say,
-            )
-        focus = Focus(("model", "group"), AS_RATER_ANSWER)
-        emit_shaped(rated.table, shape, fmt, output, "evaluate", force, inputs, None, focus)
-        if rated.summary and stderr_is_terminal():
-            say("\n".join(rated.summary))
         return
     with one_means_hinted(), dataset_hinted(dataset):
         run = run_evaluate(
@@ -278,6 +263,43 @@ def evaluate(
             no_persona=no_persona,
             tell=say,
         )
+    _render(run, shape, (fmt, output, force, inputs))
+
+
+def _as_rater(
+    refused: dict[str, bool],
+    asked: tuple[str, str, list[str] | None],
+    settings: dict[str, Any],
+    selection: Any,
+    where: tuple[Path | None, Shape, Format | None, Path | None, bool, list[Path]],
+) -> None:
+    """`--as-rater`: each model placed beside the raters, drawn as a table (and the summary on
+    a terminal)."""
+    from dices_cli.cli.focus import Focus
+    from dices_cli.runs.as_rater import refuse_with_as_rater, run_as_rater
+    from dices_cli.runs.common import data_store
+
+    data, shape, fmt, output, force, inputs = where
+    predictions, dataset, by = asked
+    refuse_with_as_rater(refused)
+    with one_means_hinted(), dataset_hinted(dataset):
+        rated = run_as_rater(
+            data_store(data), predictions, dataset, by, selection=selection, tell=say, **settings
+        )
+    focus = Focus(("model", "group"), AS_RATER_ANSWER)
+    emit_shaped(rated.table, shape, fmt, output, "evaluate", force, inputs, None, focus)
+    if rated.summary and stderr_is_terminal():
+        say("\n".join(rated.summary))
+
+
+def _render(
+    run: Any, shape: Shape, where: tuple[Format | None, Path | None, bool, list[Path]]
+) -> None:
+    """An evaluation drawn: a declared dataset's LeWiDi measures as a table; DICES's with its
+    warnings, the table (or chart) and, on a terminal, the summary."""
+    from dices_cli.cli.focus import Focus
+
+    fmt, output, force, inputs = where
     result = run.evaluation
     if run.declared:  # LeWiDi's measures of a declared dataset's label
         focus = Focus.grouped(("column", "group"), SCALE_ANSWER)

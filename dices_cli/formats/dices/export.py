@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import polars as pl
 
 from dices_cli.families.schema import DATASETS, Kind, canonical_names
-from dices_cli.formats.dices.tables import TABLES, wide_cells, wide_typed
+from dices_cli.formats.dices.tables import wide_cells, wide_typed
 from dices_cli.output import Stream
 from dices_cli.store.datasets import StoredDataset
 
@@ -27,7 +27,7 @@ def wide_frame(stored: StoredDataset, excel_safe: bool = False) -> pl.DataFrame:
     `'`; numbers (ids, times) are never changed.
     """
     dataset = DATASETS[stored.name]
-    cells = wide_cells(dataset, {table: stored.read(table) for table in TABLES})
+    cells = wide_cells(dataset, {table: stored.read(table) for table in stored.tables})
     if excel_safe:
         numeric = (Kind.INTEGER, Kind.TIMESTAMP)
         cells = cells.with_columns(
@@ -40,7 +40,7 @@ def typed_table(stored: StoredDataset) -> pa.Table:
     """The rows and columns of `wide_frame`, typed as stored (ENUMs, integers, UTC times):
     what every format but CSV writes."""
     dataset = DATASETS[stored.name]
-    typed = wide_typed(dataset, {table: stored.read(table) for table in TABLES})
+    typed = wide_typed(dataset, {table: stored.read(table) for table in stored.tables})
     return _in_file_order(stored, typed).to_arrow()
 
 

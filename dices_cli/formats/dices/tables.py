@@ -18,7 +18,6 @@ from dices_cli.families.schema import (
     Entity,
     Kind,
 )
-from dices_cli.store.datasets import TABLES as TABLES  # where export.py looks for it
 
 
 def polars_type(column: Column, new_values: Sequence[str] = ()) -> pl.DataType:

@@ -29,16 +29,16 @@ IngestSummary(rows_read=10775, rows_written=10775, rows_rejected=0, datasets=('3
 from __future__ import annotations
 
 import contextlib
-import operator
 import os
-import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dices_cli.errors import DicesError, Option, UsageError
-from dices_cli.families import SCORED_BY_DEFAULT, coded_members
+from dices_cli.api.files import IngestSummary, ValidationReport, describe, ingest, validate
+from dices_cli.api.frames import DicesNote, Frame, as_file, frame, is_number, names_of, noted, warn
+from dices_cli.api.raters import RaterFilterResult, selection_of
+from dices_cli.errors import Option, UsageError
+from dices_cli.families import SCORED_BY_DEFAULT
 from dices_cli.runs.canned import no_such_query, run_canned
 from dices_cli.runs.common import check_choice
 from dices_cli.runs.evaluation import run_evaluate
@@ -48,194 +48,20 @@ from dices_cli.runs.report import run_report
 if TYPE_CHECKING:
     import polars as pl
 
-    from dices_cli.output import Result
-    from dices_cli.queries.engine import RaterSelection
     from dices_cli.runs.report import Recorded
 
-# Predictions or a table of one's own: a file (CSV, TSV, JSON Lines, Parquet) or a frame.
-Frame = Any  # str | os.PathLike | polars.DataFrame | pandas.DataFrame
-
-
-class DicesNote(UserWarning):
-    """What the command line says on stderr as `note:` or `warning:` (a dataset left out,
-    a coverage under 100%, a suspected flipped polarity): given as a Python warning."""
-
-
-def _warn(text: str) -> None:
-    """`text` as a `DicesNote`; the raters a result is of, which the caller chose, are not
-    news to the caller (the command line says them on stderr)."""
-    if not text.startswith("raters: "):
-        warnings.warn(text, DicesNote, stacklevel=3)
-
-
-# --- the rater selection: which raters a query sees ------------------------------------------
-
-
-@dataclass(frozen=True)
-class RaterFilterResult:
-    """What `Data.filter_raters` found: one row per rater (`raters`: score, components, kept),
-    the `audit` of what the filter changes (one row per dataset), and the `kept` rater ids,
-    which `raters=` of the other methods takes as it is."""
-
-    raters: pl.DataFrame
-    audit: pl.DataFrame
-    kept: frozenset[int]
-    description: str
-
-    def __repr__(self) -> str:
-        """One line: how many raters were kept of how many, by which rule (the ids and the
-        tables are the attributes, not the printout)."""
-        return (
-            f"RaterFilterResult({len(self.kept)} of {self.raters.height} raters kept: "
-            f"{self.description})"
-        )
-
-
-def _selection(
-    raters: RaterFilterResult | Iterable[int] | str | os.PathLike[str] | None,
-    exclude_removed: bool,
-    min_quality: float | None,
-) -> RaterSelection:
-    """`raters=` as the API takes it: a `RaterFilterResult`, rater ids, or an ids file."""
-    from dices_cli.raters.id_list import parse_rater_ids
-    from dices_cli.raters.selection import rater_selection
-
-    if raters is None:
-        return rater_selection(exclude_removed, min_quality=min_quality)
-    if isinstance(raters, RaterFilterResult):
-        ids, source = raters.kept, "filter_raters"
-    elif isinstance(raters, str | os.PathLike):
-        try:
-            data = Path(raters).read_bytes()
-        except OSError as error:
-            raise DicesError(
-                "cannot read ", Option("raters"), f" {raters}: {error.strerror}"
-            ) from error
-        ids, source = parse_rater_ids(data, str(raters)), str(raters)
-    else:
-        ids, source = _rater_ids(raters), "a list"
-    return rater_selection(exclude_removed, ids, source, min_quality)
-
-
-def _rater_ids(raters: object) -> frozenset[int]:
-    """Rater ids given as numbers: whole numbers (a float only when it is one), never
-    truncated (1.5 is not rater 1)."""
-    if isinstance(raters, bytes | Mapping) or not isinstance(raters, Iterable):
-        raise UsageError(
-            Option("raters"),
-            " is a RaterFilterResult, rater ids or an ids file, not ",
-            type(raters).__name__,
-        )
-    ids: set[int] = set()
-    for given in raters:
-        if isinstance(given, float) and given.is_integer():
-            ids.add(int(given))
-            continue
-        try:
-            if isinstance(given, bool):
-                raise TypeError
-            ids.add(operator.index(given))
-        except TypeError:
-            raise UsageError(
-                Option("raters"), f" holds {given!r}, which is not a rater id (a whole number)"
-            ) from None
-    return frozenset(ids)
-
-
-# --- results as frames ------------------------------------------------------------------------
-
-
-def frame(result: Result, enums: Mapping[str, Sequence[str]] | None = None) -> pl.DataFrame:
-    """A result as a Polars frame: a stream's Arrow types kept, its DuckDB ENUMs as Polars
-    `Enum`s of the same values in the same order; a table's Python values typed by Polars.
-    A column named in `enums` (a categorical column of the datasets read, with its values in
-    order) becomes that `Enum` when it is text of those values: a group column is the enum
-    of the column it groups by, as stored; a text of one's own SQL stays `str`."""
-    import polars as pl
-
-    from dices_cli.output import Table
-
-    if isinstance(result, Table):
-        converted = pl.DataFrame(
-            result.rows, schema=result.columns, orient="row", infer_schema_length=None
-        )
-    else:
-        converted = _from_stream(result)
-    for name, values in (enums or {}).items():
-        kind = converted.schema.get(name)
-        if kind is None or not (kind in (pl.String, pl.Null) or isinstance(kind, pl.Categorical)):
-            continue
-        with contextlib.suppress(pl.exceptions.InvalidOperationError):  # not of `values`
-            converted = converted.with_columns(
-                pl.col(name).cast(pl.String).cast(pl.Enum(list(values)))
-            )
-    return converted
-
-
-def _from_stream(result: Any) -> pl.DataFrame:
-    """A stream as a frame, each dictionary column of text (a DuckDB ENUM) a Polars `Enum`
-    of its dictionary's values in their order (Polars alone makes it a `Categorical`, whose
-    order is the order values were met)."""
-    import polars as pl
-    import pyarrow as pa
-
-    table = pa.Table.from_batches(list(result.batches), schema=result.schema)
-    table = table.unify_dictionaries()
-    converted = pl.from_arrow(table)
-    assert isinstance(converted, pl.DataFrame)
-    for index, field in enumerate(table.schema):
-        column = table.column(index)
-        if not pa.types.is_dictionary(field.type) or column.num_chunks == 0:
-            continue
-        if not (
-            pa.types.is_string(field.type.value_type)
-            or pa.types.is_large_string(field.type.value_type)
-        ):
-            continue
-        values = column.chunk(0).dictionary.to_pylist()
-        converted = converted.with_columns(
-            converted.to_series(index).cast(pl.String).cast(pl.Enum(values))
-        )
-    return converted
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _names(given: str | Sequence[str] | None) -> Sequence[str] | None:
-    """One name or several: `by="rater_race"` is `by=["rater_race"]`, as for a query."""
-    return [given] if isinstance(given, str) else given
-
-
-@contextlib.contextmanager
-def _as_file(given: Frame, name: str) -> Iterator[str]:
-    """A path for `given`: a file's own, or a frame written to a temporary Parquet file
-    `name`.parquet (read back as the command line reads any Parquet file)."""
-    if isinstance(given, str | os.PathLike):
-        yield os.fspath(given)
-        return
-    import polars as pl
-
-    if not isinstance(given, pl.DataFrame):
-        try:
-            given = pl.from_pandas(given)
-        except TypeError:
-            raise UsageError(
-                Option(name),
-                " is a path, a polars or a pandas DataFrame, not ",
-                type(given).__name__,
-            ) from None
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="dices-") as directory:
-        path = Path(directory) / f"{name}.parquet"
-        given.write_parquet(path)
-        yield str(path)
+__all__ = [
+    "Data",
+    "DicesNote",
+    "IngestSummary",
+    "RaterFilterResult",
+    "ValidationReport",
+    "describe",
+    "frame",
+    "ingest",
+    "open",
+    "validate",
+]
 
 
 # --- the public API ---------------------------------------------------------------------------
@@ -333,14 +159,14 @@ class Data:
             self._store,
             dataset,
             layout,
-            _names(by) or [],
-            _selection(raters, exclude_removed, min_quality),
+            names_of(by) or [],
+            selection_of(raters, exclude_removed, min_quality),
             fmt=None if format is None else Format(format),
             output=Path(path),
             force=force,
             excel_safe=excel_safe,
             inputs=[self.root],
-            tell=_warn,
+            tell=warn,
         )
         return Path(path)
 
@@ -355,7 +181,9 @@ class Data:
         **params: Any,
     ) -> pl.DataFrame:
         """The canned query `name` (`dices query NAME`), with its parameters by name as its
-        `.sql` header declares them (`by=["rater_gender"]`, `threshold=0.3`).
+        `.sql` header declares them (`by=["rater_gender"]`, `threshold=0.3`). A declared
+        dataset (`dataset="popquorn_offensiveness"`) runs its own version of the query, as
+        `dices query NAME -d DATASET` does (`label="offensiveness"`, `by=["race"]`).
 
         >>> shares = d.query("qoverall-by-demographic", dataset="350", by=["rater_gender"])
         >>> shares.select("rater_gender", "raters", "ratings").rows()
@@ -365,10 +193,14 @@ class Data:
         ...
         dices_cli.errors.UsageError: threshold must be a number between 0 and 1 (got 2)
         """
-        from dices_cli.queries.catalog import command_queries
+        from dices_cli.families import all_members, declared_family
+        from dices_cli.queries.catalog import command_queries, declared_queries
 
-        check_choice("dataset", dataset, ("all", *coded_members()))
-        canned = command_queries().get(name)
+        check_choice("dataset", dataset, ("all", *all_members()))
+        # A declared dataset's own version of the query (sql/declared/), as `dices query
+        # NAME -d DATASET` runs it, with its own parameters.
+        own = declared_queries().get(name) if declared_family(dataset) else None
+        canned = own or command_queries().get(name)
         if canned is None:
             raise UsageError(no_such_query(name))
         taken = {p.name for p in canned.parameters}
@@ -381,8 +213,8 @@ class Data:
                     "; it takes: ",
                     *(takes or ["no parameters"]),
                 )
-        selection = _selection(raters, exclude_removed, min_quality)
-        run = run_canned(self._store, canned, params, dataset, selection, tell=_warn)
+        selection = selection_of(raters, exclude_removed, min_quality)
+        run = run_canned(self._store, canned, params, dataset, selection, tell=warn)
         return frame(run.result, self._enums(dataset))
 
     def sql(
@@ -410,9 +242,9 @@ class Data:
                 "tables is a mapping of names to files or frames, not ", type(tables).__name__
             )
         check_table_names(list(tables or {}))  # a frame is written to NAME.parquet
-        selection = _selection(raters, exclude_removed, min_quality)
+        selection = selection_of(raters, exclude_removed, min_quality)
         with contextlib.ExitStack() as files:
-            paths = {n: files.enter_context(_as_file(t, n)) for n, t in (tables or {}).items()}
+            paths = {n: files.enter_context(as_file(t, n)) for n, t in (tables or {}).items()}
             with run_sql(
                 self._store, text, dataset, selection, tables=paths, timeout=timeout
             ) as result:
@@ -453,18 +285,18 @@ class Data:
         [('five-raters', 'gold', 40, 0.75), ('five-raters-flipped', 'gold', 40, 0.25)]
         """
         with contextlib.ExitStack() as files:
-            path = files.enter_context(_as_file(predictions, "predictions"))
+            path = files.enter_context(as_file(predictions, "predictions"))
             plain = (
                 None
                 if no_persona is None
-                else files.enter_context(_as_file(no_persona, "no_persona"))
+                else files.enter_context(as_file(no_persona, "no_persona"))
             )
             result = run_evaluate(
                 self._store,
                 path,
                 dataset,
-                _names(against),
-                _names(by),
+                names_of(against),
+                names_of(by),
                 label=label,
                 ties=ties,
                 threshold=threshold,
@@ -472,17 +304,17 @@ class Data:
                 permutations=permutations,
                 interval=interval,
                 seed=seed,
-                baseline=_names(baseline),
+                baseline=names_of(baseline),
                 one_means=one_means,
                 strict=strict,
-                selection=_selection(raters, exclude_removed, min_quality),
+                selection=selection_of(raters, exclude_removed, min_quality),
                 no_persona=plain,
-                tell=_warn,
+                tell=warn,
             ).evaluation
         for note in result.warnings:
-            _warn(f"warning: {note}")
+            warn(f"warning: {note}")
         for suspect in result.suspects:
-            _warn(f"warning: {suspect.message()}")
+            warn(f"warning: {suspect.message()}")
         return frame(result.table, self._enums(dataset))
 
     def as_rater(
@@ -512,19 +344,19 @@ class Data:
         """
         from dices_cli.runs.as_rater import run_as_rater
 
-        with _as_file(predictions, "predictions") as path:
+        with as_file(predictions, "predictions") as path:
             result = run_as_rater(
                 self._store,
                 path,
                 dataset,
-                _names(by),
+                names_of(by),
                 ties=ties,
                 threshold=threshold,
                 permutations=permutations,
                 seed=seed,
                 one_means=one_means,
-                selection=_selection(raters, exclude_removed, min_quality),
-                tell=_warn,
+                selection=selection_of(raters, exclude_removed, min_quality),
+                tell=warn,
             )
         return frame(result.table)
 
@@ -579,7 +411,7 @@ class Data:
         report also scores the model against the experts, the crowd and each `by` group,
         with `evaluate`'s settings (`bootstrap`, `baseline`, `ties`, `threshold`,
         `one_means`, `strict`). The page records the equivalent `dices report` command."""
-        selection = _selection(raters, exclude_removed, min_quality)
+        selection = selection_of(raters, exclude_removed, min_quality)
         extra: dict[str, object] = {"exclude_removed": exclude_removed or None}
         extra["min_quality"] = min_quality
         extra["raters"] = f"<{len(selection.keep_ids)} ids>" if selection.keep_ids else None
@@ -589,7 +421,7 @@ class Data:
             """The call, each setting as resolved, with a Python literal's spelling."""
             given: dict[str, list[str]] = {}
             for name, value in settings:
-                said = "True" if value is None else value if _is_number(value) else repr(value)
+                said = "True" if value is None else value if is_number(value) else repr(value)
                 given.setdefault(name, []).append(said)
             words = [
                 f"{n}={v[0] if n != 'by' else '[' + ', '.join(v) + ']'}" for n, v in given.items()
@@ -600,19 +432,19 @@ class Data:
         with contextlib.ExitStack() as stack:
             named = None
             if predictions is not None:
-                named = stack.enter_context(_as_file(predictions, "predictions"))
+                named = stack.enter_context(as_file(predictions, "predictions"))
             run = run_report(
                 self._store,
                 Path(path),
                 dataset,
                 selection,
-                _names(by) or [],
+                names_of(by) or [],
                 permutations=permutations,
                 seed=seed,
                 predictions=named,
                 predictions_dataset=predictions_dataset,
                 bootstrap=bootstrap,
-                baseline=_names(baseline),
+                baseline=names_of(baseline),
                 ties=ties,
                 threshold=threshold,
                 one_means=one_means,
@@ -620,10 +452,10 @@ class Data:
                 force=force,
                 inputs=[self.root],
                 made_by=made_by,
-                tell=_warn,
+                tell=warn,
             )
         for note in run.left_out:
-            _warn(f"note: {note}")
+            warn(f"note: {note}")
         return run.path
 
     # --- judge and download: dices_cli.runs.judge, dices_cli.runs.download --------------------
@@ -643,7 +475,7 @@ class Data:
         from dices_cli.runs.judge import judge_settings, run_judge
 
         given = judge_settings(model=model, dataset=dataset, **settings)
-        return frame(run_judge(self._store, given, tell=_noted).table())
+        return frame(run_judge(self._store, given, tell=noted).table())
 
     def download(
         self, dataset: str, dir: str | os.PathLike[str] = ".", **settings: Any
@@ -661,111 +493,4 @@ class Data:
         from dices_cli.runs.download import download_settings, run_download
 
         given = download_settings(dataset=dataset, dir=dir, data=self.root, **settings)
-        return frame(run_download(given, tell=_noted).table())
-
-
-@dataclass(frozen=True)
-class IngestSummary:
-    """What `ingest` did: rows read from the files, written to the data directory, and
-    rejected (only with `rejects`), and the datasets stored."""
-
-    rows_read: int
-    rows_written: int
-    rows_rejected: int
-    datasets: tuple[str, ...]
-
-
-def ingest(
-    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-    dir: str | os.PathLike[str] | None = None,
-    dataset: str = "auto",
-    *,
-    force: bool = False,
-    rejects: str | os.PathLike[str] | None = None,
-) -> IngestSummary:
-    """Validate DICES CSV files (or ProsocialDialog's JSON Lines) and store them in the data
-    directory `dir` (None: as `open` resolves it), as `dices ingest` does: all or nothing,
-    unless `rejects` names a file for the rejected rows.
-
-    >>> dices.ingest(sample_paths(), d.root)
-    Traceback (most recent call last):
-    ...
-    dices_cli.errors.DatasetExistsError: DICES-350 is already ingested in ...; use force to ...
-
-    """
-    from dices_cli.runs.ingest import run_ingest
-    from dices_cli.store.datasets import Store, resolve_data_dir
-
-    given = [paths] if isinstance(paths, str | os.PathLike) else paths
-    store = Store(resolve_data_dir(None if dir is None else Path(dir)))
-    results = run_ingest(store, given, dataset, force=force, rejects=rejects)
-    return IngestSummary(
-        rows_read=sum(r.report.rows_read for r in results),
-        rows_written=sum(r.report.rows_valid for r in results),
-        rows_rejected=sum(r.report.rows_rejected for r in results),
-        datasets=tuple(r.stored.name for r in results),
-    )
-
-
-@dataclass(frozen=True)
-class ValidationReport:
-    """What `validate` found in one file: `ok` (no errors), every problem as a row of
-    `problems` (type, severity, line, column, value, message), and the `summary` line
-    `dices validate` prints."""
-
-    ok: bool
-    problems: pl.DataFrame
-    rows_read: int
-    rows_rejected: int
-    summary: str
-
-
-def validate(path: str | os.PathLike[str], dataset: str = "auto") -> ValidationReport:
-    """Check one DICES CSV file (or ProsocialDialog JSON Lines file) without ingesting it
-    (`dices validate`).
-
-    >>> report = dices.validate(sample_paths()[0])
-    >>> report.ok
-    True
-    >>> report.problems.select("type", "severity", "value").rows()
-    [('incomplete-dataset', 'warning', '40 of 350 conversations'),
-     ('incomplete-dataset', 'warning', '4,920 of 43,050 ratings')]
-    """
-    import polars as pl
-
-    from dices_cli.problems import PROBLEM_FIELDS
-    from dices_cli.runs.validate import run_validate
-
-    (report,) = run_validate([path], dataset).reports
-    records = [problem.as_record() for problem in report.problems]
-    schema = {name: pl.Int64 if name == "line" else pl.String for name in PROBLEM_FIELDS}
-    problems = pl.DataFrame(
-        [tuple(r[name] for name in PROBLEM_FIELDS) for r in records],
-        schema=schema,
-        orient="row",
-    )
-    return ValidationReport(
-        report.ok, problems, report.rows_read, report.rows_rejected, report.summary()
-    )
-
-
-def describe(paths: Sequence[str | os.PathLike[str]], name: str | None = None) -> str:
-    """A draft declaration (TOML text) for files dices does not know (`dices describe`):
-    what it guessed is each a `DicesNote`; what it could not decide, a `DicesNote` too and
-    an UNDECIDED comment where the draft needs an edit before `ingest` takes it."""
-    from dices_cli.runs.describe import run_describe
-
-    draft = run_describe(paths, name)
-    for said in [*draft.guessed, *(f"could not decide: {u}" for u in draft.undecided)]:
-        _warn(said)
-    return draft.text
-
-
-# --- judge and download: what they say on the way --------------------------------------------
-
-
-def _noted(text: str) -> None:
-    """What a command says on the way, of which only its notes and warnings are news to a
-    Python caller (the rest is in the result): each a `DicesNote`."""
-    if text.startswith(("note: ", "warning: ")):
-        _warn(text)
+        return frame(run_download(given, tell=noted).table())
