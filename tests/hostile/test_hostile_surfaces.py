@@ -30,7 +30,13 @@ from dices_cli.cli.main import app
 from dices_cli.read.json_lines import MAX_DEPTH
 from dices_cli.read.lines import MAX_RECORD_BYTES
 from tests.conftest import SHARED
-from tests.hostile.test_bounded_input import FIXED_MEMORY, MiB, assert_clean, run_capped
+from tests.hostile.test_bounded_input import (
+    FIXED_MEMORY,
+    MiB,
+    assert_clean,
+    run_capped,
+    run_capped_each,
+)
 
 pytestmark = pytest.mark.slow  # a hostile corpus
 
@@ -473,12 +479,16 @@ def hostile_json_line(draw: st.DrawFn, line: bytes) -> bytes:
     return line[:-1] + b', "extra": ' + draw(HOSTILE_VALUE) + b"}"
 
 
-def run_corpus_case(args: list[str], valid: int) -> tuple[int, str]:
-    code, stderr, peak = run_capped(args)
+def assert_corpus_case(code: int, stderr: str, peak: int, valid: int) -> None:
     assert code in (0, 1), stderr
     assert_clean(code, stderr, code)
     assert len(stderr.splitlines()) < 200
     assert peak < 3 * valid + FIXED_MEMORY, f"{peak / MiB:.0f} MiB"
+
+
+def run_corpus_case(args: list[str], valid: int) -> tuple[int, str]:
+    code, stderr, peak = run_capped(args)
+    assert_corpus_case(code, stderr, peak, valid)
     return code, stderr
 
 
@@ -493,11 +503,11 @@ def test_hostile_prosocial_lines_end_cleanly_in_bounded_memory(
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "test.json"
         path.write_bytes(b"".join(line + b"\n" for line in lines))
-        for command in ("validate", "ingest"):
-            extra = ["--data", f"{scratch}/data"] if command == "ingest" else []
-            code, _ = run_corpus_case([command, str(path), *extra], len(SAMPLES.read_bytes()))
-            if command == "ingest":
-                assert (Path(scratch) / "data" / "prosocial").exists() == (code == 0)
+        ingest = ["ingest", str(path), "--data", f"{scratch}/data"]
+        ended, peak = run_capped_each([["validate", str(path)], ingest])
+        for code, stderr in ended:
+            assert_corpus_case(code, stderr, peak, len(SAMPLES.read_bytes()))
+        assert (Path(scratch) / "data" / "prosocial").exists() == (ended[1][0] == 0)
 
 
 @given(
