@@ -114,11 +114,13 @@ for args in json.loads(sys.argv[1]):
 """
 
 
-def run_capped_each(commands: list[list[str]]) -> tuple[list[tuple[int, str]], int]:
+def run_capped_each(
+    commands: list[list[str]], cpu: int = CPU_CAP
+) -> tuple[list[tuple[int, str]], int]:
     """`dices ARGS` for each ARGS of `commands` in turn, in one fresh process under the caps
     of `run_capped`: each command's (exit code, stderr), and the process's peak RSS, which
     bounds each command's. For inputs that share one memory bound: one start-up for all."""
-    code, stderr, peak = run_capped([json.dumps(commands)], entry=EACH)
+    code, stderr, peak = run_capped([json.dumps(commands)], cpu=cpu, entry=EACH)
     ended = re.findall(r"(.*?)\x00(-?\d+)\n", stderr, re.DOTALL)
     assert code == 0 and len(ended) == len(commands), stderr
     assert "".join(f"{said}\0{number}\n" for said, number in ended) == stderr, stderr
