@@ -8,6 +8,8 @@ import gzip
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -145,3 +147,23 @@ def test_a_data_directory_that_cannot_hold_a_copy_still_judges(
     reads = no_session(monkeypatch)
     assert load_items(store, settings("350")) == load_items(store, settings("350"))
     assert reads == ["350", "350"]
+
+
+def test_a_run_with_the_copy_imports_neither_duckdb_nor_arrow(data: Path) -> None:
+    """What the copy is for: no DuckDB (nor Arrow, nor Polars) for the conversations."""
+    load_items(Store(data), settings("all"))  # the copy made
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from dices_cli.judge.plan import Settings, load_items\n"
+        "from dices_cli.judge.prompts import load_prompt\n"
+        "from dices_cli.store.datasets import Store\n"
+        "settings = Settings(model='m', prompt=load_prompt('dices-safety'), dataset='all')\n"
+        "items = load_items(Store(Path(sys.argv[1])), settings)\n"
+        "heavy = ('duckdb', 'pyarrow', 'polars')\n"
+        "print(len(items), sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(data)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "120 []\n"
