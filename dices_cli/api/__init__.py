@@ -38,7 +38,7 @@ from dices_cli.api.files import IngestSummary, ValidationReport, describe, inges
 from dices_cli.api.frames import DicesNote, Frame, as_file, frame, is_number, names_of, noted, warn
 from dices_cli.api.raters import RaterFilterResult, selection_of
 from dices_cli.errors import Option, UsageError
-from dices_cli.families import SCORED_BY_DEFAULT, coded_members
+from dices_cli.families import SCORED_BY_DEFAULT
 from dices_cli.runs.canned import no_such_query, run_canned
 from dices_cli.runs.common import check_choice
 from dices_cli.runs.evaluation import run_evaluate
@@ -181,7 +181,9 @@ class Data:
         **params: Any,
     ) -> pl.DataFrame:
         """The canned query `name` (`dices query NAME`), with its parameters by name as its
-        `.sql` header declares them (`by=["rater_gender"]`, `threshold=0.3`).
+        `.sql` header declares them (`by=["rater_gender"]`, `threshold=0.3`). A declared
+        dataset (`dataset="popquorn_offensiveness"`) runs its own version of the query, as
+        `dices query NAME -d DATASET` does (`label="offensiveness"`, `by=["race"]`).
 
         >>> shares = d.query("qoverall-by-demographic", dataset="350", by=["rater_gender"])
         >>> shares.select("rater_gender", "raters", "ratings").rows()
@@ -191,10 +193,14 @@ class Data:
         ...
         dices_cli.errors.UsageError: threshold must be a number between 0 and 1 (got 2)
         """
-        from dices_cli.queries.catalog import command_queries
+        from dices_cli.families import all_members, declared_family
+        from dices_cli.queries.catalog import command_queries, declared_queries
 
-        check_choice("dataset", dataset, ("all", *coded_members()))
-        canned = command_queries().get(name)
+        check_choice("dataset", dataset, ("all", *all_members()))
+        # A declared dataset's own version of the query (sql/declared/), as `dices query
+        # NAME -d DATASET` runs it, with its own parameters.
+        own = declared_queries().get(name) if declared_family(dataset) else None
+        canned = own or command_queries().get(name)
         if canned is None:
             raise UsageError(no_such_query(name))
         taken = {p.name for p in canned.parameters}

@@ -80,11 +80,12 @@ def _ratings(session: DeclaredSession, label: str, by: Sequence[str]) -> pl.Data
     import polars as pl
 
     attributes = "".join(f', r."{name}"' for name in by)
+    session.ask(label)  # the label's own column, not every label cast to text
     sql = (
-        f"SELECT v.item_id, v.rater_id, v.value{attributes} FROM label_values AS v "
-        "JOIN raters AS r USING (rater_id) WHERE v.label = $label"
+        f"SELECT v.item_id, v.rater_id, v.value{attributes} FROM asked_label_values AS v "
+        "JOIN raters AS r USING (rater_id)"
     )
-    frame = pl.from_arrow(session.con.sql(sql, params={"label": label}).to_arrow_table())
+    frame = pl.from_arrow(session.con.sql(sql).to_arrow_table())
     assert isinstance(frame, pl.DataFrame)
     return frame
 
@@ -153,7 +154,8 @@ def _matched(
     for value in values:
         if value not in counts.columns:
             counts = counts.with_columns(pl.lit(0, dtype=pl.UInt32).alias(value))
-    joined = rows.join(counts, on="item_id", how="inner")
+    # In the predictions' order (a join's own order is any): the same sums every run.
+    joined = rows.join(counts, on="item_id", how="inner", maintain_order="left")
     if joined.height == 0:
         return np.empty((0, len(values))), np.empty((0, len(values))), 0, 0
     tallies = joined.select(values).to_numpy().astype(np.float64)
@@ -170,7 +172,9 @@ def _per_rater(
     places: np.ndarray[Any, np.dtype[np.float64]],
     ordinal: bool,
 ) -> list[tuple[str, tuple[Any, ...]]]:
-    joined = each.join(ratings, on=["item_id", "rater_id"], how="inner")
+    joined = each.join(
+        ratings, on=["item_id", "rater_id"], how="inner", maintain_order="left_right"
+    )
     if joined.height == 0:
         return []
     item_codes = joined["item_id"].cast(str).to_numpy()

@@ -1,9 +1,9 @@
 """Predictions of a declared dataset's label, read from a user's file and validated.
 
-A file (CSV, TSV or JSON Lines; gzip-compressed too; `-` for stdin) has an `item_id` column,
-an optional `model` column (several models side by side), an optional `rater_id` column
-(per-annotator predictions: what that rater would answer) and at least one kind of
-prediction of the label:
+A file (CSV, TSV, JSON Lines or Parquet; gzip-compressed too; `-` for stdin) has an
+`item_id` column, an optional `model` column (several models side by side), an optional
+`rater_id` column (per-annotator predictions: what that rater would answer) and at least
+one kind of prediction of the label:
 
     label        a value of the label's scale (3 or 3.0 for a numeric scale's 3)
     p_VALUE      one column per value of the scale (p_1 ... p_5; p_offensive ...): a
@@ -12,7 +12,9 @@ prediction of the label:
 Every problem becomes a record (type, line, column, value, message), and any problem refuses
 the whole file (`InvalidPredictionsError`), as DICES's predictions files are refused.
 Records are read one at a time by the strict readers of `dices_cli.read`, which refuse a
-runaway record; so memory is bounded by the valid rows.
+runaway record; so memory is bounded by the valid rows. A Parquet file's cells are read as
+the text a CSV would hold (polars' cast to text: 3, 3.0, 0.25), numbered from line 2 as a
+CSV's rows are, a batch at a time, a cell too long refused before it is copied.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dices_cli.errors import UsageError
+from dices_cli.errors import DicesError
 from dices_cli.evaluate.predictions import (
     MAX_CELL_BYTES,
     SUM_TOLERANCE,
     InvalidPredictionsError,
 )
+from dices_cli.evaluate.predictions.rows import BATCH_ROWS
 from dices_cli.problems import PredictionProblemType, Problem, ProblemType, Report
 from dices_cli.read.csv_records import csv_records, record_too_long
 from dices_cli.read.file_formats import file_format
@@ -93,15 +96,11 @@ def read_scale_predictions(
 
     with open_source(given, max_size) as source:
         layout = file_format(given, source)
-        if layout == "parquet":
-            raise UsageError(
-                f"{source.name}: give a declared dataset's predictions as CSV, TSV or JSON Lines"
-            )
         report = Report(source.name, None)
         rows: list[tuple[str, str, str | None, str | None, *tuple[float | None, ...]]] = []
         columns: set[str] = set()
         seen: dict[tuple[str, str, str | None], int] = {}
-        for line, cells in _records(source, layout, report):
+        for line, cells in _records(source, layout, report, max_size):
             report.rows_read += 1
             columns |= cells.keys()
             row = _row(line, cells, check, report)
@@ -133,10 +132,15 @@ def read_scale_predictions(
         return ScalePredictions(frame.select(names[: 4 + len(shares)]), source.display_name, shares)
 
 
-def _records(source: Source, layout: str, report: Report) -> Iterator[tuple[int, Cells]]:
+def _records(
+    source: Source, layout: str, report: Report, max_size: int
+) -> Iterator[tuple[int, Cells]]:
     """Each record's line and cells; the problems of the rest go to `report`."""
     if layout == "jsonl":
         yield from _json_records(source, report)
+        return
+    if layout == "parquet":
+        yield from _parquet_records(source, report, max_size)
         return
     header: list[str] | None = None
     with source.open_text() as text:
@@ -154,6 +158,39 @@ def _records(source: Source, layout: str, report: Report) -> Iterator[tuple[int,
                 report.add([Problem(ProblemType.WRONG_FIELD_COUNT, first, None, None, message)])
             else:
                 yield first, {n: (c.strip() or None) for n, c in zip(header, cells, strict=True)}
+
+
+def _parquet_records(source: Source, report: Report, max_size: int) -> Iterator[tuple[int, Cells]]:
+    """Each row of a Parquet file, numbered from 2, its cells as text; a cell longer than
+    MAX_CELL_BYTES ends the reading with its problem."""
+    import polars as pl
+
+    from dices_cli.evaluate.predictions.columns import too_long_cell
+    from dices_cli.read.file_formats import parquet_file
+
+    parquet = parquet_file(source, max_size)
+    names = parquet.schema_arrow.names
+    header = [name.strip().lower() for name in names]
+    line = 2
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+        too_long = too_long_cell(batch, line, names)
+        if too_long is not None:
+            report.add([too_long])
+            return
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        try:
+            text = frame.select(pl.all().cast(pl.String))
+        except pl.exceptions.PolarsError as error:
+            raise DicesError(
+                f"{source.name}: a column holds values that are neither text nor numbers ({error})"
+            ) from error
+        for row in text.iter_rows():
+            yield (
+                line,
+                {n: (c.strip() or None) if c else None for n, c in zip(header, row, strict=True)},
+            )
+            line += 1
 
 
 def _json_records(source: Source, report: Report) -> Iterator[tuple[int, Cells]]:

@@ -261,6 +261,8 @@ def _opening(words: list[str], keys: list[tuple[tuple[str, ...], str]]) -> str |
             return None
         if any(word in HEDGES for word in words[end:]):
             return None
+    if _doubt(words[:end]):
+        return None
     return _negated(verdict, words[:start], declared)
 
 
@@ -276,15 +278,19 @@ def _clause(words: list[str], keys: list[tuple[tuple[str, ...], str]]) -> Clause
         )
         return Clause(None, bare)
     start, end, verdict = found[-1]
-    if end != len(words) or len(found) > 1 or _hedged(words[:start], declared):
+    if end != len(words) or len(found) > 1 or _hedged(words[:end], declared):
         return Clause(None, True)
     read = _negated(verdict, words[:start], declared)
     return Clause(read, read is None)
 
 
 def _hedged(words: list[str], declared: set[str]) -> bool:
-    if any(word in HEDGES and word not in declared for word in words):
-        return True
+    return any(word in HEDGES and word not in declared for word in words) or _doubt(words)
+
+
+def _doubt(words: list[str]) -> bool:
+    """Whether `words` say doubt (`not sure`), even where `sure` is a declared answer: a
+    negated `Sure` is uncertainty, never the opposite verdict."""
     joined = " ".join(words)
     return "not sure" in joined or "not certain" in joined
 

@@ -1,6 +1,15 @@
-"""One judge worker's HTTP/1.1 exchanges with its endpoints, on the standard library's
-`http.client`: a kept-alive connection to each endpoint, opened when first needed and again
-after any failure.
+"""One judge worker's HTTP/1.1 exchanges with its endpoints: a kept-alive connection to each
+endpoint, opened when first needed and again after any failure.
+
+A connection is opened by the standard library's `http.client` (the proxy's tunnel, TLS);
+each exchange on it is our own: the request's head made once an endpoint and sent with the
+body in one write, the answer's status line, headers and body read off the socket in large
+steps and cut with bytes methods. `http.client`'s request and answer objects (a header
+parser from the email package, a buffered reader an answer) cost more CPU than the rest of
+a request; its bounds stay: a line of at most `MAX_LINE` bytes, at most `MAX_HEADERS`
+headers. An answer's body is read by its Content-Length, in chunks, or to the end of the
+connection (which is then closed); a connection whose answer says `close`, or that sent
+bytes after its answer, is not kept.
 
 Each exchange is bounded as a whole: one deadline covers connecting, the proxy's tunnel,
 sending, the status line, the headers and the body (every read of the socket waits at most
@@ -36,6 +45,8 @@ MAX_ENCODINGS = 4  # layers of Content-Encoding undone at most
 INFLATE_STEP = 64 << 10  # bytes inflated at a time: a compressed body is capped as it inflates
 READ_STEP = 64 << 10  # bytes of a body read at a time
 IDLE_SECONDS = 1.0  # a kept connection idle this long is checked before it is used again
+MAX_LINE = 65536  # bytes of an answer's status, header or chunk-size line (http.client's)
+MAX_HEADERS = 100  # header lines of an answer (http.client's)
 
 
 class Transient(Exception):
@@ -63,6 +74,7 @@ class Target:
     path: str  # the request target: a path and query, or an absolute URL through a proxy
     tunnel: tuple[str, int] | None = None
     proxy_authorization: str | None = None
+    host_header: str = ""  # the endpoint's host[:port], as the Host header carries it
 
 
 def target(url: str) -> Target:
@@ -72,9 +84,11 @@ def target(url: str) -> Target:
     host = parts.hostname or ""
     port = parts.port or (443 if tls else 80)
     path = parts.path + (f"?{parts.query}" if parts.query else "")
+    named = f"[{host}]" if ":" in host else host
+    host_header = named if port == (443 if tls else 80) else f"{named}:{port}"
     proxy = _proxy_for(parts.scheme, host, port)
     if proxy is None:
-        return Target(tls, host, port, path)
+        return Target(tls, host, port, path, host_header=host_header)
     proxy_parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     if proxy_parts.scheme != "http" or not proxy_parts.hostname:
         raise ProxyError(
@@ -87,8 +101,8 @@ def target(url: str) -> Target:
         authorization = "Basic " + base64.b64encode(user_password.encode()).decode()
     proxy_host, proxy_port = proxy_parts.hostname, proxy_parts.port or 80
     if tls:
-        return Target(True, proxy_host, proxy_port, path, (host, port), authorization)
-    return Target(False, proxy_host, proxy_port, url, None, authorization)
+        return Target(True, proxy_host, proxy_port, path, (host, port), authorization, host_header)
+    return Target(False, proxy_host, proxy_port, url, None, authorization, host_header)
 
 
 def _proxy_for(scheme: str, host: str, port: int) -> str | None:
@@ -244,6 +258,115 @@ def _connection(goal: Target, context: ssl.SSLContext | None) -> _Plain | _Secur
     return connection
 
 
+class _Answer:
+    """An answer read off a connection's socket (bytes kept in `buffer` between reads),
+    every wait bounded by the connection's deadline."""
+
+    def __init__(self, sock: socket.socket, connection: _Deadline) -> None:
+        self.sock = sock
+        self.connection = connection
+        self.buffer = bytearray()
+
+    def _fill(self) -> bool:
+        """More bytes into the buffer; False at the end of the stream."""
+        self.sock.settimeout(self.connection.remaining())
+        data = self.sock.recv(READ_STEP)
+        self.buffer += data
+        return bool(data)
+
+    def line(self) -> bytes:
+        """The next line, its line break included (b"": the stream ended before any byte)."""
+        searched = 0
+        while (end := self.buffer.find(b"\n", searched)) < 0:
+            if len(self.buffer) > MAX_LINE:
+                raise http.client.LineTooLong("a line of the answer")
+            searched = len(self.buffer)
+            if not self._fill():
+                if self.buffer:
+                    raise http.client.IncompleteRead(bytes(self.buffer))
+                return b""
+        if end >= MAX_LINE:
+            raise http.client.LineTooLong("a line of the answer")
+        line = bytes(self.buffer[: end + 1])
+        del self.buffer[: end + 1]
+        return line
+
+    def head(self) -> tuple[int, bool, dict[str, str]]:
+        """The final answer's status, whether its connection may be kept, and its headers
+        (lower-case names, repeated ones joined by ", "); 1xx answers are passed over."""
+        while True:
+            line = self.line()
+            if not line:
+                raise http.client.RemoteDisconnected("the server closed the connection")
+            parts = line.decode("iso-8859-1").split(None, 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+                raise http.client.BadStatusLine(line[:80].decode("iso-8859-1"))
+            status = int(parts[1])
+            if not 100 <= status <= 999:
+                raise http.client.BadStatusLine(line[:80].decode("iso-8859-1"))
+            headers: dict[str, str] = {}
+            for _ in range(MAX_HEADERS + 1):
+                line = self.line()
+                if line in (b"\r\n", b"\n", b""):
+                    break
+                name, colon, value = line.decode("iso-8859-1").partition(":")
+                if colon:
+                    name, value = name.strip().lower(), value.strip()
+                    headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            else:
+                raise http.client.HTTPException(f"more than {MAX_HEADERS} headers")
+            if status >= 200:
+                tokens = headers.get("connection", "").lower()
+                keep = "close" not in tokens and (parts[0] == "HTTP/1.1" or "keep-alive" in tokens)
+                return status, keep, headers
+
+    def body(self, status: int, headers: dict[str, str], feed: Any) -> bool:
+        """The body handed to `feed` a step at a time; whether the connection may be kept
+        (not when the body ran to the end of the stream)."""
+        if status in (204, 304):
+            return True
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            self._chunked(feed)
+            return True
+        length = headers.get("content-length", "")
+        if not length.isdigit():  # none, or none that can be read: the stream's end
+            while self.buffer or self._fill():
+                feed(bytes(self.buffer))
+                self.buffer.clear()
+            return False
+        self._exactly(int(length), feed)
+        return True
+
+    def _exactly(self, length: int, feed: Any) -> None:
+        while length:
+            if not self.buffer and not self._fill():
+                raise http.client.IncompleteRead(b"", length)
+            step = bytes(self.buffer[:length])
+            del self.buffer[:length]
+            length -= len(step)
+            feed(step)
+
+    def _chunked(self, feed: Any) -> None:
+        while True:
+            line = self.line()
+            size = line.split(b";", 1)[0].strip()
+            if not line or not size or size.strip(b"0123456789abcdefABCDEF"):
+                raise http.client.IncompleteRead(b"")
+            if not (length := int(size, 16)):
+                break
+            self._exactly(length, feed)
+            if self.line() not in (b"\r\n", b"\n"):
+                raise http.client.IncompleteRead(b"")
+        for _ in range(MAX_HEADERS + 1):  # the trailer
+            if self.line() in (b"\r\n", b"\n", b""):
+                return
+        raise http.client.HTTPException(f"more than {MAX_HEADERS} trailer lines")
+
+
+class _Refused(Exception):
+    """A body refused as it was read (too large, broken, an unknown encoding)."""
+
+
 class Connections:
     """One worker's connections, one to each endpoint it has asked, kept alive."""
 
@@ -252,6 +375,21 @@ class Connections:
         self.context = context
         self.limit = limit  # of a body, inflated
         self.open: dict[Target, _Plain | _Secure] = {}
+        self.heads: dict[Target, bytes] = {}
+
+    def _head(self, goal: Target) -> bytes:
+        """The request's head for `goal`, up to its Content-Length's value."""
+        head = self.heads.get(goal)
+        if head is None:
+            headers = {"Host": goal.host_header, **self.headers}
+            if goal.proxy_authorization and goal.tunnel is None:
+                headers["Proxy-Authorization"] = goal.proxy_authorization
+            lines = [f"POST {goal.path} HTTP/1.1"]
+            lines += [f"{name}: {value}" for name, value in headers.items()]
+            head = self.heads[goal] = ("\r\n".join(lines) + "\r\nContent-Length: ").encode(
+                "latin-1"
+            )
+        return head
 
     def post(self, goal: Target, body: bytes, timeout: float) -> tuple[int, str | None, bytes]:
         """POST `body` to `goal` within `timeout` seconds: the status, the Retry-After
@@ -265,25 +403,27 @@ class Connections:
         connection.deadline = time.monotonic() + timeout
         status = 0
         try:
-            if connection.sock is not None:
-                connection.sock.settimeout(connection.remaining())
-            headers = self.headers
-            if goal.proxy_authorization and goal.tunnel is None:
-                headers = {**headers, "Proxy-Authorization": goal.proxy_authorization}
-            connection.request("POST", goal.path, body, headers)
-            response = connection.getresponse()
-            status = response.status
+            if connection.sock is None:
+                connection.connect()
+            sock = connection.sock
+            assert sock is not None
+            sock.settimeout(connection.remaining())
+            sock.sendall(b"%s%d\r\n\r\n%s" % (self._head(goal), len(body), body))
+            answer = _Answer(sock, connection)
+            status, keep, headers = answer.head()
             try:
-                inflater = Inflater(response.getheader("content-encoding") or "", self.limit)
-                while chunk := response.read(READ_STEP):
-                    inflater.feed(chunk)
-            except ValueError as error:  # the body refused
+                inflater = Inflater(headers.get("content-encoding", ""), self.limit)
+            except ValueError as error:
+                raise _Refused(str(error)) from None
+            keep = answer.body(status, headers, _refusing(inflater.feed)) and keep
+            if keep and not answer.buffer:
+                connection.used = time.monotonic()
+            else:  # the stream ended, or the server said close or sent what nobody asked
                 connection.close()
-                raise Transient(status, str(error)) from None
-            if response.length:  # the connection ended before the body did
-                raise http.client.IncompleteRead(b"", response.length)
-            connection.used = time.monotonic()
-            return status, response.getheader("retry-after"), bytes(inflater.body)
+            return status, headers.get("retry-after"), bytes(inflater.body)
+        except _Refused as refused:
+            connection.close()
+            raise Transient(status, str(refused)) from None
         except (_Timeout, TimeoutError):
             connection.close()
             raise Transient(0, f"no answer within {timeout:g} s") from None
@@ -295,3 +435,15 @@ class Connections:
         for connection in self.open.values():
             connection.close()
         self.open.clear()
+
+
+def _refusing(feed: Any) -> Any:
+    """`feed`, its refusal of a body (ValueError) as `_Refused`."""
+
+    def refusing(data: bytes) -> None:
+        try:
+            feed(data)
+        except ValueError as error:
+            raise _Refused(str(error)) from None
+
+    return refusing

@@ -66,13 +66,23 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
 def share_intervals(table: pa.Table, parameters: dict[str, Any]) -> Table:
     """The rows with the 95% interval of share_positive, made as DICES's share_yes's is:
     from the sums the SQL reduces its ratings to (`dices_cli.metrics.share_sums`), or from
-    its rating lists."""
-    from dices_cli.metrics import share_sums, shares
+    its rating lists; for an ordinal label, the interval and test of its mean
+    (`dices_cli.metrics.mean_sums`) after them."""
+    from dices_cli.metrics import mean_sums, share_sums, shares
 
+    # An ordinal label's mean: its interval and test, from sums of its own (mean_sums).
+    means = None
+    if mean_sums.MEAN_SUMS in table.column_names:
+        if parameters.get("kind") == "ordinal":
+            means = mean_sums.compute(table, parameters)
+        table = table.drop_columns([mean_sums.MEAN_SUMS])
     # The SQL's sums; rating lists (as DICES's queries give them) are summed here.
     summed = share_sums.SUMS in table.column_names
     result = (share_sums.compute if summed else shares.compute)(table, parameters)
     columns = [
         name.replace(*SHARE) if name.startswith(SHARE[0]) else name for name in result.columns
     ]
-    return Table(columns, result.numeric, result.rows)
+    if means is None:
+        return Table(columns, result.numeric, result.rows)
+    rows = [(*row, *more) for row, more in zip(result.rows, means.rows, strict=True)]
+    return Table([*columns, *means.columns], [*result.numeric, *means.numeric], rows)

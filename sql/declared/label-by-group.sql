@@ -28,6 +28,14 @@
 -- column p_value: p-value of difference for `alternative` (two-sided unless asked), from relabelling the raters at random with every group's size kept.
 -- column p_adjusted: p_value adjusted by Benjamini-Hochberg over the groups.
 -- column p_groups_differ: One p-value, the same on each row: do the groups' shares differ at all (their ratings-weighted spread, against relabelled raters)?
+-- column mean_ci_low: Lower end of the 95% interval of mean, made as `interval` says (an ordinal label only, as are the mean_ columns after it).
+-- column mean_ci_high: Upper end of the 95% interval of mean.
+-- column mean_difference: The group's mean minus that of the other groups' ratings; empty without --by.
+-- column mean_difference_ci_low: Lower end of the 95% interval of mean_difference, made as `interval` says (empty below 5 raters on either side).
+-- column mean_difference_ci_high: Upper end of the 95% interval of mean_difference.
+-- column mean_p_value: p-value of mean_difference for `alternative`, from the relabellings of p_value.
+-- column mean_p_adjusted: mean_p_value adjusted by Benjamini-Hochberg over the groups.
+-- column mean_p_groups_differ: One p-value, the same on each row: do the groups' means differ at all?
 -- answer: raters, ratings, share_positive, share_positive_ci_low, share_positive_ci_high, mean, difference, p_adjusted
 -- explanation:
 --   Do groups of raters judge differently? For a binary or ordinal label with a declared
@@ -42,10 +50,14 @@
 --   raters at random (group sizes kept; --permutations, --seed), two-sided unless
 --   --alternative asks one way; p_adjusted corrects for the number of groups
 --   (Benjamini-Hochberg), and p_groups_differ asks whether the groups differ at all.
+--   An ordinal label's mean gets the same: its interval (mean_ci_low, mean_ci_high, made
+--   as the share's, on the scale) and mean_difference with its interval and tests.
 --   `dices query agreement -d NAME --by ...` measures how much groups agree.
 -- The interval and the test need only sums (dices_cli.metrics.share_sums): DuckDB reduces
 -- the ratings to them per rater, per item and per rater x item cell (the last two only
 -- for a clustered or conversations interval), and only each group's raters reach Python.
+-- An ordinal label's mean has sums of its own (mean_sums: dices_cli.metrics.mean_sums) of
+-- each value's whole-number code, (number - $mean_origin) x $mean_unit.
 WITH rater_groups AS (  -- each rater with its group's number, g
     SELECT
         COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)),
@@ -55,30 +67,34 @@ WITH rater_groups AS (  -- each rater with its group's number, g
     FROM raters
 ),
 rated AS NOT MATERIALIZED (  -- each rating: its group, rater, item, positive (1) or not (0)
-    SELECT g, rater_id, item_id, positive::INTEGER AS y, number, kind
+    -- and t, its value's code for the mean (mean_sums)
+    SELECT g, rater_id, item_id, positive::INTEGER AS y, number, kind,
+        round((number - $mean_origin) * $mean_unit)::INTEGER AS t
     FROM asked_label_values
-    JOIN rater_groups USING (dataset, rater_id)
+    JOIN rater_groups USING (rater_id)  -- a declared session holds one dataset
 ),
 per_rater AS (
-    SELECT g, rater_id, sum(y) AS y, count(*) AS n, sum(number) AS total, any_value(kind) AS kind
+    SELECT g, rater_id, sum(y) AS y, count(*) AS n, sum(number) AS total, any_value(kind) AS kind,
+        sum(t) AS t, sum(t * t) AS q
     FROM rated
     GROUP BY ALL
 ),
 per_item AS NOT MATERIALIZED (
-    SELECT g, item_id, sum(y) AS y, count(*) AS n FROM rated GROUP BY ALL
+    SELECT g, item_id, sum(y) AS y, count(*) AS n, sum(t) AS t FROM rated GROUP BY ALL
 ),
 item_totals AS (  -- each item over every group
-    SELECT item_id, sum(y) AS y, count(*) AS n
+    SELECT item_id, sum(y) AS y, count(*) AS n, sum(t) AS t
     FROM rated
     WHERE $interval <> 'wilson'
     GROUP BY ALL
 ),
-cells AS (
-    SELECT g, sum(y * y) AS k_yy, sum(y * n) AS k_yn, sum(n * n) AS k_nn
+cells AS (  -- when each cell is one rating (y is 0 or 1, n is 1), its sums are the group's
+    SELECT g, sum(y * y) AS k_yy, sum(y * n) AS k_yn, sum(n * n) AS k_nn,
+        sum(t * t) AS k_tt, sum(t * n) AS k_tn
     FROM (
-        SELECT g, sum(y) AS y, count(*) AS n
+        SELECT g, sum(y) AS y, count(*) AS n, sum(t) AS t
         FROM rated
-        WHERE $interval <> 'wilson'
+        WHERE $interval <> 'wilson' AND NOT $one_rating_per_cell
         GROUP BY g, rater_id, item_id
     )
     GROUP BY g
@@ -94,7 +110,12 @@ groups AS (
         list(n ORDER BY rater_id) AS rater_ratings,
         sum(y * y)::BIGINT AS r_yy,
         sum(y * n)::BIGINT AS r_yn,
-        sum(n * n)::BIGINT AS r_nn
+        sum(n * n)::BIGINT AS r_nn,
+        sum(t)::BIGINT AS total_code,
+        sum(q)::BIGINT AS squares_code,
+        list(t::BIGINT ORDER BY rater_id) AS rater_total,
+        sum(t * t)::BIGINT AS r_tt,
+        sum(t * n)::BIGINT AS r_tn
     FROM per_rater
     GROUP BY g
 ),
@@ -108,7 +129,12 @@ group_items AS (
         sum(i.y * t.y)::BIGINT AS x_yy,
         sum(i.y * t.n)::BIGINT AS x_yn,
         sum(i.n * t.y)::BIGINT AS x_ny,
-        sum(i.n * t.n)::BIGINT AS x_nn
+        sum(i.n * t.n)::BIGINT AS x_nn,
+        sum(i.t * i.t)::BIGINT AS c_tt,
+        sum(i.t * i.n)::BIGINT AS c_tn,
+        sum(i.t * t.t)::BIGINT AS x_tt,
+        sum(i.t * t.n)::BIGINT AS x_tn,
+        sum(i.n * t.t)::BIGINT AS x_nt
     FROM per_item AS i
     LEFT JOIN item_totals AS t USING (item_id)
     GROUP BY g
@@ -118,7 +144,9 @@ family AS (  -- a declared session holds one dataset: its groups are one family
         count(*) AS f_items,
         sum(y * y)::BIGINT AS f_yy,
         sum(y * n)::BIGINT AS f_yn,
-        sum(n * n)::BIGINT AS f_nn
+        sum(n * n)::BIGINT AS f_nn,
+        sum(t * t)::BIGINT AS f_tt,
+        sum(t * n)::BIGINT AS f_tn
     FROM item_totals
 )
 SELECT
@@ -135,9 +163,19 @@ SELECT
         'r_yy': s.r_yy, 'r_yn': s.r_yn, 'r_nn': s.r_nn,
         'c_yy': i.c_yy, 'c_yn': i.c_yn, 'c_nn': i.c_nn,
         'x_yy': i.x_yy, 'x_yn': i.x_yn, 'x_ny': i.x_ny, 'x_nn': i.x_nn,
-        'k_yy': c.k_yy::BIGINT, 'k_yn': c.k_yn::BIGINT, 'k_nn': c.k_nn::BIGINT,
+        'k_yy': (CASE WHEN $one_rating_per_cell THEN s.n_positive ELSE c.k_yy END)::BIGINT,
+        'k_yn': (CASE WHEN $one_rating_per_cell THEN s.n_positive ELSE c.k_yn END)::BIGINT,
+        'k_nn': (CASE WHEN $one_rating_per_cell THEN s.ratings ELSE c.k_nn END)::BIGINT,
         'f_items': f.f_items, 'f_yy': f.f_yy, 'f_yn': f.f_yn, 'f_nn': f.f_nn
-    } AS share_sums
+    } AS share_sums,
+    CASE WHEN $kind = 'ordinal' THEN {
+        'total': s.total_code, 'squares': s.squares_code, 'rater_total': s.rater_total,
+        'r_tt': s.r_tt, 'r_tn': s.r_tn,
+        'c_tt': i.c_tt, 'c_tn': i.c_tn, 'x_tt': i.x_tt, 'x_tn': i.x_tn, 'x_nt': i.x_nt,
+        'k_tt': (CASE WHEN $one_rating_per_cell THEN s.squares_code ELSE c.k_tt END)::BIGINT,
+        'k_tn': (CASE WHEN $one_rating_per_cell THEN s.total_code ELSE c.k_tn END)::BIGINT,
+        'f_tt': f.f_tt, 'f_tn': f.f_tn
+    } END AS mean_sums
 FROM groups AS s
 JOIN group_items AS i USING (g)
 LEFT JOIN cells AS c USING (g)

@@ -336,48 +336,13 @@ def test_open_resolves_the_directory_as_the_command_line(
     assert dices.open("mine").root == Path("mine")
 
 
-def test_report_writes_the_page(sample: Path, tmp_path: Path) -> None:
-    written = dices.open(sample).report(tmp_path / "r.html", dataset="350")
-    assert written == tmp_path / "r.html"
-    assert written.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+def test_report_leaves_a_page_that_exists(sample: Path, tmp_path: Path) -> None:
+    """(The page it writes, and the path it gives: test_commands_and_api_agree.py.)"""
+    existing = tmp_path / "r.html"
+    existing.write_text("mine\n", encoding="utf-8")
     with pytest.raises(DicesError, match=r"r\.html exists; use force to overwrite it"):
-        dices.open(sample).report(written)
-
-
-def test_report_scores_predictions_as_the_command_line(sample: Path, tmp_path: Path) -> None:
-    """`Data.report(predictions=...)` is `dices report --predictions`: the same page but for
-    the lines that say when and how it was made."""
-    predictions = demo_predictions_path()
-    (tmp_path / "api").mkdir()
-    with pytest.warns(dices.DicesNote, match="'five-raters-flipped' agrees with the experts"):
-        by_api = dices.open(sample).report(
-            tmp_path / "api/r.html", dataset="350", predictions=predictions, bootstrap=20
-        )
-    ran = CliRunner().invoke(
-        app,
-        [
-            "report",
-            "-d",
-            "350",
-            "--predictions",
-            str(predictions),
-            "--bootstrap",
-            "20",
-            "--data",
-            str(sample),
-            "-o",
-            str(tmp_path / "r.html"),
-        ],
-    )
-    assert ran.exit_code == 0, ran.output
-
-    def page(path: Path) -> str:
-        text = path.read_text(encoding="utf-8")
-        made = r"<dt>Command</dt><dd><code>.*?</code>|<dt>Created</dt><dd>[^<]*"
-        return re.sub(made, "", text)
-
-    assert "predictions=" in by_api.read_text(encoding="utf-8")
-    assert page(by_api) == page(tmp_path / "r.html")
+        dices.open(sample).report(existing, dataset="350")
+    assert existing.read_text(encoding="utf-8") == "mine\n"
 
 
 def test_report_options_that_score_need_predictions(sample: Path, tmp_path: Path) -> None:

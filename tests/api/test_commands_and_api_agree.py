@@ -91,10 +91,25 @@ def filter_raters(sample: Path, tmp_path: Path) -> None:
 
 
 def report(sample: Path, tmp_path: Path) -> None:
+    """With predictions too: `Data.report(predictions=...)` is `dices report --predictions`,
+    its notes (the command line's stderr) given as warnings."""
+    predictions = demo_predictions_path()
+    settings = ["--predictions", str(predictions), "--bootstrap", "20"]
     by_command = tmp_path / "command.html"
-    run("report", "-d", "350", "--by", "rater_gender", "--data", sample, "-o", by_command)
+    run(
+        "report", "-d", "350", "--by", "rater_gender", *settings, "--data", sample, "-o", by_command
+    )
     d = dices.open(sample)
-    by_api = quietly(lambda: d.report(tmp_path / "api.html", by="rater_gender", dataset="350"))
+    with pytest.warns(dices.DicesNote, match="'five-raters-flipped' agrees with the experts"):
+        by_api = d.report(
+            tmp_path / "api.html",
+            by="rater_gender",
+            dataset="350",
+            predictions=predictions,
+            bootstrap=20,
+        )
+    assert by_api == tmp_path / "api.html"
+    assert "predictions=" in by_api.read_text(encoding="utf-8")
     assert page(by_api) == page(by_command)
 
 

@@ -18,7 +18,6 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from drivers.terminal import Screen, on_terminal
 from drivers.terminal_table import RULE, blocks, header_names, hidden_note, note_lines, table_number
 from hypothesis import given
 from hypothesis import strategies as st
@@ -33,6 +32,7 @@ from dices_cli.cli.main import app
 from dices_cli.cli.render import print_table
 from dices_cli.output import Format, Table, write_table
 from dices_cli.queries.catalog import catalog, parse_query
+from tests.drivers.terminal import Screen, Terminal, terminal_fixture  # noqa: F401 (a fixture)
 
 WIDTHS = (60, 80, 120, 200)
 FILLER = {"columns": "rater_age"}  # a value for each type of required parameter
@@ -153,18 +153,20 @@ def query_csv(data: Path, arguments: tuple[str, ...]) -> str:
     return result.stdout
 
 
+# Every query at every width: the full suite's; the hand-made and random tables, the inner loop's.
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("arguments", canned_cases(), ids=" ".join)
 def test_canned_query_tables_keep_every_number_whole(
-    ingested: Path, arguments: list[str], width: int
+    sample: Path, arguments: list[str], width: int
 ) -> None:
     result = CliRunner().invoke(
         app,
-        ["query", *arguments, "--data", str(ingested), "-f", "table"],
+        ["query", *arguments, "--data", str(sample), "-f", "table"],
         env={"COLUMNS": str(width)},
     )
     assert result.exit_code == 0, result.output
-    expected = query_csv(ingested, tuple(arguments))
+    expected = query_csv(sample, tuple(arguments))
     shape = check_drawn(arguments[0], result.stdout, result.stderr, expected, width)
     assert catalog()[arguments[0]].answer
     hidden = hidden_columns(result.stderr, result.stdout, expected)
@@ -175,7 +177,6 @@ def test_canned_query_tables_keep_every_number_whole(
     too_wide = width == 60 and arguments in (
         LONG_GROUPS,
         ["rater-quality"],
-        ["harm-types"],
         ["gold-vs-crowd-summary"],
         ["agreement", "--by", "rater_age", "--permutations", "20"],
     )
@@ -489,25 +490,27 @@ def check_answer_whole(screen: Screen, csv_text: str, answer: tuple[str, ...], w
                     assert word in words, f"{name}={value} not whole on the screen"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", SCREEN_WIDTHS)
 @pytest.mark.parametrize("arguments", canned_cases(), ids=" ".join)
 def test_each_query_shows_its_answer_whole_on_a_terminal(
-    ingested: Path, arguments: list[str], width: int
+    sample: Path, terminal: Terminal, arguments: list[str], width: int
 ) -> None:
     shaped = (*arguments, *SHOWN_ROWS)
-    screen = on_terminal(width, "query", *shaped, "--data", str(ingested))
+    screen = terminal.run(width, "query", *shaped, "--data", str(sample))
     answer = catalog()[arguments[0]].answer
-    check_answer_whole(screen, query_csv(ingested, shaped), answer, width)
+    check_answer_whole(screen, query_csv(sample, shaped), answer, width)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", SCREEN_WIDTHS)
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_evaluate_and_filter_raters_show_their_answer_whole_on_a_terminal(
-    ingested: Path, command: str, width: int
+    sample: Path, terminal: Terminal, command: str, width: int
 ) -> None:
     arguments, answer = COMMANDS[command]
-    shaped = [*arguments, *SHOWN_ROWS, "--data", str(ingested)]
-    screen = on_terminal(width, *shaped)
+    shaped = [*arguments, *SHOWN_ROWS, "--data", str(sample)]
+    screen = terminal.run(width, *shaped)
     expected = CliRunner().invoke(app, [*shaped, "-f", "csv"])
     assert expected.exit_code == 0, expected.output
     check_answer_whole(screen, expected.stdout, answer, width)

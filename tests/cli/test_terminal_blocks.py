@@ -30,7 +30,7 @@ from dices_cli.cli.render import print_table
 from dices_cli.cli.render_blocks import NAME_MIN
 from dices_cli.cli.tabular import GAP, cell_text
 from dices_cli.output import table_from_rows
-from tests.drivers.terminal import on_terminal
+from tests.drivers.terminal import Terminal, terminal_fixture  # noqa: F401 (a fixture)
 from tests.drivers.terminal_table import blocks, grid, hidden_note
 
 WIDTHS = st.one_of(st.sampled_from((60, 80, 120)), st.integers(40, 160))
@@ -162,7 +162,7 @@ def test_the_names_give_way_to_a_wide_number() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [60, 80, 120])
-def test_under_a_pseudo_terminal(width: int, sample: Path) -> None:
+def test_under_a_pseudo_terminal(width: int, sample: Path, terminal: Terminal) -> None:
     """`dices sql` of a Parquet file of long values, on a terminal `width` wide, with the
     columns named by --columns (and one by --sort)."""
 
@@ -177,7 +177,7 @@ def test_under_a_pseudo_terminal(width: int, sample: Path) -> None:
             arguments = ["sql", "SELECT * FROM t", "--table", f"t={path}", "--data", str(sample)]
             arguments += ["--columns", ",".join(named)]
             arguments += ["--sort", named[0]] if sort else []
-            screen = on_terminal(width, *arguments)
+            screen = terminal.run(width, *arguments)
             assert screen.code == 0, screen.stderr
             written = CliRunner().invoke(app, [*arguments, "-f", "csv"])
             assert written.exit_code == 0, written.output

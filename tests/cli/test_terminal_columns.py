@@ -20,7 +20,6 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from drivers.terminal import Screen, on_terminal
 from drivers.terminal_table import blocks, grid, hidden_note, note_lines, table_number
 from fixtures.dices_csv import header, rows, to_csv
 from hypothesis import HealthCheck, given, settings
@@ -29,6 +28,7 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
+from tests.drivers.terminal import Screen, Terminal, terminal_fixture  # noqa: F401 (a fixture)
 
 PREDICTIONS = str(Path(__file__).resolve().parents[2] / "dices_cli/data/demo-predictions.csv")
 WIDTHS = st.one_of(st.sampled_from((60, 80, 120)), st.integers(50, 160))
@@ -169,7 +169,9 @@ def choices(draw: st.DrawFn, columns: list[str]) -> tuple[list[str] | None, str 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_named_columns_are_all_shown_whole(command: str, places: dict[str, str]) -> None:
+def test_named_columns_are_all_shown_whole(
+    command: str, places: dict[str, str], terminal: Terminal
+) -> None:
     arguments = arguments_of(command, places)
     columns = next(csv.reader(io.StringIO(as_csv(tuple(arguments)))))
 
@@ -180,7 +182,7 @@ def test_named_columns_are_all_shown_whole(command: str, places: dict[str, str])
         shaped = [*arguments, *ROWS]
         shaped += ["--columns", ",".join(named)] if named else []
         shaped += ["--sort", f"-{sort}"] if sort else []  # descending: a name with a -
-        screen = on_terminal(width, *shaped)
+        screen = terminal.run(width, *shaped)
         wanted = [*(named or []), *([sort] if sort and not named else [])]
         check_named_whole(screen, as_csv(tuple(shaped)), wanted, width)
 

@@ -15,11 +15,11 @@ import re
 from pathlib import Path
 
 import pytest
-from drivers.terminal import Screen, on_terminal
 from drivers.terminal_table import grid, note_lines
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
+from tests.drivers.terminal import Screen, Terminal, terminal_fixture  # noqa: F401 (a fixture)
 
 MODELS = ("alpha", "beta", "gamma", "delta", "epsilon")
 ITEMS_990 = "SELECT item_id FROM items WHERE dataset = '990'"
@@ -52,11 +52,11 @@ def screen_lines(screen: Screen) -> list[str]:
 
 @pytest.mark.slow
 def test_evaluate_by_on_a_terminal_is_a_ranked_summary_that_fits(
-    sample: Path, five_models: Path
+    sample: Path, five_models: Path, terminal: Terminal
 ) -> None:
     arguments = ["evaluate", str(five_models), "-d", "990", "--by", "rater_race", *FAST]
     arguments += ["--data", str(sample)]
-    screen = on_terminal(80, *arguments)
+    screen = terminal.run(80, *arguments)
     assert screen.code == 0, screen.stderr
     lines = screen_lines(screen)
     assert len(lines) <= 60, "\n".join(lines)
@@ -93,12 +93,12 @@ def test_evaluate_by_on_a_terminal_is_a_ranked_summary_that_fits(
 
 @pytest.mark.slow
 def test_evaluate_by_keeps_the_full_table_for_the_formats_asked_for(
-    sample: Path, five_models: Path
+    sample: Path, five_models: Path, terminal: Terminal
 ) -> None:
     """-f table, --columns or -o: the full result, as asked."""
     arguments = ["evaluate", str(five_models), "-d", "990", "--by", "rater_race", *FAST]
     arguments += ["--data", str(sample), "--columns", "model,rater_race,raters,kappa"]
-    screen = on_terminal(80, *arguments)
+    screen = terminal.run(80, *arguments)
     assert screen.code == 0, screen.stderr
     assert "the largest" not in screen.stdout
     drawn = grid(screen.stdout)
@@ -107,13 +107,13 @@ def test_evaluate_by_keeps_the_full_table_for_the_formats_asked_for(
 
 
 def test_evaluate_of_one_model_shows_its_table_and_two_lines_of_note(
-    sample: Path, tmp_path: Path
+    sample: Path, tmp_path: Path, terminal: Terminal
 ) -> None:
     predictions = Path(__file__).resolve().parents[2] / "dices_cli/data/demo-predictions.csv"
     lines = predictions.read_text(encoding="utf-8").splitlines()
     path = tmp_path / "one-model.csv"
     path.write_text("\n".join(x for x in lines if not x.startswith("five-raters-flipped")) + "\n")
-    screen = on_terminal(80, "evaluate", str(path), "--bootstrap", "20", "--data", str(sample))
+    screen = terminal.run(80, "evaluate", str(path), "--bootstrap", "20", "--data", str(sample))
     assert screen.code == 0, screen.stderr
     assert note_lines(screen.stderr) == 2, screen.stderr
     assert re.search(r"^\.\.\. no room for \d+ more columns", screen.stderr, re.M)

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from dices_cli.output import Table
 
 
 @dataclass(frozen=True)
@@ -133,3 +137,55 @@ def ingest_dataset(ratings: OrdinalRatings, folder: Path, name: str = "ordinal_t
     assert result.exit_code == 0, result.output
     FAMILIES.pop(name)
     return data
+
+
+def label_by_group(ratings: OrdinalRatings, parameters: dict[str, Any]) -> Table:
+    """`label-by-group --by grp` of `ratings` (a 1..levels scale, positive from 3), its SQL
+    and compute step run as a declared dataset's session runs them, over the family views
+    it reads (`raters`, `asked_label_values`) made in an in-memory DuckDB: the figures the
+    command gives, without a CSV to ingest. `parameters` adds to or overrides the
+    defaults (clustered, 0 permutations, seed 0, two-sided)."""
+    import duckdb
+    import pyarrow as pa
+
+    from dices_cli.metrics.any_family import share_intervals
+    from dices_cli.queries.catalog import declared_queries, render_sql
+    from dices_cli.queries.declared import mean_codes
+    from dices_cli.queries.engine import arrow_table
+
+    positions = tuple(float(v) for v in range(1, ratings.levels + 1))
+    rater_ids = np.array([f"r{r:04d}" for r in range(len(ratings.group))])
+    raters = pa.table(
+        {
+            "dataset": ["ordinal"] * len(ratings.group),
+            "rater_id": rater_ids,
+            "grp": [f"g{g}" for g in ratings.group],
+        }
+    )
+    values = pa.table(
+        {
+            "dataset": ["ordinal"] * len(ratings.value),
+            "item_id": [f"i{i:04d}" for i in ratings.item],
+            "rater_id": rater_ids[ratings.rater],
+            "label": ["score"] * len(ratings.value),
+            "kind": ["ordinal"] * len(ratings.value),
+            "value": ratings.value.astype(str),
+            "rank": ratings.value - 1,
+            "number": ratings.value.astype(np.float64),
+            "positive": ratings.value >= 3,
+        }
+    )
+    origin, unit = mean_codes(positions)
+    bound: dict[str, Any] = {
+        "by": ["grp"], "label": "score", "kind": "ordinal", "positions": positions,
+        "positive_values": ", ".join(str(v) for v in range(3, ratings.levels + 1)),
+        "mean_origin": origin, "mean_unit": unit, "interval": "clustered",
+        "permutations": 0, "seed": 0, "alternative": "two-sided", **parameters,
+    }  # fmt: skip
+    query = declared_queries()["label-by-group"]
+    sql = render_sql(query)
+    con = duckdb.connect()
+    con.register("raters", raters)
+    con.register("asked_label_values", values)
+    named = {k: v for k, v in bound.items() if f"${k}" in sql}
+    return share_intervals(arrow_table(con.execute(sql, named)), bound)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
@@ -11,7 +12,10 @@ import subprocess
 import sys
 import tempfile
 import termios
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+import pytest
 
 from tests.conftest import memory_cap
 
@@ -62,3 +66,139 @@ def on_terminal(
         piped = other.read().decode("utf-8")
     shown = ANSI.sub("", b"".join(chunks).decode("utf-8")).replace("\r\n", "\n")
     return Screen(code, shown, piped) if stream == "stdout" else Screen(code, piped, shown)
+
+
+# The child of `Terminal`: it runs `dices` as the console script does (dices_cli.cli.launch),
+# once per request, with stdout on the terminal throughout and stderr on the request's file.
+_CHILD = r"""
+import json, os, struct, sys, fcntl, termios, threading
+
+class Done(BaseException):
+    pass
+
+_exit = os._exit
+
+def leave(code):
+    if threading.current_thread() is not threading.main_thread():
+        _exit(code)  # a run's own watchdog ends the process, as it would end dices
+    raise Done(code)
+
+os._exit = leave
+from dices_cli.cli import launch
+
+requests, answers = os.fdopen(int(sys.argv[1])), os.fdopen(int(sys.argv[2]), "w")
+for line in requests:
+    request = json.loads(line)
+    fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 50, request["width"], 0, 0))
+    sys.stderr.flush()
+    os.dup2(os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC), 2)
+    before = dict(os.environ)
+    os.environ.update(request["env"])
+    sys.argv = ["dices", *request["arguments"]]
+    try:
+        launch.run()
+        code = 0
+    except Done as done:
+        code = done.args[0]
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 0
+    os.environ.clear()
+    os.environ.update(before)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.write(1, request["marker"].encode())
+    answers.write(f"{code}\n")
+    answers.flush()
+"""
+
+
+class Terminal:
+    """One `dices` process on a pseudo-terminal that runs command after command (`run`), each
+    as `on_terminal` runs it in a process of its own: stdout on the terminal, now `width`
+    columns wide (Rich asks the terminal at each command), stderr on a file. A test whose point
+    is the drawing on a terminal, not the process, pays the interpreter's start once. The
+    process runs under `memory_cap`; `close` ends it. A command that ends the process (a
+    crash) fails its own test; the next command starts a new process."""
+
+    MARKER = "\x00\x01end of a dices command\x01\x00"
+
+    def __init__(self) -> None:
+        self._stderr = tempfile.NamedTemporaryFile()  # noqa: SIM115 (closed by `close`)
+        self._start()
+
+    def _start(self) -> None:
+        self._leader, follower = pty.openpty()
+        requests_read, self._requests = os.pipe()
+        self._answers, answers_write = os.pipe()
+        environment = {**os.environ, "TERM": "xterm", "NO_COLOR": "1"}
+        environment.pop("COLUMNS", None)
+        environment.pop("LINES", None)
+        with memory_cap():
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, str(requests_read), str(answers_write)],
+                stdin=subprocess.DEVNULL,
+                stdout=follower,
+                stderr=self._stderr,
+                env=environment,
+                pass_fds=(requests_read, answers_write),
+            )
+        for fd in (follower, requests_read, answers_write):
+            os.close(fd)
+        self._answers_file = os.fdopen(self._answers)
+
+    def run(self, width: int, *arguments: str, env: dict[str, str] | None = None) -> Screen:
+        """`dices ARGUMENTS` on the terminal, `width` columns wide, with `env` set for it."""
+        if self._process.poll() is not None:  # ended by the command before
+            self._end()
+            self._start()
+        request = {
+            "width": width,
+            "arguments": list(arguments),
+            "env": env or {},
+            "stderr": self._stderr.name,
+            "marker": self.MARKER,
+        }
+        os.write(self._requests, (json.dumps(request) + "\n").encode())
+        marker = self.MARKER.encode()
+        shown = b""
+        while not shown.endswith(marker):
+            try:
+                chunk = os.read(self._leader, 65536)
+            except OSError:  # the terminal is closed: the process has ended
+                chunk = b""
+            if not chunk:
+                self._stderr.seek(0)
+                raise RuntimeError(
+                    f"the terminal's dices process ended: {shown!r} {self._stderr.read()!r}"
+                )
+            shown += chunk
+        code = int(self._answers_file.readline())
+        self._stderr.seek(0)
+        piped = self._stderr.read().decode("utf-8")
+        text = ANSI.sub("", shown[: -len(marker)].decode("utf-8")).replace("\r\n", "\n")
+        return Screen(code, text, piped)
+
+    def _end(self) -> None:
+        os.close(self._requests)
+        self._process.wait()
+        self._answers_file.close()
+        os.close(self._leader)
+
+    def close(self) -> None:
+        self._end()
+        self._stderr.close()
+
+
+_SHARED: list[Terminal] = []
+
+
+@pytest.fixture(scope="session", name="terminal")
+def terminal_fixture() -> Iterator[Terminal]:
+    """`terminal`: the run's one `Terminal` (each xdist worker's own), for the drawings on a
+    terminal of every test module that imports this fixture (`from tests.drivers.terminal
+    import terminal_fixture`): the first to ask starts it, the session's end closes it."""
+    if not _SHARED:
+        _SHARED.append(Terminal())
+    yield _SHARED[0]
+    if _SHARED:  # each importing module's fixture ends at the session's end: the first closes
+        _SHARED.pop().close()

@@ -34,13 +34,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
-from dices_cli.formats.ingest import ingest
 from dices_cli.judge import client
 from dices_cli.judge.answers import NEGATIONS, read_answer
 from dices_cli.judge.prompts import load_prompt
 from dices_cli.read.untrusted import MAX_DEPTH, UntrustedError, loads_json
-from dices_cli.runs.demo import sample_paths
-from dices_cli.store.datasets import Store
 from tests.drivers.judge_server import JudgeServer, _Handler
 from tests.hostile.test_bounded_input import CPU_CAP, LAUNCHER, MEMORY_CAP, assert_clean, run_capped
 from tests.hostile.test_bounded_input import DICES as DICES_ENTRY
@@ -98,17 +95,11 @@ def server() -> Iterator[HostileServer]:
         thread.join(10)
 
 
-@pytest.fixture(scope="module")
-def sample_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("sample")
-    ingest(sample_paths(), Store(root), force=True)
-    return root
-
-
 @pytest.fixture
-def data(sample_data: Path, tmp_path: Path) -> Path:
+def data(sample: Path, tmp_path: Path) -> Path:
+    """A copy of tests/conftest.py's `sample` that the judge may write to."""
     target = tmp_path / "data"
-    shutil.copytree(sample_data, target, symlinks=True)
+    shutil.copytree(sample, target, symlinks=True)
     return target
 
 
@@ -264,16 +255,20 @@ def test_the_docs_hold_the_answer_table() -> None:
         assert f"| {cell} | {verdict or 'not read'} |" in docs, text
 
 
+AROUND = frozenset(["it", "is", "the", "answer", "because", "so", "and", "or"])
 WORDS = st.text(alphabet=st.characters(categories=["Ll", "Lu", "Lo"]), min_size=2, max_size=8)
 
 
 @st.composite
 def prompts(draw: st.DrawFn) -> dict[str, str]:
-    """Declared answers: an unsafe and a safe word (maybe an unsure one), none a negation."""
+    """Declared answers: an unsafe and a safe word (maybe an unsure one), none a negation nor
+    a word of the phrases around them below (tests/judge/test_judge_answers_negation.py)."""
     words = draw(
         st.lists(
             WORDS.filter(
-                lambda w: w.casefold() not in NEGATIONS and w.upper().casefold() == w.casefold()
+                lambda w: (
+                    w.casefold() not in NEGATIONS | AROUND and w.upper().casefold() == w.casefold()
+                )
             ),
             min_size=3,
             max_size=3,

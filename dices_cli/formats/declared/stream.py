@@ -7,6 +7,9 @@ expressions: `label_read`, `with_positive`), its ratings go to Parquet through o
 Polars sink, and what the tables and the checks need of it is folded into a tally: the
 counts, each rater's and item's first row and attributes, and a hash of each (item,
 rater) pair. Memory holds one batch, the raters and items, and the pair hashes.
+DuckDB hands text over as Arrow string views, which Polars takes without a copy; of a
+batch's rows, only an entity's first and each new combination of its attributes' values
+(by a 64-bit hash of them) are grouped, not every rating.
 
 What needs the records themselves (a row without its item or rater, a label outside its
 scale, a second rating of an item by a rater, a rater or an item whose attributes differ
@@ -58,6 +61,9 @@ def stream(
     connection = duckdb.connect()
     connection.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
     connection.execute("SET enable_progress_bar = false")
+    # Text as Arrow string views, which Polars takes without copying every cell.
+    connection.execute("SET arrow_output_version = '1.4'")
+    connection.execute("SET produce_arrow_string_view = true")
     target = folder / RATINGS_FILE
     try:
         relation = connection.sql(
@@ -95,7 +101,8 @@ def stream(
     }
     missing = dict.fromkeys(declared.labels, 0)
     missing.update(tally.missing)
-    return Built(tables, missing, {0: set()}, {"ratings": tally.records}), tally.records
+    built = Built(tables, missing, {0: set()}, {"ratings": tally.records}, repeated=again)
+    return built, tally.records
 
 
 @dataclass
@@ -166,9 +173,13 @@ class _Reading:
             for label in self.reads:
                 tally.outside += counts[f"_outside_{label}"]
                 tally.missing[label] += counts[f"_absent_{label}"]
-            tally.pairs.append(rows.select(pl.struct(ITEM, RATER).hash()).to_series())
-            tally.raters.append(_entity(rows, RATER, self.rater_attributes))
-            tally.items.append(_entity(rows, ITEM, self.item_attributes))
+            tally.pairs.append(rows.select(_hashed([ITEM, RATER])).to_series())
+            tally.raters.append(
+                _entity(_firsts(rows, RATER, self.rater_attributes), RATER, self.rater_attributes)
+            )
+            tally.items.append(
+                _entity(_firsts(rows, ITEM, self.item_attributes), ITEM, self.item_attributes)
+            )
             yield self._ratings(rows)
 
 
@@ -185,6 +196,26 @@ def _from_name(pattern: str, name: str) -> pl.Expr:
 
     found = re.search(pattern, name)
     return pl.lit(found.group(1) if found else None, pl.String)
+
+
+def _hashed(columns: list[str]) -> pl.Expr:
+    """A 64-bit hash of the values of `columns` in a row (each column hashed with its own
+    seed, the hashes combined by exclusive or)."""
+    hashes = [pl.col(c).hash(seed=seed) for seed, c in enumerate(columns)]
+    combined = hashes[0]
+    for one in hashes[1:]:
+        combined = combined.xor(one)
+    return combined
+
+
+def _firsts(rows: pl.DataFrame, key: str, columns: dict[str, str]) -> pl.DataFrame:
+    """The rows of `rows` that `_entity` needs: each entity's first row, and the first row
+    of each further combination of its attributes' values (found by their hash), so that
+    a few rows per entity are grouped instead of every rating."""
+    first = pl.col(key).is_first_distinct()
+    if columns:
+        first = first | _hashed([key, *dict.fromkeys(columns.values())]).is_first_distinct()
+    return rows.filter(first)
 
 
 def _entity(rows: pl.DataFrame, key: str, columns: dict[str, str]) -> pl.DataFrame:
