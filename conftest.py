@@ -8,7 +8,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.doctest import DoctestItem
+from _pytest.doctest import DoctestItem, DoctestModule
+
+TESTS = Path(__file__).resolve().parent / "tests"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
+    """Doctests are the API's and docs/python.md's: a module under tests/ holds none, so it is
+    not collected a second time as one (and a folder's conftest.py is imported as a conftest
+    only, never as a module named `conftest` beside another folder's)."""
+    collected = yield
+    if TESTS in file_path.parents:
+        return [each for each in collected if not isinstance(each, DoctestModule)]
+    return collected
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ Goal: every metric of every group of one --by, with its permutation p-values, in
     python bench/agreement.py                         # each rater column, 3 runs each
     python bench/agreement.py --by rater_race --runs 5
     python bench/agreement.py --permutations 10000 --json
+    python bench/agreement.py --data DIR              # an existing data directory
 
 Besides the process, the SQL and the compute step are timed inside this process, so the
 table shows where the time goes. Builds the replica with ../shared/data/make_replica.py
@@ -139,16 +140,18 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--permutations", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3, help="fresh-process runs per --by")
+    parser.add_argument("--data", type=Path, help="an ingested data directory (no generating)")
     add_shared_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         directory = Path(temp)
-        (path,) = generate(args.shared_dir, ["350"], 1, directory)
-        data = directory / "data"
-        print(f"ingesting {path.name} ...", file=sys.stderr)
-        ingest = [*dices_command(), "ingest", str(path), "--data", str(data)]
-        subprocess.run(ingest, check=True, capture_output=True)
+        data = args.data or directory / "data"
+        if args.data is None:
+            (path,) = generate(args.shared_dir, ["350"], 1, directory)
+            print(f"ingesting {path.name} ...", file=sys.stderr)
+            ingest = [*dices_command(), "ingest", str(path), "--data", str(data)]
+            subprocess.run(ingest, check=True, capture_output=True)
         results = [bench(data, by, args.permutations, args.runs) for by in args.by]
     document = {
         "runs": args.runs,

@@ -9,6 +9,7 @@ estimates only (no intervals): dices / script <= 1.0, median wall time of fresh 
     python bench/evaluate.py --data DIR      # an existing data directory, nothing generated
     python bench/evaluate.py --bootstrap 100 # fewer resamples for dices (the goal is at 1000)
     python bench/evaluate.py --baseline main --skip-pandas   # this tree against main's
+    python bench/evaluate.py --smoke --data DIR --baseline HEAD  # least work (CI smoke)
 
 With --baseline REF, `dices evaluate --by rater_race` on DICES-990 with several kinds of
 model (tests/drivers/mixed_models.py) is timed for this tree and for REF's (a directory,
@@ -17,6 +18,10 @@ alternating, in the same run; and each tree's seed stability is measured on both
 replicas: the same command with --seed 0 and --seed 1, how far each interval's endpoints
 move, as a share of the interval's width (goal: at most STABILITY; time: at most SLOWER x
 REF's).
+
+--smoke does the least work that still runs every step: one run, 10 resamples, the pandas
+comparison on DICES-350 only (gold and crowd), the seed stability on DICES-990 only, and the
+time of each tree taken from its first seed's run.
 
 The script is this file run as `python bench/evaluate.py --pandas DATASET DATA PREDICTIONS
 OUT`: it reads the ingested Parquet files with pandas, scores every model with
@@ -258,9 +263,11 @@ def check(ours_csv: Path, theirs_csv: Path) -> int:
     return compared
 
 
-def bench(data: Path, runs: int, work: Path, bootstrap: int) -> dict[str, Any]:
+def bench(
+    data: Path, runs: int, work: Path, bootstrap: int, datasets: tuple[str, ...] = DATASETS
+) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    for dataset in ("350", "990"):
+    for dataset in datasets:
         predictions = work / f"predictions_{dataset}.csv"
         make_predictions(data, dataset, predictions)
         ours_out, theirs_out = work / f"dices_{dataset}.csv", work / f"pandas_{dataset}.csv"
@@ -372,9 +379,12 @@ def _tree(ref: str, work: Path) -> Path:
     return Path(ref) if Path(ref).is_dir() else _export(ref, work / "baseline")
 
 
-def versus(data: Path, ref: str, runs: int, work: Path) -> dict[str, Any]:
-    """This tree against REF's: `evaluate --by rater_race` on DICES-990, time; and on both
-    replicas, each tree's seed stability (every endpoint of every row)."""
+def versus(
+    data: Path, ref: str, runs: int, work: Path, datasets: tuple[str, ...] = DATASETS
+) -> dict[str, Any]:
+    """This tree against REF's: `evaluate --by rater_race` on DICES-990, time; and on each of
+    `datasets`, each tree's seed stability (every endpoint of every row). With `runs` 0
+    (--smoke), a tree's time is that of its first seed's run on DICES-990."""
     trees = {"this tree": REPO, ref: _tree(ref, work)}
     commands = {
         dataset: [
@@ -383,7 +393,7 @@ def versus(data: Path, ref: str, runs: int, work: Path) -> dict[str, Any]:
             *("-d", dataset, "--data", str(data), "--by", "rater_race"),
             *("-q", "-f", "csv", "--force"),
         ]
-        for dataset in DATASETS
+        for dataset in {*datasets, "990"}
     }
     walls: dict[str, list[float]] = {name: [] for name in trees}
     for number in range(runs):  # alternating, so that drift hits both alike
@@ -393,12 +403,14 @@ def versus(data: Path, ref: str, runs: int, work: Path) -> dict[str, Any]:
             walls[name].append(measure(timed).wall)
     result: dict[str, Any] = {}
     for name, tree in trees.items():
-        result[name] = {"median_s": statistics.median(walls[name]), "wall_s": walls[name]}
-        for dataset, command in commands.items():
-            seeds = []
+        result[name] = {}
+        for dataset in datasets:
+            command, seeds = commands[dataset], []
             for seed in (0, 1):
                 out = work / f"{name.replace(' ', '_').replace('/', '_')}_{dataset}_{seed}.csv"
-                measure([*_tree_command(tree), *command, "--seed", str(seed), "-o", str(out)])
+                run = measure([*_tree_command(tree), *command, "--seed", str(seed), "-o", str(out)])
+                if runs == 0 and dataset == "990" and seed == 0:  # --smoke: this run is timed
+                    walls[name].append(run.wall)
                 seeds.append(out)
             moves = sorted(endpoint_moves(*seeds)) or [math.nan]  # none: no interval given
             result[name][dataset] = {
@@ -407,6 +419,7 @@ def versus(data: Path, ref: str, runs: int, work: Path) -> dict[str, Any]:
                 "move_p95": moves[int(0.95 * (len(moves) - 1))],
                 "move_max": moves[-1],
             }
+        result[name] |= {"median_s": statistics.median(walls[name]), "wall_s": walls[name]}
     result["ratio"] = result["this tree"]["median_s"] / result[ref]["median_s"]
     return result
 
@@ -417,15 +430,16 @@ def versus_report(result: dict[str, Any], ref: str, runs: int) -> str:
         "tree          median s  dataset  endpoints  move between seeds (share of width): "
         "median  p95  max",
     ]
+    datasets = [dataset for dataset in DATASETS if dataset in result["this tree"]]
     for name in ("this tree", ref):
         r = result[name]
-        for dataset in DATASETS:
+        for dataset in datasets:
             moves = r[dataset]
             lines.append(
                 f"{name[:12]:<12}  {r['median_s']:8.2f}  {dataset:>7}  {moves['endpoints']:9}"
                 f"  {moves['move_median']:44.3f}  {moves['move_p95']:.3f}  {moves['move_max']:.3f}"
             )
-    largest = max(result["this tree"][dataset]["move_max"] for dataset in DATASETS)
+    largest = max(result["this tree"][dataset]["move_max"] for dataset in datasets)
     lines += [
         f"time ratio {result['ratio']:.2f} (goal <= {SLOWER}: "
         f"{'met' if result['ratio'] <= SLOWER else 'NOT met'}); largest move "
@@ -447,20 +461,26 @@ def main(argv: list[str] | None = None) -> None:
         help="also time this tree against REF's (a commit, or a directory holding its tree)",
     )
     parser.add_argument("--skip-pandas", action="store_true", help="no pandas comparison")
+    parser.add_argument("--smoke", action="store_true", help="the least work: does it run")
     add_shared_dir_argument(parser)
     args = parser.parse_args(argv)
     if args.pandas:
         pandas_evaluate(*args.pandas)
         return
+    if args.smoke:
+        args.runs, args.bootstrap = 1, 10
     results: dict[str, Any] = {}
     compared: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
         if not args.skip_pandas:
-            results = bench(data, args.runs, Path(temp), args.bootstrap)
+            pandas_on = ("350",) if args.smoke else DATASETS
+            results = bench(data, args.runs, Path(temp), args.bootstrap, pandas_on)
         if args.baseline:
-            compared = versus(data, args.baseline, args.runs, Path(temp))
-    summary = {"runs": args.runs, "bootstrap": args.bootstrap, "goal": GOAL}
+            seeds_on = ("990",) if args.smoke else DATASETS
+            timed_runs = 0 if args.smoke else args.runs
+            compared = versus(data, args.baseline, timed_runs, Path(temp), seeds_on)
+    summary = {"runs": args.runs, "bootstrap": args.bootstrap, "goal": GOAL, "smoke": args.smoke}
     document: dict[str, Any] = {**summary, "results": results}
     if compared is not None:
         document["versus"] = {"baseline": args.baseline, "goal_ratio": SLOWER, **compared}

@@ -8,6 +8,7 @@ time of a fresh process, start-up included). See bench/README.md.
     python bench/load.py --scale 5 --runs 5  # smaller, more runs
     python bench/load.py --file big.csv      # your own file, nothing generated
     python bench/load.py --json
+    python bench/load.py --query overview --query agreement   # only these queries
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def query_names() -> list[str]:
     return [row["name"] for row in csv.DictReader(io.StringIO(listing)) if "350" in row["datasets"]]
 
 
-def bench(path: Path, data: Path, runs: int) -> dict[str, Any]:
+def bench(path: Path, data: Path, runs: int, only: list[str] | None = None) -> dict[str, Any]:
     ingest = measure([*dices_command(), "ingest", str(path), "--data", str(data), "--force"])
     rows = json.loads(
         subprocess.run(
@@ -59,7 +60,10 @@ def bench(path: Path, data: Path, runs: int) -> dict[str, Any]:
         ).stdout
     )[0]["ratings"]
     queries: dict[str, Any] = {}
-    for name in query_names():
+    names = query_names()
+    if only and set(only) - set(names):
+        sys.exit(f"no such query for DICES-350: {', '.join(sorted(set(only) - set(names)))}")
+    for name in [name for name in names if not only or name in only]:
         options = OPTIONS.get(name, [])
         command = [*dices_command(), "query", name, *options, "--data", str(data), "-f", "csv"]
         walls, peaks, out_rows = [], [], 0
@@ -139,13 +143,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scale", type=int, default=20, help="generator --scale (default 20)")
     parser.add_argument("--file", type=Path, help="a DICES-350 CSV file to use (no generating)")
     parser.add_argument("--runs", type=int, default=3, help="fresh-process runs per query")
+    parser.add_argument("--query", action="append", help="time only this query (repeatable)")
     add_shared_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="dices-load-") as temp:
         directory = Path(temp)
         path = args.file or generate(args.shared_dir, ["350"], args.scale, directory)[0]
-        result = bench(path, directory / "data", args.runs)
+        result = bench(path, directory / "data", args.runs, args.query)
     result["dices_cli"] = version("dices-cli")
     result["goals"] = {"ingest_peak_rss_mb": RSS_GOAL_MB, "query_s": QUERY_GOAL_S}
     append("load", result)

@@ -20,7 +20,7 @@ process too (without the last row for `json`, which pandas refuses).
     python bench/predictions.py --rows 1000000 --formats csv --runs 5
     python bench/predictions.py --formats jsonl --problems json label
     python bench/predictions.py --data DIR          # an existing data directory
-    python bench/predictions.py --smoke             # 2,000 rows, one run (the CI smoke test)
+    python bench/predictions.py --smoke             # 2,000 rows, one run, two cases (CI smoke)
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ PANDAS = {  # the file, and its rows before the last (pandas refuses a last line
 
 
 PROBLEMS = ("duplicate", "label", "json")
+# --smoke: one case per format, which between them write every kind of last row.
+SMOKE_CASES = [("csv", "label"), ("jsonl", "json")]
 
 
 def make_predictions(data: Path, rows: int, layout: str, path: Path, problem: str) -> None:
@@ -79,10 +81,9 @@ def make_predictions(data: Path, rows: int, layout: str, path: Path, problem: st
 
 
 def bench(
-    data: Path, rows: int, layouts: list[str], problems: list[str], runs: int, work: Path
+    data: Path, rows: int, cases: list[tuple[str, str]], runs: int, work: Path
 ) -> list[dict[str, Any]]:
     results = []
-    cases = [(f, p) for f in layouts for p in problems if f == "jsonl" or p != "json"]
     for layout, problem in cases:
         path = work / f"predictions.{layout}"
         print(f"writing {rows:,} rows to {path.name} ({problem}) ...", file=sys.stderr)
@@ -140,13 +141,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per tool and format")
     parser.add_argument("--data", type=Path, help="an ingested data directory (no generating)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--smoke", action="store_true", help="2,000 rows, one run: does it run")
+    parser.add_argument("--smoke", action="store_true", help="2,000 rows, one run, two cases")
     add_shared_dir_argument(parser)
     args = parser.parse_args(argv)
     rows, runs = (2000, 1) if args.smoke else (args.rows, args.runs)
+    cases = [(f, p) for f in args.formats for p in args.problems if f == "jsonl" or p != "json"]
     with tempfile.TemporaryDirectory(prefix="dices-bench-") as temp:
         data = args.data or ingested_replicas(args.shared_dir, Path(temp))
-        results = bench(data, rows, args.formats, args.problems, runs, Path(temp))
+        results = bench(data, rows, SMOKE_CASES if args.smoke else cases, runs, Path(temp))
     document = {"runs": runs, "results": results}
     append("predictions", document)
     if args.json:

@@ -8,6 +8,10 @@ See bench/README.md.
     python bench/queries.py                  # replica files, 5 runs per query and tool
     python bench/queries.py --runs 9 --json
     python bench/queries.py --files a_350.csv b_990.csv
+    python bench/queries.py --smoke --files a_350.csv b_990.csv   # least work (CI smoke)
+
+--smoke: every query once per tool, the run checked being the one timed, the pandas script's
+computation run in this process (not a fresh one); one cold start each.
 
 The pandas side is this file run as `python bench/queries.py --pandas QUERY 350.csv 990.csv`:
 it reads the CSVs with pandas.read_csv (only the columns it needs) and writes the query's
@@ -365,14 +369,23 @@ def pandas_rater_quality(files: dict[str, str]) -> Any:
     return pd.concat(parts)
 
 
-def pandas_main(query: str, path_350: str, path_990: str) -> None:
+def pandas_csv(query: str, path_350: str, path_990: str) -> str:
+    """The pandas script's result of `query` as CSV text."""
+    import io
+
     files = {"350": path_350, "990": path_990}
     compute = globals()["pandas_" + query.replace("-", "_")]
     result = compute(files)
     for column in result.columns:  # booleans as dices writes them
         if result[column].dtype == bool:
             result[column] = result[column].map({True: "true", False: "false"})
-    result.to_csv(sys.stdout, index=False, lineterminator="\n")
+    text = io.StringIO()
+    result.to_csv(text, index=False, lineterminator="\n")
+    return text.getvalue()
+
+
+def pandas_main(query: str, path_350: str, path_990: str) -> None:
+    sys.stdout.write(pandas_csv(query, path_350, path_990))
 
 
 # ----------------------------------------------------------------------------------------
@@ -452,19 +465,30 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def bench(files: list[Path], data: Path, runs: int, cold_runs: int) -> dict[str, Any]:
+def bench(
+    files: list[Path], data: Path, runs: int, cold_runs: int, smoke: bool = False
+) -> dict[str, Any]:
+    import time
+
     dices = dices_command()
     results: dict[str, Any] = {"queries": {}, "cold_start": {}}
     for name, options in QUERIES.items():
         dices_run = [*dices, "query", name, *options, "--data", str(data), "--format", "csv"]
         pandas_run = [sys.executable, __file__, "--pandas", name, *map(str, files)]
-        _, dices_out = run(dices_run, capture=True)
-        _, pandas_out = run(pandas_run, capture=True)
+        dices_wall, dices_out = run(dices_run, capture=True)
+        if smoke:
+            start = time.perf_counter()
+            pandas_out = pandas_csv(name, *map(str, files))
+            pandas_wall = time.perf_counter() - start
+        else:
+            pandas_wall, pandas_out = run(pandas_run, capture=True)
         difference = same_csv(dices_out, pandas_out)
         if difference is not None:
             sys.exit(f"{name}: pandas and dices disagree: {difference}")
         walls: dict[str, list[float]] = {"dices": [], "pandas": []}
-        for number in range(1, runs + 1):
+        if smoke:  # the run checked is the one timed (a warm-up otherwise)
+            walls = {"dices": [dices_wall], "pandas": [pandas_wall]}
+        for number in range(1, 0 if smoke else runs + 1):
             print(f"{name}: run {number}/{runs}", file=sys.stderr)
             walls["dices"].append(run(dices_run)[0])  # alternate: drift hits both alike
             walls["pandas"].append(run(pandas_run)[0])
@@ -560,7 +584,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     add_shared_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--smoke", action="store_true", help="the least work: does it run")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.runs, args.cold_runs = 1, 1
     with tempfile.TemporaryDirectory(prefix="dices-bench-queries-") as temp:
         directory = Path(temp)
         files = args.files or generate(args.shared_dir, directory)
@@ -568,8 +595,8 @@ def main(argv: list[str] | None = None) -> None:
         print("ingesting ...", file=sys.stderr)
         ingest = [*dices_command(), "ingest", *map(str, files), "--data", str(data)]
         subprocess.run(ingest, check=True, stdout=subprocess.DEVNULL)
-        results = bench(files, data, args.runs, args.cold_runs)
-    document = {"runs": args.runs, "cold_runs": args.cold_runs, **results}
+        results = bench(files, data, args.runs, args.cold_runs, args.smoke)
+    document = {"runs": args.runs, "cold_runs": args.cold_runs, "smoke": args.smoke, **results}
     append("queries", document)
     if args.json:
         print(json.dumps(document, indent=2))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +46,7 @@ from dices_cli.evaluate.measure import (
     against_shares,
 )
 from dices_cli.evaluate.notes import FEW_RATERS, coverage_note, few_raters_note
+from dices_cli.evaluate.plurality import difference_rater_variance
 from dices_cli.evaluate.polarity import Suspect, check
 from dices_cli.evaluate.references import (
     NO,
@@ -345,6 +346,10 @@ def _clustered(
             for metric, array in left_out.get((reference, group, rest), {}).items():
                 array[rows.start + member] = measured.values[metric][0]
     counts_of = {(group, rest): counts for group, rest, counts in group_sets}
+    if "crowd" in references:
+        terms = difference_rater_variance(prediction, members, settings.threshold)
+        for group, term in enumerate(terms):
+            figures["crowd", group, False] = replace(figures["crowd", group, False], plurality=term)
     return {
         key: jackknifed(prediction, key, measured, left_out[key], counts_of[key[1:]])
         for key, measured in figures.items()

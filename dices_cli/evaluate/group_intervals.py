@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dices_cli.evaluate.groups import answer_variance
+from dices_cli.evaluate.groups import answer_variances
 from dices_cli.evaluate.measure import BOUNDS, RECIPROCAL_SCALE, Measured, Prediction
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
@@ -65,13 +65,21 @@ def difference_interval_of(
 ) -> tuple[float | None, float | None]:
     """The interval of own - rest on `metric` (a group row's difference, a persona's):
     centred, with the raters' variance of the left-out differences where both sides have
-    them; for RECIPROCAL_SCALE metrics, from the two sides' reciprocal-scale intervals
-    (MOVER, dices_cli.metrics.intervals.difference_interval), their V_answers taken off."""
+    them, against a plurality the own side's `plurality` term (V_raters - V_answers of the
+    difference, dices_cli.evaluate.plurality); for RECIPROCAL_SCALE metrics, from the two
+    sides' reciprocal-scale intervals (MOVER, dices_cli.metrics.intervals.
+    difference_interval), their V_answers taken off."""
     difference = own.values[metric] - rest.values[metric]
     own_out, rest_out = ((side.left_out or {}).get(metric) for side in (own, rest))
     left_out = None if own_out is None or rest_out is None else own_out - rest_out
     if metric not in RECIPROCAL_SCALE:
-        return interval(difference, difference_bounds(BOUNDS[metric]), left_out, raters)
+        variance = (
+            own.plurality
+            if own.plurality is not None and raters is not None
+            else rater_variance(left_out, raters)
+        )
+        low, high = centred_interval(difference, variance, difference_bounds(BOUNDS[metric]))
+        return number(low), number(high)
     low, high = difference_interval(
         (own.values[metric], rater_variance(own_out, raters)),
         (rest.values[metric], rater_variance(rest_out, raters)),
@@ -90,7 +98,9 @@ def jackknifed(
     counts: Array,
 ) -> Measured:
     """A group row's figures (reference key[0]) with their values with each member left out
-    and, against shares, jsd's V_answers of the side's answer `counts` [category,
+    and, against shares, jsd's and tvd's V_answers of the side's answer `counts` [category,
     conversation]."""
-    overlap = {"jsd": answer_variance(prediction, counts)} if key[0] == "crowd-share" else None
-    return Measured(measured.n, measured.ties, measured.values, left_out, overlap)
+    overlap = answer_variances(prediction, counts) if key[0] == "crowd-share" else None
+    return Measured(
+        measured.n, measured.ties, measured.values, left_out, overlap, measured.plurality
+    )

@@ -98,9 +98,13 @@ class Measured:
     # Group rows: per metric of RATER_SMOOTH, its value with each rater left out in turn
     # (the jackknife of dices_cli.metrics.intervals); None for a fixed pool of raters.
     left_out: dict[str, Array] | None = None
-    # Group rows: per metric of RECIPROCAL_SCALE, the part of its variance both jackknives
-    # count (V_answers, dices_cli.evaluate.groups.answer_variance).
+    # Group rows: per metric whose answers' noise both jackknives count (jsd, tvd), that
+    # part of its variance (V_answers, dices_cli.evaluate.groups.answer_variances).
     overlap: dict[str, float] | None = None
+    # Group rows against a plurality: the raters' variance of the headline difference from
+    # the rest beyond the answers' noise, and its degrees of freedom
+    # (dices_cli.evaluate.plurality); None elsewhere.
+    plurality: tuple[float, float] | None = None
 
 
 class Resampled:

@@ -61,6 +61,7 @@ from dices_cli.evaluate.measure import (
     against_shares,
 )
 from dices_cli.evaluate.notes import few_raters_note
+from dices_cli.evaluate.plurality import difference_rater_variance
 from dices_cli.evaluate.references import UNRATED, YES, Mask, Votes, crowd_binary
 from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
@@ -253,6 +254,9 @@ def _group_figures(
     )
     if members is None:
         return figures
+    if "crowd" in references:  # the kappa difference's raters' term, as evaluate's
+        term = difference_rater_variance(prediction, members, settings.threshold)[group]
+        figures["crowd", "own"] = replace(figures["crowd", "own"], plurality=term)
     point = Resamples(resamples.counts[:1])
     smooth = [r for r in references if r == "crowd-share"]  # the figures against shares
     left_out = {

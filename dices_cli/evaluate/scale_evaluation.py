@@ -80,11 +80,12 @@ def _ratings(session: DeclaredSession, label: str, by: Sequence[str]) -> pl.Data
     import polars as pl
 
     attributes = "".join(f', r."{name}"' for name in by)
+    session.ask(label)  # the label's own column, not every label cast to text
     sql = (
-        f"SELECT v.item_id, v.rater_id, v.value{attributes} FROM label_values AS v "
-        "JOIN raters AS r USING (rater_id) WHERE v.label = $label"
+        f"SELECT v.item_id, v.rater_id, v.value{attributes} FROM asked_label_values AS v "
+        "JOIN raters AS r USING (rater_id)"
     )
-    frame = pl.from_arrow(session.con.sql(sql, params={"label": label}).to_arrow_table())
+    frame = pl.from_arrow(session.con.sql(sql).to_arrow_table())
     assert isinstance(frame, pl.DataFrame)
     return frame
 

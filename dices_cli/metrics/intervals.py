@@ -21,11 +21,13 @@ persona figure) is
 - Figures against a group's plurality (accuracy, kappa, ... and their differences) are not
   smooth in the raters: leaving one rater out makes or breaks ties on many conversations,
   and the jackknife then overstates their variance several times (measured: 3.6 times the
-  variance of a 5-rater group's kappa difference over simulated datasets). For them
-  V_raters = 0 and q is the t quantile with n - 1 degrees of freedom, n the group's raters:
-  the small-cluster correction for what the conversations' jackknife does not see.
+  variance of a 5-rater group's kappa difference over simulated datasets). For a group
+  row's, V_raters = 0 and q is the t quantile with n - 1 degrees of freedom, n the group's
+  raters. For the kappa difference of a group from the rest, V_raters is that jackknife
+  less the delete-one-answer jackknife, which sees the same pivotal swings, at least 0
+  (dices_cli.evaluate.plurality), with Satterthwaite degrees of freedom.
 - V_answers: a figure that is a mean over conversations of a function of a set's shares
-  (jsd) has its raters' answers' own noise (rater x conversation) counted by both
+  (jsd, tvd) has its raters' answers' own noise (rater x conversation) counted by both
   jackknives: the conversations' carries it in each conversation's value, the raters' in
   each rater's. It is taken off once, as the two-way cluster-robust variance takes off
   its intersection (Cameron, Gelbach & Miller 2011): V_answers is the sum over

@@ -15,7 +15,9 @@ so that one SQL file answers for every label, whatever its name or scale. A quer
 label (a `label` parameter) reads `asked_label_values`, made for it before it runs: the
 rows of label_values of that label alone, read from the label's own column by its stored
 type and joined to its scale there, not cast to text and unpivoted with every other label
-(which costs every rating a string). Before a query
+(which costs every rating a string); `asked_ratings` and `asked_scale` are its two sides,
+for a query that counts per stored value first (`ask`). A session holds one dataset: its
+queries join ratings to raters by rater_id alone. Before a query
 runs its parameters are checked against the declaration: the label it asks for is one of
 the dataset's and of a scale the query takes (its `scales:` line), the rater attributes
 it groups by are the dataset's, and the distance metric fits the scale; each mistake is a
@@ -101,6 +103,10 @@ class DeclaredSession(FamilySession):
         declared = family_of(name).declared
         assert declared is not None
         self.declared = declared
+        # Whether no rater rated an item twice, as its ingest counted (a manifest written
+        # before it counted: unknown, so not).
+        manifest = next(iter(self._stored.values()))[0].manifest
+        self.one_rating_per_cell = manifest.get("repeated_ratings") == 0
         self.con.execute(
             "CREATE TABLE scale_values (label VARCHAR, kind VARCHAR, value VARCHAR, "
             "rank INTEGER, number DOUBLE, positive BOOLEAN, label_order INTEGER)"
@@ -159,26 +165,32 @@ class DeclaredSession(FamilySession):
         return compute(self._fetch(sql, named, arrow_table), bound)
 
     def ask(self, label: str) -> None:
-        """Make `asked_label_values` the rows of label_values of `label` (a declared label):
-        its stored column joined to its scale's values cast to the column's type."""
+        """Make the views of `label` (a declared label): `asked_scale`, its scale's values
+        with `key`, each cast to the stored column's type; `asked_ratings`, each rating
+        that has a value (dataset, item_id, rater_id, value: as stored); and
+        `asked_label_values`, the rows of label_values of `label`, the two joined. A query
+        that counts ratings per value counts `asked_ratings` and joins the scale to the
+        counts, not to every rating."""
         column_type = self.stored_types.get(label)
-        if column_type is None:  # declared, but in no stored file
-            self.con.execute(
-                "CREATE OR REPLACE TEMP VIEW asked_label_values AS "
-                "SELECT * FROM label_values WHERE false"
-            )
-            return
         # The type is DuckDB's own name of it; the label a declared name (letters, digits, _).
+        key = "VARCHAR" if column_type is None else column_type
+        column = "NULL" if column_type is None else f'"{label}"'
         self.con.execute(
             "CREATE OR REPLACE TEMP TABLE asked_scale AS SELECT "
-            f"CAST(value AS {column_type}) AS key, label, kind, value, rank, number, positive "
+            f"CAST(value AS {key}) AS key, label, kind, value, rank, number, positive "
             "FROM scale_values WHERE label = $label",
             {"label": label},
         )
-        self.con.execute(
-            "CREATE OR REPLACE TEMP VIEW asked_label_values AS SELECT r.dataset, r.item_id, "
-            "r.rater_id, s.label, s.kind, s.value, s.rank, s.number, s.positive "
-            f'FROM ratings AS r JOIN asked_scale AS s ON r."{label}" = s.key'
+        run_script(
+            self.con,
+            [
+                "CREATE OR REPLACE TEMP VIEW asked_ratings AS SELECT dataset, item_id, "
+                f"rater_id, CAST({column} AS {key}) AS value FROM ratings "
+                f"WHERE {column} IS NOT NULL",
+                "CREATE OR REPLACE TEMP VIEW asked_label_values AS SELECT r.dataset, "
+                "r.item_id, r.rater_id, s.label, s.kind, s.value, s.rank, s.number, s.positive "
+                "FROM asked_ratings AS r JOIN asked_scale AS s ON r.value = s.key",
+            ],
         )
 
     def checked(self, query: Query, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -224,6 +236,8 @@ class DeclaredSession(FamilySession):
         bound["positions"] = positions(scale)
         bound["mean_origin"], bound["mean_unit"] = mean_codes(bound["positions"])
         bound["positive_values"] = ", ".join(value_text(v, scale) for v in scale.positive)
+        if "$one_rating_per_cell" in query.body:
+            bound["one_rating_per_cell"] = self.one_rating_per_cell
         if "metric" in bound:
             bound["metric"] = self._metric(bound["metric"], label, scale)
         if references:

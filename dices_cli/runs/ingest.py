@@ -38,7 +38,9 @@ def run_ingest(
 
     paths = checked_files(files, store=True)
     limit = size_of(max_size)
-    checksum.prefetch(paths)  # hashes and counts on a spare core while Polars is imported
+    # Hashes (and counts, which only DICES's parser reads) on a spare core while Polars is
+    # imported.
+    checksum.prefetch(paths, counted=declaration is None)
     from dices_cli.formats.ingest import ingest
     from dices_cli.formats.validate import no_progress
 

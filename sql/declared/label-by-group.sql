@@ -73,7 +73,7 @@ rated AS NOT MATERIALIZED (  -- each rating: its group, rater, item, positive (1
         CASE WHEN $kind = 'ordinal' THEN round((number - $mean_origin) * $mean_unit)::INTEGER END
             AS t
     FROM asked_label_values
-    JOIN rater_groups USING (dataset, rater_id)
+    JOIN rater_groups USING (rater_id)  -- a declared session holds one dataset
 ),
 per_rater AS (
     SELECT g, rater_id, sum(y) AS y, count(*) AS n, sum(number) AS total, any_value(kind) AS kind,
@@ -90,13 +90,13 @@ item_totals AS (  -- each item over every group
     WHERE $interval <> 'wilson'
     GROUP BY ALL
 ),
-cells AS (
+cells AS (  -- when each cell is one rating (y is 0 or 1, n is 1), its sums are the group's
     SELECT g, sum(y * y) AS k_yy, sum(y * n) AS k_yn, sum(n * n) AS k_nn,
         sum(t * t) AS k_tt, sum(t * n) AS k_tn
     FROM (
         SELECT g, sum(y) AS y, count(*) AS n, sum(t) AS t
         FROM rated
-        WHERE $interval <> 'wilson'
+        WHERE $interval <> 'wilson' AND NOT $one_rating_per_cell
         GROUP BY g, rater_id, item_id
     )
     GROUP BY g
@@ -165,14 +165,18 @@ SELECT
         'r_yy': s.r_yy, 'r_yn': s.r_yn, 'r_nn': s.r_nn,
         'c_yy': i.c_yy, 'c_yn': i.c_yn, 'c_nn': i.c_nn,
         'x_yy': i.x_yy, 'x_yn': i.x_yn, 'x_ny': i.x_ny, 'x_nn': i.x_nn,
-        'k_yy': c.k_yy::BIGINT, 'k_yn': c.k_yn::BIGINT, 'k_nn': c.k_nn::BIGINT,
+        'k_yy': (CASE WHEN $one_rating_per_cell THEN s.n_positive ELSE c.k_yy END)::BIGINT,
+        'k_yn': (CASE WHEN $one_rating_per_cell THEN s.n_positive ELSE c.k_yn END)::BIGINT,
+        'k_nn': (CASE WHEN $one_rating_per_cell THEN s.ratings ELSE c.k_nn END)::BIGINT,
         'f_items': f.f_items, 'f_yy': f.f_yy, 'f_yn': f.f_yn, 'f_nn': f.f_nn
     } AS share_sums,
     CASE WHEN $kind = 'ordinal' THEN {
         'total': s.total_code, 'squares': s.squares_code, 'rater_total': s.rater_total,
         'r_tt': s.r_tt, 'r_tn': s.r_tn,
         'c_tt': i.c_tt, 'c_tn': i.c_tn, 'x_tt': i.x_tt, 'x_tn': i.x_tn, 'x_nt': i.x_nt,
-        'k_tt': c.k_tt::BIGINT, 'k_tn': c.k_tn::BIGINT, 'f_tt': f.f_tt, 'f_tn': f.f_tn
+        'k_tt': (CASE WHEN $one_rating_per_cell THEN s.squares_code ELSE c.k_tt END)::BIGINT,
+        'k_tn': (CASE WHEN $one_rating_per_cell THEN s.total_code ELSE c.k_tn END)::BIGINT,
+        'f_tt': f.f_tt, 'f_tn': f.f_tn
     } END AS mean_sums
 FROM groups AS s
 JOIN group_items AS i USING (g)

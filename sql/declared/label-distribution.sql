@@ -14,17 +14,21 @@
 --   The whole distribution of a label of any scale: one row per group of the --by rater
 --   attributes and value of the scale (in the scale's order; a value nobody in the group
 --   gave is absent), with its count and share of the group's ratings.
-WITH grouped AS (
+WITH counted AS (  -- per group and value as stored; the scale is joined to the counts
     SELECT
         COLUMNS(lambda c: c = 'dataset' OR list_contains($by, c)),
-        value,
-        any_value(rank) AS rank,
+        value AS key,
         count(*) AS ratings
-    FROM asked_label_values
-    JOIN (SELECT COLUMNS(lambda c: c IN ('dataset', 'rater_id') OR list_contains($by, c)) FROM raters)
-        USING (dataset, rater_id)
-    WHERE label = $label
+    FROM asked_ratings
+    JOIN (SELECT COLUMNS(lambda c: c = 'rater_id' OR list_contains($by, c)) FROM raters)
+        USING (rater_id)  -- a declared session holds one dataset
     GROUP BY ALL
+),
+grouped AS (
+    SELECT c.* EXCLUDE (key, ratings), s.value, s.rank, c.ratings
+    FROM counted AS c
+    JOIN asked_scale AS s USING (key)
+    WHERE s.label = $label
 )
 SELECT * EXCLUDE (rank)  -- in the scale's order: rank sorts, value does not
 FROM (

@@ -37,15 +37,21 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 SCRIPTS = {
     "ingest": ["--runs", "1", "--files", "{tiny}/350.csv", "{tiny}/990.csv"],
-    "queries": ["--runs", "1", "--cold-runs", "1", "--files", "{tiny}/350.csv", "{tiny}/990.csv"],
+    "queries": ["--smoke", "--files", "{tiny}/350.csv", "{tiny}/990.csv"],
     "filter": ["--runs", "1", "--data", "{tiny}/data"],
     "output": ["--runs", "1", "--data", "{tiny}/data"],
-    "load": ["--runs", "1", "--file", "{tiny}/350.csv"],
-    "agreement": ["--runs", "1", "--permutations", "10", "--by", "rater_gender"],
-    "calibration_disagreement": ["--quick", "--data", "{tiny}/data"],
-    "evaluate": [
-        *("--runs", "1", "--bootstrap", "10", "--data", "{tiny}/data", "--baseline", "HEAD")
+    "load": [
+        *("--runs", "1", "--file", "{tiny}/350.csv", "--query", "overview"),
+        "--query",
+        "agreement",
     ],
+    "agreement": [
+        *("--runs", "1", "--permutations", "10", "--by", "rater_gender"),
+        "--data",
+        "{tiny}/data",
+    ],
+    "calibration_disagreement": ["--quick", "--data", "{tiny}/data"],
+    "evaluate": ["--smoke", "--data", "{tiny}/data", "--baseline", "HEAD"],
     "calibration_evaluate": [*("--simulations", "2", "--bootstrap", "20", "--replicates", "5")],
     "report": ["--runs", "1", "--permutations", "10", "--data", "{tiny}/data"],
     "prosocial": ["--runs", "1", "--rows", "200"],

@@ -275,10 +275,10 @@ def _arguments(values: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("name", sorted(catalog()))
-def test_every_query_has_the_columns_its_header_declares(name: str, ingested: Path) -> None:
+def test_every_query_has_the_columns_its_header_declares(name: str, sample: Path) -> None:
     canned = get_query(name)
     for values in _variants(name):
-        rows = csv_rows(query(ingested, name, *_arguments(values), "-f", "csv"))
+        rows = csv_rows(query(sample, name, *_arguments(values), "-f", "csv"))
         assert rows[0] == canned.output_columns(canned.bind(values)), values
         assert len(rows) > 1
 

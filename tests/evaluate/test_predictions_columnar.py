@@ -150,7 +150,7 @@ CELL = st.text(alphabet='ab, "\t\r\n1Y\xe9', max_size=6)
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=max(50, settings.default.max_examples), deadline=None)
 @given(rows=st.lists(st.tuples(CELL, CELL), max_size=5), tsv=st.booleans())
 def test_any_small_table_is_read_alike(rows: list[tuple[str, str]], tsv: bool) -> None:
     """Cells of quotes, delimiters, CRs, LFs and tabs, joined without escaping: whatever
@@ -378,7 +378,7 @@ JSON_PIECES = st.sampled_from(
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=max(40, settings.default.max_examples), deadline=None)
 @given(pieces=st.lists(JSON_PIECES, max_size=60), csv=st.booleans())
 def test_any_file_with_blank_lines_is_read_alike(pieces: list[str], csv: bool) -> None:
     """Rows, problems, duplicates and blank lines in any order, over blocks of a few hundred

@@ -9,6 +9,7 @@ every query runs on both datasets in every output format.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import math
@@ -47,6 +48,7 @@ from dices_cli.families.schema import (
     RACE,
 )
 from dices_cli.queries.catalog import GROUP_COLUMNS, catalog
+from dices_cli.runs.demo import sample_paths
 from tests.queries.test_kappa_interval import fce_interval
 
 # The columns of a share query's test of each group against the rest of its family.
@@ -908,9 +910,11 @@ def test_exclude_removed_overview(runner: CliRunner, ingested: Path) -> None:
 
 
 def write_filtered(source: Path, target: Path, keep: Callable[[int], bool]) -> None:
-    """Copy a DICES CSV, keeping the rows of the raters `keep` accepts."""
+    """Copy a DICES CSV (plain or gzip), keeping the rows of the raters `keep` accepts."""
     with (
-        source.open(newline="", encoding="utf-8") as read,
+        (gzip.open if source.suffix == ".gz" else open)(
+            source, "rt", newline="", encoding="utf-8"
+        ) as read,
         target.open("w", newline="", encoding="utf-8") as write,
     ):
         reader = csv.reader(read)
@@ -921,10 +925,17 @@ def write_filtered(source: Path, target: Path, keep: Callable[[int], bool]) -> N
         writer.writerows(row for row in reader if keep(int(row[column])))
 
 
+# The rater selections are checked on the packaged sample: every rater of both datasets is in
+# it, the ones the DICES authors removed too.
+SAMPLES = sample_paths()
+
+
 @pytest.fixture(scope="module")
-def selected_ids(raw_350: pd.DataFrame, raw_990: pd.DataFrame) -> list[int]:
+def selected_ids() -> list[int]:
     """Every third rater of each dataset, plus two the DICES authors removed."""
-    ids = sorted(raw_350["rater_id"].unique())[::3] + sorted(raw_990["rater_id"].unique())[::3]
+    ids = []
+    for source in SAMPLES:
+        ids += sorted(pd.read_csv(source, usecols=["rater_id"])["rater_id"].unique())[::3]
     ids += sorted(PUBLISHED_REMOVED["350"])[:1] + sorted(PUBLISHED_REMOVED["990"])[:1]
     return sorted({int(i) for i in ids})
 
@@ -934,7 +945,7 @@ def ingest_filtered(
 ) -> Path:
     files = []
     for source in sources:
-        target = directory / source.name
+        target = directory / source.name.removesuffix(".gz")
         write_filtered(source, target, keep)
         files.append(str(target))
     data = directory / "data"
@@ -944,32 +955,23 @@ def ingest_filtered(
 
 
 @pytest.fixture(scope="module")
-def only_selected(
-    tmp_path_factory: pytest.TempPathFactory,
-    replica_350: Path,
-    replica_990: Path,
-    selected_ids: list[int],
-) -> Path:
-    """A data directory ingested from CSVs holding only the selected raters' rows."""
+def only_selected(tmp_path_factory: pytest.TempPathFactory, selected_ids: list[int]) -> Path:
+    """A data directory ingested from the sample's CSVs, only the selected raters' rows."""
     wanted = set(selected_ids)
     return ingest_filtered(
-        CliRunner(),
-        tmp_path_factory.mktemp("selected"),
-        [replica_350, replica_990],
-        wanted.__contains__,
+        CliRunner(), tmp_path_factory.mktemp("selected"), SAMPLES, wanted.__contains__
     )
 
 
 @pytest.fixture(scope="module")
-def without_removed(
-    tmp_path_factory: pytest.TempPathFactory, replica_350: Path, replica_990: Path
-) -> Path:
-    """A data directory ingested from CSVs without the published removed raters."""
+def without_removed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory ingested from the sample's CSVs without the published removed
+    raters."""
     removed = PUBLISHED_REMOVED["350"] | PUBLISHED_REMOVED["990"]
     return ingest_filtered(
         CliRunner(),
         tmp_path_factory.mktemp("without-removed"),
-        [replica_350, replica_990],
+        SAMPLES,
         lambda rater: rater not in removed,
     )
 
@@ -983,7 +985,7 @@ def without_flag(rows: list[dict]) -> list[dict]:
 def test_raters_file_equals_ingesting_only_those_raters(
     name: str,
     runner: CliRunner,
-    ingested: Path,
+    sample: Path,
     only_selected: Path,
     selected_ids: list[int],
     tmp_path: Path,
@@ -994,7 +996,7 @@ def test_raters_file_equals_ingesting_only_those_raters(
         "note,rater_id\n" + "".join(f"x,{i}\n" for i in selected_ids) + "x,1\n",
         encoding="utf-8",
     )
-    selected = records(runner, ingested, name, *options, "--raters", str(raters))
+    selected = records(runner, sample, name, *options, "--raters", str(raters))
     reference = records(runner, only_selected, name, *options)
     assert reference
     assert without_flag(selected) == without_flag(approx_records(reference))
@@ -1002,10 +1004,10 @@ def test_raters_file_equals_ingesting_only_those_raters(
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_exclude_removed_equals_ingesting_without_them(
-    name: str, runner: CliRunner, ingested: Path, without_removed: Path
+    name: str, runner: CliRunner, sample: Path, without_removed: Path
 ) -> None:
     options = QUERIES[name][0]
-    selected = records(runner, ingested, name, *options, "--exclude-removed")
+    selected = records(runner, sample, name, *options, "--exclude-removed")
     reference = records(runner, without_removed, name, *options)
     assert reference
     assert without_flag(selected) == without_flag(approx_records(reference))
@@ -1262,20 +1264,20 @@ FORMAT_CASES = [
 
 @pytest.mark.parametrize(("name", "dataset"), FORMAT_CASES)
 def test_csv_json_and_parquet_on_each_dataset(
-    name: str, dataset: str, runner: CliRunner, ingested: Path, tmp_path: Path
+    name: str, dataset: str, runner: CliRunner, sample: Path, tmp_path: Path
 ) -> None:
     options, columns = QUERIES[name]
     args = [name, *options, "-d", dataset]
-    reference = records(runner, ingested, *args)
+    reference = records(runner, sample, *args)
     assert reference
     assert all(list(r) == columns and r["dataset"] == dataset for r in reference)
 
-    result = invoke(runner, ingested, *args, "-f", "csv")
+    result = invoke(runner, sample, *args, "-f", "csv")
     assert result.exit_code == 0, result.output
     assert_reads_back(result, tmp_path / "out.csv", ",", columns, reference)
 
     path = tmp_path / "out.parquet"
-    result = invoke(runner, ingested, *args, "-o", str(path))
+    result = invoke(runner, sample, *args, "-o", str(path))
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     table = pq.read_table(path)
@@ -1285,25 +1287,25 @@ def test_csv_json_and_parquet_on_each_dataset(
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_tsv_jsonl_and_json_by_extension(
-    name: str, runner: CliRunner, ingested: Path, tmp_path: Path
+    name: str, runner: CliRunner, sample: Path, tmp_path: Path
 ) -> None:
     options, columns = QUERIES[name]
     args = [name, *options]  # both datasets (where the query applies)
-    reference = records(runner, ingested, *args)
+    reference = records(runner, sample, *args)
     assert all(list(r) == columns for r in reference)
     expected_datasets = ["350"] if name in GOLD_ONLY else ["350", "990"]
     assert sorted({r["dataset"] for r in reference}) == expected_datasets
 
-    result = invoke(runner, ingested, *args, "-f", "tsv")
+    result = invoke(runner, sample, *args, "-f", "tsv")
     assert result.exit_code == 0, result.output
     assert_reads_back(result, tmp_path / "out.tsv", "\t", columns, reference)
 
-    result = invoke(runner, ingested, *args, "-f", "jsonl")
+    result = invoke(runner, sample, *args, "-f", "jsonl")
     assert result.exit_code == 0, result.output
     assert [json.loads(line) for line in result.stdout.splitlines()] == reference
 
     path = tmp_path / "out.json"  # json chosen by the extension
-    result = invoke(runner, ingested, *args, "-o", str(path))
+    result = invoke(runner, sample, *args, "-o", str(path))
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     assert json.loads(path.read_text(encoding="utf-8")) == reference
@@ -1404,20 +1406,20 @@ def test_bad_option_values_are_usage_errors(
 
 
 @pytest.mark.parametrize("dataset", ["350", "990"])
-def test_the_derived_answer_columns_follow_the_stored_answers(dataset: str, ingested: Path) -> None:
+def test_the_derived_answer_columns_follow_the_stored_answers(dataset: str, sample: Path) -> None:
     """granular_answers is the Q2-Q6 answers in order; implied_overall is Yes if any
     sub-answer is Yes, else Unsure if any is, else No (pandas, from the stored file). A
-    missing answer, which the replica lacks, is put in every fifth row's first one."""
+    missing answer, which the data lacks, is put in every fifth row's first one."""
     from dices_cli.families.schema import DATASETS
     from dices_cli.queries.engine import INTERNAL, open_session
     from dices_cli.store.datasets import Store
 
     declared = DATASETS[dataset]
     first = declared.granular[0]
-    stored = Store(ingested).open(dataset).table_path("ratings")
+    stored = Store(sample).open(dataset).table_path("ratings")
     raw = pd.read_parquet(stored).sort_values("id", ignore_index=True)
     raw[first] = raw[first].where(raw["id"] % 5 != 0, None)
-    session = open_session(Store(ingested), dataset)
+    session = open_session(Store(sample), dataset)
     # The view reads the stored file through its internal view: replaced by one with gaps.
     stored_view = f"{INTERNAL}.ratings_{dataset}"
     session.con.execute(f"CREATE TABLE {INTERNAL}.copied AS SELECT * FROM {stored_view}")

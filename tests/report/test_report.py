@@ -342,10 +342,10 @@ def test_a_flipped_model_is_warned_about_atop_the_page_and_in_its_section(
 
 
 def test_one_dataset_without_by_leaves_out_what_does_not_apply(
-    ingested: Path, tmp_path: Path
+    sample: Path, tmp_path: Path
 ) -> None:
     target = tmp_path / "990.html"
-    arguments = ["report", "-d", "990", "--exclude-removed", "--data", str(ingested)]
+    arguments = ["report", "-d", "990", "--exclude-removed", "--data", str(sample)]
     result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
     page = html.unescape(target.read_text(encoding="utf-8"))
@@ -357,10 +357,10 @@ def test_one_dataset_without_by_leaves_out_what_does_not_apply(
 
 
 def test_a_dataset_without_a_by_column_is_left_out_with_a_note(
-    ingested: Path, tmp_path: Path
+    sample: Path, tmp_path: Path
 ) -> None:
     target = tmp_path / "locale.html"
-    arguments = ["report", "--by", "rater_locale", "--permutations", "0", "--data", str(ingested)]
+    arguments = ["report", "--by", "rater_locale", "--permutations", "0", "--data", str(sample)]
     result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
     assert result.stderr == (

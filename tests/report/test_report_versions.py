@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import csv
 import re
-import threading
 from pathlib import Path
 
 import pytest
-from drivers.datadir import leftovers, run_dices, subset, versions
+from drivers.datadir import leftovers, subset, versions
+from drivers.repeat import Repeating
 from typer.testing import CliRunner
 
 import dices_cli.report.sections as report_sections
@@ -136,39 +136,33 @@ def test_reports_during_repeated_replacements_are_each_one_version_whole(
     predictions: Path,
     tmp_path: Path,
 ) -> None:
-    """`ingest --force` of one file then the other, in a loop in other processes, while
-    reports are made one after the other: each report is one of the two versions' reports,
-    whole."""
+    """`ingest --force` of one file then the other, ten times in another process, while
+    reports are made one after the other until it is done: each report is one of the two
+    versions' reports, whole."""
     data = tmp_path / "data"
     _ingest(small_350, data)
-    stop = threading.Event()
-    ingests: list[tuple[int, str]] = []
-
-    def churn() -> None:
-        while not stop.is_set():
-            for file in (large_350, small_350):
-                result = run_dices("ingest", str(file), "--force", "--data", str(data))
-                ingests.append((result.returncode, result.stderr))
-
-    writer = threading.Thread(target=churn, daemon=True)
-    writer.start()
-    seen = []
+    churn = Repeating(
+        10,
+        *(["ingest", str(file), "--force", "--data", str(data)] for file in (large_350, small_350)),
+    )
+    seen, replaced = [], []
     try:
-        for index in range(5):
-            target = tmp_path / f"report-{index}.html"
+        while len(seen) < 5 or churn.running():  # until the replacements are over
+            target = tmp_path / f"report-{len(seen)}.html"
             code, stderr = _report(data, target, predictions)
             assert code == 0
             # Each report is one version: the small (30 conversations) or the large (90).
             assert stderr in {f"{coverage(n)}wrote {target}\n" for n in (30, 90)}
             page = normalised(target.read_text(encoding="utf-8"))
             matching = [name for name, whole in expected.items() if page == whole]
-            assert len(matching) == 1, f"report {index} is no one version's report"
+            assert len(matching) == 1, f"report {len(seen)} is no one version's report"
             seen.append(matching[0])
+            replaced.append(len(churn.runs))  # replacements done when this report ended
     finally:
-        stop.set()
-        writer.join(120)
-    assert len(ingests) >= 5, "the replacements did not overlap the reports"
-    assert all(code == 0 for code, _ in ingests), ingests
+        ingests = churn.stop()
+    assert len(ingests) == 10
+    assert all(run["code"] == 0 for run in ingests), ingests
+    assert replaced[0] < 10, "the replacements did not overlap the reports"
     # Which version a report opens depends on the timing (the small file's ingest is quick,
     # so the large version is current only briefly): what matters is that replacements ran
     # while the reports were made, and every report is one version, whole.

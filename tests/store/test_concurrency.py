@@ -23,6 +23,7 @@ from drivers.datadir import (
     subset,
     visible,
 )
+from drivers.repeat import Repeating
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
@@ -188,9 +189,13 @@ def _sandbox_counts(data: Path) -> tuple[object, ...]:
         return tuple(result.head(1)[0].rows)
 
 
+def _cli_arguments(data: Path) -> list[str]:
+    return ["query", "overview", "-d", "350", "--data", str(data)]
+
+
 def _cli_overview(data: Path) -> tuple[object, ...]:
-    result = run_dices("query", "overview", "-d", "350", "--data", str(data))
-    return (result.returncode, result.stdout, result.stderr)
+    (run,) = Repeating(1, _cli_arguments(data)).stop()
+    return (run["code"], run["stdout"], run["stderr"])
 
 
 class Reader(threading.Thread):
@@ -215,11 +220,38 @@ class Reader(threading.Thread):
         return sum(1 for start, _ in self.results if start > moment)
 
 
+class CliReader:
+    """`dices query overview` over and over in another process (tests/drivers/repeat.py):
+    the command line, reading the data directory anew each run; as a Reader is used."""
+
+    def __init__(self, data: Path) -> None:
+        self.data, self.stop = data, threading.Event()
+        self.repeating: Repeating | None = None
+
+    def start(self) -> None:
+        self.repeating = Repeating(1 << 30, _cli_arguments(self.data))
+
+    def join(self, timeout: float | None = None) -> None:
+        assert self.repeating is not None and self.stop.is_set()
+        self.repeating.stop()
+
+    @property
+    def results(self) -> list[tuple[float, tuple[object, ...]]]:
+        assert self.repeating is not None
+        return [
+            (run["start"], (run["code"], run["stdout"], run["stderr"]))
+            for run in list(self.repeating.runs)
+        ]
+
+    def started_since(self, moment: float) -> int:
+        return sum(1 for start, _ in self.results if start > moment)
+
+
 def test_queries_during_replacements_see_the_old_or_the_new_dataset_whole(
     new_350: Path, larger_350: Path, tmp_path: Path
 ) -> None:
     """Ingests alternate between two files (40 and 120 conversations) while `dices query
-    overview` (a process), the same query in-process (lazy Parquet views) and `dices sql`
+    overview` (in another process), the same query in-process (lazy Parquet views) and `dices sql`
     (data loaded into memory) run in a loop. Every answer is one of the two complete
     ones, and each reader sees both: its queries overlapped the replacements."""
     only = {}
@@ -236,7 +268,8 @@ def test_queries_during_replacements_see_the_old_or_the_new_dataset_whole(
     data = tmp_path / "data"
     result = run_dices("ingest", str(new_350), "--data", str(data))
     assert result.returncode == 0, result.stderr
-    readers = [Reader(query, data) for query in queries]
+    readers: list[Reader | CliReader] = [CliReader(data)]
+    readers += [Reader(query, data) for query in queries[1:]]
     for reader in readers:
         reader.start()
     try:

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
-from dices_cli.store.datasets import ADOPTING_PREFIX, TABLES
+from dices_cli.store.datasets import ADOPTING_PREFIX
+from tests.drivers.datadir import TABLES
 
 PARQUET_FILES = [f"{table}.parquet" for table in TABLES]
 ADVICE = "ingest the dataset again (`dices ingest FILE --force`)"

@@ -34,6 +34,7 @@ class Built:
     missing: dict[str, int]  # label -> ratings whose value is a missing code or empty
     rejected: dict[int, set[int]] = field(default_factory=dict)  # file index -> ROWs
     written: dict[str, int] = field(default_factory=dict)  # a table's file -> its rows
+    repeated: int = 0  # ratings of an (item, rater) pair rated before: kept, and warned of
 
     def height(self, table: str) -> int:
         """The rows of `table`."""
@@ -64,13 +65,14 @@ def build(declared: DatasetDeclaration, files: Sequence[ReadFile]) -> Built:
             named = {**spec.text, **spec.item_attributes}
             item_parts.append((one, frame.select(ROW, ITEM, *_named(named))))
         rejected[index] = bad
-    ratings = _ratings(files, ratings_parts, rejected)
+    ratings, repeated = _ratings(files, ratings_parts, rejected)
     raters = _entities(rater_parts, RATER, ProblemType.INCONSISTENT_RATER, "rater", rejected, files)
     items = _entities(
         item_parts, ITEM, ProblemType.INCONSISTENT_CONVERSATION, "item", rejected, files
     )
     ratings = with_positive(ratings, declared)
-    return Built({"items": items, "raters": raters, "ratings": ratings}, missing, rejected)
+    tables: dict[str, pl.DataFrame | Path] = {"items": items, "raters": raters, "ratings": ratings}
+    return Built(tables, missing, rejected, repeated=repeated)
 
 
 def _named(columns: dict[str, str]) -> list[pl.Expr]:
@@ -182,9 +184,10 @@ def with_positive(ratings: pl.DataFrame | pl.LazyFrame, declared: DatasetDeclara
 
 def _ratings(
     files: Sequence[ReadFile], parts: list[pl.DataFrame], rejected: dict[int, set[int]]
-) -> pl.DataFrame:
-    """Every file's ratings but the rejected ones; a second rating of an item by a rater
-    is a warning, and kept (as published: the counts are the files')."""
+) -> tuple[pl.DataFrame, int]:
+    """Every file's ratings but the rejected ones, and how many repeat a pair: a second
+    rating of an item by a rater is a warning, and kept (as published: the counts are the
+    files')."""
     kept = []
     for index, one in enumerate(files):
         if one.spec.role != "ratings" or one.frame.is_empty():
@@ -192,7 +195,8 @@ def _ratings(
         part = parts.pop(0).with_columns(pl.lit(index).alias("_file"))
         kept.append(part.filter(~pl.col(ROW).is_in(list(rejected[index]))))
     if not kept:
-        return pl.DataFrame({ITEM: [], RATER: []}, schema={ITEM: pl.String, RATER: pl.String})
+        empty = pl.DataFrame({ITEM: [], RATER: []}, schema={ITEM: pl.String, RATER: pl.String})
+        return empty, 0
     every = pl.concat(kept, how="diagonal_relaxed")
     again = ~every.select(pl.struct(ITEM, RATER).is_first_distinct()).to_series()
     for (index,), part in every.filter(again).group_by("_file"):
@@ -207,7 +211,7 @@ def _ratings(
             "a second rating of this item by this rater; both are kept",
             Severity.WARNING,
         )
-    return every.drop(ROW, "_file")
+    return every.drop(ROW, "_file"), int(again.sum())
 
 
 def _entities(

@@ -253,6 +253,8 @@ def manifest(
             "ratings": built.height("ratings"),
         },
         "missing": built.missing,
+        # 0: each rater rated each item at most once (label-by-group's cells are ratings)
+        "repeated_ratings": built.repeated,
         "published": declared.published,
         "scales": {
             label: {

@@ -101,7 +101,8 @@ def stream(
     }
     missing = dict.fromkeys(declared.labels, 0)
     missing.update(tally.missing)
-    return Built(tables, missing, {0: set()}, {"ratings": tally.records}), tally.records
+    built = Built(tables, missing, {0: set()}, {"ratings": tally.records}, repeated=again)
+    return built, tally.records
 
 
 @dataclass
