@@ -18,7 +18,11 @@ BODIES` (httpx) or `--threads URL CONCURRENCY BODIES` (CONCURRENCY threads, each
 persistent `http.client.HTTPConnection`, TCP_NODELAY as the server): each sends every
 request body of the JSON Lines file BODIES, CONCURRENCY at a time, and reads each answer's
 JSON; nothing else. dices runs with --refresh (every request asked, every answer cached,
-the predictions written) on a copy of the data whose cache is emptied before each run.
+the predictions written) on a copy of the data whose cached answers are removed before each
+run (not the copy of the conversations it keeps beside them, `dices_cli.judge.conversations`:
+the first run reads them from the Parquet files, as a first run on a data directory does).
+dices' modules and this folder's are compiled before the runs, as an installed package's
+are (an editable install run with PYTHONDONTWRITEBYTECODE would compile them in each).
 
 Each client's fixed cost is measured beside it: dices the same run answered from the cache
 that run wrote, each minimal client with no bodies to send. CPU per request is given both
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import json
 import shutil
 import statistics
@@ -132,6 +137,10 @@ def write_bodies(data: Path, samples: int, path: Path) -> int:
 def bench(data: Path, runs: int, samples: int, directory: Path) -> dict[str, Any]:
     from tests.drivers.judge_server import running
 
+    # Every client's modules compiled first, as an installed package's are: run from this
+    # checkout under PYTHONDONTWRITEBYTECODE, each process would compile them again.
+    for folder in ("dices_cli", "bench"):
+        compileall.compile_dir(REPO / folder, quiet=1)
     bodies = directory / "bodies.jsonl"
     requests = write_bodies(data, samples, bodies)
     nothing = directory / "none.jsonl"
@@ -160,7 +169,8 @@ def bench(data: Path, runs: int, samples: int, directory: Path) -> dict[str, Any
         }
         for run in range(runs):
             print(f"run {run + 1}/{runs} ...", file=sys.stderr)
-            shutil.rmtree(store / "judge", ignore_errors=True)
+            for segment in (store / "judge").glob("calls-*.jsonl"):
+                segment.unlink()  # the answers; the conversations' copy is kept
             for name, argv in commands.items():  # alternated: drift in the load hits all
                 done = measure(argv)
                 walls[name].append(done.wall)

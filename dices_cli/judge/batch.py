@@ -21,13 +21,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
 from dices_cli.judge.client import MAX_BODY_BYTES, MAX_BODY_DEPTH, MAX_MESSAGE_CHARS, reply_of
-from dices_cli.judge.plan import Call, Settings, load_items, persona_groups, plan, request_body
+from dices_cli.judge.plan import (
+    Call,
+    Settings,
+    cached,
+    load_items,
+    persona_groups,
+    plan,
+    request_body,
+)
+from dices_cli.judge.plan import segment as run_segment
 from dices_cli.judge.run import answered_record, failed_record
 from dices_cli.read.untrusted import (
     UntrustedError,
@@ -35,7 +44,7 @@ from dices_cli.read.untrusted import (
     loads_json,
     open_regular_file,
 )
-from dices_cli.store.judge_cache import Segment, completed
+from dices_cli.store.judge_cache import Segment
 
 if TYPE_CHECKING:
     from dices_cli.store.datasets import Store
@@ -148,8 +157,8 @@ def write_batch(
     from dices_cli.output import open_output
 
     calls = planned_calls(store, settings)
-    cached = {} if settings.refresh else completed(store.root)
-    todo = [call for call in calls if call.key not in cached]
+    answered = cached(store, settings, calls)
+    todo = [call for call in calls if call.key not in answered]
     # The split first (sizes only: no file holds every line in memory), then the files.
     sizes = [len(request_line(settings, call)) for call in todo]
     bounds = _split(sizes, limits)
@@ -187,15 +196,16 @@ def read_results(
 ) -> ReadBack:
     """Read batch output files into the cache: each answer and each failed request of a
     call of this run that the cache does not answer yet."""
-    calls = {call.key: call for call in planned_calls(store, settings)}
-    cached = completed(store.root)
+    planned = planned_calls(store, settings)
+    calls = {call.key: call for call in planned}
+    answered = cached(store, replace(settings, refresh=False), planned)
     read = ReadBack()
     seen: set[str] = set()
-    segment = Segment(store.root)
+    segment = run_segment(store, settings)
     try:
         for path in paths:
             for number, line in _lines(path):
-                problem = _take(line, calls, cached, seen, settings, api_key, segment, read)
+                problem = _take(line, calls, answered, seen, settings, api_key, segment, read)
                 if problem is not None:
                     custom_id, why = problem
                     read.add_problem(Problem(path, number, custom_id, why))

@@ -1,10 +1,12 @@
 """The judge's client for OpenAI-compatible Chat Completions endpoints (vLLM, Ollama,
 llama.cpp's server, TGI, LM Studio, OpenAI, gateways).
 
-Worker threads over the standard library's `http.client` (`dices_cli.judge.transport`),
-each with a kept-alive connection to each endpoint: a thread pool spends a fraction of the
-CPU an asyncio client does per request, and no SDK stands in between (the `openai` package
-brings pydantic and its own retry policy, which would have to be switched off to keep ours).
+Worker threads, each with a kept-alive connection to each endpoint
+(`dices_cli.judge.transport`: opened by the standard library's `http.client`, each exchange
+read and written on the socket itself): a thread pool spends a fraction of the CPU an
+asyncio client does per request, and the transport less than `http.client`'s requests do.
+No SDK stands in between (the `openai` package brings pydantic and its own retry policy,
+which would have to be switched off to keep ours).
 The transport is imported only when a judge run talks to a server; each answer is handed to
 the caller's thread, which caches it.
 

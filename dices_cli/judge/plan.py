@@ -5,13 +5,14 @@ persona x sample, each with its cache key and its Chat Completions request.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dices_cli.errors import DicesError, Option, UsageError
 from dices_cli.families.schema import DATASETS, DEMOGRAPHIC_COLUMNS, SCORED_BY_DEFAULT
 from dices_cli.judge.prompts import Prompt
-from dices_cli.store.judge_cache import call_key
+from dices_cli.store.judge_cache import KEY_FIELDS, Segment, completed, run_tag
 
 if TYPE_CHECKING:
     from dices_cli.store.datasets import Store
@@ -155,18 +156,26 @@ def persona_line(column: str, value: str) -> str:
 def load_items(store: Store, settings: Settings) -> list[Item]:
     """The conversations to judge: the dataset's, or those `settings.items` names, the first
     `settings.limit` of them."""
+    from dices_cli.judge.conversations import stored_rows
     from dices_cli.judge.declared import declared_items
-    from dices_cli.queries.family import session_for
 
     if settings.prompt.label is not None:
         texts = declared_items(store, settings.dataset, settings.prompt.fields)
         return _chosen([Item(settings.dataset, i, "", "", text) for i, text in texts], settings)
-    session = session_for(store, settings.dataset)
+    rows = stored_rows(store, settings.dataset, lambda: _stored_items(store, settings.dataset))
+    items = [Item(d, i, _turns(d, c or ""), r or "") for d, i, c, r in rows]
+    return _chosen(items, settings)
+
+
+def _stored_items(store: Store, dataset: str) -> list[tuple[str, Any, Any, Any]]:
+    """The items rows of `dataset`, read from its stored files (those of items only)."""
+    from dices_cli.queries.family import session_for
+
+    session = session_for(store, dataset, named={"items"})
     rows = session.execute(
         "SELECT dataset::VARCHAR, item_id, context, response FROM items ORDER BY dataset, item_id"
     ).rows
-    items = [Item(str(d), i, _turns(str(d), c or ""), r or "") for d, i, c, r in rows]
-    return _chosen(items, settings)
+    return [(str(d), i, c, r) for d, i, c, r in rows]
 
 
 def _chosen(items: list[Item], settings: Settings) -> list[Item]:
@@ -237,7 +246,8 @@ def plan(settings: Settings, items: list[Item], groups: dict[str, list[str]]) ->
     calls = []
     prompt = settings.prompt
     line_of = persona_line if prompt.label is None else rater_line
-    endpoint, endpoint_sha256 = settings.endpoint, settings.endpoint_sha256
+    shared = _run_fields(settings)
+    encoded = {name: _json(value) for name, value in shared.items()}
     for item in items:
         personas: list[tuple[str | None, str | None]] = [(None, None)]
         if settings.persona is not None:
@@ -245,24 +255,65 @@ def plan(settings: Settings, items: list[Item], groups: dict[str, list[str]]) ->
                 (f"{settings.persona}={value}", line_of(settings.persona, value))
                 for value in groups.get(item.dataset, [])
             ]
+        encoded |= {"dataset": _json(item.dataset), "item_id": _json(item.item_id)}
         for persona, line in personas:
+            encoded["persona"] = _json(persona)
             for sample in range(settings.samples):
                 fields = {
-                    "endpoint": endpoint,
-                    "endpoint_sha256": endpoint_sha256,
-                    "model": settings.model,
-                    "prompt": prompt.name,
-                    "prompt_hash": prompt.content_hash,
+                    "endpoint": shared["endpoint"],
+                    "endpoint_sha256": shared["endpoint_sha256"],
+                    "model": shared["model"],
+                    "prompt": shared["prompt"],
+                    "prompt_hash": shared["prompt_hash"],
                     "dataset": item.dataset,
                     "item_id": item.item_id,
                     "persona": persona,
                     "sample": sample,
-                    "temperature": settings.chosen_temperature,
-                    "max_tokens": settings.max_tokens,
-                    "seed": settings.seed,
+                    "temperature": shared["temperature"],
+                    "max_tokens": shared["max_tokens"],
+                    "seed": shared["seed"],
                 }
-                calls.append(Call(item, persona, line, sample, call_key(fields), fields))
+                encoded["sample"] = str(sample)
+                calls.append(Call(item, persona, line, sample, _key(encoded), fields))
     return calls
+
+
+def _run_fields(settings: Settings) -> dict[str, Any]:
+    """The key fields every call of the run shares (`RUN_FIELDS`)."""
+    return {
+        "endpoint": settings.endpoint,
+        "endpoint_sha256": settings.endpoint_sha256,
+        "model": settings.model,
+        "prompt": settings.prompt.name,
+        "prompt_hash": settings.prompt.content_hash,
+        "temperature": settings.chosen_temperature,
+        "max_tokens": settings.max_tokens,
+        "seed": settings.seed,
+    }
+
+
+def cached(store: Store, settings: Settings, calls: list[Call]) -> dict[str, dict[str, Any]]:
+    """The cache's latest completed record of each of `calls` (none with `refresh`), read
+    from the segments of the run's tag only."""
+    if settings.refresh or not calls:
+        return {}
+    return completed(store.root, run_tag(_run_fields(settings)), {call.key for call in calls})
+
+
+def segment(store: Store, settings: Settings) -> Segment:
+    """The segment this run's records go to, named with its tag."""
+    return Segment(store.root, run_tag(_run_fields(settings)))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _key(encoded: dict[str, str]) -> str:
+    """`dices_cli.store.judge_cache.call_key` of a call's key fields, each already JSON
+    (`_json`): the JSON list those make, hashed, without encoding each again."""
+    text = "[" + ", ".join(encoded[name] for name in KEY_FIELDS) + "]"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def request_body(settings: Settings, call: Call) -> dict[str, Any]:

@@ -34,10 +34,15 @@ def unsafe_probability(prompt: Prompt, first_token: Any) -> float | None:
     """P(unsafe answer) from a first answer token's top logprobs, over the declared answers;
     None when they are not [token, logprob] pairs of text and numbers at most 0 (NaN, 710 or
     text from a server, a cache written by hand): no score is guessed from the rest."""
-    from dices_cli.judge.client import valid_logprob
-
     if not first_token or not _valid_logprobs(first_token):
         return None
+    return _probability(prompt, first_token)
+
+
+def _probability(prompt: Prompt, first_token: list[Any]) -> float | None:
+    """`unsafe_probability` of top logprobs already found valid (`_valid_logprobs`)."""
+    from dices_cli.judge.client import valid_logprob
+
     mass = dict.fromkeys((UNSAFE, SAFE, UNSURE), 0.0)
     for token, logprob in first_token:
         verdict = prompt.first_token_verdict(token)
@@ -60,13 +65,13 @@ def _valid_logprobs(first_token: Any) -> bool:
     )
 
 
-def _unscored(record: dict[str, Any]) -> bool:
-    """Whether an answer's logprobs came but could not be read (NaN, 710, text): its
-    score is not given, and the run counts it."""
+def _scored(prompt: Prompt, record: dict[str, Any]) -> tuple[float | None, bool]:
+    """An answer's `unsafe_probability`, and whether its logprobs came but could not be
+    read (NaN, 710, text): its score is not given, and the run counts it."""
     first_token = record.get("first_token")
-    return isinstance(record.get("error"), str) or (
-        first_token is not None and not _valid_logprobs(first_token)
-    )
+    valid = first_token is None or _valid_logprobs(first_token)
+    unscored = isinstance(record.get("error"), str) or not valid
+    return (_probability(prompt, first_token) if first_token and valid else None), unscored
 
 
 def predictions(
@@ -83,17 +88,14 @@ def predictions(
         verdicts = [settings.prompt.read_answer(r.get("answer")) for r in records]
         read = [v for v in verdicts if v in (UNSAFE, SAFE, UNSURE)]
         unreadable += len(verdicts) - len(read)
-        unscored += sum(map(_unscored, records))
+        scored = [_scored(settings.prompt, r) for r in records]
+        unscored += sum(flag for _, flag in scored)
         tokens += sum(
             _count(r.get("prompt_tokens")) + _count(r.get("completion_tokens")) for r in records
         )
         tally = Counter(read).most_common()
         label = tally[0][0] if tally and (len(tally) == 1 or tally[0][1] > tally[1][1]) else None
-        scores = [
-            s
-            for s in (unsafe_probability(settings.prompt, r.get("first_token")) for r in records)
-            if s is not None
-        ]
+        scores = [score for score, _ in scored if score is not None]
         mean_score = sum(scores) / len(scores) if scores else None
         shares = (
             tuple(read.count(v) / len(read) for v in (SAFE, UNSAFE, UNSURE))

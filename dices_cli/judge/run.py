@@ -17,9 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 from dices_cli import __version__
 from dices_cli.errors import DicesError, Option
-from dices_cli.judge.plan import Call, Settings, load_items, persona_groups, plan, request_body
+from dices_cli.judge.plan import (
+    Call,
+    Item,
+    Settings,
+    cached,
+    load_items,
+    persona_groups,
+    plan,
+    request_body,
+)
+from dices_cli.judge.plan import segment as run_segment
 from dices_cli.judge.predictions import baseline_predictions, predictions
-from dices_cli.store.judge_cache import Segment, completed
 
 if TYPE_CHECKING:
     from dices_cli.judge.client import Attempt, Reply
@@ -95,10 +104,6 @@ class Outcome:
     manifest: dict[str, Any]
 
 
-def _cached(store: Store, settings: Settings) -> dict[str, dict[str, Any]]:
-    return {} if settings.refresh else completed(store.root)
-
-
 def prompt_tokens(messages: list[dict[str, str]]) -> int:
     """The estimated tokens of a request's messages: the PRETOKEN pieces of each message's
     content, plus the chat format's TOKENS_PER_MESSAGE each and TOKENS_PER_REPLY."""
@@ -120,9 +125,10 @@ def dry_run(store: Store, settings: Settings) -> DryRun:
     calls = plan(settings, load_items(store, settings), persona_groups(store, settings))
     if settings.baseline is not None:
         return DryRun(len(calls), 0, 0, 0, 0)
-    cached = _cached(store, settings)
-    todo = [call for call in calls if call.key not in cached]
-    prompts = sum(prompt_tokens(request_body(settings, call)["messages"]) for call in todo)
+    answered = cached(store, settings, calls)
+    todo = [call for call in calls if call.key not in answered]
+    estimate = _estimator(settings)
+    prompts = sum(estimate(call) for call in todo)
     answers = settings.max_tokens * len(todo)
     spent = cost(settings.prices, prompts, answers)
     return DryRun(len(calls), len(calls) - len(todo), len(todo), prompts, answers, spent)
@@ -168,6 +174,7 @@ def reported_tokens(
     reported prompt tokens for, the offline estimate of those (`prompt_tokens`): each run
     checks the estimate."""
     prompt = completion = estimated = reported = 0
+    estimate = _estimator(settings)
     for call in calls:
         record = answers.get(call.key)
         if record is None:
@@ -176,13 +183,28 @@ def reported_tokens(
         if _count(record.get("prompt_tokens")):
             reported += 1
             prompt += _count(record.get("prompt_tokens"))
-            estimated += prompt_tokens(request_body(settings, call)["messages"])
+            estimated += estimate(call)
     return {
         "prompt": prompt,
         "completion": completion,
         "answers_with_prompt_tokens": reported,
         "estimated_prompt": estimated,
     }
+
+
+def _estimator(settings: Settings) -> Callable[[Call], int]:
+    """`prompt_tokens` of a call's request, made once for the samples of a conversation and
+    persona (their messages are the same)."""
+    made: dict[tuple[Item, str | None], int] = {}
+
+    def estimate(call: Call) -> int:
+        found = made.get((call.item, call.persona_line))
+        if found is None:
+            found = prompt_tokens(request_body(settings, call)["messages"])
+            made[(call.item, call.persona_line)] = found
+        return found
+
+    return estimate
 
 
 def _count(value: Any) -> int:
@@ -200,8 +222,8 @@ def _ask(
     """Each call's completed record: from the cache, or asked now (and cached as it comes)."""
     from dices_cli.judge.client import Endpoint, run_calls
 
-    cached = _cached(store, settings)
-    answers = {call.key: cached[call.key] for call in calls if call.key in cached}
+    found = cached(store, settings, calls)
+    answers = {call.key: found[call.key] for call in calls if call.key in found}
     todo = [call for call in calls if call.key not in answers]
     state = Progress(total=len(calls), cached=len(answers), done=len(answers))
     if progress:
@@ -210,7 +232,7 @@ def _ask(
         return answers, state
     if not ask_missing:
         raise UnansweredError(len(todo), len(calls))
-    segment = Segment(store.root)
+    segment = run_segment(store, settings)
 
     def on_reply(call: Call, reply: Reply) -> None:
         entry = answered_record(settings, call, reply, api_key)

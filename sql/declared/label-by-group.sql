@@ -67,9 +67,11 @@ WITH rater_groups AS (  -- each rater with its group's number, g
     FROM raters
 ),
 rated AS NOT MATERIALIZED (  -- each rating: its group, rater, item, positive (1) or not (0)
-    -- and t, its value's code for the mean (mean_sums)
+    -- and t, its value's code for the mean (mean_sums; none for a binary label, whose sums
+    -- of t are then of nothing)
     SELECT g, rater_id, item_id, positive::INTEGER AS y, number, kind,
-        round((number - $mean_origin) * $mean_unit)::INTEGER AS t
+        CASE WHEN $kind = 'ordinal' THEN round((number - $mean_origin) * $mean_unit)::INTEGER END
+            AS t
     FROM asked_label_values
     JOIN rater_groups USING (rater_id)  -- a declared session holds one dataset
 ),

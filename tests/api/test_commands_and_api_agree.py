@@ -108,6 +108,7 @@ def report(sample: Path, tmp_path: Path) -> None:
             predictions=predictions,
             bootstrap=20,
         )
+    assert by_api == tmp_path / "api.html"
     assert "predictions=" in by_api.read_text(encoding="utf-8")
     assert page(by_api) == page(by_command)
 

@@ -18,7 +18,6 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from drivers.terminal import Screen, Terminal
 from drivers.terminal_table import RULE, blocks, header_names, hidden_note, note_lines, table_number
 from hypothesis import given
 from hypothesis import strategies as st
@@ -33,6 +32,7 @@ from dices_cli.cli.main import app
 from dices_cli.cli.render import print_table
 from dices_cli.output import Format, Table, write_table
 from dices_cli.queries.catalog import catalog, parse_query
+from tests.drivers.terminal import Screen, Terminal, terminal_fixture  # noqa: F401 (a fixture)
 
 WIDTHS = (60, 80, 120, 200)
 FILLER = {"columns": "rater_age"}  # a value for each type of required parameter

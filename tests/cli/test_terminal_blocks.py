@@ -30,7 +30,7 @@ from dices_cli.cli.render import print_table
 from dices_cli.cli.render_blocks import NAME_MIN
 from dices_cli.cli.tabular import GAP, cell_text
 from dices_cli.output import table_from_rows
-from tests.drivers.terminal import Terminal
+from tests.drivers.terminal import Terminal, terminal_fixture  # noqa: F401 (a fixture)
 from tests.drivers.terminal_table import blocks, grid, hidden_note
 
 WIDTHS = st.one_of(st.sampled_from((60, 80, 120)), st.integers(40, 160))

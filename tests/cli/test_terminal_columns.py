@@ -20,7 +20,6 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from drivers.terminal import Screen, Terminal
 from drivers.terminal_table import blocks, grid, hidden_note, note_lines, table_number
 from fixtures.dices_csv import header, rows, to_csv
 from hypothesis import HealthCheck, given, settings
@@ -29,6 +28,7 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
+from tests.drivers.terminal import Screen, Terminal, terminal_fixture  # noqa: F401 (a fixture)
 
 PREDICTIONS = str(Path(__file__).resolve().parents[2] / "dices_cli/data/demo-predictions.csv")
 WIDTHS = st.one_of(st.sampled_from((60, 80, 120)), st.integers(50, 160))

@@ -15,11 +15,11 @@ import re
 from pathlib import Path
 
 import pytest
-from drivers.terminal import Screen, Terminal
 from drivers.terminal_table import grid, note_lines
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
+from tests.drivers.terminal import Screen, Terminal, terminal_fixture  # noqa: F401 (a fixture)
 
 MODELS = ("alpha", "beta", "gamma", "delta", "epsilon")
 ITEMS_990 = "SELECT item_id FROM items WHERE dataset = '990'"

@@ -181,6 +181,9 @@ def label_by_group(ratings: OrdinalRatings, parameters: dict[str, Any]) -> Table
         "positive_values": ", ".join(str(v) for v in range(3, ratings.levels + 1)),
         "mean_origin": origin, "mean_unit": unit, "interval": "clustered",
         "permutations": 0, "seed": 0, "alternative": "two-sided", **parameters,
+        # as a session knows it from the manifest: no (rater, item) pair rated twice
+        "one_rating_per_cell": len(set(zip(ratings.rater, ratings.item, strict=True)))
+        == len(ratings.rater),
     }  # fmt: skip
     query = declared_queries()["label-by-group"]
     sql = render_sql(query)

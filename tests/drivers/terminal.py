@@ -12,7 +12,10 @@ import subprocess
 import sys
 import tempfile
 import termios
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+import pytest
 
 from tests.conftest import memory_cap
 
@@ -114,15 +117,19 @@ class Terminal:
     as `on_terminal` runs it in a process of its own: stdout on the terminal, now `width`
     columns wide (Rich asks the terminal at each command), stderr on a file. A test whose point
     is the drawing on a terminal, not the process, pays the interpreter's start once. The
-    process runs under `memory_cap`; `close` ends it."""
+    process runs under `memory_cap`; `close` ends it. A command that ends the process (a
+    crash) fails its own test; the next command starts a new process."""
 
     MARKER = "\x00\x01end of a dices command\x01\x00"
 
     def __init__(self) -> None:
+        self._stderr = tempfile.NamedTemporaryFile()  # noqa: SIM115 (closed by `close`)
+        self._start()
+
+    def _start(self) -> None:
         self._leader, follower = pty.openpty()
         requests_read, self._requests = os.pipe()
         self._answers, answers_write = os.pipe()
-        self._stderr = tempfile.NamedTemporaryFile()  # noqa: SIM115 (closed by `close`)
         environment = {**os.environ, "TERM": "xterm", "NO_COLOR": "1"}
         environment.pop("COLUMNS", None)
         environment.pop("LINES", None)
@@ -141,6 +148,9 @@ class Terminal:
 
     def run(self, width: int, *arguments: str, env: dict[str, str] | None = None) -> Screen:
         """`dices ARGUMENTS` on the terminal, `width` columns wide, with `env` set for it."""
+        if self._process.poll() is not None:  # ended by the command before
+            self._end()
+            self._start()
         request = {
             "width": width,
             "arguments": list(arguments),
@@ -168,9 +178,27 @@ class Terminal:
         text = ANSI.sub("", shown[: -len(marker)].decode("utf-8")).replace("\r\n", "\n")
         return Screen(code, text, piped)
 
-    def close(self) -> None:
+    def _end(self) -> None:
         os.close(self._requests)
         self._process.wait()
         self._answers_file.close()
         os.close(self._leader)
+
+    def close(self) -> None:
+        self._end()
         self._stderr.close()
+
+
+_SHARED: list[Terminal] = []
+
+
+@pytest.fixture(scope="session", name="terminal")
+def terminal_fixture() -> Iterator[Terminal]:
+    """`terminal`: the run's one `Terminal` (each xdist worker's own), for the drawings on a
+    terminal of every test module that imports this fixture (`from tests.drivers.terminal
+    import terminal_fixture`): the first to ask starts it, the session's end closes it."""
+    if not _SHARED:
+        _SHARED.append(Terminal())
+    yield _SHARED[0]
+    if _SHARED:  # each importing module's fixture ends at the session's end: the first closes
+        _SHARED.pop().close()

@@ -34,13 +34,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
-from dices_cli.formats.ingest import ingest
 from dices_cli.judge import client
 from dices_cli.judge.answers import NEGATIONS, read_answer
 from dices_cli.judge.prompts import load_prompt
 from dices_cli.read.untrusted import MAX_DEPTH, UntrustedError, loads_json
-from dices_cli.runs.demo import sample_paths
-from dices_cli.store.datasets import Store
 from tests.drivers.judge_server import JudgeServer, _Handler
 from tests.hostile.test_bounded_input import CPU_CAP, LAUNCHER, MEMORY_CAP, assert_clean, run_capped
 from tests.hostile.test_bounded_input import DICES as DICES_ENTRY
@@ -98,17 +95,11 @@ def server() -> Iterator[HostileServer]:
         thread.join(10)
 
 
-@pytest.fixture(scope="module")
-def sample_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("sample")
-    ingest(sample_paths(), Store(root), force=True)
-    return root
-
-
 @pytest.fixture
-def data(sample_data: Path, tmp_path: Path) -> Path:
+def data(sample: Path, tmp_path: Path) -> Path:
+    """A copy of tests/conftest.py's `sample` that the judge may write to."""
     target = tmp_path / "data"
-    shutil.copytree(sample_data, target, symlinks=True)
+    shutil.copytree(sample, target, symlinks=True)
     return target
 
 

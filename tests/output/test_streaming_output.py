@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -130,6 +131,14 @@ def test_sql_writes_csv_without_importing_pandas(
     )
     assert (done.returncode, done.stderr) == (0, imported)
     assert done.stdout == table_path_bytes(sample, statement, Format.CSV)
+
+
+@pytest.fixture
+def sample_copy(sample: Path, tmp_path: Path) -> Path:
+    """A private copy of `sample` that a test may change."""
+    target = tmp_path / "data"
+    shutil.copytree(sample, target, symlinks=True)
+    return target
 
 
 def test_sql_reads_only_the_stored_files_its_statement_names(
@@ -304,6 +313,7 @@ def test_a_reader_that_leaves_ends_the_run_quietly(ingested: Path) -> None:
     assert elapsed < 10  # writing all 115,153 rows the old way took 24 s
 
 
+@pytest.mark.slow  # a query kept busy until its time limit stops it
 def test_the_time_limit_holds_while_the_result_is_written(runner: CliRunner, sample: Path) -> None:
     """Rows keep coming, and are written as they come, until the limit stops the query.
     Under a memory cap (the runner's, for a run with --timeout): a limit that fails to stop
