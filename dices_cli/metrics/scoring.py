@@ -89,7 +89,13 @@ class Resamples:
             columns = np.where(np.expand_dims(used, 1), columns, 0.0)
         width = math.prod(columns.shape[1:])
         flat = np.ascontiguousarray(columns, dtype=np.float64).reshape(len(columns), width)
-        return (self.floats @ flat).reshape(len(self.floats), *columns.shape[1:])
+        product = self.floats @ flat
+        # Row 0 (the data as they are: the point estimates) by a product of its own, so that
+        # its sums' order, and so their last bits, never depend on how many resamples share
+        # the product (a BLAS kernel orders a row's sum by the product's shape).
+        if len(product):
+            product[0] = self.floats[0] @ flat
+        return product.reshape(len(self.floats), *columns.shape[1:])
 
     def scratch(self, width: int) -> Counts:
         """A (B, width) int32 work array, the same memory on every call: the cumulative
