@@ -314,23 +314,52 @@ def run_calls(
         worker.start()
     running = len(workers)
     try:
-        while running:
-            done = run.results.get()
-            if done is None:
-                running -= 1
-            else:
-                _hand(done, on_reply, on_failure)
+        with _ctrl_c_queued(run):
+            while running:
+                done = run.results.get()
+                if done is None:
+                    running -= 1
+                elif done is _CTRL_C:
+                    raise KeyboardInterrupt
+                else:
+                    _hand(done, on_reply, on_failure)
     except KeyboardInterrupt:
         run.halt.set()
         with contextlib.suppress(queue.Empty):  # what came before the interrupt is kept
             while True:
-                if (done := run.results.get_nowait()) is not None:
+                done = run.results.get_nowait()
+                if done is not None and done is not _CTRL_C:
                     _hand(done, on_reply, on_failure)
         raise
     finally:
         run.halt.set()
     if run.stop:
         raise run.stop[0]
+
+
+# Put in the results by Ctrl-C while answers are handed (`_ctrl_c_queued`).
+_CTRL_C: tuple[Any, Any] = (None, None)
+
+
+@contextlib.contextmanager
+def _ctrl_c_queued(run: _Run) -> Iterator[None]:
+    """Inside: Ctrl-C queues `_CTRL_C` among the results instead of interrupting this
+    thread where it is, so an answer being handed is handed whole (cached and counted)
+    before the run stops. Only in the main thread with Python's own handler in place
+    (elsewhere Ctrl-C is left as it is)."""
+    import signal
+
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda _signal, _frame: run.results.put(_CTRL_C))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _hand(
