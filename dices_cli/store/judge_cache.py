@@ -215,9 +215,9 @@ class Segment:
                 self.directory.mkdir(parents=True, exist_ok=True)
                 name = f"calls-{time.time_ns():020d}-{os.getpid()}-{self.tag}.jsonl"
                 self.path = self.directory / name
-                self.descriptor = os.open(
-                    self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
-                )
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+                # A data file: read and write, as the umask allows; never executable.
+                self.descriptor = os.open(self.path, flags, 0o666)
             os.write(self.descriptor, line)
             if time.monotonic() - self.synced > SYNC_SECONDS:
                 self._sync()

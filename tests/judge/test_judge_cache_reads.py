@@ -125,3 +125,13 @@ def test_segments_are_read_newest_first_until_every_call_has_its_answer(
         newest.unlink()
         with pytest.raises(DicesError, match="it is not a regular file"):
             completed(data, tag, keys)
+
+
+def test_a_segment_is_a_data_file_never_executable(runner: CliRunner, data: Path) -> None:
+    with running() as server:
+        judge(runner, data, server.base_url, "--model", "m")
+    [segment] = segments(data)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert segment.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert segment.stat().st_mode & 0o111 == 0
