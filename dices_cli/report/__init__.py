@@ -85,40 +85,43 @@ def build_report(
 
     check_charts_available()
     # One version of each dataset for the rater selection, every section, the models and the
-    # provenance, however many ingests replace it meanwhile; the Drawer draws each section's
-    # charts while the next one runs its queries.
-    with store.pinned(), Drawer() as drawer:
+    # provenance, however many ingests replace it meanwhile. The selection and the `by`
+    # columns are checked before the drawing process starts, so that their refusal costs no
+    # renderer; the Drawer then draws each section's charts while the next one runs its
+    # queries (the models' scoring included).
+    with store.pinned():
         selection = resolve(store, dataset, selection)
         context = Context(store, dataset, selection, list(by), permutations, seed)
-        if models is not None:
-            from dices_cli.report.models import score_models
+        with Drawer() as drawer:
+            if models is not None:
+                from dices_cli.report.models import score_models
 
-            context.models = scored = score_models(
-                store, selection, models, context.datasets, context.by
+                context.models = scored = score_models(
+                    store, selection, models, context.datasets, context.by
+                )
+                for note in scored.pool.warnings:
+                    warn(note)
+                for suspect in scored.pool.suspects:
+                    if strict:
+                        raise DicesError(suspect.message(), " (", Option("strict"), ")")
+                    warn(suspect.message())
+            sections = []
+            charts = []
+            for build in SECTIONS:
+                section = build(context)
+                if section is not None:
+                    sections.append(section)
+                    charts.append([drawer.draw(figure.spec) for figure in section.figures])
+            svgs = [[chart.result() for chart in section_charts] for section_charts in charts]
+            if drawer.not_drawn is not None:  # under an address-space cap: tables, no charts
+                warn(drawer.not_drawn)
+            made = Provenance(
+                command=command,
+                version=__version__,
+                created=datetime.now(UTC).isoformat(timespec="seconds"),
+                selection="; ".join(selection.description) or "all raters",
+                datasets=[store.open(name).manifest for name in context.datasets],
             )
-            for note in scored.pool.warnings:
-                warn(note)
-            for suspect in scored.pool.suspects:
-                if strict:
-                    raise DicesError(suspect.message(), " (", Option("strict"), ")")
-                warn(suspect.message())
-        sections = []
-        charts = []
-        for build in SECTIONS:
-            section = build(context)
-            if section is not None:
-                sections.append(section)
-                charts.append([drawer.draw(figure.spec) for figure in section.figures])
-        svgs = [[chart.result() for chart in section_charts] for section_charts in charts]
-        if drawer.not_drawn is not None:  # under an address-space cap: tables, no charts
-            warn(drawer.not_drawn)
-        made = Provenance(
-            command=command,
-            version=__version__,
-            created=datetime.now(UTC).isoformat(timespec="seconds"),
-            selection="; ".join(selection.description) or "all raters",
-            datasets=[store.open(name).manifest for name in context.datasets],
-        )
     return page(sections, svgs, made, drawer.not_drawn)
 
 

@@ -10,8 +10,13 @@ resolves first (`Store.pinned`) and a write prunes no version a reader holds.
 from __future__ import annotations
 
 import csv
+import html
+import json
 import re
+from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 from drivers.datadir import leftovers, subset, versions
@@ -19,6 +24,7 @@ from drivers.repeat import Repeating
 from typer.testing import CliRunner
 
 import dices_cli.report.sections as report_sections
+import dices_cli.report.svg as report_svg
 from dices_cli.cli.main import app
 from dices_cli.report.context import Context
 from dices_cli.store.datasets import Store
@@ -30,6 +36,32 @@ def coverage(conversations: int) -> str:
         f"warning: model 'judge' predicts 20 of the {conversations} conversations of "
         f"DICES-350 ({20 / conversations:.1%}); its metrics use those only\n"
     )
+
+
+class SpecsDrawer:
+    """In place of `Drawer`: each chart's "SVG" is its specification, as text. What a version
+    puts on the page is in the specifications and the tables; drawing them (vl-convert, a
+    process of its own and most of a small report's CPU) is tested in test_report.py."""
+
+    not_drawn = None
+
+    def __enter__(self) -> SpecsDrawer:
+        return self
+
+    def __exit__(self, *failure: object) -> None:
+        return None
+
+    def draw(self, spec: dict[str, Any]) -> Future[str | None]:
+        drawn: Future[str | None] = Future()
+        drawn.set_result(f"<svg><desc>{html.escape(json.dumps(spec, sort_keys=True))}</desc></svg>")
+        return drawn
+
+
+@pytest.fixture(scope="module", autouse=True)
+def specs_drawn() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report_svg, "Drawer", SpecsDrawer)
+        yield
 
 
 @pytest.fixture(scope="module")
