@@ -188,21 +188,22 @@ def test_ties_and_the_tie_rules_on_the_replica_match_pandas(
     sets = [(None, ratings)] + [
         (str(race), frame) for race, frame in ratings.groupby("rater_race", observed=True)
     ]
-    no_unsure_ties = 0
+    ties = {}  # per group: the Yes answers at the top, the Yes ties, and the No = Unsure ties
+    for race, frame in sets:
+        counts = pd.crosstab(frame["item_id"], frame["Q_overall"])
+        counts = counts.reindex(columns=["No", "Yes", "Unsure"], fill_value=0)
+        top = counts.max(axis=1)
+        tied = counts.eq(top, axis=0).sum(axis=1) > 1
+        ties[race] = (counts["Yes"] == top, tied & (counts["Yes"] == top), tied)
+    no_unsure_ties = sum(int((tied & ~yes_top).sum()) for yes_top, _, tied in ties.values())
     for rule in ("exclude", "unsafe", "safe"):
         rows, _ = evaluate(
             runner, ingested, path, "-d", "990", "--by", "rater_race", "--ties", rule,
             "--against", "crowd", "--bootstrap", "0",
         )  # fmt: skip
-        for race, frame in sets:
-            counts = pd.crosstab(frame["item_id"], frame["Q_overall"])
-            counts = counts.reindex(columns=["No", "Yes", "Unsure"], fill_value=0)
-            top = counts.max(axis=1)
-            tied = counts.eq(top, axis=0).sum(axis=1) > 1
-            yes_tied = tied & (counts["Yes"] == top)
-            no_unsure_ties += int((tied & (counts["Yes"] < top)).sum()) * (rule == "exclude")
-            unsafe = ((counts["Yes"] == top) & ~tied) | (yes_tied & (rule == "unsafe"))
-            n = len(counts) - int(yes_tied.sum()) * (rule == "exclude")
+        for race, (yes_top, yes_tied, tied) in ties.items():
+            unsafe = (yes_top & ~tied) | (yes_tied & (rule == "unsafe"))
+            n = len(yes_top) - int(yes_tied.sum()) * (rule == "exclude")
             got = row(rows, reference="crowd", rater_race=race)
             assert (got["ties"], got["n"]) == (int(yes_tied.sum()), n)
             assert got["accuracy"] == pytest.approx(int(unsafe.sum()) / n, abs=1e-12)

@@ -128,47 +128,90 @@ def expected_cell(name: str, delimiter: str) -> str:
     cell = CSV_CELLS[name][2] if name in CSV_CELLS else csv_cell(WRITTEN[name][1])
     if any(c in cell for c in (delimiter, '"', "\n")):
         return '"' + cell.replace('"', '""') + '"'
-    return cell or '""'
+    return cell
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("name", STATEMENTS)
-def test_every_type_is_written_or_refused_in_every_format(
-    name: str, fmt: str, runner: CliRunner, sample: Path, tmp_path: Path
+def columns(names: list[str]) -> str:
+    """The select list of the cases `names`, each in a column of its own name."""
+    return ", ".join(f'{STATEMENTS[name]} AS "{name}"' for name in names)
+
+
+# Every case that a text format writes, side by side in one row: a cell is written alone,
+# so one statement per format checks each type's cell as one statement per type would.
+WRITTEN_IN_TEXT = [name for name in STATEMENTS if name not in PARQUET_ONLY]
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_every_type_is_written_in_every_text_format(
+    fmt: str, runner: CliRunner, sample: Path
 ) -> None:
-    statement = f"SELECT {STATEMENTS[name]} AS v"
-    if fmt == "parquet":
-        target = tmp_path / "v.parquet"
-        result = sql(runner, sample, statement, "-o", str(target))
-        assert result.exit_code == 0, result.output
-        # DuckDB's text of the value, from the file and from the statement itself.
-        con = duckdb.connect()
-        read = con.execute("SELECT v::VARCHAR FROM read_parquet($1)", [str(target)]).fetchall()
-        assert read == con.execute(f"SELECT ({STATEMENTS[name]})::VARCHAR").fetchall()
-        return
-    result = sql(runner, sample, statement, "-f", fmt)
-    if name in PARQUET_ONLY:
-        assert result.exit_code == 1
-        assert result.stdout == ""
-        assert result.stderr.startswith(f"Error: the column 'v' holds {PARQUET_ONLY[name][1]}")
-        assert result.stderr.endswith(
-            "which dices writes only as Parquet; cast it to text in the statement"
-            " (CAST(... AS VARCHAR)), or write Parquet (--format parquet)\n"
-        )
-        return
+    result = sql(runner, sample, f"SELECT {columns(WRITTEN_IN_TEXT)}", "-f", fmt)
     assert result.exit_code == 0, result.output
     if fmt in ("json", "jsonl"):
         written = json.loads(result.stdout) if fmt == "json" else [json.loads(result.stdout)]
-        value = CSV_CELLS[name][1] if name in CSV_CELLS else WRITTEN[name][1]
-        assert written == [{"v": value}]
-    elif fmt in ("csv", "tsv"):
-        assert result.stdout == f"v\n{expected_cell(name, ',' if fmt == 'csv' else chr(9))}\n"
-    else:  # the table for people: a value of text is on it as it is
-        value = WRITTEN[name][1] if name in WRITTEN else None
-        title, header, *_ = result.stdout.splitlines()
-        assert (title, header.strip()) == ("sql", "v")
-        if isinstance(value, str):  # a time with a space for its T
-            assert value in result.stdout or value.replace("T", " ") in result.stdout
+        assert len(written) == 1 and list(written[0]) == WRITTEN_IN_TEXT
+        for name in WRITTEN_IN_TEXT:
+            value = CSV_CELLS[name][1] if name in CSV_CELLS else WRITTEN[name][1]
+            assert written[0][name] == value, name
+    else:
+        delimiter = "," if fmt == "csv" else "\t"
+        header, line = result.stdout.split("\n")[:2]
+        assert result.stdout == f"{header}\n{line}\n"
+        assert header == delimiter.join(WRITTEN_IN_TEXT)
+        expected = delimiter.join(expected_cell(name, delimiter) for name in WRITTEN_IN_TEXT)
+        assert result.stdout == f"{header}\n{expected}\n"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_a_row_of_one_null_is_a_quoted_empty_cell(
+    fmt: str, runner: CliRunner, sample: Path
+) -> None:
+    """A line with one empty cell would read as no row: the lone NULL is written `""`."""
+    result = sql(runner, sample, f"SELECT {STATEMENTS['null']} AS v", "-f", fmt)
+    assert (result.exit_code, result.stdout) == (0, 'v\n""\n')
+
+
+def test_every_type_is_written_as_parquet(runner: CliRunner, sample: Path, tmp_path: Path) -> None:
+    """Parquet holds every case; DuckDB's text of each value, from the file and from the
+    statement itself, is the same."""
+    names = list(STATEMENTS)
+    target = tmp_path / "v.parquet"
+    result = sql(runner, sample, f"SELECT {columns(names)}", "-o", str(target))
+    assert result.exit_code == 0, result.output
+    con = duckdb.connect()
+    texts = ", ".join(f'"{name}"::VARCHAR' for name in names)
+    read = con.execute(f"SELECT {texts} FROM read_parquet($1)", [str(target)]).fetchall()
+    own = con.execute(f"SELECT {', '.join(f'({STATEMENTS[n]})::VARCHAR' for n in names)}")
+    for name, in_file, in_statement in zip(names, read[0], own.fetchall()[0], strict=True):
+        assert in_file == in_statement, name
+    assert len(read) == 1
+
+
+@pytest.mark.parametrize("fmt", [*TEXT_FORMATS, "table"])
+@pytest.mark.parametrize("name", PARQUET_ONLY)
+def test_a_value_only_parquet_holds_is_refused_in_every_other_format(
+    name: str, fmt: str, runner: CliRunner, sample: Path
+) -> None:
+    result = sql(runner, sample, f"SELECT {STATEMENTS[name]} AS v", "-f", fmt)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"Error: the column 'v' holds {PARQUET_ONLY[name][1]}")
+    assert result.stderr.endswith(
+        "which dices writes only as Parquet; cast it to text in the statement"
+        " (CAST(... AS VARCHAR)), or write Parquet (--format parquet)\n"
+    )
+
+
+@pytest.mark.parametrize("name", WRITTEN_IN_TEXT)
+def test_every_type_is_on_the_table_for_people(name: str, runner: CliRunner, sample: Path) -> None:
+    """A value of text is on the table as it is (a time with a space for its T)."""
+    result = sql(runner, sample, f"SELECT {STATEMENTS[name]} AS v", "-f", "table")
+    assert result.exit_code == 0, result.output
+    value = WRITTEN[name][1] if name in WRITTEN else None
+    title, header, *_ = result.stdout.splitlines()
+    assert (title, header.strip()) == ("sql", "v")
+    if isinstance(value, str):
+        assert value in result.stdout or value.replace("T", " ") in result.stdout
 
 
 def test_the_cases_hold_every_type_duckdb_writes_as_text() -> None:
@@ -203,11 +246,9 @@ def test_a_large_result_is_written_as_a_small_one(
 ) -> None:
     """Over `SMALL_CELLS`, a result is written by Arrow (`arrow_text`), not through Python
     values: each type's text is the same."""
-    names = [name for name in STATEMENTS if name not in PARQUET_ONLY]
-    columns = ", ".join(f'{STATEMENTS[name]} AS "{name}"' for name in names)
-    rows = SMALL_CELLS // len(names) + 1
-    small = sql(runner, sample, f"SELECT {columns}", "-f", fmt)
-    large = sql(runner, sample, f"SELECT {columns} FROM range({rows})", "-f", fmt)
+    rows = SMALL_CELLS // len(WRITTEN_IN_TEXT) + 1
+    small = sql(runner, sample, f"SELECT {columns(WRITTEN_IN_TEXT)}", "-f", fmt)
+    large = sql(runner, sample, f"SELECT {columns(WRITTEN_IN_TEXT)} FROM range({rows})", "-f", fmt)
     assert small.exit_code == large.exit_code == 0, small.output + large.output
     if fmt == "json":
         assert json.loads(large.stdout) == json.loads(small.stdout) * rows
