@@ -72,13 +72,17 @@ def share_intervals(table: pa.Table, parameters: dict[str, Any]) -> Table:
 
     # An ordinal label's mean: its interval and test, from sums of its own (mean_sums).
     means = None
+    draws: share_sums.Draws = {}  # the relabellings, drawn once for both tests
     if mean_sums.MEAN_SUMS in table.column_names:
         if parameters.get("kind") == "ordinal":
-            means = mean_sums.compute(table, parameters)
+            means = mean_sums.compute(table, parameters, draws)
         table = table.drop_columns([mean_sums.MEAN_SUMS])
     # The SQL's sums; rating lists (as DICES's queries give them) are summed here.
     summed = share_sums.SUMS in table.column_names
-    result = (share_sums.compute if summed else shares.compute)(table, parameters)
+    if summed:
+        result = share_sums.compute(table, parameters, draws)
+    else:
+        result = shares.compute(table, parameters)
     columns = [
         name.replace(*SHARE) if name.startswith(SHARE[0]) else name for name in result.columns
     ]

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dices_cli.metrics.share_sums import SUMS, Sums, difference_interval
+from dices_cli.metrics.share_sums import SUMS, Draws, Sums, difference_interval, family_draws
 from dices_cli.metrics.shares import (
     TEST_COLUMNS,
     Z_95,
@@ -106,10 +106,11 @@ def mean_interval(side: Sums, squares: int, top: int, method: str) -> tuple[floa
     return low * top, high * top
 
 
-def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
+def compute(table: pa.Table, parameters: dict[str, Any], draws: Draws | None = None) -> Table:
     """COLUMNS for each of the SQL's rows (an ordinal label's): its mean's interval and,
     when the query asks for the test, the test of its mean against the rest of its
-    family's, on the label's scale."""
+    family's, on the label's scale: relabelled as the share's test is (`draws`, shared
+    with `share_sums.compute`)."""
     method = parameters["interval"]
     lowest, unit = parameters["mean_origin"], parameters["mean_unit"]
     top = round((max(parameters["positions"]) - lowest) * unit)
@@ -130,8 +131,18 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
     families: dict[tuple[Any, ...], list[int]] = {}
     for row in range(table.num_rows * asked):
         families.setdefault(tuple(values[n][row] for n in family_columns), []).append(row)
-    for members in families.values():
-        test = _family_test(members, sides, shares, means, method, parameters)
+    draws = {} if draws is None else draws
+    for key, members in families.items():
+        counted = np.concatenate([shares[r]["rater_ratings"] for r in members]).astype(np.float64)
+        sizes = [len(shares[r]["rater_ratings"]) for r in members]
+        drawn = family_draws(draws, key, sizes, counted, parameters)
+        relabelled = Relabelled.by(
+            drawn[0],
+            np.concatenate([means[r]["rater_total"] for r in members]).astype(np.float64),
+            counted,
+            drawn[1],
+        )
+        test = _family_test(members, sides, shares, means, method, relabelled, parameters)
         found[members, 2:7] = np.transpose(test[:5])
         found[members, 7] = test.p_groups_differ
     found[:, :5] /= unit
@@ -150,16 +161,11 @@ def _family_test(
     shares: list[dict[str, Any]],
     means: list[dict[str, Any]],
     method: str,
+    relabelled: Relabelled,
     parameters: dict[str, Any],
 ) -> FamilyTest:
-    """The tests of one family's groups' mean codes (`shares.family_test` of their means)."""
-    raters = [len(means[r]["rater_total"]) for r in members]
-    label = np.repeat(np.arange(len(members)), raters)
-    totals = np.concatenate([means[r]["rater_total"] for r in members]).astype(np.float64)
-    counted = np.concatenate([shares[r]["rater_ratings"] for r in members]).astype(np.float64)
-    relabelled = Relabelled.of(
-        label, totals, counted, len(members), parameters["permutations"], parameters["seed"]
-    )
+    """The tests of one family's groups' mean codes (`shares.family_test` of their means),
+    from their `relabelled` differences."""
     family = sides[members[0]]
     for r in members[1:]:
         family = family.plus(sides[r])

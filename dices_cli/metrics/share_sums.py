@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from numpy.typing import NDArray
 
 from dices_cli.metrics.shares import (
     LEVEL,
@@ -41,6 +42,7 @@ from dices_cli.metrics.shares import (
     Z_95,
     Ends,
     FamilyTest,
+    Labellings,
     Relabelled,
     Variance,
     cr1,
@@ -55,6 +57,10 @@ from dices_cli.metrics.student_t import t_quantile
 from dices_cli.output import Table
 
 SUMS = "share_sums"  # the struct column of the SQL; the step reads and drops it
+
+# Each family's labellings and its ratings' [labelling, group] sums, by the family's values:
+# drawn once, shared by the share's test and the mean's (`dices_cli.metrics.mean_sums`).
+Draws = dict[tuple[Any, ...], tuple[Labellings, NDArray[np.float64]]]
 
 
 @dataclass(frozen=True)
@@ -193,10 +199,11 @@ def _item_squares(
     return (m**4 * aa - 2 * n * n * m * m * ab + n**4 * bb) / (n**4 * m**4)
 
 
-def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
+def compute(table: pa.Table, parameters: dict[str, Any], draws: Draws | None = None) -> Table:
     """The SQL's rows without SUMS, with the interval of share_yes, the method that made
     it and its note, and each group's test against the rest of its family (TEST_COLUMNS),
-    as `shares.compute` gives them."""
+    as `shares.compute` gives them; each family's relabellings from `draws` when another
+    test drew them (else drawn and kept there)."""
     method = parameters["interval"]
     by = [name for name in table.column_names if name in parameters.get("by", [])]
     shown, family_columns = shown_columns(table, by, (SUMS,))
@@ -209,9 +216,13 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
     families: dict[tuple[Any, ...], list[int]] = {}
     for row in range(table.num_rows * asked):
         families.setdefault(tuple(values[n][row] for n in family_columns), []).append(row)
-    for members in families.values():
+    draws = {} if draws is None else draws
+    for key, members in families.items():
+        counted = np.concatenate([sums[r]["rater_ratings"] for r in members]).astype(np.float64)
+        sizes = [len(sums[r]["rater_ratings"]) for r in members]
+        drawn = family_draws(draws, key, sizes, counted, parameters)
         test = _family_test(
-            [sides[r] for r in members], [sums[r] for r in members], method, parameters
+            [sides[r] for r in members], [sums[r] for r in members], method, parameters, drawn
         )
         tests[members, :5] = np.transpose(test[:5])
         tests[members, 5] = test.p_groups_differ
@@ -223,16 +234,34 @@ def compute(table: pa.Table, parameters: dict[str, Any]) -> Table:
     return result_table(shown, Ends(low, high, notes), method, tests if asked else None)
 
 
+def family_draws(
+    draws: Draws,
+    key: tuple[Any, ...],
+    sizes: list[int],
+    counted: NDArray[np.float64],
+    parameters: dict[str, Any],
+) -> tuple[Labellings, NDArray[np.float64]]:
+    """The family `key`'s relabellings of its raters (`sizes` of each group's, in order)
+    and the sums of their ratings `counted` over them, drawn (by the query's permutations
+    and seed) when `draws` lacks them, and kept there."""
+    if key not in draws:
+        label = np.repeat(np.arange(len(sizes)), sizes)
+        drawn = Labellings.drawn(label, len(sizes), parameters["permutations"], parameters["seed"])
+        draws[key] = (drawn, drawn.sums(counted))
+    return draws[key]
+
+
 def _family_test(
-    sides: list[Sums], sums: list[dict[str, Any]], method: str, parameters: dict[str, Any]
+    sides: list[Sums],
+    sums: list[dict[str, Any]],
+    method: str,
+    parameters: dict[str, Any],
+    drawn: tuple[Labellings, NDArray[np.float64]],
 ) -> FamilyTest:
-    """The tests of one family's groups (`shares.family_test`)."""
-    label = np.repeat(np.arange(len(sides)), [len(row["rater_yes"]) for row in sums])
+    """The tests of one family's groups (`shares.family_test`), relabelled as `drawn`."""
     yes = np.concatenate([row["rater_yes"] for row in sums]).astype(np.float64)
     counted = np.concatenate([row["rater_ratings"] for row in sums]).astype(np.float64)
-    relabelled = Relabelled.of(
-        label, yes, counted, len(sides), parameters["permutations"], parameters["seed"]
-    )
+    relabelled = Relabelled.by(drawn[0], yes, counted, drawn[1])
     family = sides[0]
     for side in sides[1:]:
         family = family.plus(side)

@@ -248,15 +248,32 @@ class FamilyTest(NamedTuple):
     p_groups_differ: float
 
 
-def group_sums(
-    labellings: NDArray[np.intp], values: NDArray[np.float64], groups: int
-) -> NDArray[np.float64]:
-    """[labelling, group] sums of `values` (one per rater) over each group's raters."""
-    cells = labellings + groups * np.arange(len(labellings))[:, None]
-    summed = np.bincount(
-        cells.ravel(), weights=np.tile(values, len(labellings)), minlength=groups * len(labellings)
-    )
-    return summed.astype(np.float64).reshape(len(labellings), groups)
+class Labellings(NamedTuple):
+    """The raters' own labelling and `permutations` relabellings of them (group sizes kept)
+    drawn from `seed`, as the cell of a [labelling, group] table each rater falls in: drawn
+    once, they serve every figure the test relabels (a share's Yes, a mean's codes)."""
+
+    cells: NDArray[np.intp]
+    labellings: int
+    groups: int
+
+    @classmethod
+    def drawn(
+        cls, label: NDArray[np.intp], groups: int, permutations: int, seed: int
+    ) -> Labellings:
+        """From each rater's group `label`."""
+        labellings = np.vstack([label, shuffled_labellings(label, permutations, seed)])
+        cells = labellings + groups * np.arange(len(labellings))[:, None]
+        return cls(cells.ravel(), len(labellings), groups)
+
+    def sums(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """[labelling, group] sums of `values` (one per rater) over each group's raters."""
+        summed = np.bincount(
+            self.cells,
+            weights=np.tile(values, self.labellings),
+            minlength=self.groups * self.labellings,
+        )
+        return summed.astype(np.float64).reshape(self.labellings, self.groups)
 
 
 def family_test(
@@ -307,11 +324,20 @@ class Relabelled(NamedTuple):
     ) -> Relabelled:
         """From each rater's group `label`, Yes and ratings, and `permutations` relabellings
         (group sizes kept) drawn from `seed`."""
-        labellings = np.vstack([label, shuffled_labellings(label, permutations, seed)])
-        yes_in, counted_in = (
-            group_sums(labellings, yes, groups),
-            group_sums(labellings, counted, groups),
-        )
+        drawn = Labellings.drawn(label, groups, permutations, seed)
+        return cls.by(drawn, yes, counted, drawn.sums(counted))
+
+    @classmethod
+    def by(
+        cls,
+        drawn: Labellings,
+        yes: NDArray[np.float64],
+        counted: NDArray[np.float64],
+        counted_in: NDArray[np.float64],
+    ) -> Relabelled:
+        """From labellings `drawn` once, each rater's Yes and ratings, and the ratings'
+        [labelling, group] sums (`drawn.sums(counted)`: the same for every figure)."""
+        yes_in = drawn.sums(yes)
         with np.errstate(invalid="ignore", divide="ignore"):
             share = yes_in / counted_in
             difference = share - (yes.sum() - yes_in) / (counted.sum() - counted_in)
