@@ -825,6 +825,11 @@ def test_a_key_an_http_header_cannot_carry_is_a_usage_error(
 # --- issue 41: Ctrl-C says how many answers are cached, and how to resume ---------------------
 
 
+def _cached_lines(data: Path) -> int:
+    """The records in the judge's cache segments under `data`."""
+    return sum(path.read_bytes().count(b"\n") for path in data.rglob("calls-*.jsonl"))
+
+
 def test_ctrl_c_says_what_is_cached_and_that_the_same_command_resumes(
     data: Path, server: HostileServer, tmp_path: Path
 ) -> None:
@@ -845,6 +850,12 @@ def test_ctrl_c_says_what_is_cached_and_that_the_same_command_resumes(
     process = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE)
     try:
         assert server.wait_for_requests(answered + 1)
+        # The next request can go out before the last answer is written to the cache: the
+        # interrupt comes once the cache holds the answers.
+        deadline = time.monotonic() + 60
+        while _cached_lines(data) < answered and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _cached_lines(data) == answered
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=20)
     finally:
