@@ -69,14 +69,14 @@ WITH rater_groups AS (  -- each rater with its group's number, g
 rated AS NOT MATERIALIZED (  -- each rating: its group, rater, item, positive (1) or not (0)
     -- and t, its value's code for the mean (mean_sums; none for a binary label, whose sums
     -- of t are then of nothing)
-    SELECT g, rater_id, item_id, positive::INTEGER AS y, number, kind,
+    SELECT g, rater_id, item_id, positive::INTEGER AS y, number,
         CASE WHEN $kind = 'ordinal' THEN round((number - $mean_origin) * $mean_unit)::INTEGER END
             AS t
     FROM asked_label_values
     JOIN rater_groups USING (rater_id)  -- a declared session holds one dataset
 ),
 per_rater AS (
-    SELECT g, rater_id, sum(y) AS y, count(*) AS n, sum(number) AS total, any_value(kind) AS kind,
+    SELECT g, rater_id, sum(y) AS y, count(*) AS n, sum(number) AS total,
         sum(t) AS t, sum(t * t) AS q
     FROM rated
     GROUP BY ALL
@@ -107,7 +107,7 @@ groups AS (
         count(*) AS raters,
         sum(n)::BIGINT AS ratings,
         sum(y)::BIGINT AS n_positive,
-        CASE WHEN any_value(kind) = 'ordinal' THEN sum(total) / sum(n) END AS mean,
+        CASE WHEN $kind = 'ordinal' THEN sum(total) / sum(n) END AS mean,
         list(y::BIGINT ORDER BY rater_id) AS rater_yes,
         list(n ORDER BY rater_id) AS rater_ratings,
         sum(y * y)::BIGINT AS r_yy,
