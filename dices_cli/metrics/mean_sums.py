@@ -47,7 +47,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dices_cli.metrics.share_sums import SUMS, Draws, Sums, difference_interval, family_draws
+from dices_cli.metrics.share_sums import (
+    SUMS,
+    Draws,
+    Sums,
+    difference_interval,
+    families_of,
+    family_draws,
+)
 from dices_cli.metrics.shares import (
     TEST_COLUMNS,
     Z_95,
@@ -128,9 +135,7 @@ def compute(table: pa.Table, parameters: dict[str, Any], draws: Draws | None = N
     for r, side in enumerate(sides):
         found[r, :2] = mean_interval(side, means[r]["squares"], top, method)
     asked = "permutations" in parameters
-    families: dict[tuple[Any, ...], list[int]] = {}
-    for row in range(table.num_rows * asked):
-        families.setdefault(tuple(values[n][row] for n in family_columns), []).append(row)
+    families = families_of(values, family_columns, table.num_rows * asked)
     draws = {} if draws is None else draws
     for key, members in families.items():
         counted = np.concatenate([shares[r]["rater_ratings"] for r in members]).astype(np.float64)

@@ -213,9 +213,7 @@ def compute(table: pa.Table, parameters: dict[str, Any], draws: Draws | None = N
     ends = [row_interval(side, method) for side in sides]
     tests = np.full((table.num_rows, len(TEST_COLUMNS)), math.nan)
     asked = "permutations" in parameters  # a query that asks for the test
-    families: dict[tuple[Any, ...], list[int]] = {}
-    for row in range(table.num_rows * asked):
-        families.setdefault(tuple(values[n][row] for n in family_columns), []).append(row)
+    families = families_of(values, family_columns, table.num_rows * asked)
     draws = {} if draws is None else draws
     for key, members in families.items():
         counted = np.concatenate([sums[r]["rater_ratings"] for r in members]).astype(np.float64)
@@ -232,6 +230,17 @@ def compute(table: pa.Table, parameters: dict[str, Any], draws: Draws | None = N
         [e[2] for e in ends],
     )
     return result_table(shown, Ends(low, high, notes), method, tests if asked else None)
+
+
+def families_of(
+    values: dict[str, list[Any]], family_columns: list[str], rows: int
+) -> dict[tuple[Any, ...], list[int]]:
+    """The first `rows` rows by family: the rows sharing every value of `family_columns`
+    (the groups one test compares), in their order."""
+    families: dict[tuple[Any, ...], list[int]] = {}
+    for row in range(rows):
+        families.setdefault(tuple(values[n][row] for n in family_columns), []).append(row)
+    return families
 
 
 def family_draws(
