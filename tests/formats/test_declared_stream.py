@@ -15,7 +15,7 @@ from dices_cli.families.declaration import DatasetDeclaration, read_declaration
 from dices_cli.formats.declared.build import build
 from dices_cli.formats.declared.ingest import SCRATCH_PREFIX, read_all
 from dices_cli.formats.declared.stream import RATINGS_FILE, stream
-from dices_cli.formats.ingest import ingest
+from dices_cli.formats.ingest import IngestResult, ingest
 from dices_cli.read.source import open_source
 from dices_cli.store.datasets import Store
 
@@ -83,10 +83,13 @@ def whole(declaration: DatasetDeclaration, path: Path) -> dict[str, pl.DataFrame
     return {name: frame for name, frame in tables.items() if isinstance(frame, pl.DataFrame)}
 
 
-@pytest.mark.parametrize("separator", [",", "\t"])
-def test_one_pass_stores_what_the_whole_read_builds(tmp_path: Path, separator: str) -> None:
+def ingested_as_the_whole_read_builds(
+    tmp_path: Path, rows: list[str], separator: str = ","
+) -> tuple[Store, IngestResult]:
+    """`rows` ingested by the streaming pass, after checking that every stored table equals
+    what the whole read builds and that the three raters keep their attributes."""
     path, declaration = declared(tmp_path)
-    data = write(tmp_path, ROWS, separator)
+    data = write(tmp_path, rows, separator)
     expected = whole(declaration, data)
     store = Store(tmp_path / "data")
     (result,) = ingest([data], store, declaration=path)
@@ -98,6 +101,13 @@ def test_one_pass_stores_what_the_whole_read_builds(tmp_path: Path, separator: s
         ("r2", "man", 31),
         ("r3", "nonbinary", 58),
     ]
+    return store, result
+
+
+@pytest.mark.parametrize("separator", [",", "\t"])
+def test_one_pass_stores_what_the_whole_read_builds(tmp_path: Path, separator: str) -> None:
+    store, result = ingested_as_the_whole_read_builds(tmp_path, ROWS, separator)
+    version = store.open("streamy")
     assert version.read("items").rows() == [
         ("a-1", "hello", 2),
         ("a-2", "bye", 1),

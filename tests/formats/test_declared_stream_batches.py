@@ -7,14 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from polars.testing import assert_frame_equal
 
 from dices_cli.formats.declared import stream as streaming
 from dices_cli.formats.declared.stream import stream
-from dices_cli.formats.ingest import ingest
 from dices_cli.read.source import open_source
-from dices_cli.store.datasets import Store
-from tests.formats.test_declared_stream import BROKEN, ROWS, declared, whole, write
+from tests.formats.test_declared_stream import (
+    BROKEN,
+    ROWS,
+    declared,
+    ingested_as_the_whole_read_builds,
+    write,
+)
 
 pytestmark = pytest.mark.usefixtures("registry_as_it_was")
 
@@ -33,19 +36,8 @@ def test_every_batch_size_stores_what_the_whole_read_builds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
     monkeypatch.setattr(streaming, "BATCH_ROWS", batch)
-    path, declaration = declared(tmp_path)
-    data = write(tmp_path, LONGER)
-    expected = whole(declaration, data)
-    store = Store(tmp_path / "data")
-    (result,) = ingest([data], store, declaration=path)
+    store, result = ingested_as_the_whole_read_builds(tmp_path, LONGER)
     version = store.open("streamy")
-    for table in ("items", "raters", "ratings"):
-        assert_frame_equal(version.read(table), expected[table])
-    assert version.read("raters").rows() == [
-        ("r1", "woman", 24),
-        ("r2", "man", 31),
-        ("r3", "nonbinary", 58),
-    ]
     assert [row[0] for row in version.read("items").rows()] == ["a-1", "a-2", "b-1", "c-1"]
     assert result.stored.manifest["counts"] == {"items": 4, "raters": 3, "ratings": 9}
 
