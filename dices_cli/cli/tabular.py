@@ -295,8 +295,10 @@ def shorten(text: str, width: int, measure: Measure = len) -> str:
 
 def records(fitted: Layout) -> list[list[tuple[Column, str]]]:
     """One block per row: each shown column that has a value in it, or that a person named
-    (its name alone where the row has no value), with that value."""
-    return [
-        [(c, c.cells[i]) for c in fitted.columns if c.cells[i] or c.named]
-        for i in range(fitted.rows)
-    ]
+    (its name alone where the row has no value), with that value; a row with no such column
+    shows every name alone, so that no row vanishes."""
+    blocks = []
+    for i in range(fitted.rows):
+        block = [(c, c.cells[i]) for c in fitted.columns if c.cells[i] or c.named]
+        blocks.append(block or [(c, "") for c in fitted.columns])
+    return blocks

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from drivers.terminal_table import RULE, blocks, header_names, hidden_note, note_lines, table_number
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 from typer.testing import CliRunner
@@ -389,6 +389,9 @@ def tables(draw: st.DrawFn) -> Table:
 
 
 @given(table=tables(), width=st.integers(20, 200))
+@example(  # a row with no value, too wide for a grid: its block shows the names
+    table=Table(["a_aaaaaaaa_a", "aaaaaaaa_a"], [False, False], [(None, None)]), width=20
+)
 def test_any_table_keeps_every_number_whole(table: Table, width: int) -> None:
     stdout, stderr = drawn(table, width)
     check_drawn("t", stdout, stderr, as_csv(table), width)
