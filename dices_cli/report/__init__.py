@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 INSTALL_HINT = "charts need vl-convert-python, a dependency of dices: pip install vl-convert-python"
 # The resampling behind the p-values and intervals: the same defaults as `dices query
 # agreement` and `dices evaluate` (dices_cli.metrics.defaults), so a figure in the report is
-# the figure the CLI gives. 1000 relabellings cost the agreement section 5.8 s of CPU for race
-# and gender on the two replica datasets (200 cost 1.1 s); a reader who wants a quicker draft
-# gives --permutations and --bootstrap, and the report states the numbers used.
+# the figure the CLI gives (bench/report.py times the report with them); a reader who
+# wants a quicker draft gives --permutations and --bootstrap, and the report states the
+# numbers used.
 PERMUTATIONS = defaults.PERMUTATIONS
 BOOTSTRAP = defaults.BOOTSTRAP
 # The human ceiling drawn beside the models when no baseline is asked for: one rater,
