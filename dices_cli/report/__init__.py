@@ -85,20 +85,21 @@ def build_report(
 
     check_charts_available()
     # One version of each dataset for the rater selection, every section, the models and the
-    # provenance, however many ingests replace it meanwhile. The selection and the `by`
-    # columns are checked before the drawing process starts, so that their refusal costs no
-    # renderer; the Drawer then draws each section's charts while the next one runs its
-    # queries (the models' scoring included).
+    # provenance, however many ingests replace it meanwhile. The selection, the `by` columns
+    # and the predictions file are read and checked before the drawing process starts, so
+    # that their refusal costs no renderer; the Drawer then draws each section's charts
+    # while the next one runs its queries (the models' scoring included).
     with store.pinned():
         selection = resolve(store, dataset, selection)
         context = Context(store, dataset, selection, list(by), permutations, seed)
-        with Drawer() as drawer:
-            if models is not None:
-                from dices_cli.report.models import score_models
+        read = None
+        if models is not None:  # read (and refused) before the renderer starts
+            from dices_cli.report.models import read_models, score_read
 
-                context.models = scored = score_models(
-                    store, selection, models, context.datasets, context.by
-                )
+            read = read_models(store, selection, models, context.datasets, context.by)
+        with Drawer() as drawer:
+            if read is not None:
+                context.models = scored = score_read(read, store, selection)
                 for note in scored.pool.warnings:
                     warn(note)
                 for suspect in scored.pool.suspects:
