@@ -84,7 +84,7 @@ class _HostileHandler(_Handler):
 @pytest.fixture
 def server() -> Iterator[HostileServer]:
     started = HostileServer()
-    thread = threading.Thread(target=started.serve_forever, daemon=True)
+    thread = threading.Thread(target=started.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield started
