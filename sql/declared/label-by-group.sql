@@ -68,20 +68,26 @@ WITH rater_groups AS (  -- each rater with its group's number, g
         ) AS g
     FROM raters
 ),
-rated AS NOT MATERIALIZED (  -- each rating: its group, rater, item, positive (1) or not (0)
+scored AS NOT MATERIALIZED (  -- each rating: its rater, item, positive (1) or not (0)
     -- and t, its value's code for the mean (mean_sums; none for a binary label, whose sums
     -- of t are then of nothing)
-    SELECT g, rater_id, item_id, positive::INTEGER AS y, number,
+    SELECT rater_id, item_id, positive::INTEGER AS y, number,
         CASE WHEN $kind = 'ordinal' THEN round((number - $mean_origin) * $mean_unit)::INTEGER END
             AS t
     FROM asked_label_values
-    JOIN rater_groups USING (rater_id)  -- a declared session holds one dataset
 ),
-per_rater AS (
-    SELECT g, rater_id, sum(y) AS y, count(*) AS n, sum(number) AS total,
-        sum(t) AS t, sum(t * t) AS q
-    FROM rated
-    GROUP BY ALL
+rated AS NOT MATERIALIZED (  -- each rating with its rater's group
+    SELECT g, scored.* FROM scored JOIN rater_groups USING (rater_id)  -- one dataset
+),
+per_rater AS (  -- summed per rater before the raters' groups are joined
+    SELECT g, rater_id, y, n, total, t, q
+    FROM (
+        SELECT rater_id, sum(y) AS y, count(*) AS n, sum(number) AS total,
+            sum(t) AS t, sum(t * t) AS q
+        FROM scored
+        GROUP BY rater_id
+    )
+    JOIN rater_groups USING (rater_id)
 ),
 per_item AS NOT MATERIALIZED (  -- clustered or conversations (Wilson: item_counts)
     SELECT g, item_id, sum(y) AS y, count(*) AS n, sum(t) AS t
