@@ -4,13 +4,28 @@ holding the packaged sample (read-only), ready."""
 
 from __future__ import annotations
 
+import compileall
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _pytest.doctest import DoctestItem, DoctestModule
 
-TESTS = Path(__file__).resolve().parent / "tests"
+ROOT = Path(__file__).resolve().parent
+TESTS = ROOT / "tests"
+
+# The suite writes bytecode whatever PYTHONDONTWRITEBYTECODE says: pytest keeps each test
+# module's rewritten assertions in __pycache__ (else every worker rewrites every module on
+# every run), and the dices processes the tests start read dices_cli's modules compiled, as
+# an install leaves them (else each compiles all it imports).
+sys.dont_write_bytecode = False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """dices_cli compiled once, in the process that starts the workers (or the only one)."""
+    if not hasattr(config, "workerinput"):
+        compileall.compile_dir(ROOT / "dices_cli", quiet=1)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -48,9 +48,8 @@ def delimited(
 
     Batches are formatted WORKERS at a time on threads (Arrow's compute functions let go of
     the GIL) while this thread reads the next ones from their source, so that on an idle
-    2-core machine formatting overlaps DuckDB's work. Measured only on a loaded machine
-    (load average 8 on 2 cores; /tmp A/B of `dices sql "SELECT * FROM ratings_wide" -f csv`,
-    4 runs each): threads 8.2 s wall, 3.4 s CPU; one batch after the other 7.7 s, 2.9 s.
+    2-core machine formatting overlaps DuckDB's work. On a loaded machine the threads
+    cost a little more than one batch after the other (bench/output.py measures both).
     """
     from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -106,10 +105,9 @@ def _csv_cells(
     import pyarrow.compute as pc
 
     if pa.types.is_dictionary(column.type):
-        # An ENUM: each value formatted once, then taken. 0.24 s for the 58 ENUM columns,
-        # where decoding them first took 1.06 s. (Taking adjacent ENUMs together through
-        # the product of their dictionaries was slower still: 1.27-1.35 s for the whole
-        # result against 1.04-1.24 s.)
+        # An ENUM: each value formatted once, then taken, never each cell decoded first
+        # (nor adjacent ENUMs taken together through the product of their dictionaries,
+        # which was slower still). bench/output.py times it.
         cells = _csv_cells(column.dictionary, name, special, python_cell).take(column.indices)
     else:
         cells = _arrow_text(column)
@@ -147,8 +145,8 @@ def _arrow_text(column: pa.Array) -> pa.Array | None:
         return column.cast(pa.string())
     if pa.types.is_float32(kind) or pa.types.is_float64(kind):
         # Python's shortest round-trip text, value by value: Arrow finds the same digits but
-        # writes 1.0 as 1 and 1e-05 as 0.00001. 0.07 s per 115,153 floats (0.17 s through
-        # `text_cell`); Arrow's own cast would take 0.01 s but change the text. A missing
+        # writes 1.0 as 1 and 1e-05 as 0.00001: faster than through `text_cell`, slower
+        # than Arrow's own cast, which would change the text (bench/output.py). A missing
         # value is an empty cell either way.
         return _strings(["" if v is None else repr(v) for v in column.to_pylist()])
     if pa.types.is_timestamp(kind) and kind.unit == "us" and kind.tz in (None, *UTC_NAMES):
@@ -236,8 +234,8 @@ def _iso_times(column: pa.Array) -> pa.Array:
     """Microsecond timestamps as `datetime.isoformat` writes them: the fraction only when it
     is not zero, and +00:00 for a time in UTC.
 
-    Arrow's cast to text, then mended: 0.016 s for 115,153 times, where `strftime` took
-    0.083 s and 0.37 s more the first time (it loads the time zone database).
+    Arrow's cast to text, then mended: faster than `strftime`, which also loads the time
+    zone database the first time (bench/output.py).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -254,8 +252,8 @@ def _json_lists(column: pa.Array, dictionary: pa.Array | None) -> pa.Array | Non
     """Lists of strings (or of ENUMs, whose `dictionary` is given) as `json.dumps` writes
     them, when no string needs escaping (else None).
 
-    A list of ENUMs is quoted through its dictionary, each value once: 0.08 s for the
-    115,153 lists of 19 answers, where decoding the ENUMs first took 0.79 s.
+    A list of ENUMs is quoted through its dictionary, each value once, never each ENUM
+    decoded first (bench/output.py).
     """
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -151,12 +151,10 @@ def small_as_table(stream: Stream, cells: int = SMALL_CELLS) -> Result:
     read here to see), else as a stream of the same rows, from the first.
 
     Written through Python, a small answer of `dices sql` spares the import of
-    pyarrow.compute, which Arrow's CSV path needs: `dices sql "SELECT count(*) FROM ratings"
-    -f csv` 0.585 -> 0.570 s of CPU, 0.469 -> 0.446 s of wall time (medians of 41 pairs of
-    fresh processes).
+    pyarrow.compute, which Arrow's CSV path needs (bench/queries.py times small answers).
 
     A stream with a zoned time (at any depth) stays a stream: Arrow converts those to
-    Python through pandas, which it imports (0.3-0.6 s); `arrow_text` writes them without."""
+    Python through pandas, which it imports at a cost; `arrow_text` writes them without."""
     if any(_has_zoned_time(field.type) for field in stream.schema):
         return stream
     read: list[pa.RecordBatch] = []

@@ -1,8 +1,8 @@
 """What a table of a result always shows (`Focus`), declared by each command.
 
 Apart from `dices_cli.cli.tabular`, which lays tables out: a command that writes its result
-to a pipe or a file names its focus without loading the layout code (about 3 ms of the
-start-up of `dices query NAME | ...`).
+to a pipe or a file names its focus without loading the layout code (part of the
+start-up of `dices query NAME | ...`, bench/startup.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The console script `dices`: answers `dices --help` from its stored drawing, and hands
 everything else to `dices_cli.cli.main.run`.
 
-Typer, Click and Rich take about 0.25 s to import and draw the list of commands, against
-0.02 s for the interpreter itself. The drawing Typer makes 80 columns wide (in a pipe, and
+Typer, Click and Rich take many times the interpreter's own start to import and draw the
+list of commands (bench/startup.py). The drawing Typer makes 80 columns wide (in a pipe, and
 with colours on a terminal) is stored in dices_cli/data by
 `python -m dices_cli.cli.commands.cli_docs`, and a test fails when it differs from Typer's
 own. It is printed only where Typer would draw exactly it: anything that changes the width,
@@ -21,10 +21,9 @@ from dices_cli import __version__
 
 # Python collects the youngest generation of cyclic garbage every 700 new container objects.
 # Start-up makes tens of thousands (imports, Typer's commands, DuckDB's Python layer), nearly
-# all freed by reference counting: `dices sql "SELECT count(*) FROM ratings"` ran 66
-# collections (about 7 ms) that found 501 objects. Every 50,000, a small answer runs none:
-# 828 -> 810 million instructions, and `dices query overview` 949 -> 930 million
-# (callgrind). A long command still collects, less often. The library (`import dices_cli`)
+# all freed by reference counting, so a small answer's collections find almost nothing.
+# Every 50,000, a small answer runs none (bench/startup.py times it). A long command
+# still collects, less often. The library (`import dices_cli`)
 # leaves the collector to its user.
 GC_YOUNGEST_THRESHOLD = 50_000
 HELP_ARGUMENTS = (["--help"], ["-h"])

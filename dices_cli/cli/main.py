@@ -237,16 +237,14 @@ def main(
 def run() -> None:
     """The console script: run the command, then leave without the interpreter's teardown.
 
-    Freeing Polars' and DuckDB's memory and unloading their modules takes 0.04 s, a tenth
-    of an ingest. Every file a command writes is closed (and synced) before it returns,
-    so only our own output is left to flush.
+    Freeing Polars' and DuckDB's memory and unloading their modules is a visible part of a
+    short command (bench/startup.py). Every file a command writes is closed (and synced)
+    before it returns, so only our own output is left to flush.
     """
-    # Arrow's default memory pool (mimalloc) reserves 1 GiB of address space at its first
-    # allocation: under `ulimit -v` (clusters set one), half of a 2 GiB cap. Ingesting five
-    # ProsocialDialog lines peaked at 2.4 GiB of address space and aborted in 4 of 25 runs
-    # under a 2 GiB cap on a loaded machine; with the system allocator 1.4 GiB and 0 of 40,
-    # and `dices sql "SELECT * FROM ratings_wide"` as fast in less memory (CSV: 0.97x the
-    # wall time, peak RSS 391 -> 287 MB). Set before Arrow is loaded; a user's choice stays.
+    # Arrow's default memory pool (mimalloc) reserves a large block of address space at its
+    # first allocation: under `ulimit -v` (clusters set one), a command could abort on a
+    # small input. The system allocator reserves none and is as fast, in less memory
+    # (bench/output.py, bench/prosocial.py). Set before Arrow is loaded; a user's choice stays.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     try:
         app()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # dices_cli.output is imported where a result is written (`emit`, `show`): `dices --help`
-# says and sets quiet without it (10 ms of its start).
+# says and sets quiet without it (its import is part of the start, bench/startup.py).
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa

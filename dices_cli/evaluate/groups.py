@@ -210,11 +210,9 @@ class _Cells:
     A model's divergence from a set's shares depends on the set through its cell alone, so
     it is computed once per cell the sets hold, for all models, and gathered per set:
     instead of some twenty passes over [relabelling, group, conversation] arrays per model,
-    one gather. DICES-990, 10 models, --by rater_race, 1000 permutations, in-process: the
-    crowd-share test took 9.7 s of CPU with every divergence computed per set, 2.0-2.6 s
-    with a table of every possible cell (2.7 million, 16% of them held), 0.8-1.1 s with
-    the held cells only (three runs each, interleaved, a loaded machine). Only the groups'
-    cells are held: a rest's cell follows from its group's (the pool minus the group)."""
+    one gather. Faster than every divergence computed per set, and than a table of every
+    possible cell, most of which no set holds (bench/evaluate.py). Only the groups' cells
+    are held: a rest's cell follows from its group's (the pool minus the group)."""
 
     def __init__(self, most: NDArray[np.intp]) -> None:
         sizes = (most + 1) * (most + 2) // 2  # per conversation: (m, y) with 0 <= y <= m <= most
@@ -393,8 +391,7 @@ def permuted_differences(
     """Per reference: [labelling, model, group] the headline metric of each model against
     each group minus against the rest of the pool, under each labelling of the members:
     kappa against the crowd label (reference "crowd"), Jensen-Shannon divergence from the
-    shares ("crowd-share"). The relabellings' counts are made once for both (DICES-990,
-    --by rater_race, 1000 permutations: 0.2-0.25 s of CPU each time)."""
+    shares ("crowd-share"). The relabellings' counts are made once for both."""
     pool = members.answers.sum(axis=0)
     kappas = (
         np.empty((len(labellings), len(predictions), members.groups))

@@ -45,7 +45,8 @@ class Ratings:
 
 
 # Arrays are read from their Arrow buffers: pyarrow's own conversions (to_numpy, and
-# pyarrow.compute) import pandas when it is installed, which takes 0.2 s.
+# pyarrow.compute) import pandas when it is installed, a cost to every command that
+# computes (bench/startup.py).
 
 
 def array_values(array: pa.Array) -> NDArray[Any]:

@@ -54,8 +54,8 @@ def _optional(values: np.ndarray) -> list[float | None]:
 
 
 def _cells(column: pa.ChunkedArray) -> list[Any]:
-    """A column's values; an ENUM's (an Arrow dictionary's) from its codes, which is ten
-    times faster than to_pylist. (Not numpy: pyarrow's conversions import pandas, 0.2 s.)"""
+    """A column's values; an ENUM's (an Arrow dictionary's) from its codes, which is many
+    times faster than to_pylist. (Not numpy: pyarrow's conversions import pandas.)"""
     if not pa.types.is_dictionary(column.type):
         return column.to_pylist()
     encoded = column.unify_dictionaries().combine_chunks()

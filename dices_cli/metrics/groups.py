@@ -24,8 +24,8 @@ from dices_cli.metrics.distance import Distance, alpha, cross_replication
 METRICS = ("irr", "xrr", "xrr_normalised", "gai", "negentropy", "plurality_size")
 POOL_METRICS = ("irr", "negentropy", "plurality_size")  # the ones that need no rest
 # Count cells (labellings x groups x categories x conversations) per batch: each temporary
-# array is about 1.6 MB whatever the number of permutations, so it stays in the CPU cache
-# (2.2 times faster than 16 MB batches on DICES-350 x 20).
+# array has the same small size whatever the number of permutations, so that it stays in
+# the CPU cache (larger batches are slower; bench/agreement.py).
 BATCH_CELLS = 200_000
 
 

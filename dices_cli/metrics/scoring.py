@@ -83,7 +83,7 @@ class Resamples:
 
         One product for all the stacked references: a product reads all of the (B, n)
         counts however few its columns are, so 21 products of 4 columns cost about 21 times
-        one product of 84 (DICES-990: ~8 ms each, loaded machine).
+        one product of 84.
         """
         if used is not None:
             columns = np.where(np.expand_dims(used, 1), columns, 0.0)
@@ -99,14 +99,14 @@ class Resamples:
 
     def scratch(self, width: int) -> Counts:
         """A (B, width) int32 work array, the same memory on every call: the cumulative
-        counts of every reference reuse it instead of allocating 4 MB each (DICES-990)."""
+        counts of every reference reuse it instead of allocating their own each."""
         return self._scratch[: len(self.counts) * width].reshape(len(self.counts), width)
 
     def work(self, slot: int, width: int) -> Array:
         """A (B, width) float64 work array, slot `slot`: the same memory on every call.
         The rank metrics keep their (B, n) intermediates in these instead of allocating
-        fresh ones: a fresh 8 MB array costs its page faults again (~10 ms each on the
-        loaded machine, against ~1 ms for the arithmetic), and there were ~20 per call."""
+        fresh ones: a fresh array of that size costs its page faults again, more than the
+        arithmetic on it, and a call needs some twenty (bench/evaluate.py)."""
         if slot not in self._work:
             self._work[slot] = np.empty(self.counts.size, dtype=np.float64)
         # Contiguous, not the first `width` columns of a (B, n) array: a narrow array's rows

@@ -399,7 +399,7 @@ def difference_interval(
 
 def _list_column(table: pa.Table, name: str) -> tuple[NDArray[np.intp], NDArray[Any]]:
     """A list column's offsets (row r's items are [offsets[r], offsets[r + 1])) and items.
-    Read from the buffers: `flatten` would import pyarrow.compute (0.12 s)."""
+    Read from the buffers: `flatten` would import pyarrow.compute (bench/startup.py)."""
     lists = table.column(name).combine_chunks()
     return array_values(lists.offsets).astype(np.intp), array_values(lists.values)
 

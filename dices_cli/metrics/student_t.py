@@ -10,6 +10,7 @@ scipy in the tests (within 1e-9 relative).
 
 from __future__ import annotations
 
+import functools
 import math
 
 EPSILON = 1e-15
@@ -63,8 +64,12 @@ def density(t: float, df: float) -> float:
     return math.exp(log_scale - (df + 1) / 2 * math.log1p(t * t / df))
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(level: float, df: float) -> float:
     """The q with P(|T| <= q) = level: the multiplier of a `level` two-sided interval.
+    Kept for each (level, df) asked (a few thousand at most): an evaluation asks for the
+    same few degrees of freedom for every row, and each answer costs a continued fraction
+    per Newton step in plain Python.
 
     Newton's method on the two-sided tail from the normal quantile, which lies below q for
     every df: the tail is convex for t > 0, so the steps rise to q without passing it."""

@@ -142,11 +142,10 @@ def _derived_columns(entity: Entity, dataset: Dataset) -> list[str]:
         return derived
     if entity is Entity.RATING:
         # From the stored answers as text (the names are the FROM clause's): one cast of the
-        # list, and lists searched, where a cast and a comparison for each answer, bound at
-        # every statement that reads the view, took DuckDB 8.0 -> 5.6 ms to make `ratings`,
-        # 7.3 -> 4.4 ms to count it, and 98.6 -> 16.9 ms to group every rating by
-        # implied_overall (in-process, medians of 9). The same values: a stored answer is
-        # one of the ENUM's, and a missing one is in no list.
+        # list, and lists searched: not a cast and a comparison for each answer, bound at
+        # every statement that reads the view and slower to make, count and group
+        # `ratings` (bench/queries.py). The same values: a stored answer is one of the
+        # ENUM's, and a missing one is in no list.
         answers = ", ".join(_quote(q) for q in dataset.granular)
         subs = ", ".join(_quote(q) for q in dataset.sub_questions)
         implied = (
@@ -223,13 +222,12 @@ class Session:
         self._make_views(self._views(views, needs_macros(named)))
 
     def _setup(self, stored: list[StoredDataset], views: Collection[str]) -> list[str]:
-        """The statements before the stored tables: the ENUM types of `views` (all 12 took
-        DuckDB 3 ms, where `overview` needs 3), published_removed if among them, and the
-        schema of the tables behind the views.
+        """The statements before the stored tables: the ENUM types of `views` (only those
+        the views need), published_removed if among them, and the schema of the tables
+        behind the views.
 
-        Run as one script, as every statement of our own: a call to DuckDB costs 2-3 ms of
-        binding in its Python layer, and a session made ~40 of them (`dices query
-        overview`: 0.09 -> 0.05 s for the session, in-process, medians of 15)."""
+        Run as one script, as every statement of our own: each call to DuckDB costs
+        binding in its Python layer, and a session would make dozens (bench/queries.py)."""
         used = {
             c.sql_type for entity, view in ENTITY_VIEWS if view in views for c in _columns(entity)
         }
@@ -399,14 +397,12 @@ class Session:
     def small_or_stream(self, sql: str, cells: int) -> Result:
         """The result as a `Table` of Python values if it holds at most `cells` cells, all
         of `PLAIN_TYPES`; else as a `stream`. Fetched by DuckDB, a small answer's values
-        need neither Arrow nor the NumPy it imports: `dices sql "SELECT count(*) FROM
-        ratings" -f csv`, CPU 0.328 -> 0.180 s, peak RSS 109 -> 74 MiB (medians of 41 pairs
-        of fresh processes, against the same command given a stream).
+        need neither Arrow nor the NumPy it imports, which saves a small answer CPU and
+        memory (bench/queries.py).
 
-        The statement runs until its first rows are ready (one bind and one run: through a
-        relation, which would tell its types before running, a count took 12 rather than
-        6.5 ms in-process); a result that is not small runs again as a stream, so a sort
-        (`SELECT * FROM ratings_wide ORDER BY rater_id`: 0.13 s) is made twice."""
+        The statement runs until its first rows are ready (one bind and one run: a
+        relation, which would tell its types before running, binds twice); a result that
+        is not small runs again as a stream, so a sort is made twice."""
         import duckdb
 
         try:
@@ -445,7 +441,7 @@ class Session:
         `typed` keeps DuckDB's types (ENUMs, lists, timestamps) in Arrow, for a writer that
         needs them (Parquet). Without it, the SQL's rows come as a `Table` of the Python
         values its stream would give, fetched by DuckDB: Arrow, and the NumPy it imports,
-        are not loaded (`dices query overview -f csv`, fresh processes: 0.33 -> 0.23 s)."""
+        are not loaded (bench/queries.py times a small canned query)."""
         from dices_cli.queries.catalog import compute_step, render_sql  # canned only: see own_sql
 
         sql = render_sql(query)
@@ -523,7 +519,7 @@ def statement_names(sql: str, parser: duckdb.DuckDBPyConnection) -> set[str] | N
 
 def needs_macros(named: Collection[str] | None) -> bool:
     """Whether a statement that uses the names `named` (`statement_names`; None: it may use
-    any) calls one of the shared macros (`prelude`): making them takes DuckDB ~4 ms."""
+    any) calls one of the shared macros (`prelude`): they are made only then."""
     return named is None or not macro_names().isdisjoint(named)
 
 
@@ -590,10 +586,8 @@ def arrow_table(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
 
 def create_view(name: str, query: str) -> str:
     """The statement making the view `name` of our own `query`, bound by DuckDB when a
-    statement reads it, not when it is made: a statement binds it again anyway, and
-    binding the ratings view over both datasets (110 casts) twice cost a session 3.5 ms
-    (`dices sql "SELECT count(*) FROM ratings"`: 6.6 -> 3.1 ms to make the views, the count
-    0.3 ms longer; medians of 21 fresh processes)."""
+    statement reads it, not when it is made: a statement binds it again anyway, so binding
+    it when it is made too is time lost (bench/queries.py)."""
     return f"CREATE VIEW {name} WITH (DEFER_BINDING) AS {query}"
 
 

@@ -103,10 +103,10 @@ class FamilySession(Session):
     def run(self, query: Query, parameters: dict[str, Any], typed: bool = True) -> Result:
         """The query's result as a stream of Arrow batches (its own queries have no compute
         step). A result with a row per utterance (an item_id column: item-distribution has
-        120,236 rows for train.json) is unbounded, written by Arrow: its CSV took 5.4 s as
-        a DICES query's few rows are written, through Python, and 2.2 s so. The others
-        have a few rows, and are bounded: Arrow's writer would import pandas first
-        (overview: 1.8 s unbounded, 1.1 s bounded; bench/prosocial.py); without `typed`,
+        a row per line of train.json) is unbounded, written by Arrow, far faster than
+        through Python as a DICES query's few rows are. The others have a few rows, and
+        are bounded: Arrow's writer would import pandas first (bench/prosocial.py times
+        both); without `typed`,
         they come as a `Table` of Python values, as `Session.run` gives them."""
         from dices_cli.queries.catalog import render_sql  # canned only: see own_sql
 

@@ -195,7 +195,8 @@ def read_table(name: str, given: str, max_size: int = DEFAULT_MAX_SIZE) -> pa.Ta
 def _text_problem(source: Source, kind: str) -> str | None:
     """The first problem of a text table that Polars must not be given, as "line N: what
     [type]"; None when there is none."""
-    # Imported here: dices sql reads no table of a user's but with --table (problems: 1.7 ms).
+    # Imported here: dices sql reads no table of a user's but with --table, and the
+    # problems module costs its start (bench/startup.py).
     from dices_cli.problems import ProblemType
     from dices_cli.read.json_lines import JsonLineError, json_lines, parsed, too_long_message
     from dices_cli.read.lines import MAX_RECORD_BYTES, first_overlong, header_fields
@@ -276,7 +277,7 @@ def lock_down(session: Session) -> None:
     allowed = [str(path) for path in session.read_files]
     session.con.execute("SET allowed_paths = $allowed", {"allowed": allowed})
     run_script(session.con, LOCKDOWN)
-    # Read one by one (duckdb_settings() took 3 ms more); our own names, no user input. Fetched
+    # Read one by one (duckdb_settings() is slower); our own names, no user input. Fetched
     # whole: a result left open keeps the statement's relation (`Session.stream`) off the
     # connection ("connection has an unfinished result from execute()").
     (values,) = session.con.execute(
@@ -323,8 +324,8 @@ def run_sql(
     if not isinstance(sql, str):
         raise UsageError(f"the statement is text, not {type(sql).__name__}")
 
-    # One connection parses the statement, then holds the session: a second one took
-    # 30-40 ms more before the first bytes of `dices sql ... | head -c 100`.
+    # One connection parses the statement, then holds the session: a second one delays the
+    # first bytes of `dices sql ... | head -c 100` (bench/output.py).
     connection = connect()
     try:
         check_single_select(sql, connection)

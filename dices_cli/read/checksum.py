@@ -161,8 +161,8 @@ def prefetch(paths: Iterable[Path], counted: bool = True) -> None:
         except OSError:
             continue
         key = _plain_file_key(fd)
-        # Here, not at the top: concurrent.futures imports logging, 10 ms of every query's
-        # start (the store imports this module for `dices verify`).
+        # Here, not at the top: concurrent.futures imports logging, which every query's start
+        # would pay (the store imports this module for `dices verify`; bench/startup.py).
         from concurrent.futures import Future
 
         future: Future[Scan | None] = Future()

@@ -170,7 +170,7 @@ def first_overlong(
         too_long = sizes > MAX_RECORD_BYTES
         if openers:
             found = np.zeros(len(data), dtype=bool)
-            for opener in openers:  # np.isin took 75 ms a MiB; this takes 1 ms
+            for opener in openers:  # one comparison per opener: far faster than np.isin
                 found |= data == opener
             at = np.flatnonzero(found)
             counts = np.diff(np.searchsorted(at, cuts))

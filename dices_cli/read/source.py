@@ -31,7 +31,7 @@ from dices_cli.errors import DicesError
 
 # The checksums and gzip are imported by the methods that read a file: `dices sql` imports
 # this module (its sandbox reads `--table NAME=-` through it) but mostly reads none, and
-# they took 2.3 ms of its start.
+# they would add to its start (bench/startup.py).
 if TYPE_CHECKING:
     from dices_cli.read import checksum
 

@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 INSTALL_HINT = "charts need vl-convert-python, a dependency of dices: pip install vl-convert-python"
 # The resampling behind the p-values and intervals: the same defaults as `dices query
 # agreement` and `dices evaluate` (dices_cli.metrics.defaults), so a figure in the report is
-# the figure the CLI gives. 1000 relabellings cost the agreement section 5.8 s of CPU for race
-# and gender on the two replica datasets (200 cost 1.1 s); a reader who wants a quicker draft
-# gives --permutations and --bootstrap, and the report states the numbers used.
+# the figure the CLI gives (bench/report.py times the report with them); a reader who
+# wants a quicker draft gives --permutations and --bootstrap, and the report states the
+# numbers used.
 PERMUTATIONS = defaults.PERMUTATIONS
 BOOTSTRAP = defaults.BOOTSTRAP
 # The human ceiling drawn beside the models when no baseline is asked for: one rater,
@@ -85,20 +85,21 @@ def build_report(
 
     check_charts_available()
     # One version of each dataset for the rater selection, every section, the models and the
-    # provenance, however many ingests replace it meanwhile. The selection and the `by`
-    # columns are checked before the drawing process starts, so that their refusal costs no
-    # renderer; the Drawer then draws each section's charts while the next one runs its
-    # queries (the models' scoring included).
+    # provenance, however many ingests replace it meanwhile. The selection, the `by` columns
+    # and the predictions file are read and checked before the drawing process starts, so
+    # that their refusal costs no renderer; the Drawer then draws each section's charts
+    # while the next one runs its queries (the models' scoring included).
     with store.pinned():
         selection = resolve(store, dataset, selection)
         context = Context(store, dataset, selection, list(by), permutations, seed)
-        with Drawer() as drawer:
-            if models is not None:
-                from dices_cli.report.models import score_models
+        read = None
+        if models is not None:  # read (and refused) before the renderer starts
+            from dices_cli.report.models import read_models, score_read
 
-                context.models = scored = score_models(
-                    store, selection, models, context.datasets, context.by
-                )
+            read = read_models(store, selection, models, context.datasets, context.by)
+        with Drawer() as drawer:
+            if read is not None:
+                context.models = scored = score_read(read, store, selection)
                 for note in scored.pool.warnings:
                     warn(note)
                 for suspect in scored.pool.suspects:

@@ -16,8 +16,10 @@ from dices_cli.families.schema import SCORED_BY_DEFAULT
 
 if TYPE_CHECKING:
     from dices_cli.evaluate.evaluation import Evaluation, Settings
+    from dices_cli.evaluate.predictions import Predictions
+    from dices_cli.evaluate.references import Votes
     from dices_cli.output import Table
-    from dices_cli.queries.engine import RaterSelection
+    from dices_cli.queries.engine import RaterSelection, Session
     from dices_cli.store.datasets import Store
 
 
@@ -62,18 +64,28 @@ def models_dataset(request: ModelsRequest, datasets: list[str]) -> str:
     return request.dataset
 
 
-def score_models(
+@dataclass(frozen=True)
+class ReadModels:
+    """A predictions file read against the report's raters, not yet scored."""
+
+    dataset: str
+    session: Session
+    votes: Votes
+    predictions: Predictions
+    judged: Table | None
+    settings: Settings
+    by: list[str]
+
+
+def read_models(
     store: Store,
     selection: RaterSelection,
     request: ModelsRequest,
     datasets: list[str],
     by: list[str],
-) -> ScoredModels:
-    """Every model of `request` scored by the evaluate core on the report's raters."""
-    from dices_cli.evaluate.as_rater import evaluate_as_rater
-    from dices_cli.evaluate.evaluation import evaluate
-    from dices_cli.evaluate.persona_signal import evaluate_with_nulls
-    from dices_cli.evaluate.personas import persona_column
+) -> ReadModels:
+    """The predictions of `request` read and checked against the report's raters: every
+    refusal of the file comes from here, before anything is scored or drawn."""
     from dices_cli.evaluate.predictions import read_predictions
     from dices_cli.evaluate.references import load_votes
     from dices_cli.judge.run import judged_settings
@@ -84,13 +96,27 @@ def score_models(
     votes = load_votes(session, [])
     predictions = read_predictions(request.path, votes.item_ids.tolist(), request.one_means)
     judged = judged_settings(Path(request.path)) if request.path != "-" else None
+    return ReadModels(dataset, session, votes, predictions, judged, request.settings, by)
+
+
+def score_read(read: ReadModels, store: Store, selection: RaterSelection) -> ScoredModels:
+    """Every model of `read` scored by the evaluate core on the report's raters."""
+    from dices_cli.evaluate.as_rater import evaluate_as_rater
+    from dices_cli.evaluate.evaluation import evaluate
+    from dices_cli.evaluate.persona_signal import evaluate_with_nulls
+    from dices_cli.evaluate.personas import persona_column
+    from dices_cli.evaluate.references import load_votes
+    from dices_cli.queries.engine import open_session
+
+    dataset, session, votes, predictions = read.dataset, read.session, read.votes, read.predictions
+    judged, by = read.judged, read.by
     persona = persona_column(predictions)
     if persona is not None:  # simulated groups: scored against the real ones, as evaluate does
-        settings = replace(request.settings, by=(persona,), baselines=())
+        settings = replace(read.settings, by=(persona,), baselines=())
         grouped = load_votes(open_session(store, dataset, selection, columns=[persona]), [persona])
         scored = evaluate_with_nulls(grouped, predictions, None, settings, persona)
         return ScoredModels(dataset, predictions.source, scored, {}, settings, judged, persona)
-    settings = replace(request.settings, by=())
+    settings = replace(read.settings, by=())
     pool = evaluate(votes, predictions, settings)
     groups = {
         column: evaluate(
@@ -113,3 +139,15 @@ def score_models(
     return ScoredModels(
         dataset, predictions.source, pool, groups, settings, judged, as_rater=as_rater
     )
+
+
+def score_models(
+    store: Store,
+    selection: RaterSelection,
+    request: ModelsRequest,
+    datasets: list[str],
+    by: list[str],
+) -> ScoredModels:
+    """Every model of `request` scored by the evaluate core on the report's raters
+    (`read_models`, then `score_read`)."""
+    return score_read(read_models(store, selection, request, datasets, by), store, selection)

@@ -27,11 +27,8 @@ class Drawer:
     charts as soon as the section is built; `Future.result` waits for each.
 
     Why a process: vl-convert holds the GIL while it draws, so a thread would stall the
-    queries. The queries keep one core busy; the charts (0.9 s of CPU for the report's
-    twelve) and vl-convert's start (~0.45 s) go on the other. Measured on the two replica
-    datasets (`dices report --by rater_race --by rater_gender --predictions`, fresh
-    processes, 6 runs each, alternating): median wall 3.38 s when a thread draws, 2.68 s
-    with this process.
+    queries. The queries keep one core busy; the charts and vl-convert's start go on the
+    other, so the report takes less wall time than when a thread draws (bench/report.py).
 
     A plain `python -c` child, not multiprocessing: its spawn would run the caller's main
     script again, and a script calling the app without a main guard would fail. One
@@ -235,9 +232,9 @@ def _own_fonts_only() -> Iterator[None]:
     FONTCONFIG_FILE: ours names a folder that holds no font (`fontconfig/fonts.conf`).
 
     A system font is a file that vl-convert opens and maps anew for every glyph it measures
-    (37,649 times for the report's 12 charts, strace): 1.77 s for them (2.05 s of CPU), 0.64 s
-    (0.94 s) with its own font (`python bench/report.py`). The charts no longer depend on the
-    fonts of the machine that draws them, either."""
+    (tens of thousands of times for the report's charts), far slower than its own font
+    (`python bench/report.py`). The charts no longer depend on the fonts of the machine that
+    draws them, either."""
     import os
     from pathlib import Path
 

@@ -99,8 +99,8 @@ def run_canned(
         show_sql(f"-- parameters: {parameters}\n{render_sql(canned)}")
     columns = canned.group_columns(parameters)
     selection = resolve(store, dataset, selection, needs=canned.datasets, columns=columns)
-    # Only the views the query reads, and the stored files behind them: binding a view takes
-    # DuckDB 2-50 ms (ratings_wide 20-37 ms, which `overview` does not read).
+    # Only the views the query reads, and the stored files behind them: binding a view is
+    # part of a small answer's time (ratings_wide the most; bench/queries.py).
     connection = connect()
     named = statement_names(render_sql(canned), connection)
     session = open_session(

@@ -54,8 +54,10 @@
 --   as the share's, on the scale) and mean_difference with its interval and tests.
 --   `dices query agreement -d NAME --by ...` measures how much groups agree.
 -- The interval and the test need only sums (dices_cli.metrics.share_sums): DuckDB reduces
--- the ratings to them per rater, per item and per rater x item cell (the last two only
--- for a clustered or conversations interval), and only each group's raters reach Python.
+-- the ratings to them per rater, per item and per rater x item cell, and only each group's
+-- raters reach Python. A Wilson interval and the test use the raters' sums alone: with it
+-- the item and cell sums are not made (their CTEs are empty), and each group's items are
+-- counted (item_counts) without summing anything over them.
 -- An ordinal label's mean has sums of its own (mean_sums: dices_cli.metrics.mean_sums) of
 -- each value's whole-number code, (number - $mean_origin) x $mean_unit.
 WITH rater_groups AS (  -- each rater with its group's number, g
@@ -81,8 +83,11 @@ per_rater AS (
     FROM rated
     GROUP BY ALL
 ),
-per_item AS NOT MATERIALIZED (
-    SELECT g, item_id, sum(y) AS y, count(*) AS n, sum(t) AS t FROM rated GROUP BY ALL
+per_item AS NOT MATERIALIZED (  -- clustered or conversations (Wilson: item_counts)
+    SELECT g, item_id, sum(y) AS y, count(*) AS n, sum(t) AS t
+    FROM rated
+    WHERE $interval <> 'wilson'
+    GROUP BY ALL
 ),
 item_totals AS (  -- each item over every group
     SELECT item_id, sum(y) AS y, count(*) AS n, sum(t) AS t
@@ -141,6 +146,11 @@ group_items AS (
     LEFT JOIN item_totals AS t USING (item_id)
     GROUP BY g
 ),
+item_counts AS (  -- Wilson: each group's items, counted (group_items is empty)
+    SELECT g, count(*) AS items
+    FROM (SELECT DISTINCT g, item_id FROM rated WHERE $interval = 'wilson')
+    GROUP BY g
+),
 family AS (  -- a declared session holds one dataset: its groups are one family
     SELECT
         count(*) AS f_items,
@@ -154,7 +164,7 @@ family AS (  -- a declared session holds one dataset: its groups are one family
 SELECT
     k.* EXCLUDE (g),
     s.raters,
-    i.items,
+    coalesce(i.items, w.items) AS items,
     s.ratings,
     s.n_positive,
     s.n_positive / s.ratings AS share_positive,
@@ -179,7 +189,8 @@ SELECT
         'f_tt': f.f_tt, 'f_tn': f.f_tn
     } END AS mean_sums
 FROM groups AS s
-JOIN group_items AS i USING (g)
+LEFT JOIN group_items AS i USING (g)
+LEFT JOIN item_counts AS w USING (g)
 LEFT JOIN cells AS c USING (g)
 CROSS JOIN family AS f
 JOIN (

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.drivers.batch_api import Processed, process
+from tests.drivers.judge_server import POLL_SECONDS
 
 
 class BatchServer(ThreadingHTTPServer):
@@ -151,7 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
 def running(key: str) -> Iterator[BatchServer]:
     with tempfile.TemporaryDirectory() as directory:
         server = BatchServer(key, Path(directory))
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), daemon=True)
         thread.start()
         try:
             yield server

@@ -23,6 +23,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 WAIT_SECONDS = 10.0
+# How often a serving thread looks for `shutdown()`: the default, half a second, is what every
+# test would wait at its end.
+POLL_SECONDS = 0.01
 # An answer of 5 MB, made once (a test measuring the client's memory must not count it).
 HUGE_BODY = b'{"choices": [{"message": {"content": "' + b"x" * (5 << 20) + b'"}}]}'
 
@@ -189,7 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
 @contextmanager
 def running() -> Iterator[JudgeServer]:
     server = JudgeServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), daemon=True)
     thread.start()
     try:
         yield server

@@ -57,6 +57,19 @@ def assert_read_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert_frame_or_equal(ours, theirs)
 
 
+def read_alike_by_the_columnar_reader(path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    """`assert_read_alike`, the file read as `dices evaluate` reads it by the columnar reader
+    (the record reader is never asked to read it all); that outcome."""
+    with monkeypatch.context() as patched:
+        columnar_only(patched)
+        ours = outcome(path)
+    with monkeypatch.context() as patched:
+        record_reader(patched)
+        theirs = outcome(path)
+    assert_frame_or_equal(ours, theirs)
+    return ours
+
+
 def assert_frame_or_equal(ours: object, theirs: object) -> None:
     if isinstance(ours, pl.DataFrame) and isinstance(theirs, pl.DataFrame):
         assert_frame_equal(ours, theirs)
@@ -195,9 +208,7 @@ def test_a_file_of_many_blocks_keeps_its_line_numbers(
     lines[1100] = "m9,1,Yes,7\n"
     path = tmp_path / "p.csv"
     path.write_text("model,item_id,label,score\n" + "".join(lines))
-    assert_read_alike(path, monkeypatch)
-    columnar_only(monkeypatch)  # and the columnar reader read it
-    records, *_ = outcome(path)  # type: ignore[misc]
+    records, *_ = read_alike_by_the_columnar_reader(path, monkeypatch)  # type: ignore[misc]
     assert records == [
         (
             "duplicate-prediction",
@@ -223,8 +234,8 @@ def test_json_lines_with_problems_are_read_once(
     """A JSON Lines file PyArrow reads is not read again by the record reader for its
     problems: only their lines are, for Python's spelling of their values (2.0, not PyArrow's
     "2"), over blocks of a few KB so that the lines are found across blocks."""
-    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 10)
-    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 9)
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 12)
+    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 11)
     row = '{{"model":"m{}","item_id":{},"label":"{}","score":{}}}\n'
     lines = [row.format(m, i, "Yes", 0.5) for m in range(400) for i in ITEMS]
     lines[700] = row.format(0, 2, "No", 0.25)  # m0's item 2 again
@@ -232,9 +243,7 @@ def test_json_lines_with_problems_are_read_once(
     lines[901] = row.format("late", 99, "maybe", "1e-7")
     path = tmp_path / "p.jsonl"
     path.write_text("".join(lines))
-    assert_read_alike(path, monkeypatch)
-    columnar_only(monkeypatch)
-    records, *_ = outcome(path)  # type: ignore[misc]
+    records, *_ = read_alike_by_the_columnar_reader(path, monkeypatch)  # type: ignore[misc]
     assert records == [
         (
             "duplicate-prediction",
@@ -302,8 +311,8 @@ def test_json_lines_that_pyarrow_gives_up_on_late_are_read_on_from_there(
     """PyArrow's reader gives up at a block: the lines before it stay read (and checked),
     the record reader reads from there on; the records are the record reader's, lines,
     duplicates across the two and the spelling of 2.0 included."""
-    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 10)
-    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 9)
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 12)
+    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 11)
     row = '{{"model":"m{}","item_id":{},"label":"{}","score":{}}}\n'
     lines = [row.format(m, i, "Yes", 0.5) for m in range(400) for i in ITEMS]
     lines[300] = row.format("late", 1, "Yes", "2.0")
@@ -311,9 +320,7 @@ def test_json_lines_that_pyarrow_gives_up_on_late_are_read_on_from_there(
     lines[1001] = row.format("late", 1, "maybe", "3.0")  # the model's item 1 again
     path = tmp_path / "p.jsonl"
     path.write_text("".join(lines))
-    assert_read_alike(path, monkeypatch)
-    columnar_only(monkeypatch)
-    records, *_ = outcome(path)  # type: ignore[misc]
+    records, *_ = read_alike_by_the_columnar_reader(path, monkeypatch)  # type: ignore[misc]
     label = "'maybe' is not a label: give Yes, No or Unsure (Yes = unsafe), or unsafe/safe"
     assert [r for r in records if r[1] != 1001] == [  # (line 1001's record is its own)
         ("out-of-range", 301, "score", "2.0", "2.0 is outside [0, 1]; score is a probability"),
@@ -353,9 +360,7 @@ def test_blank_lines_leave_a_file_to_the_columnar_reader(
         lines.insert(at, "\n" if at % 2 else "\r\n")
     path = tmp_path / f"p.{layout}"
     path.write_text(header + "".join(lines) + "\n\r\n\n")
-    assert_read_alike(path, monkeypatch)
-    columnar_only(monkeypatch)
-    records, rows, *_ = outcome(path)  # type: ignore[misc]
+    records, rows, *_ = read_alike_by_the_columnar_reader(path, monkeypatch)  # type: ignore[misc]
     assert rows == 900
     lines_of = {(kind, line) for kind, line, *_ in records}
     first = 2 if layout == "csv" else 1
@@ -427,8 +432,8 @@ def test_more_blank_lines_than_are_kept_go_to_the_record_reader(
 def test_a_json_lines_key_first_named_where_pyarrow_gave_up_is_read_by_the_record_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 10)
-    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 9)
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 12)
+    monkeypatch.setattr(columnar, "SCAN_BYTES", 1 << 11)
     lines = [f'{{"model":"m{m}","item_id":{i},"label":"Yes"}}\n' for m in range(400) for i in ITEMS]
     lines[1000] = '{"model":"late","item_id":2,"label":"Yes","score":2.0}\n'
     lines[1001] = '{"model":"late","item_id":3,\n'

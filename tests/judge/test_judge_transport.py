@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from dices_cli.judge import client, transport
-from tests.drivers.judge_server import JudgeServer, _Handler, answer_for, running
+from tests.drivers.judge_server import POLL_SECONDS, JudgeServer, _Handler, answer_for, running
 
 
 def ask(
@@ -123,7 +123,7 @@ class _DribbledHeaders(BaseHTTPRequestHandler):
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), daemon=True)
     thread.start()
     try:
         yield server

@@ -53,3 +53,23 @@ def test_a_report_it_writes_starts_its_drawing_process(
     code, _ = _report(sample, tmp_path / "r.html", "-d", "350")
     assert (code, drawers) == (1, ["started"])
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_refused_predictions_file_is_refused_before_drawing(
+    drawers: list[str], sample: Path, tmp_path: Path
+) -> None:
+    """The predictions are read and checked before the drawing process starts."""
+    predictions = tmp_path / "p.csv"
+    predictions.write_text("model,item_id,label\nm,no-such-conversation,unsafe\n")
+    code, stderr = _report(
+        sample, tmp_path / "r.html", "-d", "350", "--predictions", str(predictions)
+    )
+    assert (code, stderr) == (
+        1,
+        f"Error: {predictions} is not a valid predictions file; nothing was evaluated\n"
+        f"{predictions}: 1 error; 1 rows read, 1 would be rejected [1 not-an-integer]\n"
+        "  line 2, column item_id: 'no-such-conversation' is not an item id (a whole number)"
+        " [not-an-integer]\n",
+    )
+    assert drawers == []
+    assert not (tmp_path / "r.html").exists()

@@ -218,8 +218,8 @@ class QueryCommand(TyperCommand):
     """One canned query as a command; an option another query takes gets our message.
 
     Its help and its own options' help are plain text until help is drawn, then Rich
-    markup (`marked_up`): a run never imports Rich for help it does not show (`import
-    rich.markup`: 38 ms of `dices query overview`'s 0.27 s)."""
+    markup (`marked_up`): a run never imports Rich for help it does not show (its import
+    is a large part of a small query's start: bench/queries.py)."""
 
     def __init__(self, query: Query, **kwargs: Any) -> None:
         super().__init__(**kwargs)

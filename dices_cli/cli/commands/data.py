@@ -85,7 +85,7 @@ MaxSize = Annotated[
 def _collector_paused() -> Iterator[None]:
     """Run inside without Python's cycle collector, and leave what was made inside in its
     oldest generation, unscanned. Importing Polars made it go over the new modules' objects
-    some 50 times (DICES-990: 8-12 ms of an ingest's CPU); an ingest makes no cycles worth
+    some 50 times (bench/ingest.py times an ingest); an ingest makes no cycles worth
     collecting (its rows are Polars', its few Python objects freed as it goes)."""
     enabled = gc.isenabled()
     gc.disable()

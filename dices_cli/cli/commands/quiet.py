@@ -1,7 +1,7 @@
 """-q/--quiet, the option every command and dices itself take.
 
 A module of its own, so that `dices --help` builds it without importing the other shared
-options (and `dices_cli.output` with them: 10 ms of its start).
+options (and `dices_cli.output` with them, a part of its start: bench/startup.py).
 """
 
 from __future__ import annotations

@@ -351,8 +351,8 @@ def _masks(frame: pl.DataFrame, checks: list[Check]) -> pl.DataFrame:
 
     A `per_value` check of a Categorical column is judged on the column's distinct values,
     and its rows found by their value (codes, no text): rater_id and item_id hold a few
-    hundred distinct ids in 72,000 rows, each cast to text and matched twice otherwise
-    (DICES-990: 24 ms of the masks' 55-79 ms of CPU).
+    hundred distinct ids in tens of thousands of rows, each cast to text and matched twice
+    otherwise (bench/ingest.py).
     """
     masks = []
     for check in checks:

@@ -3,9 +3,8 @@ column by column. It answers "valid" or "look closer", never which line is wrong
 doubt sends the file to the line-by-line reader (`dices_cli.formats.prosocial.rows`), which names
 every problem with its line.
 
-Measured on a generated train.json (120,236 lines, 94 MB; scripts/make_prosocial.py), on
-a shared 2-core machine: `dices ingest` took 24.6 s reading line by line, 5.3 s with this
-path (2.9 s of CPU; pandas.read_json of the file, reading only: 5.2 s of CPU).
+Several times faster than the line-by-line reader on a generated train.json
+(scripts/make_prosocial.py), and faster than pandas.read_json reading alone: bench/prosocial.py.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ if TYPE_CHECKING:
     from dices_cli.read.source import Source
 
 # A line holding nothing but blanks: the reader skips it, so rows would no longer be lines.
-# (Starting with a literal lets `re` scan for it at memchr speed: 0.05 s for 94 MB, where
-# an alternation with ^ took 8 s.)
+# (Starting with a literal lets `re` scan for it at memchr speed; an alternation with ^
+# is orders of magnitude slower: bench/prosocial.py.)
 _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
 # Fields that may be null: a null there may also be a missing key, which the reader cannot
 # tell apart, so the lines of those rows are looked at for the key.
