@@ -38,7 +38,7 @@ from dices_cli.judge import client
 from dices_cli.judge.answers import NEGATIONS, read_answer
 from dices_cli.judge.prompts import load_prompt
 from dices_cli.read.untrusted import MAX_DEPTH, UntrustedError, loads_json
-from tests.drivers.judge_server import JudgeServer, _Handler
+from tests.drivers.judge_server import POLL_SECONDS, JudgeServer, _Handler
 from tests.hostile.test_bounded_input import CPU_CAP, LAUNCHER, MEMORY_CAP, assert_clean, run_capped
 from tests.hostile.test_bounded_input import DICES as DICES_ENTRY
 
@@ -84,7 +84,7 @@ class _HostileHandler(_Handler):
 @pytest.fixture
 def server() -> Iterator[HostileServer]:
     started = HostileServer()
-    thread = threading.Thread(target=started.serve_forever, args=(0.02,), daemon=True)
+    thread = threading.Thread(target=started.serve_forever, args=(POLL_SECONDS,), daemon=True)
     thread.start()
     try:
         yield started

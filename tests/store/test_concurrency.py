@@ -254,11 +254,13 @@ def test_queries_during_replacements_see_the_old_or_the_new_dataset_whole(
     overview` (in another process), the same query in-process (lazy Parquet views) and `dices sql`
     (data loaded into memory) run in a loop. Every answer is one of the two complete
     ones, and each reader sees both: its queries overlapped the replacements."""
-    only = {}
+    # The data directories set up before the readers start: in this process (the processes
+    # that count are the ingests that replace the dataset under the readers, below).
+    runner, only = CliRunner(), {}
     for file in (new_350, larger_350):
         only[file] = tmp_path / file.stem
-        result = run_dices("ingest", str(file), "--data", str(only[file]))
-        assert result.returncode == 0, result.stderr
+        result = runner.invoke(app, ["ingest", str(file), "--data", str(only[file])])
+        assert result.exit_code == 0, result.output
     queries = (_cli_overview, _core_overview, _sandbox_counts)
     expected = [{query(only[new_350]), query(only[larger_350])} for query in queries]
     for answers in expected:
@@ -266,8 +268,8 @@ def test_queries_during_replacements_see_the_old_or_the_new_dataset_whole(
         assert not any("Error" in str(answer) for answer in answers)
 
     data = tmp_path / "data"
-    result = run_dices("ingest", str(new_350), "--data", str(data))
-    assert result.returncode == 0, result.stderr
+    result = runner.invoke(app, ["ingest", str(new_350), "--data", str(data)])
+    assert result.exit_code == 0, result.output
     readers: list[Reader | CliReader] = [CliReader(data)]
     readers += [Reader(query, data) for query in queries[1:]]
     for reader in readers:
