@@ -127,7 +127,10 @@ class DicesGroup(ListingGroup):
         from dices_cli.cli.render import set_quiet
 
         set_quiet(False)  # each run starts talking (tests run many in one process)
-        return super().main(*args, **kwargs)
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            set_quiet(False)  # and ends so: what the process draws next (a test's) is not -q
 
     def invoke(self, ctx: Any) -> Any:
         try:

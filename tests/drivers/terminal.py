@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import pty
 import re
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,47 +26,9 @@ class Screen:
     stderr: str
 
 
-def on_terminal(
-    width: int, *arguments: str, env: dict[str, str] | None = None, stream: str = "stdout"
-) -> Screen:
-    """`dices ARGUMENTS` with `stream` (stdout, or stderr: where progress bars go) on a
-    pseudo-terminal `width` columns wide (so Rich finds the width the way it does for a
-    person: from the terminal, not from COLUMNS) and the other stream on a pipe. The
-    terminal's text is returned without colours or cursor moves, as it was written. The
-    process runs under `memory_cap` (a `sql` statement runs under a time limit)."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
-    environment = {**os.environ, **(env or {}), "TERM": "xterm", "NO_COLOR": "1"}
-    environment.pop("COLUMNS", None)
-    environment.pop("LINES", None)
-    with tempfile.TemporaryFile() as other, memory_cap():  # a file: a full pipe would stall
-        process = subprocess.Popen(
-            [sys.executable, "-m", "dices_cli", *arguments],
-            stdin=subprocess.DEVNULL,
-            stdout=follower if stream == "stdout" else other,
-            stderr=follower if stream == "stderr" else other,
-            env=environment,
-        )
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal is closed once the process has exited
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        code = process.wait()
-        os.close(leader)
-        other.seek(0)
-        piped = other.read().decode("utf-8")
-    shown = ANSI.sub("", b"".join(chunks).decode("utf-8")).replace("\r\n", "\n")
-    return Screen(code, shown, piped) if stream == "stdout" else Screen(code, piped, shown)
-
-
 # The child of `Terminal`: it runs `dices` as the console script does (dices_cli.cli.launch),
-# once per request, with stdout on the terminal throughout and stderr on the request's file.
+# once per request, with the request's stream (stdout, or stderr: where progress bars go) on
+# the terminal and the other on the request's file.
 _CHILD = r"""
 import json, os, struct, sys, fcntl, termios, threading
 
@@ -87,11 +46,17 @@ os._exit = leave
 from dices_cli.cli import launch
 
 requests, answers = os.fdopen(int(sys.argv[1])), os.fdopen(int(sys.argv[2]), "w")
+tty = os.dup(1)
 for line in requests:
     request = json.loads(line)
-    fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 50, request["width"], 0, 0))
+    fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 50, request["width"], 0, 0))
+    sys.stdout.flush()
     sys.stderr.flush()
-    os.dup2(os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC), 2)
+    shown, other = (1, 2) if request["stream"] == "stdout" else (2, 1)
+    os.dup2(tty, shown)
+    piped = os.open(request["other"], os.O_WRONLY | os.O_TRUNC)
+    os.dup2(piped, other)
+    os.close(piped)
     before = dict(os.environ)
     os.environ.update(request["env"])
     sys.argv = ["dices", *request["arguments"]]
@@ -106,24 +71,27 @@ for line in requests:
     os.environ.update(before)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.write(1, request["marker"].encode())
+    os.write(tty, request["marker"].encode())
     answers.write(f"{code}\n")
     answers.flush()
 """
 
 
 class Terminal:
-    """One `dices` process on a pseudo-terminal that runs command after command (`run`), each
-    as `on_terminal` runs it in a process of its own: stdout on the terminal, now `width`
-    columns wide (Rich asks the terminal at each command), stderr on a file. A test whose point
-    is the drawing on a terminal, not the process, pays the interpreter's start once. The
-    process runs under `memory_cap`; `close` ends it. A command that ends the process (a
-    crash) fails its own test; the next command starts a new process."""
+    """One `dices` process on a pseudo-terminal that runs command after command (`run`), as a
+    person runs them: stdout (or stderr: where progress bars go) on the terminal, now `width`
+    columns wide (so Rich finds the width the way it does for a person: from the terminal,
+    not from COLUMNS, asked at each command), the other stream on a file. The terminal's text
+    is returned without colours or cursor moves, as it was written. A test whose point is the
+    drawing on a terminal, not the process, pays the interpreter's start once. The process
+    runs under `memory_cap` (a `sql` statement runs under a time limit); `close` ends it. A
+    command that ends the process (a crash) fails its own test; the next command starts a new
+    process."""
 
     MARKER = "\x00\x01end of a dices command\x01\x00"
 
     def __init__(self) -> None:
-        self._stderr = tempfile.NamedTemporaryFile()  # noqa: SIM115 (closed by `close`)
+        self._piped = tempfile.NamedTemporaryFile()  # noqa: SIM115 (closed by `close`)
         self._start()
 
     def _start(self) -> None:
@@ -138,7 +106,7 @@ class Terminal:
                 [sys.executable, "-c", _CHILD, str(requests_read), str(answers_write)],
                 stdin=subprocess.DEVNULL,
                 stdout=follower,
-                stderr=self._stderr,
+                stderr=self._piped,
                 env=environment,
                 pass_fds=(requests_read, answers_write),
             )
@@ -146,8 +114,11 @@ class Terminal:
             os.close(fd)
         self._answers_file = os.fdopen(self._answers)
 
-    def run(self, width: int, *arguments: str, env: dict[str, str] | None = None) -> Screen:
-        """`dices ARGUMENTS` on the terminal, `width` columns wide, with `env` set for it."""
+    def run(
+        self, width: int, *arguments: str, env: dict[str, str] | None = None, stream: str = "stdout"
+    ) -> Screen:
+        """`dices ARGUMENTS` with `stream` (stdout or stderr) on the terminal, `width` columns
+        wide, and `env` set for it."""
         if self._process.poll() is not None:  # ended by the command before
             self._end()
             self._start()
@@ -155,7 +126,8 @@ class Terminal:
             "width": width,
             "arguments": list(arguments),
             "env": env or {},
-            "stderr": self._stderr.name,
+            "stream": stream,
+            "other": self._piped.name,
             "marker": self.MARKER,
         }
         os.write(self._requests, (json.dumps(request) + "\n").encode())
@@ -167,16 +139,16 @@ class Terminal:
             except OSError:  # the terminal is closed: the process has ended
                 chunk = b""
             if not chunk:
-                self._stderr.seek(0)
+                self._piped.seek(0)
                 raise RuntimeError(
-                    f"the terminal's dices process ended: {shown!r} {self._stderr.read()!r}"
+                    f"the terminal's dices process ended: {shown!r} {self._piped.read()!r}"
                 )
             shown += chunk
         code = int(self._answers_file.readline())
-        self._stderr.seek(0)
-        piped = self._stderr.read().decode("utf-8")
+        self._piped.seek(0)
+        piped = self._piped.read().decode("utf-8")
         text = ANSI.sub("", shown[: -len(marker)].decode("utf-8")).replace("\r\n", "\n")
-        return Screen(code, text, piped)
+        return Screen(code, text, piped) if stream == "stdout" else Screen(code, piped, text)
 
     def _end(self) -> None:
         os.close(self._requests)
@@ -186,7 +158,7 @@ class Terminal:
 
     def close(self) -> None:
         self._end()
-        self._stderr.close()
+        self._piped.close()
 
 
 _SHARED: list[Terminal] = []

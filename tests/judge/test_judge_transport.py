@@ -16,7 +16,14 @@ from urllib.parse import urlsplit
 import pytest
 
 from dices_cli.judge import client, transport
-from tests.drivers.judge_server import POLL_SECONDS, JudgeServer, _Handler, answer_for, running
+from tests.drivers.judge_server import (
+    POLL_SECONDS,
+    WAIT_SECONDS,
+    JudgeServer,
+    _Handler,
+    answer_for,
+    running,
+)
 
 
 def ask(
@@ -77,12 +84,20 @@ class _ClosingHandler(_Handler):
         self.close_connection = True
 
 
-def spaced(count: int) -> Iterator[tuple[int, dict[str, Any]]]:
-    """`count` calls, the next handed out a moment after the last (the server has closed the
-    connection by then)."""
+def spaced(server: JudgeServer, count: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`count` calls, the next handed out once `server` has closed the connection that
+    answered the last."""
+    closed = threading.Semaphore(0)
+    close = server.shutdown_request
+
+    def shutdown_request(request: Any) -> None:
+        close(request)
+        closed.release()
+
+    server.shutdown_request = shutdown_request  # type: ignore[method-assign]
     for i in range(count):
         if i:
-            time.sleep(0.2)
+            assert closed.acquire(timeout=WAIT_SECONDS)
         yield i, body(i)
 
 
@@ -93,7 +108,7 @@ def test_a_connection_closed_while_it_idled_is_replaced_before_use(
     monkeypatch.setattr(transport, "IDLE_SECONDS", 0.0 if checked else 3600.0)
     with running() as server:
         server.RequestHandlerClass = _ClosingHandler
-        replies, failures, error = ask([server.base_url], spaced(3))
+        replies, failures, error = ask([server.base_url], spaced(server, 3))
     if checked:
         assert error is None and failures == []
         assert replies == {i: answer_for(f"q{i}") for i in range(3)}
