@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
-from tests.report.test_report import _load_screenshot_script
+from tests.report.test_report import _load_screenshot_script, charts_drawn_here
 
 REPO = Path(__file__).resolve().parents[2]
 HEATMAP = "per rater_race x rater_gender"
@@ -23,7 +23,8 @@ def page(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("heatmap") / "report.html"
     arguments = ["report", "--by", "rater_race", "--by", "rater_gender", "--data", str(sample)]
     arguments += ["--permutations", "20", "-o", str(target)]
-    result = CliRunner().invoke(app, arguments)
+    with charts_drawn_here():
+        result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 0, result.output
     return target
 

@@ -8,6 +8,7 @@ unless DICES_REQUIRE_CHROMIUM=1 (set by .ci/run), which turns the skip into a fa
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import html
 import importlib.util
@@ -17,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,25 @@ def _load_screenshot_script() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def charts_drawn_here() -> Iterator[None]:
+    """Inside the block, a report's charts are drawn by a thread of this process, as when no
+    drawing process can be started: vl-convert starts once in the test process, not once per
+    report (a fresh Python, dices_cli and vl-convert for each). For tests of what a report
+    shows; the drawing process has tests of its own (`Drawer`, below) and draws the report
+    of both replica datasets (`report`)."""
+    started = subprocess.Popen
+
+    def no_drawing_process(arguments: Any, *others: Any, **options: Any) -> Any:
+        if "from dices_cli.report.svg import serve" in str(arguments):
+            raise BlockingIOError(11, "Resource temporarily unavailable")  # fork's EAGAIN
+        return started(arguments, *others, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess, "Popen", no_drawing_process)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -346,7 +367,8 @@ def test_one_dataset_without_by_leaves_out_what_does_not_apply(
 ) -> None:
     target = tmp_path / "990.html"
     arguments = ["report", "-d", "990", "--exclude-removed", "--data", str(sample)]
-    result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
+    with charts_drawn_here():
+        result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
     page = html.unescape(target.read_text(encoding="utf-8"))
     keys = re.findall(r'<section id="([a-z]+)">', page)
@@ -361,7 +383,8 @@ def test_a_dataset_without_a_by_column_is_left_out_with_a_note(
 ) -> None:
     target = tmp_path / "locale.html"
     arguments = ["report", "--by", "rater_locale", "--permutations", "0", "--data", str(sample)]
-    result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
+    with charts_drawn_here():
+        result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
     assert result.stderr == (
         "note: rater_locale is a DICES-990 column; DICES-350 has no rater_locale, "
