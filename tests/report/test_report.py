@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,20 @@ def _load_screenshot_script() -> Any:
 
 
 @contextlib.contextmanager
+def browser_profile(tmp_path: Path) -> Iterator[Path]:
+    """A folder for Chromium's profile, in memory (/dev/shm) where the machine has one.
+    Chromium syncs each profile file it writes to the disk (some two hundred fdatasync calls
+    to start and close): on a disk busy with other writes each is a wait, and a screenshot
+    test waited for them far longer than it ran."""
+    memory = Path("/dev/shm")
+    if not (memory.is_dir() and os.access(memory, os.W_OK)):
+        yield tmp_path / "profile"
+        return
+    with tempfile.TemporaryDirectory(prefix="dices-chromium-", dir=memory) as folder:
+        yield Path(folder) / "profile"
+
+
+@contextlib.contextmanager
 def charts_drawn_here() -> Iterator[None]:
     """Inside the block, a report's charts are drawn by a thread of this process, as when no
     drawing process can be started: vl-convert starts once in the test process, not once per
@@ -111,29 +126,30 @@ def test_the_report_opens_in_chromium_draws_every_chart_and_fetches_nothing(
         if os.environ.get("DICES_REQUIRE_CHROMIUM") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    browser = screenshot.Browser(executable, tmp_path / "profile")
-    try:
-        session = browser.open(report.as_uri())
-        charts = browser.evaluate(
-            session,
-            """[...document.querySelectorAll('figure .chart')].map(chart => {
-                const svg = chart.querySelector('svg');
-                const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
-                const marks = svg ? [...svg.querySelectorAll('path, rect, line, text')]
-                    .filter(e => { const b = e.getBoundingClientRect();
-                                   return b.width > 0 || b.height > 0; }).length : 0;
-                return {label: chart.getAttribute('aria-label'), width: box.width,
-                        height: box.height, marks: marks};
-            })""",
-        )
-        png = browser.screenshot(session, 1600)
-        # The log sees what a page fetches: a page that asks for an image (which the proxy
-        # Chromium is given refuses) shows in it.
-        probe = tmp_path / "probe.html"
-        probe.write_text('<img src="http://127.0.0.1:9/probe.png">', encoding="utf-8")
-        probe_session = browser.open(probe.as_uri())
-    finally:
-        browser.close()
+    with browser_profile(tmp_path) as profile:
+        browser = screenshot.Browser(executable, profile)
+        try:
+            session = browser.open(report.as_uri())
+            charts = browser.evaluate(
+                session,
+                """[...document.querySelectorAll('figure .chart')].map(chart => {
+                    const svg = chart.querySelector('svg');
+                    const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+                    const marks = svg ? [...svg.querySelectorAll('path, rect, line, text')]
+                        .filter(e => { const b = e.getBoundingClientRect();
+                                       return b.width > 0 || b.height > 0; }).length : 0;
+                    return {label: chart.getAttribute('aria-label'), width: box.width,
+                            height: box.height, marks: marks};
+                })""",
+            )
+            png = browser.screenshot(session, 1600)
+            # The log sees what a page fetches: a page that asks for an image (which the proxy
+            # Chromium is given refuses) shows in it.
+            probe = tmp_path / "probe.html"
+            probe.write_text('<img src="http://127.0.0.1:9/probe.png">', encoding="utf-8")
+            probe_session = browser.open(probe.as_uri())
+        finally:
+            browser.close()
     assert browser.requests(probe_session) == [probe.as_uri(), "http://127.0.0.1:9/probe.png"]
     assert len(charts) == FIGURES_WITH_BY
     drawn = [chart["label"].split(": ")[0] for chart in charts]
