@@ -178,7 +178,8 @@ def test_ties_and_the_tie_rules_on_the_replica_match_pandas(
     runner: CliRunner, ingested: Path, tmp_path: Path
 ) -> None:
     """DICES-990 by rater_race: per row, the Yes ties counted with pandas, and a model that
-    says Yes everywhere is right exactly on the conversations the rule makes unsafe."""
+    says Yes everywhere is right exactly on the conversations the rule makes unsafe. (No
+    group test, and the intervals of the conversations alone: neither changes a count.)"""
     ratings = pd.read_parquet(ingested / "990" / "ratings.parquet")
     raters = pd.read_parquet(ingested / "990" / "raters.parquet")[["rater_id", "rater_race"]]
     ratings = ratings.merge(raters, on="rater_id")
@@ -199,7 +200,8 @@ def test_ties_and_the_tie_rules_on_the_replica_match_pandas(
     for rule in ("exclude", "unsafe", "safe"):
         rows, _ = evaluate(
             runner, ingested, path, "-d", "990", "--by", "rater_race", "--ties", rule,
-            "--against", "crowd", "--bootstrap", "0",
+            "--against", "crowd", "--bootstrap", "0", "--permutations", "0",
+            "--interval", "conversations",
         )  # fmt: skip
         for race, (yes_top, yes_tied, tied) in ties.items():
             unsafe = (yes_top & ~tied) | (yes_tied & (rule == "unsafe"))

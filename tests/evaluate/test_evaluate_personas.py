@@ -30,6 +30,7 @@ from dices_cli.evaluate.personas import COLUMNS, evaluate_personas
 from dices_cli.queries.engine import RaterSelection
 from dices_cli.runs.evaluation import dices_votes
 from dices_cli.store.datasets import Store
+from tests.report.test_report import charts_drawn_here
 
 runner = CliRunner()
 
@@ -419,22 +420,23 @@ def test_the_report_shows_a_persona_file_as_its_persona_figures(
     )
     assert judged.exit_code == 0, judged.output
     page = tmp_path / "r.html"
-    result = runner.invoke(
-        app,
-        [
-            "report",
-            "--predictions",
-            str(out),
-            "-d",
-            "350",
-            "--data",
-            str(sample),
-            "--bootstrap",
-            "20",
-            "-o",
-            str(page),
-        ],
-    )
+    with charts_drawn_here():  # (the drawing process: tests/report/test_report.py)
+        result = runner.invoke(
+            app,
+            [
+                "report",
+                "--predictions",
+                str(out),
+                "-d",
+                "350",
+                "--data",
+                str(sample),
+                "--bootstrap",
+                "20",
+                "-o",
+                str(page),
+            ],
+        )
     assert result.exit_code == 0, result.output
     html = page.read_text()
     assert "Simulated rater_gender groups against the real ones" in html

@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import assume, given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -72,21 +72,54 @@ def sql_kappa(
 
 
 CELLS = st.lists(st.integers(0, 400), min_size=4, max_size=4)
+# Several tables an example, all in one statement: binding the nested macros costs DuckDB
+# far more than computing a row, so an example of one table was almost all binding.
+TABLES = st.lists(CELLS, min_size=10, max_size=20)
+EXAMPLES = max(1, settings.default.max_examples // 10)
 
 
-@given(CELLS)
-def test_the_macros_are_the_fce_reference(
-    macros: duckdb.DuckDBPyConnection, cells: list[int]
-) -> None:
+def sql_kappas(
+    connection: duckdb.DuckDBPyConnection, tables: list[list[int]]
+) -> list[tuple[float, float, float, float]]:
+    """`sql_kappa` of each table, from one statement."""
+    if not tables:
+        return []
+    cursor = connection.cursor()
+    columns = {f"c{i}": [cells[i] for cells in tables] for i in range(4)}
+    cursor.register("given", pa.table(columns))  # (rows in order: DuckDB keeps it)
+    rows = cursor.execute(
+        "SELECT cohen_kappa(c0, c1, c2, c3), kappa_se(c0, c1, c2, c3), "
+        "kappa_ci_low(c0, c1, c2, c3), kappa_ci_high(c0, c1, c2, c3) FROM given"
+    ).fetchall()
+    cursor.close()
+    return rows
+
+
+def defined(cells: list[int]) -> bool:
+    """Whether the table's kappa is defined: some rows, and chance agreement under 1."""
     table = np.array(cells, dtype=float).reshape(2, 2)
     n = table.sum()
-    assume(n > 0 and (table.sum(axis=1) @ table.sum(axis=0)) / n**2 < 1 - 1e-9)
-    kappa, se, low, high = sql_kappa(macros, cells)
-    want_kappa, want_se = fce_kappa(table)
-    assert kappa == pytest.approx(want_kappa, abs=1e-9)
-    assert se == pytest.approx(want_se, abs=1e-9)
-    assert (low, high) == pytest.approx(fce_interval(table), abs=1e-9)
-    assert -1 <= low <= kappa <= high <= 1
+    return bool(n > 0 and (table.sum(axis=1) @ table.sum(axis=0)) / n**2 < 1 - 1e-9)
+
+
+@settings(max_examples=EXAMPLES)
+@given(TABLES)
+def test_the_macros_are_the_fce_reference(
+    macros: duckdb.DuckDBPyConnection, tables: list[list[int]]
+) -> None:
+    tables = [cells for cells in tables if defined(cells)]
+    for cells, (kappa, se, low, high) in zip(tables, sql_kappas(macros, tables), strict=True):
+        table = np.array(cells, dtype=float).reshape(2, 2)
+        want_kappa, want_se = fce_kappa(table)
+        assert kappa == pytest.approx(want_kappa, abs=1e-9)
+        assert se == pytest.approx(want_se, abs=1e-9)
+        assert (low, high) == pytest.approx(fce_interval(table), abs=1e-9)
+        assert -1 <= low <= kappa <= high <= 1
+
+
+def test_one_statement_gives_each_tables_figures(macros: duckdb.DuckDBPyConnection) -> None:
+    tables = [[7, 10, 1, 22], [20, 0, 0, 20], [5, 5, 5, 5], [3, 0, 2, 9]]
+    assert sql_kappas(macros, tables) == [sql_kappa(macros, cells) for cells in tables]
 
 
 @pytest.mark.parametrize(
@@ -111,19 +144,23 @@ def test_a_table_of_one_label_has_no_kappa(macros: duckdb.DuckDBPyConnection) ->
     assert sql_kappa(macros, [0, 0, 0, 40]) == (None, None, None, None)
 
 
-@given(CELLS)
-def test_statsmodels_agrees(macros: duckdb.DuckDBPyConnection, cells: list[int]) -> None:
+def both_labels_vary(cells: list[int]) -> bool:
+    """Whether the table has no zero row and no zero column."""
+    table = np.array(cells).reshape(2, 2)
+    return bool(table.sum(axis=0).all() and table.sum(axis=1).all())
+
+
+@settings(max_examples=EXAMPLES)
+@given(TABLES)
+def test_statsmodels_agrees(macros: duckdb.DuckDBPyConnection, tables: list[list[int]]) -> None:
     from statsmodels.stats import inter_rater
 
-    table = np.array(cells, dtype=float).reshape(2, 2)
-    n = table.sum()
-    assume(n > 0 and (table.sum(axis=1) @ table.sum(axis=0)) / n**2 < 1 - 1e-9)
     # A label that is constant (a zero row or column) has kappa 0; statsmodels' SE is NaN.
-    assume(table.sum(axis=0).all() and table.sum(axis=1).all())
-    theirs = inter_rater.cohens_kappa(table)
-    kappa, se, _low, _high = sql_kappa(macros, cells)
-    assert kappa == pytest.approx(theirs.kappa, abs=1e-9)
-    assert se == pytest.approx(theirs.std_kappa, abs=1e-9)
+    tables = [cells for cells in tables if defined(cells) and both_labels_vary(cells)]
+    for cells, (kappa, se, _low, _high) in zip(tables, sql_kappas(macros, tables), strict=True):
+        theirs = inter_rater.cohens_kappa(np.array(cells, dtype=float).reshape(2, 2))
+        assert kappa == pytest.approx(theirs.kappa, abs=1e-9)
+        assert se == pytest.approx(theirs.std_kappa, abs=1e-9)
 
 
 def coverage(

@@ -12,7 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from dices_cli.cli.main import app
-from tests.report.test_report import _load_screenshot_script
+from tests.report.test_report import (
+    _load_screenshot_script,
+    browser_profile,
+    charts_drawn_here,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HEATMAP = "per rater_race x rater_gender"
@@ -23,7 +27,8 @@ def page(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("heatmap") / "report.html"
     arguments = ["report", "--by", "rater_race", "--by", "rater_gender", "--data", str(sample)]
     arguments += ["--permutations", "20", "-o", str(target)]
-    result = CliRunner().invoke(app, arguments)
+    with charts_drawn_here():
+        result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 0, result.output
     return target
 
@@ -48,13 +53,14 @@ def test_the_screenshot_is_of_the_heatmap_alone(page: Path, tmp_path: Path) -> N
         if os.environ.get("DICES_REQUIRE_CHROMIUM") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    browser = screenshot.Browser(executable, tmp_path / "profile")
-    try:
-        session = browser.open(page.as_uri(), height=screenshot.TOP_HEIGHT)
-        box = screenshot.figure_box(browser, session, HEATMAP)
-        png = browser.screenshot(session, screenshot.TOP_HEIGHT, box)
-    finally:
-        browser.close()
+    with browser_profile(tmp_path) as profile:
+        browser = screenshot.Browser(executable, profile)
+        try:
+            session = browser.open(page.as_uri(), height=screenshot.TOP_HEIGHT)
+            box = screenshot.figure_box(browser, session, HEATMAP)
+            png = browser.screenshot(session, screenshot.TOP_HEIGHT, box)
+        finally:
+            browser.close()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     width, height = struct.unpack(">II", png[16:24])
     assert (width, height) == (round(box["width"]), round(box["height"]))

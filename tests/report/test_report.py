@@ -8,6 +8,7 @@ unless DICES_REQUIRE_CHROMIUM=1 (set by .ci/run), which turns the skip into a fa
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import html
 import importlib.util
@@ -17,6 +18,8 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +68,39 @@ def _load_screenshot_script() -> Any:
     return module
 
 
+@contextlib.contextmanager
+def browser_profile(tmp_path: Path) -> Iterator[Path]:
+    """A folder for Chromium's profile, in memory (/dev/shm) where the machine has one.
+    Chromium syncs each profile file it writes to the disk (some two hundred fdatasync calls
+    to start and close): on a disk busy with other writes each is a wait, and a screenshot
+    test waited for them far longer than it ran."""
+    memory = Path("/dev/shm")
+    if not (memory.is_dir() and os.access(memory, os.W_OK)):
+        yield tmp_path / "profile"
+        return
+    with tempfile.TemporaryDirectory(prefix="dices-chromium-", dir=memory) as folder:
+        yield Path(folder) / "profile"
+
+
+@contextlib.contextmanager
+def charts_drawn_here() -> Iterator[None]:
+    """Inside the block, a report's charts are drawn by a thread of this process, as when no
+    drawing process can be started: vl-convert starts once in the test process, not once per
+    report (a fresh Python, dices_cli and vl-convert for each). For tests of what a report
+    shows; the drawing process has tests of its own (`Drawer`, below) and draws the report
+    of both replica datasets (`report`)."""
+    started = subprocess.Popen
+
+    def no_drawing_process(arguments: Any, *others: Any, **options: Any) -> Any:
+        if "from dices_cli.report.svg import serve" in str(arguments):
+            raise BlockingIOError(11, "Resource temporarily unavailable")  # fork's EAGAIN
+        return started(arguments, *others, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess, "Popen", no_drawing_process)
+        yield
+
+
 @pytest.fixture(scope="module")
 def report(ingested: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The report of both replica datasets, by race and gender, with the demo predictions."""
@@ -90,29 +126,30 @@ def test_the_report_opens_in_chromium_draws_every_chart_and_fetches_nothing(
         if os.environ.get("DICES_REQUIRE_CHROMIUM") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    browser = screenshot.Browser(executable, tmp_path / "profile")
-    try:
-        session = browser.open(report.as_uri())
-        charts = browser.evaluate(
-            session,
-            """[...document.querySelectorAll('figure .chart')].map(chart => {
-                const svg = chart.querySelector('svg');
-                const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
-                const marks = svg ? [...svg.querySelectorAll('path, rect, line, text')]
-                    .filter(e => { const b = e.getBoundingClientRect();
-                                   return b.width > 0 || b.height > 0; }).length : 0;
-                return {label: chart.getAttribute('aria-label'), width: box.width,
-                        height: box.height, marks: marks};
-            })""",
-        )
-        png = browser.screenshot(session, 1600)
-        # The log sees what a page fetches: a page that asks for an image (which the proxy
-        # Chromium is given refuses) shows in it.
-        probe = tmp_path / "probe.html"
-        probe.write_text('<img src="http://127.0.0.1:9/probe.png">', encoding="utf-8")
-        probe_session = browser.open(probe.as_uri())
-    finally:
-        browser.close()
+    with browser_profile(tmp_path) as profile:
+        browser = screenshot.Browser(executable, profile)
+        try:
+            session = browser.open(report.as_uri())
+            charts = browser.evaluate(
+                session,
+                """[...document.querySelectorAll('figure .chart')].map(chart => {
+                    const svg = chart.querySelector('svg');
+                    const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+                    const marks = svg ? [...svg.querySelectorAll('path, rect, line, text')]
+                        .filter(e => { const b = e.getBoundingClientRect();
+                                       return b.width > 0 || b.height > 0; }).length : 0;
+                    return {label: chart.getAttribute('aria-label'), width: box.width,
+                            height: box.height, marks: marks};
+                })""",
+            )
+            png = browser.screenshot(session, 1600)
+            # The log sees what a page fetches: a page that asks for an image (which the proxy
+            # Chromium is given refuses) shows in it.
+            probe = tmp_path / "probe.html"
+            probe.write_text('<img src="http://127.0.0.1:9/probe.png">', encoding="utf-8")
+            probe_session = browser.open(probe.as_uri())
+        finally:
+            browser.close()
     assert browser.requests(probe_session) == [probe.as_uri(), "http://127.0.0.1:9/probe.png"]
     assert len(charts) == FIGURES_WITH_BY
     drawn = [chart["label"].split(": ")[0] for chart in charts]
@@ -346,7 +383,8 @@ def test_one_dataset_without_by_leaves_out_what_does_not_apply(
 ) -> None:
     target = tmp_path / "990.html"
     arguments = ["report", "-d", "990", "--exclude-removed", "--data", str(sample)]
-    result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
+    with charts_drawn_here():
+        result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
     page = html.unescape(target.read_text(encoding="utf-8"))
     keys = re.findall(r'<section id="([a-z]+)">', page)
@@ -361,7 +399,8 @@ def test_a_dataset_without_a_by_column_is_left_out_with_a_note(
 ) -> None:
     target = tmp_path / "locale.html"
     arguments = ["report", "--by", "rater_locale", "--permutations", "0", "--data", str(sample)]
-    result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
+    with charts_drawn_here():
+        result = CliRunner().invoke(app, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
     assert result.stderr == (
         "note: rater_locale is a DICES-990 column; DICES-350 has no rater_locale, "

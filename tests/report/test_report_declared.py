@@ -17,6 +17,7 @@ from dices_cli.families import FAMILIES
 from dices_cli.report.declared import DeclaredContext, declared_sections
 from dices_cli.store.datasets import Store
 from tests.drivers.ordinal import OrdinalRatings, ingest_dataset, ordinal_ratings
+from tests.report.test_report import charts_drawn_here
 
 NAME = "ordinal_toy"
 PERMUTATIONS = "40"
@@ -38,9 +39,10 @@ def data(tmp_path_factory: pytest.TempPathFactory, toy: OrdinalRatings) -> Path:
 
 
 def report(data: Path, target: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(
-        app, ["report", "-d", NAME, "--data", str(data), "-o", str(target), *args]
-    )
+    with charts_drawn_here():
+        result = CliRunner().invoke(
+            app, ["report", "-d", NAME, "--data", str(data), "-o", str(target), *args]
+        )
     return result.exit_code, result.stderr
 
 
