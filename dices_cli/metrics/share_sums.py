@@ -16,7 +16,8 @@ SUMS holding
     k_yy, k_yn, k_nn          the same as r_ over rater x item cells
     f_items, f_yy, f_yn, f_nn the family's items and the sums of Y'_c^2, Y'_c N'_c, N'_c^2
 
-(all but the counts empty for a Wilson interval, which needs none of them). A residual's
+(a Wilson interval needs none but the counts: the item and cell sums are then empty, the
+raters' sums kept for the permutation test). A residual's
 squared cluster sums are then exact in integers: over clusters k of a side with Y Yes of
 n ratings, sum_k ((Y_k - Y/n N_k) / n)^2 = (n^2 yy - 2 n Y yn + Y^2 nn) / n^4. The rest of
 the family is its totals less the group's; its items' sums follow from the x_ sums.
