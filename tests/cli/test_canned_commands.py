@@ -33,9 +33,10 @@ from dices_cli.queries.catalog import (
     get_query,
 )
 from dices_cli.queries.engine import NothingIngestedError, chosen_datasets
-from dices_cli.runs.demo import MOST_CONTESTED, tour
+from dices_cli.runs.demo import MOST_CONTESTED
 from dices_cli.shape import Shape, UnknownColumnError, apply
 from dices_cli.store.datasets import Store
+from tests.drivers.demo import Toured, toured_fixture  # noqa: F401 (a fixture)
 
 
 def query(data: Path, *args: str, env: dict[str, str] | None = None) -> Result:
@@ -405,10 +406,9 @@ def test_a_limited_stream_reads_no_batch_after_the_rows_it_keeps() -> None:
         apply(Stream(schema, batches()), Shape(sort="m"))
 
 
-def test_the_demo_recipe_runs_as_typed(tmp_path: Path) -> None:
-    sections = tour(tmp_path / "demo")
-    contested = next(s for s in sections if "most contested" in s.title)
-    words = shlex.split(demo_command(contested.name, tmp_path / "demo"))
+def test_the_demo_recipe_runs_as_typed(toured: Toured) -> None:
+    contested = next(s for s in toured.sections if "most contested" in s.title)
+    words = shlex.split(demo_command(contested.name, toured.workdir))
     assert words[:2] == ["dices", "query"] and "|" not in words
     rows = csv_rows(CliRunner().invoke(app, [*words[1:], "-f", "csv"]))
     assert len(rows) == MOST_CONTESTED + 1

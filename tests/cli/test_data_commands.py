@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 
 from dices_cli import __version__
 from dices_cli.cli.main import app
+from tests.drivers.demo import KeptDemo, kept_demo_fixture  # noqa: F401 (a fixture)
 
 PROBLEM_COLUMNS = ["file", "type", "severity", "line", "column", "value", "message"]
 INFO_COLUMNS = [
@@ -266,10 +268,8 @@ def test_export_to_a_closed_pipe_stops_quietly(ingested: Path) -> None:
 # --- demo ----------------------------------------------------------------------------------
 
 
-def test_demo(runner: CliRunner, tmp_path: Path) -> None:
-    keep = tmp_path / "demo"
-
-    result = runner.invoke(app, ["demo", "--keep", str(keep)])
+def test_demo(kept_demo: KeptDemo) -> None:
+    result, keep = kept_demo.result, kept_demo.keep
 
     assert result.exit_code == 0, result.output
     # The first sections are stable: what was ingested, and how raters answered.
@@ -279,8 +279,8 @@ def test_demo(runner: CliRunner, tmp_path: Path) -> None:
     assert "How raters answered Q_overall" in result.stdout
     assert result.stderr.startswith(f"Ingesting the bundled sample into {keep} ...\n")
     assert "Both sample files were validated and split into typed Parquet tables." in result.stderr
-    assert f"  try: dices info --data {keep}\n" in result.stderr
-    assert f"  try: dices query overview --data {keep}\n" in result.stderr
+    assert f"  try: dices info --data {shlex.quote(str(keep))}\n" in result.stderr
+    assert f"  try: dices query overview --data {shlex.quote(str(keep))}\n" in result.stderr
     assert "Traceback" not in result.output
     assert manifest(keep, "350")["counts"] == {"conversations": 40, "raters": 123, "ratings": 4920}
     assert manifest(keep, "990")["counts"] == {"conversations": 80, "raters": 173, "ratings": 5855}

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from dices_cli import __version__
 from dices_cli.cli.main import app
 from dices_cli.runs.demo import demo_predictions_path
+from tests.drivers.demo import KeptDemo, kept_demo_fixture  # noqa: F401 (a fixture)
 
 KNOWN = ".csv, .tsv, .tab, .json, .jsonl, .ndjson, .parquet"
 
@@ -144,9 +145,11 @@ def test_the_demo_keeps_its_data_in_dices_demo_and_every_hint_works(
     assert again.stdout == result.stdout
 
 
-def test_the_demo_hints_name_a_kept_directory_quoted(runner: CliRunner, tmp_path: Path) -> None:
-    keep = tmp_path / "my demo"
-    result = runner.invoke(app, ["demo", "--keep", str(keep)])
+def test_the_demo_hints_name_a_kept_directory_quoted(
+    runner: CliRunner, kept_demo: KeptDemo
+) -> None:
+    result, keep = kept_demo.result, kept_demo.keep
+    assert " " in keep.name
     assert result.exit_code == 0, result.output
     data = shlex.quote(str(keep))
     assert demo_hints(result.stderr)[:2] == [

@@ -30,6 +30,7 @@ from dices_cli.judge import client
 from dices_cli.judge.prompts import PromptError, load_prompt, parse_prompt, shipped_prompts
 from dices_cli.queries.engine import open_session
 from dices_cli.store.datasets import Store
+from tests.drivers.demo import Toured, toured_fixture  # noqa: F401 (a fixture)
 from tests.drivers.judge_server import JudgeServer, answer_for, running
 from tests.drivers.terminal import Terminal, terminal_fixture  # noqa: F401 (a fixture)
 
@@ -632,21 +633,20 @@ def test_scores_come_only_from_declared_answers() -> None:
 
 
 def test_the_demo_judges_offline_and_its_command_runs_as_typed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toured: Toured
 ) -> None:
     import shlex
 
     from dices_cli.cli.commands.data import demo_command
-    from dices_cli.runs.demo import tour
 
-    section = next(s for s in tour(tmp_path / "demo") if "Running a judge" in s.title)
+    section = next(s for s in toured.sections if "Running a judge" in s.title)
     assert [row[0] for row in section.table.rows] == [
         "baseline:always-unsafe",
         "baseline:always-safe",
         "baseline:random",
     ]
     monkeypatch.chdir(tmp_path)
-    words = shlex.split(demo_command(section.name, tmp_path / "demo"))
+    words = shlex.split(demo_command(section.name, toured.workdir))
     result = CliRunner().invoke(app, words[1:])
     assert result.exit_code == 0, result.output
     assert "baseline:random,gold,,40,40,1.0" in result.stdout
