@@ -277,9 +277,8 @@ class Session:
         """Make the views over the stored files (declared), then run `then`, in one call to
         DuckDB. A stored file DuckDB cannot open (a damaged footer) is an error naming it.
 
-        One script, where a relation was made and kept per file (in a schema made current
-        and left, 6 calls): `dices sql "SELECT count(*) FROM ratings"` ran 838 -> 828 million
-        instructions, `dices query overview` 958 -> 949 million (callgrind, all threads)."""
+        One script, not a relation made and kept per file (in a schema made current and
+        left, a call each), which costs a small answer more (bench/queries.py)."""
         import duckdb
 
         statements = [stored_view(name) for name in self._stored]
