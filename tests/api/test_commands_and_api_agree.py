@@ -162,7 +162,14 @@ def describe(sample: Path, tmp_path: Path) -> None:
 COMMANDS = [query, sql, evaluate, filter_raters, report, info, export, validate, describe]
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command.__name__)
+# The report's case draws a page with charts (a renderer process): slow, in the full suite.
+CASES = [
+    pytest.param(command, marks=[pytest.mark.slow] if command is report else [])
+    for command in COMMANDS
+]
+
+
+@pytest.mark.parametrize("command", CASES, ids=lambda command: command.__name__)
 def test_every_command_that_reads_data_gives_the_apis_result(
     command: Callable[[Path, Path], None], sample: Path, tmp_path: Path
 ) -> None:

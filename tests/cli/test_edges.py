@@ -123,6 +123,7 @@ def test_stdout_on_a_full_disk_is_a_plain_error(args: list[str], small: Path) ->
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # the whole demo in a fresh process
 def test_the_demo_on_a_full_disk_is_a_plain_error(tmp_path: Path) -> None:
     with open("/dev/full", "wb") as full:
         done = dices("demo", "--keep", str(tmp_path / "demo"), stdout=full)

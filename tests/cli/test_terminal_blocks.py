@@ -98,6 +98,7 @@ def check(stdout: str, stderr: str, columns: list[str], rows: list[tuple[object,
                 assert joined == "".join(value.split()), (name, value, stdout)
 
 
+@pytest.mark.slow  # 200 results drawn; tests/cli/test_tables.py's properties stay fast
 @settings(
     max_examples=200,
     deadline=None,

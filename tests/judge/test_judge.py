@@ -757,6 +757,7 @@ def test_options_that_cannot_work_together_are_usage_errors(
     assert server.bodies == []
 
 
+@pytest.mark.slow  # a report with charts: tests/report covers the page in the inner loop
 def test_the_report_shows_how_each_judged_model_was_asked(
     runner: CliRunner, data: Path, server: JudgeServer, tmp_path: Path
 ) -> None:

@@ -55,6 +55,7 @@ def by_item(folder: Path, label: str) -> dict[str, dict[str, list[str]]]:
     return items
 
 
+@pytest.mark.slow  # 2,000 relabellings: the nominal test below keeps the path in the inner loop
 def test_ordinal_statistics_and_extremes_are_scipys(folder: Path) -> None:
     code, rows, err = query(folder, "--by", "grp", "--min-raters", "2", "--permutations", "2000")
     assert code == 0, err
