@@ -397,6 +397,7 @@ def test_persona_file_errors(
     assert "Error:" in result.stderr and message in " ".join(result.stderr.split())
 
 
+@pytest.mark.slow  # a report; the persona rows' own tests above stay fast
 def test_the_report_shows_a_persona_file_as_its_persona_figures(
     sample: Path, tmp_path: Path
 ) -> None:

@@ -33,6 +33,7 @@ def page(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+@pytest.mark.slow  # a report of two group columns; tests/report's sample reports stay fast
 def test_each_heatmap_cell_shows_its_share_and_its_raters(page: Path) -> None:
     html = page.read_text(encoding="utf-8")
     figure = next(f for f in html.split("<figure ")[1:] if HEATMAP in f.split("<figcaption>")[1])
@@ -45,6 +46,7 @@ def test_each_heatmap_cell_shows_its_share_and_its_raters(page: Path) -> None:
     assert after == counts
 
 
+@pytest.mark.slow  # Chromium
 def test_the_screenshot_is_of_the_heatmap_alone(page: Path, tmp_path: Path) -> None:
     screenshot = _load_screenshot_script()
     executable = screenshot.chromium()
