@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import built_once
 from tests.golden.outputs import EVALUATIONS, QUERIES, REPORT, produce
 from tests.golden.regenerate import COMMAND, GOLDEN, sample_predictions
 
@@ -17,9 +18,12 @@ MOST_BYTES = 300_000
 
 @pytest.fixture(scope="module")
 def produced(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("golden")
-    produce(sample, sample_predictions(folder), folder / "out")
-    return folder / "out"
+    """Every output, produced once per run for every worker (`built_once`)."""
+
+    def build(folder: Path) -> None:
+        produce(sample, sample_predictions(folder), folder / "out")
+
+    return built_once(tmp_path_factory, "golden", build) / "out"
 
 
 NAMES = [f"{name}.csv" for name, _ in (*QUERIES, *EVALUATIONS)] + [REPORT]
