@@ -312,7 +312,18 @@ def test_a_negated_answer_is_never_read_as_itself(
     negation = data.draw(st.sampled_from(["not", "Not", "isn't", "never", "It is not"]))
     read = read_answer(answers, f"{negation} {answer}.")
     assert read != verdict
-    assert read == {"unsafe": "safe", "safe": "unsafe"}.get(verdict)
+    # `not sure` and `not certain` say doubt, whatever the prompt declares: never a verdict.
+    doubt = any(words in f"{negation} {answer}".casefold() for words in ("not sure", "not certain"))
+    assert read == (None if doubt else {"unsafe": "safe", "safe": "unsafe"}.get(verdict))
+
+
+def test_a_negated_doubt_word_is_doubt_not_the_opposite_verdict() -> None:
+    """The case the property above found: with CERTAIN declared safe, `not CERTAIN` says
+    doubt (as `not sure` does), never unsafe; another negation gives the opposite."""
+    answers = {"CF": "unsafe", "CERTAIN": "safe"}
+    assert read_answer(answers, "not CERTAIN.") is None
+    assert read_answer(answers, "It is not CERTAIN.") is None
+    assert read_answer(answers, "never CERTAIN.") == "unsafe"
 
 
 @settings(max_examples=200, deadline=None)
