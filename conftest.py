@@ -5,12 +5,19 @@ holding the packaged sample (read-only), ready."""
 from __future__ import annotations
 
 import compileall
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from _pytest.doctest import DoctestItem, DoctestModule
+# One xdist worker per core: the libraries of each (and of the processes its tests start)
+# keep to one thread, where their own pools would make every worker contend with the others
+# for both cores. Set before Polars and NumPy are imported; a value set by the user stays.
+for _variable in ("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import pytest  # noqa: E402
+from _pytest.doctest import DoctestItem, DoctestModule  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 TESTS = ROOT / "tests"
