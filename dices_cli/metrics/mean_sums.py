@@ -51,6 +51,7 @@ from dices_cli.metrics.share_sums import (
     SUMS,
     Draws,
     Sums,
+    clustered_variance,
     difference_interval,
     families_of,
     family_draws,
@@ -61,7 +62,6 @@ from dices_cli.metrics.shares import (
     FamilyTest,
     Relabelled,
     Variance,
-    cr1,
     few_clusters,
     logit_ends,
     shown_columns,
@@ -103,12 +103,7 @@ def mean_interval(side: Sums, squares: int, top: int, method: str) -> tuple[floa
     place = mean / top
     if place in (0.0, 1.0):
         return mean, mean
-    conversations = cr1(side.squares(side.by_item), side.items)
-    if method == "conversations":
-        variance = Variance.of([conversations])
-    else:
-        raters = cr1(side.squares(side.by_rater), side.raters)
-        variance = Variance.of([raters, conversations], side.squares(side.by_cell))
+    variance = clustered_variance(side, method)
     low, high = logit_ends(place, Variance(variance.total / top**2, variance.df))
     return low * top, high * top
 

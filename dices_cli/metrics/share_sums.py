@@ -135,13 +135,18 @@ def row_interval(side: Sums, method: str) -> tuple[float, float, str]:
         return math.nan, math.nan, note
     if share in (0.0, 1.0):
         return share, share, "all answers alike"
+    return (*logit_ends(share, clustered_variance(side, method)), "")
+
+
+def clustered_variance(side: Sums, method: str) -> Variance:
+    """A group's variance of its Yes share (or mean code) over its ratings: the items'
+    CR1 alone (`conversations`), else the raters' and the items' less their cells'
+    (two-way, Satterthwaite degrees of freedom)."""
     conversations = cr1(side.squares(side.by_item), side.items)
     if method == "conversations":
-        variance = Variance.of([conversations])
-    else:
-        raters = cr1(side.squares(side.by_rater), side.raters)
-        variance = Variance.of([raters, conversations], side.squares(side.by_cell))
-    return (*logit_ends(share, variance), "")
+        return Variance.of([conversations])
+    raters = cr1(side.squares(side.by_rater), side.raters)
+    return Variance.of([raters, conversations], side.squares(side.by_cell))
 
 
 def difference_interval(
