@@ -7,13 +7,15 @@ exactly where a file is broken (`_strict_parse`). Both return the same `ParsedFi
 
 Memory is bounded by the data, never by how broken it is. The file is never held in Python:
 it is counted in chunks (line breaks, quotes, NUL bytes) in the pass that hashes it
-(`dices_cli.read.checksum`, or the spool of a gzip file or a pipe) while Polars parses it from
-disk, and columns with few distinct values (answers, demographics, the conversation text
-repeated on every row) are parsed as Categorical, which stores each distinct string once.
-Input that would make Polars build far more than the data (a line or a quoted cell of many
-MiB, more records than the bytes could hold, say millions of blank lines) skips it; the
-strict path streams records (`dices_cli.read.lines`) and keeps only the valid cells, in batches,
-and where the broken records are (`PackedInts`), to read their bytes back.
+(`dices_cli.read.checksum`, which a command starts before it imports Polars, or the spool of
+a gzip file or a pipe), and columns with few distinct values (answers, demographics, the
+conversation text repeated on every row) are parsed as Categorical, which stores each
+distinct string once. Input that would make Polars build far more than the data (a line or a
+quoted cell of many MiB, more lines than DICES records could fill, say millions of blank
+lines) skips it, as does input whose counts already say its result could not be trusted:
+those counts are known before Polars starts (`_polars_can_hold`). The strict path streams
+records (`dices_cli.read.lines`) and keeps only the valid cells, in batches, and where the
+broken records are (`PackedInts`), to read their bytes back.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import mmap
 import re
 import sys
 from collections.abc import Callable, Collection, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -42,6 +43,11 @@ HEADER_PREFIX = 1 << 20  # the header must end within the first MiB
 # records. Polars, which turns every line (a blank one too) into a row of 41 cells, is not
 # asked for more rows than that.
 MIN_RECORD_BYTES = 128
+# Polars turns every line outside quotes into a row of every column before its row limit
+# applies, so a file with more lines than DICES data could hold goes to the strict path
+# unparsed. A DICES file has a line break every MIN_LINE_BYTES or more bytes on average (its
+# contexts hold some; the ratings of the conversation with the most have one every 76).
+MIN_LINE_BYTES = 64
 # Polars holds about three times a line's bytes while it parses it, and a quoted cell it
 # cannot close costs about fourteen times its bytes (its error message holds the cell three
 # times over); a longer line or quoted cell (the CSV text of a DICES record is a few KB) goes
@@ -141,13 +147,11 @@ def parse(
     types: dict[str, pl.DataType] = {
         n: pl.Categorical(categories) if n in categorical else pl.String() for n in names
     }
-    if _polars_can_hold(source):
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            # A plain file's bytes are hashed and counted while Polars parses (no GIL), if a
-            # prefetch has not done it already; spooled text was counted as it was written.
-            facts = pool.submit(source.facts)
-            frame = _polars_parse(source, header, types)
-            fast = _trusted(frame, facts.result(), header, categories)
+    # Counted as the file was hashed: by a prefetch (a command's, done by now), as it was
+    # spooled, or now.
+    facts = source.facts()
+    if _polars_can_hold(source, facts):
+        fast = _trusted(_polars_parse(source, header, types), facts, header, categories)
         if fast is not None:
             return fast
     return _strict_parse(source, types)
@@ -186,12 +190,15 @@ def _polars_parse(
     return frame.with_columns(pl.col(nulls).fill_null("")) if nulls else frame
 
 
-def _polars_can_hold(source: Source) -> bool:
-    """False when some line or quoted cell may be longer than POLARS_MAX_LINE: every window of
-    half that size must hold a line break, and an odd run of quotes that is not cut by its
-    edges (a line or a quoted cell twice as long covers a window whole, and holds neither).
-    Each window is searched in place, only up to its first line break and its first quotes:
-    a few milliseconds for a DICES file."""
+def _polars_can_hold(source: Source, facts: ByteFacts) -> bool:
+    """False when Polars' result could not be trusted anyway (a NUL byte, a lone CR), when
+    the file has more lines than MIN_LINE_BYTES allow, and when some line or quoted cell may
+    be longer than POLARS_MAX_LINE: every window of half that size must hold a line break,
+    and an odd run of quotes that is not cut by its edges (a line or a quoted cell twice as
+    long covers a window whole, and holds neither). Each window is searched in place, only
+    up to its first line break and its first quotes: a few milliseconds for a DICES file."""
+    if facts.has_nul or facts.has_lone_cr or facts.newlines > source.size // MIN_LINE_BYTES:
+        return False
     size, window = source.size, POLARS_MAX_LINE // 2
     if size <= window:
         return True
@@ -358,7 +365,7 @@ def _trusted(
     frame: pl.DataFrame | None, facts: ByteFacts, header: Header, categories: pl.Categories
 ) -> ParsedFile | None:
     """The Polars parse with line numbers, if the raw bytes prove it complete, else None."""
-    if frame is None or facts.has_nul or facts.has_lone_cr:
+    if frame is None:
         return None
     cells = _cell_totals(frame, categories)
     lines_per_record = pl.sum_horizontal(pl.repeat(1, pl.len(), dtype=pl.Int64), *cells.line_breaks)
