@@ -4,7 +4,9 @@ process under an address-space cap (`ulimit -v`), in any tree of the project.
 The cases: a double-gzip judge reply, a deep-JSON judge reply and a judge reply with a
 logprob of 710 (from a local server), a FIFO where the judge's cache segment goes, a 302
 redirect with an endless body on `dices download` (from a local server), a 50,000-column
-CSV given to `dices sql --table`, and `md5(repeat('a', 1500000000))` under `--timeout 5`.
+CSV given to `dices sql --table`, `md5(repeat('a', 1500000000))` under `--timeout 5`, and
+`dices ingest` of the packaged DICES-350 sample with 3 million blank lines at its end or in
+its middle (Polars once built a row of every column for each).
 Each is run once per tree (a hostile input is the same work every time; the figures are of
 one run): its wall time, its peak RSS and how it ended. A run still going after the wall
 limit is killed (exit `killed`); one over the CPU limit is killed by the system (SIGXCPU).
@@ -28,6 +30,7 @@ import hashlib
 import http.server
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -95,6 +98,7 @@ def completion(logprob: str) -> bytes:
 
 
 GOOD_CSV = b"item_id,rater_id\n1,2\n"
+SAMPLE_350 = HERE.parent / "dices_cli" / "data" / "dices_350_sample.csv.gz"
 FILLER = b"x" * 65536
 
 
@@ -196,6 +200,19 @@ def cases(smoke: bool) -> dict[str, Setup]:
         statement = f"SELECT md5(repeat('a', {repeat}))"
         return ["sql", "--data", str(scratch / "data"), statement, "--timeout", "5"]
 
+    def blank_lines(middle: bool) -> Setup:
+        def setup(scratch: Path, server: Server) -> list[str]:
+            rows = gzip.decompress(SAMPLE_350.read_bytes())
+            # Where a record starts, by its id and rater id: not inside a quoted context.
+            record = re.compile(rb"\n\d+,\d{6,},").search(rows, len(rows) // 2)
+            at = record.start() + 1 if middle and record is not None else len(rows)
+            blank = b"\n" * (300_000 if smoke else 3_000_000)
+            path = scratch / "blank-lines.csv"
+            path.write_bytes(rows[:at] + blank + rows[at:])
+            return ["ingest", str(path), "-d", "350", "--data", str(scratch / "blank"), "--force"]
+
+        return setup
+
     return {
         "judge: double-gzip reply": double_gzip,
         "judge: deep JSON reply": deep_json,
@@ -204,6 +221,8 @@ def cases(smoke: bool) -> dict[str, Setup]:
         "download: endless redirect body": endless_redirect,
         "sql --table: 50,000 columns": wide_table,
         "sql --timeout 5: md5(repeat)": long_function,
+        "ingest: 3M blank lines at the end": blank_lines(middle=False),
+        "ingest: 3M blank lines mid-file": blank_lines(middle=True),
     }
 
 
