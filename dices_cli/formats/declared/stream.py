@@ -126,11 +126,6 @@ class _Reading:
     ) -> None:
         self.tally = _Tally(missing=dict.fromkeys(spec.labels, 0))
         self.named = [_from_name(p, name).alias(c) for c, p in spec.from_name.items()]
-        # Each label's cell is stripped once, into _raw_LABEL, which its reading reads.
-        self.stripped = [
-            pl.col(column).str.strip_chars().alias(f"_raw_{label}")
-            for label, column in spec.labels.items()
-        ]
         self.reads = {
             label: label_read(f"_raw_{label}", label, declared.scales[label], stripped=True)
             for label in spec.labels
@@ -139,16 +134,22 @@ class _Reading:
         self.rater_attributes = dict(spec.rater_attributes)
         self.item_attributes = {**spec.text, **spec.item_attributes}
         empty = pl.DataFrame(schema=dict.fromkeys(header, pl.String))
-        self.schema = self._ratings(self._rows(empty, 0)).schema
+        self.schema = self._ratings(self._rows(empty, 0, strip=True)).schema
 
-    def _rows(self, frame: pl.DataFrame, offset: int) -> pl.DataFrame:
+    def _rows(self, frame: pl.DataFrame, offset: int, strip: bool) -> pl.DataFrame:
+        """The batch's rows with their keys, labels and flags; `strip`: of spaces around
+        the keys and labels."""
+        raw = [
+            (pl.col(column).str.strip_chars() if strip else pl.col(column)).alias(f"_raw_{label}")
+            for label, column in self.spec.labels.items()
+        ]
         flags = []
         for label, (value, absent, outside) in self.reads.items():
             flags += [value, absent.alias(f"_absent_{label}"), outside.alias(f"_outside_{label}")]
         return (
             frame.with_row_index(ROW, offset)
-            .with_columns(*self.named, *self.stripped)
-            .with_columns(*_keys(self.spec), *flags)
+            .with_columns(*self.named, *raw)
+            .with_columns(*_keys(self.spec, strip), *flags)
         )
 
     def _ratings(self, rows: pl.DataFrame) -> pl.DataFrame:
@@ -157,33 +158,78 @@ class _Reading:
         frame: pl.DataFrame = with_positive(ratings, self.declared)
         return frame
 
+    def _read(self, frame: pl.DataFrame, offset: int) -> _Batch:
+        """The batch read as `build` reads it. Stripping every cell is most of a batch's
+        work, and most files have nothing to strip: the batch is first read as it is, and
+        again stripped only when a cell that stripping could change is seen, a key in
+        its raters' or items' first rows (each distinct key is among them) or a label
+        outside its scale (a value with spaces around it reads as outside, or as the
+        value itself)."""
+        plain = len(self.spec.item) == 1
+        batch = self._batch(self._rows(frame, offset, strip=not plain))
+        if plain and not batch.clean():
+            batch = self._batch(self._rows(frame, offset, strip=True))
+        return batch
+
+    def _batch(self, rows: pl.DataFrame) -> _Batch:
+        counts = rows.select(
+            (pl.col(ITEM).is_null() | pl.col(RATER).is_null()).sum().alias("keyless"),
+            *(pl.col(f"_outside_{label}").sum() for label in self.reads),
+            *(pl.col(f"_absent_{label}").sum() for label in self.reads),
+        ).row(0, named=True)
+        return _Batch(
+            rows,
+            counts,
+            _firsts(rows, RATER, self.rater_attributes),
+            _firsts(rows, ITEM, self.item_attributes),
+            list(self.reads),
+        )
+
     def batches(self, reader: Any) -> Iterator[pl.DataFrame]:
         tally = self.tally
-        for batch in reader:
-            frame = pl.from_arrow(batch)
+        for record_batch in reader:
+            frame = pl.from_arrow(record_batch)
             assert isinstance(frame, pl.DataFrame)
-            rows = self._rows(frame, tally.records)
+            batch = self._read(frame, tally.records)
+            rows, counts = batch.rows, batch.counts
             tally.records += rows.height
-            counts = rows.select(
-                (pl.col(ITEM).is_null() | pl.col(RATER).is_null()).sum().alias("keyless"),
-                *(pl.col(f"_outside_{label}").sum() for label in self.reads),
-                *(pl.col(f"_absent_{label}").sum() for label in self.reads),
-            ).row(0, named=True)
             tally.keyless += counts["keyless"]
             for label in self.reads:
                 tally.outside += counts[f"_outside_{label}"]
                 tally.missing[label] += counts[f"_absent_{label}"]
             tally.pairs.append(rows.select(_hashed([ITEM, RATER])).to_series())
-            tally.raters.append(
-                _entity(_firsts(rows, RATER, self.rater_attributes), RATER, self.rater_attributes)
-            )
-            tally.items.append(
-                _entity(_firsts(rows, ITEM, self.item_attributes), ITEM, self.item_attributes)
-            )
+            tally.raters.append(_entity(batch.raters, RATER, self.rater_attributes))
+            tally.items.append(_entity(batch.items, ITEM, self.item_attributes))
             yield self._ratings(rows)
 
 
-def _keys(spec: FileSpec) -> list[pl.Expr]:
+@dataclass
+class _Batch:
+    """One batch read: its rows, their counts and its raters' and items' first rows."""
+
+    rows: pl.DataFrame
+    counts: dict[str, int]
+    raters: pl.DataFrame
+    items: pl.DataFrame
+    labels: list[str]
+
+    def clean(self) -> bool:
+        """Whether stripping could change nothing: no key with spaces around it or empty,
+        no label outside its scale."""
+        if any(self.counts[f"_outside_{label}"] for label in self.labels):
+            return False
+        for frame, key in ((self.raters, RATER), (self.items, ITEM)):
+            value = pl.col(key)
+            if frame.select(((value != value.str.strip_chars()) | (value == "")).any()).item():
+                return False
+        return True
+
+
+def _keys(spec: FileSpec, strip: bool) -> list[pl.Expr]:
+    """ITEM and RATER; unless `strip`, a single item column and the rater column as they
+    are (`_Batch.clean` says when that is the same)."""
+    if not strip:
+        return [pl.col(spec.item[0]).alias(ITEM), pl.col(spec.rater or "").alias(RATER)]
     parts = [pl.col(c).str.strip_chars() for c in spec.item]
     item = pl.concat_str(parts, separator=ITEM_SEPARATOR)
     rater = pl.col(spec.rater or "").str.strip_chars()
