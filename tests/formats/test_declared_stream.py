@@ -185,7 +185,7 @@ def test_a_file_without_a_declared_column_is_left_to_the_whole_read(tmp_path: Pa
 
 
 @pytest.mark.parametrize("row", ["a,3,r1,x,1,no,3,,woman,24,extra", "a,3,r1,x"])
-def test_a_row_duckdb_cannot_parse_strictly_is_left_to_the_whole_read(
+def test_a_record_polars_would_pad_or_refuse_is_left_to_the_whole_read(
     tmp_path: Path, row: str
 ) -> None:
     _, declaration = declared(tmp_path)
@@ -262,3 +262,23 @@ def test_a_batch_is_stripped_only_when_a_cell_needs_it(
         ("r3", None),
     ]
     assert stripped == [False, False, False] if case == "none" else [False, False, False, True]
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_quoted_cells_are_streamed_as_the_whole_read_reads_them(
+    tmp_path: Path, line_end: str
+) -> None:
+    _, declaration = declared(tmp_path)
+    quoted = [
+        row.replace(",hello,", ',"hel,lo ""x""\nend",').replace(",bye,", ',"b""y""e",')
+        for row in ROWS
+    ]
+    data = tmp_path / "x_train.csv"
+    data.write_bytes((line_end.join([HEADER, *quoted]) + line_end).encode())
+    expected = whole(declaration, data)
+    with open_source(data) as source:
+        streamed = stream(declaration, declaration.files[0], source, "csv", tmp_path)
+    assert streamed is not None
+    assert_frame_equal(pl.read_parquet(tmp_path / RATINGS_FILE), expected["ratings"])
+    assert_frame_equal(streamed[0].tables["items"], expected["items"])  # type: ignore[arg-type]
+    assert expected["items"]["text"].to_list() == ['hel,lo "x"\nend', 'b"y"e', "hm"]

@@ -1,21 +1,23 @@
 """A declared dataset of one long CSV (TSV) ratings file, in one pass of bounded memory.
 
-The large files (10^7 ratings and more) are of this shape. DuckDB parses the file (in
-parallel, as its own `COPY` would) and hands it over in batches of BATCH_ROWS records;
-each batch is read by the declaration as `build` reads a whole file (the same
-expressions: `label_read`, `with_positive`), its ratings go to Parquet through one
-Polars sink, and what the tables and the checks need of it is folded into a tally: the
-counts, each rater's and item's first row and attributes, and a hash of each (item,
-rater) pair. Memory holds one batch, the raters and items, and the pair hashes.
-DuckDB hands text over as Arrow string views, which Polars takes without a copy; of a
-batch's rows, only an entity's first and each new combination of its attributes' values
-(by a 64-bit hash of them) are grouped, not every rating.
+The large files (10^7 ratings and more) are of this shape. Polars parses the file as the
+whole read does (`read._read_delimited`: the same parser and options), in batches of
+BATCH_ROWS records parsed in parallel ahead of their use; each batch is read by the
+declaration as `build` reads a whole file (the same expressions: `label_read`,
+`with_positive`), its ratings go to Parquet through one Polars sink, and what the tables
+and the checks need of it is folded into a tally: the counts, each rater's and item's
+first row and attributes, and a hash of each (item, rater) pair. Memory holds a few
+batches, the raters and items, and the pair hashes. Of a batch's rows, only an entity's
+first and each new combination of its attributes' values (by a 64-bit hash of them) are
+grouped, not every rating. The cells' bytes are summed as they pass, and the file's
+bytes must add up to them (`records_whole`): Polars pads a short record and reads a
+blank line as a record, which the whole read then reports.
 
 What needs the records themselves (a row without its item or rater, a label outside its
 scale, a second rating of an item by a rater, a rater or an item whose attributes differ
 between rows) is only counted here: when any is found the caller reads the file whole
 (`read_file`, `build`), which says which records and on which lines. So does a file
-DuckDB cannot parse strictly. Both ways store the same tables
+Polars cannot parse, or whose bytes do not add up. Both ways store the same tables
 (tests/formats/test_declared_stream.py holds them equal).
 
 An entity's attribute is the same on every row that gives one (else the count above),
@@ -34,6 +36,13 @@ import polars as pl
 from dices_cli.families.declaration import DatasetDeclaration, FileSpec
 from dices_cli.formats.declared.build import ITEM_SEPARATOR, Built, label_read, typed, with_positive
 from dices_cli.formats.declared.read import ITEM, RATER, ROW
+from dices_cli.formats.declared.records_whole import (
+    PEEK_BYTES,
+    CellCounts,
+    first_bytes_quoted,
+    header_line,
+    whole,
+)
 from dices_cli.read.source import Source
 
 RATINGS_FILE = "ratings.parquet"  # in the folder `stream` is given
@@ -46,45 +55,45 @@ def streamable(spec: FileSpec, fmt: str) -> bool:
 
 
 BATCH_ROWS = 1 << 20  # records per batch: what memory holds of the ratings at once
-# DuckDB's share of memory (its read-ahead); the rest is the batches' and the tally's.
-DUCKDB_MEMORY = "256MB"
 
 
 def stream(
     declared: DatasetDeclaration, spec: FileSpec, source: Source, fmt: str, folder: Path
 ) -> tuple[Built, int] | None:
     """The tables of the file, its ratings written to folder/RATINGS_FILE, and the records
-    read; None when a record needs a problem or a warning, or the file cannot be parsed
-    strictly (then nothing is kept: read it whole)."""
-    import duckdb
-
-    connection = duckdb.connect()
-    connection.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
-    connection.execute("SET enable_progress_bar = false")
-    # Text as Arrow string views, which Polars takes without copying every cell.
-    connection.execute("SET arrow_output_version = '1.4'")
-    connection.execute("SET produce_arrow_string_view = true")
+    read; None when a record needs a problem or a warning, or Polars cannot parse the file
+    (then nothing is kept: read it whole)."""
     target = folder / RATINGS_FILE
     try:
-        relation = connection.sql(
-            "SELECT * FROM read_csv($path, header = true, all_varchar = true, delim = $delim, "
-            "quote = '\"', escape = '\"')",
-            params={"path": source.text_path, "delim": "\t" if fmt == "tsv" else ","},
+        # The whole read's parse (`read._read_delimited`), a batch at a time.
+        scan = pl.scan_csv(
+            source.text_path,
+            separator="\t" if fmt == "tsv" else ",",
+            infer_schema=False,
+            raise_if_empty=False,
+            extra_columns="raise",
+            missing_columns="raise",
         )
-        header = relation.columns
+        header = scan.collect_schema().names()
+        if header and header[0].startswith("\ufeff"):
+            scan = scan.rename({header[0]: header[0].removeprefix("\ufeff")})
+            header = scan.collect_schema().names()
         if not header or any(c not in header for c in spec.required()):
             return None
+        first = source.read(PEEK_BYTES)
         reading = _Reading(declared, spec, source.display_name, header)
-        reader = relation.to_arrow_reader(BATCH_ROWS)
+        reading.cells = CellCounts(quoted=first_bytes_quoted(first))
+        batches = scan.collect_batches(chunk_size=BATCH_ROWS)
         sink = pl.io.plugins.register_io_source(
-            lambda *_: reading.batches(reader), schema=reading.schema
+            lambda *_: reading.batches(batches), schema=reading.schema
         )
         sink.sink_parquet(target, statistics=True)
-    except (duckdb.Error, pl.exceptions.PolarsError):
+    except pl.exceptions.PolarsError:
         target.unlink(missing_ok=True)
         return None
-    finally:
-        connection.close()
+    if not whole(reading.cells, source.facts(), header_line(first), len(header)):
+        target.unlink(missing_ok=True)
+        return None  # a record padded, a blank line: the whole read says which
     tally = reading.tally
     again = tally.records - pl.concat(tally.pairs).n_unique() if tally.pairs else 0
     raters, items = (
@@ -125,6 +134,7 @@ class _Reading:
         self, declared: DatasetDeclaration, spec: FileSpec, name: str, header: list[str]
     ) -> None:
         self.tally = _Tally(missing=dict.fromkeys(spec.labels, 0))
+        self.cells = CellCounts(quoted=True)
         self.named = [_from_name(p, name).alias(c) for c, p in spec.from_name.items()]
         self.reads = {
             label: label_read(f"_raw_{label}", label, declared.scales[label], stripped=True)
@@ -187,9 +197,8 @@ class _Reading:
 
     def batches(self, reader: Any) -> Iterator[pl.DataFrame]:
         tally = self.tally
-        for record_batch in reader:
-            frame = pl.from_arrow(record_batch)
-            assert isinstance(frame, pl.DataFrame)
+        for frame in reader:
+            self.cells.add(frame)
             batch = self._read(frame, tally.records)
             rows, counts = batch.rows, batch.counts
             tally.records += rows.height
