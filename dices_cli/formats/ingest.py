@@ -101,8 +101,8 @@ def ingest(
     if rejects is not None:  # before reading anything: the files may be large
         check_output(rejects, force, [*files, store.root], option=REJECTS)
     # One pass per plain file, on a spare core: the manifest's checksum and the byte counts
-    # that the parser checks Polars against.
-    checksum.prefetch(files, counted=declared is None)
+    # that the parsers check Polars against.
+    checksum.prefetch(files)
     with contextlib.ExitStack() as opened:
         sources = [opened.enter_context(open_source(path, max_size)) for path in paths]
         firsts = [first_bytes(source) if declared is None else prefix(source) for source in sources]

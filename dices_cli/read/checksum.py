@@ -97,8 +97,7 @@ class TextCounts:
 @dataclass(frozen=True)
 class Scan:
     digest: Digest  # of the bytes as given
-    # of their CSV text (for a plain file, the same bytes); None: not counted (`prefetch`)
-    facts: ByteFacts | None
+    facts: ByteFacts  # of their CSV text (for a plain file, the same bytes)
 
 
 # A prefetched scan counts only for the very file that is read later, as it was then:
@@ -123,22 +122,15 @@ def _read(fd: int, *consumers: Callable[[bytes], None]) -> int:
     return size
 
 
-def _scan_fd(fd: int, counted: bool = True) -> Scan:
+def _scan_fd(fd: int) -> Scan:
     digest, counts = hashlib.sha256(), TextCounts()
-    size = _read(fd, digest.update, *([counts.add] if counted else []))
-    return Scan(Digest(size, digest.hexdigest()), counts.facts() if counted else None)
+    size = _read(fd, digest.update, counts.add)
+    return Scan(Digest(size, digest.hexdigest()), counts.facts())
 
 
-def count_fd(fd: int) -> ByteFacts:
-    """The byte counts of the open plain file `fd`, from its start, counted now."""
-    counts = TextCounts()
-    _read(fd, counts.add)
-    return counts.facts()
-
-
-def _run(fd: int, key: _Key, future: Future[Scan | None], counted: bool) -> None:
+def _run(fd: int, key: _Key, future: Future[Scan | None]) -> None:
     try:
-        scanned = _scan_fd(fd, counted)
+        scanned = _scan_fd(fd)
         # A file written while it was read has a scan that belongs to no version of it.
         future.set_result(scanned if _key(os.fstat(fd)) == key else None)
     except OSError:
@@ -147,11 +139,9 @@ def _run(fd: int, key: _Key, future: Future[Scan | None], counted: bool) -> None
         os.close(fd)
 
 
-def prefetch(paths: Iterable[Path], counted: bool = True) -> None:
+def prefetch(paths: Iterable[Path]) -> None:
     """Start scanning the plain regular files among `paths` in the background (daemon threads:
-    an early exit does not wait for them). Anything else is read by whoever reads it.
-    Without `counted`, only hashed: for readers that never ask for the counts (a declared
-    dataset's), which are then counted when asked for."""
+    an early exit does not wait for them). Anything else is read by whoever reads it."""
     for path in paths:
         try:
             if not stat.S_ISREG(os.stat(path).st_mode):
@@ -171,7 +161,7 @@ def prefetch(paths: Iterable[Path], counted: bool = True) -> None:
             if new:
                 _started[key] = future  # type: ignore[index]
         if new:
-            threading.Thread(target=_run, args=(fd, key, future, counted), daemon=True).start()
+            threading.Thread(target=_run, args=(fd, key, future), daemon=True).start()
         else:
             os.close(fd)
 

@@ -253,19 +253,8 @@ class Source:
         return self._scan().digest
 
     def facts(self) -> checksum.ByteFacts:
-        """Counts over the whole CSV text, taken in the pass that hashes it (or now, when
-        that pass was asked only for the hash)."""
-        scanned = self._scan()
-        if scanned.facts is None:
-            from dices_cli.read import checksum
-
-            try:
-                scanned = checksum.Scan(scanned.digest, checksum.count_fd(self._given))
-            except OSError as error:
-                raise DicesError(f"cannot read {self.name}: {error.strerror}") from error
-            self._scanned = scanned
-        assert scanned.facts is not None
-        return scanned.facts
+        """Counts over the whole CSV text, taken in the pass that hashes it."""
+        return self._scan().facts
 
     def _scan(self) -> checksum.Scan:
         from dices_cli.read import checksum

@@ -38,9 +38,8 @@ def run_ingest(
 
     paths = checked_files(files, store=True)
     limit = size_of(max_size)
-    # Hashes (and counts, which only DICES's parser reads) on a spare core while Polars is
-    # imported.
-    checksum.prefetch(paths, counted=declaration is None)
+    # Hashes and counts on a spare core while Polars is imported.
+    checksum.prefetch(paths)
     from dices_cli.formats.ingest import ingest
     from dices_cli.formats.validate import no_progress
 

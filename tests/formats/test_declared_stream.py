@@ -185,7 +185,7 @@ def test_a_file_without_a_declared_column_is_left_to_the_whole_read(tmp_path: Pa
 
 
 @pytest.mark.parametrize("row", ["a,3,r1,x,1,no,3,,woman,24,extra", "a,3,r1,x"])
-def test_a_row_duckdb_cannot_parse_strictly_is_left_to_the_whole_read(
+def test_a_record_polars_would_pad_or_refuse_is_left_to_the_whole_read(
     tmp_path: Path, row: str
 ) -> None:
     _, declaration = declared(tmp_path)
@@ -193,3 +193,92 @@ def test_a_row_duckdb_cannot_parse_strictly_is_left_to_the_whole_read(
     with open_source(data) as source:
         assert stream(declaration, declaration.files[0], source, "csv", tmp_path) is None
     assert not (tmp_path / RATINGS_FILE).exists()
+
+
+# One item column: each batch is read first as it is, and stripped only when a cell needs it.
+SINGLE = """
+[[dataset]]
+name = "single"
+title = "Single"
+[[dataset.file]]
+role = "ratings"
+item = "item"
+rater = "rater"
+labels = ["harm", "score"]
+rater_attributes = ["gender"]
+[dataset.scales.harm]
+kind = "nominal"
+values = ["no", "yes"]
+[dataset.scales.score]
+kind = "ordinal"
+values = [1, 2, 3]
+missing = ["NA"]
+"""
+SINGLE_ROWS = ["i1,r1,yes,3,woman", "i1,r2,no,NA,man", "i2,r1,no,1,woman", "i2,r2,,2,man"]
+# Each puts spaces around one cell of the last batch (two rows per batch below).
+SPACED = {
+    "none": ("i3,r3,yes,1,", "i3,r1,no,2,woman"),
+    "rater": ("i3,r3,yes,1,", "i3, r1 ,no,2,woman"),
+    "item": ("i3,r3,yes,1,", "i3 ,r1,no,2,woman"),
+    "named label": ("i3,r3,yes,1,", "i3,r1,\tno,2,woman"),
+    "numeric label": ("i3,r3,yes, 1,", "i3,r1,no,2,woman"),
+    "missing code": ("i3,r3,yes,NA ,", "i3,r1,no,2,woman"),
+}
+
+
+@pytest.mark.parametrize("case", list(SPACED))
+def test_a_batch_is_stripped_only_when_a_cell_needs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from dices_cli.formats.declared import stream as streaming
+
+    monkeypatch.setattr(streaming, "BATCH_ROWS", 2)
+    stripped: list[bool] = []
+    rows_of = streaming._Reading._rows
+
+    def spied(reading: object, frame: pl.DataFrame, offset: int, strip: bool) -> pl.DataFrame:
+        if frame.height:
+            stripped.append(strip)
+        return rows_of(reading, frame, offset, strip)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(streaming._Reading, "_rows", spied)
+    path = tmp_path / "single.toml"
+    path.write_text(SINGLE, encoding="utf-8")
+    (declaration,) = read_declaration(path)
+    data = tmp_path / "single.csv"
+    data.write_text("\n".join(["item,rater,harm,score,gender", *SINGLE_ROWS, *SPACED[case]]) + "\n")
+    expected = whole(declaration, data)
+    with open_source(data) as source:
+        streamed = stream(declaration, declaration.files[0], source, "csv", tmp_path)
+    assert streamed is not None
+    built, records = streamed
+    assert records == 6
+    assert_frame_equal(pl.read_parquet(tmp_path / RATINGS_FILE), expected["ratings"])
+    for table in ("items", "raters"):
+        assert_frame_equal(built.tables[table], expected[table])  # type: ignore[arg-type]
+    assert built.tables["raters"].rows() == [  # type: ignore[union-attr]
+        ("r1", "woman"),
+        ("r2", "man"),
+        ("r3", None),
+    ]
+    assert stripped == [False, False, False] if case == "none" else [False, False, False, True]
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_quoted_cells_are_streamed_as_the_whole_read_reads_them(
+    tmp_path: Path, line_end: str
+) -> None:
+    _, declaration = declared(tmp_path)
+    quoted = [
+        row.replace(",hello,", ',"hel,lo ""x""\nend",').replace(",bye,", ',"b""y""e",')
+        for row in ROWS
+    ]
+    data = tmp_path / "x_train.csv"
+    data.write_bytes((line_end.join([HEADER, *quoted]) + line_end).encode())
+    expected = whole(declaration, data)
+    with open_source(data) as source:
+        streamed = stream(declaration, declaration.files[0], source, "csv", tmp_path)
+    assert streamed is not None
+    assert_frame_equal(pl.read_parquet(tmp_path / RATINGS_FILE), expected["ratings"])
+    assert_frame_equal(streamed[0].tables["items"], expected["items"])  # type: ignore[arg-type]
+    assert expected["items"]["text"].to_list() == ['hel,lo "x"\nend', 'b"y"e', "hm"]

@@ -134,3 +134,13 @@ def test_a_plain_file_and_its_gzip_give_the_same_digest_of_their_own_bytes_and_t
             with open_source(path) as source:
                 assert source.facts() == expected_facts(text)
                 assert source.digest() == expected(path)
+
+
+def test_a_prefetch_counts_in_its_one_pass(tmp_path: Path) -> None:
+    text = b"a,b\n1,2\n" * 1000
+    path = tmp_path / "b.csv"
+    path.write_bytes(text)
+    checksum.prefetch([path])
+    with open_source(path) as source:
+        assert source._scan().facts == expected_facts(text)
+        assert source.digest() == expected(path)

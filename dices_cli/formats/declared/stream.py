@@ -1,21 +1,23 @@
 """A declared dataset of one long CSV (TSV) ratings file, in one pass of bounded memory.
 
-The large files (10^7 ratings and more) are of this shape. DuckDB parses the file (in
-parallel, as its own `COPY` would) and hands it over in batches of BATCH_ROWS records;
-each batch is read by the declaration as `build` reads a whole file (the same
-expressions: `label_read`, `with_positive`), its ratings go to Parquet through one
-Polars sink, and what the tables and the checks need of it is folded into a tally: the
-counts, each rater's and item's first row and attributes, and a hash of each (item,
-rater) pair. Memory holds one batch, the raters and items, and the pair hashes.
-DuckDB hands text over as Arrow string views, which Polars takes without a copy; of a
-batch's rows, only an entity's first and each new combination of its attributes' values
-(by a 64-bit hash of them) are grouped, not every rating.
+The large files (10^7 ratings and more) are of this shape. Polars parses the file as the
+whole read does (`read._read_delimited`: the same parser and options), in batches of
+BATCH_ROWS records parsed in parallel ahead of their use; each batch is read by the
+declaration as `build` reads a whole file (the same expressions: `label_read`,
+`with_positive`), its ratings go to Parquet through one Polars sink, and what the tables
+and the checks need of it is folded into a tally: the counts, each rater's and item's
+first row and attributes, and a hash of each (item, rater) pair. Memory holds a few
+batches, the raters and items, and the pair hashes. Of a batch's rows, only an entity's
+first and each new combination of its attributes' values (by a 64-bit hash of them) are
+grouped, not every rating. The cells' bytes are summed as they pass, and the file's
+bytes must add up to them (`records_whole`): Polars pads a short record and reads a
+blank line as a record, which the whole read then reports.
 
 What needs the records themselves (a row without its item or rater, a label outside its
 scale, a second rating of an item by a rater, a rater or an item whose attributes differ
 between rows) is only counted here: when any is found the caller reads the file whole
 (`read_file`, `build`), which says which records and on which lines. So does a file
-DuckDB cannot parse strictly. Both ways store the same tables
+Polars cannot parse, or whose bytes do not add up. Both ways store the same tables
 (tests/formats/test_declared_stream.py holds them equal).
 
 An entity's attribute is the same on every row that gives one (else the count above),
@@ -34,6 +36,13 @@ import polars as pl
 from dices_cli.families.declaration import DatasetDeclaration, FileSpec
 from dices_cli.formats.declared.build import ITEM_SEPARATOR, Built, label_read, typed, with_positive
 from dices_cli.formats.declared.read import ITEM, RATER, ROW
+from dices_cli.formats.declared.records_whole import (
+    PEEK_BYTES,
+    CellCounts,
+    first_bytes_quoted,
+    header_line,
+    whole,
+)
 from dices_cli.read.source import Source
 
 RATINGS_FILE = "ratings.parquet"  # in the folder `stream` is given
@@ -46,45 +55,45 @@ def streamable(spec: FileSpec, fmt: str) -> bool:
 
 
 BATCH_ROWS = 1 << 20  # records per batch: what memory holds of the ratings at once
-# DuckDB's share of memory (its read-ahead); the rest is the batches' and the tally's.
-DUCKDB_MEMORY = "256MB"
 
 
 def stream(
     declared: DatasetDeclaration, spec: FileSpec, source: Source, fmt: str, folder: Path
 ) -> tuple[Built, int] | None:
     """The tables of the file, its ratings written to folder/RATINGS_FILE, and the records
-    read; None when a record needs a problem or a warning, or the file cannot be parsed
-    strictly (then nothing is kept: read it whole)."""
-    import duckdb
-
-    connection = duckdb.connect()
-    connection.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
-    connection.execute("SET enable_progress_bar = false")
-    # Text as Arrow string views, which Polars takes without copying every cell.
-    connection.execute("SET arrow_output_version = '1.4'")
-    connection.execute("SET produce_arrow_string_view = true")
+    read; None when a record needs a problem or a warning, or Polars cannot parse the file
+    (then nothing is kept: read it whole)."""
     target = folder / RATINGS_FILE
     try:
-        relation = connection.sql(
-            "SELECT * FROM read_csv($path, header = true, all_varchar = true, delim = $delim, "
-            "quote = '\"', escape = '\"')",
-            params={"path": source.text_path, "delim": "\t" if fmt == "tsv" else ","},
+        # The whole read's parse (`read._read_delimited`), a batch at a time.
+        scan = pl.scan_csv(
+            source.text_path,
+            separator="\t" if fmt == "tsv" else ",",
+            infer_schema=False,
+            raise_if_empty=False,
+            extra_columns="raise",
+            missing_columns="raise",
         )
-        header = relation.columns
+        header = scan.collect_schema().names()
+        if header and header[0].startswith("\ufeff"):
+            scan = scan.rename({header[0]: header[0].removeprefix("\ufeff")})
+            header = scan.collect_schema().names()
         if not header or any(c not in header for c in spec.required()):
             return None
+        first = source.read(PEEK_BYTES)
         reading = _Reading(declared, spec, source.display_name, header)
-        reader = relation.to_arrow_reader(BATCH_ROWS)
+        reading.cells = CellCounts(quoted=first_bytes_quoted(first))
+        batches = scan.collect_batches(chunk_size=BATCH_ROWS)
         sink = pl.io.plugins.register_io_source(
-            lambda *_: reading.batches(reader), schema=reading.schema
+            lambda *_: reading.batches(batches), schema=reading.schema
         )
         sink.sink_parquet(target, statistics=True)
-    except (duckdb.Error, pl.exceptions.PolarsError):
+    except pl.exceptions.PolarsError:
         target.unlink(missing_ok=True)
         return None
-    finally:
-        connection.close()
+    if not whole(reading.cells, source.facts(), header_line(first), len(header)):
+        target.unlink(missing_ok=True)
+        return None  # a record padded, a blank line: the whole read says which
     tally = reading.tally
     again = tally.records - pl.concat(tally.pairs).n_unique() if tally.pairs else 0
     raters, items = (
@@ -125,12 +134,8 @@ class _Reading:
         self, declared: DatasetDeclaration, spec: FileSpec, name: str, header: list[str]
     ) -> None:
         self.tally = _Tally(missing=dict.fromkeys(spec.labels, 0))
+        self.cells = CellCounts(quoted=True)
         self.named = [_from_name(p, name).alias(c) for c, p in spec.from_name.items()]
-        # Each label's cell is stripped once, into _raw_LABEL, which its reading reads.
-        self.stripped = [
-            pl.col(column).str.strip_chars().alias(f"_raw_{label}")
-            for label, column in spec.labels.items()
-        ]
         self.reads = {
             label: label_read(f"_raw_{label}", label, declared.scales[label], stripped=True)
             for label in spec.labels
@@ -139,16 +144,22 @@ class _Reading:
         self.rater_attributes = dict(spec.rater_attributes)
         self.item_attributes = {**spec.text, **spec.item_attributes}
         empty = pl.DataFrame(schema=dict.fromkeys(header, pl.String))
-        self.schema = self._ratings(self._rows(empty, 0)).schema
+        self.schema = self._ratings(self._rows(empty, 0, strip=True)).schema
 
-    def _rows(self, frame: pl.DataFrame, offset: int) -> pl.DataFrame:
+    def _rows(self, frame: pl.DataFrame, offset: int, strip: bool) -> pl.DataFrame:
+        """The batch's rows with their keys, labels and flags; `strip`: of spaces around
+        the keys and labels."""
+        raw = [
+            (pl.col(column).str.strip_chars() if strip else pl.col(column)).alias(f"_raw_{label}")
+            for label, column in self.spec.labels.items()
+        ]
         flags = []
         for label, (value, absent, outside) in self.reads.items():
             flags += [value, absent.alias(f"_absent_{label}"), outside.alias(f"_outside_{label}")]
         return (
             frame.with_row_index(ROW, offset)
-            .with_columns(*self.named, *self.stripped)
-            .with_columns(*_keys(self.spec), *flags)
+            .with_columns(*self.named, *raw)
+            .with_columns(*_keys(self.spec, strip), *flags)
         )
 
     def _ratings(self, rows: pl.DataFrame) -> pl.DataFrame:
@@ -157,33 +168,77 @@ class _Reading:
         frame: pl.DataFrame = with_positive(ratings, self.declared)
         return frame
 
+    def _read(self, frame: pl.DataFrame, offset: int) -> _Batch:
+        """The batch read as `build` reads it. Stripping every cell is most of a batch's
+        work, and most files have nothing to strip: the batch is first read as it is, and
+        again stripped only when a cell that stripping could change is seen, a key in
+        its raters' or items' first rows (each distinct key is among them) or a label
+        outside its scale (a value with spaces around it reads as outside, or as the
+        value itself)."""
+        plain = len(self.spec.item) == 1
+        batch = self._batch(self._rows(frame, offset, strip=not plain))
+        if plain and not batch.clean():
+            batch = self._batch(self._rows(frame, offset, strip=True))
+        return batch
+
+    def _batch(self, rows: pl.DataFrame) -> _Batch:
+        counts = rows.select(
+            (pl.col(ITEM).is_null() | pl.col(RATER).is_null()).sum().alias("keyless"),
+            *(pl.col(f"_outside_{label}").sum() for label in self.reads),
+            *(pl.col(f"_absent_{label}").sum() for label in self.reads),
+        ).row(0, named=True)
+        return _Batch(
+            rows,
+            counts,
+            _firsts(rows, RATER, self.rater_attributes),
+            _firsts(rows, ITEM, self.item_attributes),
+            list(self.reads),
+        )
+
     def batches(self, reader: Any) -> Iterator[pl.DataFrame]:
         tally = self.tally
-        for batch in reader:
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            rows = self._rows(frame, tally.records)
+        for frame in reader:
+            self.cells.add(frame)
+            batch = self._read(frame, tally.records)
+            rows, counts = batch.rows, batch.counts
             tally.records += rows.height
-            counts = rows.select(
-                (pl.col(ITEM).is_null() | pl.col(RATER).is_null()).sum().alias("keyless"),
-                *(pl.col(f"_outside_{label}").sum() for label in self.reads),
-                *(pl.col(f"_absent_{label}").sum() for label in self.reads),
-            ).row(0, named=True)
             tally.keyless += counts["keyless"]
             for label in self.reads:
                 tally.outside += counts[f"_outside_{label}"]
                 tally.missing[label] += counts[f"_absent_{label}"]
             tally.pairs.append(rows.select(_hashed([ITEM, RATER])).to_series())
-            tally.raters.append(
-                _entity(_firsts(rows, RATER, self.rater_attributes), RATER, self.rater_attributes)
-            )
-            tally.items.append(
-                _entity(_firsts(rows, ITEM, self.item_attributes), ITEM, self.item_attributes)
-            )
+            tally.raters.append(_entity(batch.raters, RATER, self.rater_attributes))
+            tally.items.append(_entity(batch.items, ITEM, self.item_attributes))
             yield self._ratings(rows)
 
 
-def _keys(spec: FileSpec) -> list[pl.Expr]:
+@dataclass
+class _Batch:
+    """One batch read: its rows, their counts and its raters' and items' first rows."""
+
+    rows: pl.DataFrame
+    counts: dict[str, int]
+    raters: pl.DataFrame
+    items: pl.DataFrame
+    labels: list[str]
+
+    def clean(self) -> bool:
+        """Whether stripping could change nothing: no key with spaces around it or empty,
+        no label outside its scale."""
+        if any(self.counts[f"_outside_{label}"] for label in self.labels):
+            return False
+        for frame, key in ((self.raters, RATER), (self.items, ITEM)):
+            value = pl.col(key)
+            if frame.select(((value != value.str.strip_chars()) | (value == "")).any()).item():
+                return False
+        return True
+
+
+def _keys(spec: FileSpec, strip: bool) -> list[pl.Expr]:
+    """ITEM and RATER; unless `strip`, a single item column and the rater column as they
+    are (`_Batch.clean` says when that is the same)."""
+    if not strip:
+        return [pl.col(spec.item[0]).alias(ITEM), pl.col(spec.rater or "").alias(RATER)]
     parts = [pl.col(c).str.strip_chars() for c in spec.item]
     item = pl.concat_str(parts, separator=ITEM_SEPARATOR)
     rater = pl.col(spec.rater or "").str.strip_chars()
