@@ -126,9 +126,10 @@ def verbatim_records(
     handle: BinaryIO, spans: Iterable[tuple[int, int]]
 ) -> Iterator[tuple[int, bytes]]:
     """(first, bytes) of each record that starts on line `first` and spans `count` lines, in
-    file order, in one streaming pass. A line too long for any record is left out."""
+    one streaming pass: `spans` come in file order, and are not held. A line too long for any
+    record is left out."""
     lines = Lines(handle)
-    for first, count in sorted(spans):
+    for first, count in spans:
         kept: list[str] = []
         while lines.count < first + count - 1:
             try:

@@ -550,6 +550,30 @@ def test_millions_of_broken_records_cost_two_bytes_each(tmp_path: Path) -> None:
     assert held < 2.5 * 100_000, held
 
 
+@pytest.mark.slow
+def test_the_rejects_of_many_broken_records_are_written_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    """400,000 lines of a space after 20 records: each a broken record, which --rejects
+    writes back verbatim. Their spans were listed and sorted first (a tuple of two integers
+    each: 52 MiB more than the ingest refused without --rejects); they are read from their
+    packed starts as the file is read again."""
+    valid = build("350", items=4, raters=5)
+    path = tmp_path / "spaces.csv"
+    path.write_bytes(valid + b" \n" * 400_000)
+    ingest = ["ingest", str(path), "--data", str(tmp_path / "data")]
+    rejects = tmp_path / "rejects.csv"
+
+    refused, _, alone = run_capped(ingest)
+    code, stderr, peak = run_capped([*ingest, "--rejects", str(rejects)])
+
+    assert_clean(refused, "", 1)
+    assert_clean(code, stderr, 0)
+    with rejects.open("rb") as written:
+        assert sum(1 for _ in written) == 1 + 400_000 * 2  # the header; a record, its line end
+    assert peak < alone + 16 * MiB, f"{peak / MiB:.0f} MiB, {alone / MiB:.0f} MiB refused"
+
+
 def test_validate_file_is_the_one_entry_for_a_report(replica_350: Path, tmp_path: Path) -> None:
     """The library call behind `dices validate`: a path (or `-`) in, a Report out."""
     report = validate_file(replica_350)

@@ -4,6 +4,7 @@ raters and ratings by `dices_cli.formats.dices.tables`."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,15 +81,18 @@ def _refuse_same_dataset_twice(checked_files: Sequence[CheckedFile]) -> None:
 
 
 def _rejected_records(checked: CheckedFile) -> Iterator[Rejected]:
-    """(line, bytes, problems) of every rejected record, in file order, streamed."""
+    """(line, bytes, problems) of every rejected record, in file order, streamed: the broken
+    records (millions, maybe) are read from their packed starts, never listed."""
     parsed = checked.parsed
     if parsed is None or checked.rejected is None:
         return
     by_line: dict[int, list[Problem]] = {}
     for problem in checked.report.errors:
         by_line.setdefault(problem.line or 0, []).append(problem)
-    spans = list(zip(parsed.bad_starts, parsed.bad_line_counts, strict=True))
-    spans += parsed.frame.filter(checked.rejected).select(LINE, LINE_COUNT).iter_rows()
+    spans = heapq.merge(  # each in file order
+        zip(parsed.bad_starts, parsed.bad_line_counts, strict=True),
+        parsed.frame.filter(checked.rejected).select(LINE, LINE_COUNT).iter_rows(),
+    )
     with checked.source.open_text() as text:
         for line, record in verbatim_records(text, spans):
             yield line, record, by_line.get(line, [])
