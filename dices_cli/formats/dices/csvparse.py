@@ -147,8 +147,8 @@ def parse(
     types: dict[str, pl.DataType] = {
         n: pl.Categorical(categories) if n in categorical else pl.String() for n in names
     }
-    # Counted as the file was hashed: by a prefetch (a command's, done by now), as it was
-    # spooled, or now.
+    # Counted in the pass that hashed the file: a command's prefetch, started before it
+    # imported Polars (waited for if it is still going), the spool's, or now.
     facts = source.facts()
     if _polars_can_hold(source, facts):
         fast = _trusted(_polars_parse(source, header, types), facts, header, categories)
