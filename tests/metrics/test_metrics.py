@@ -323,3 +323,18 @@ def test_benjamini_hochberg_equals_scipy_and_leaves_nan_alone(p_values: list[flo
         assert adjusted[tested] == pytest.approx(
             false_discovery_control(p[tested], method="bh"), abs=1e-12
         )
+
+
+@pytest.mark.parametrize("high", [1, 3, 300, 70_000, 2**40])
+def test_shuffled_labellings_are_numpys_shuffles_of_the_labels_as_given(high: int) -> None:
+    labels = np.random.default_rng(5).integers(-1, high, size=500).astype(np.intp)
+    expected = np.random.default_rng(9).permuted(np.tile(labels, (40, 1)), axis=1)
+    shuffled = shuffled_labellings(labels, 40, seed=9)
+    assert shuffled.dtype == labels.dtype
+    assert np.array_equal(shuffled, expected)
+
+
+def test_no_labels_shuffle_to_empty_rows() -> None:
+    shuffled = shuffled_labellings(np.array([], dtype=np.intp), 3, seed=0)
+    assert shuffled.shape == (3, 0)
+    assert shuffled.dtype == np.intp

@@ -54,7 +54,7 @@ def streamable(spec: FileSpec, fmt: str) -> bool:
     return long and fmt in ("csv", "tsv")
 
 
-BATCH_ROWS = 1 << 20  # records per batch: what memory holds of the ratings at once
+BATCH_ROWS = 1 << 19  # records per batch: what memory holds of the ratings at once
 
 
 def stream(
