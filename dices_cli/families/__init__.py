@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dices_cli.families.declaration import DatasetDeclaration, DeclarationError
+from dices_cli.families.declaration import RESERVED_NAMES, DatasetDeclaration, DeclarationError
 from dices_cli.families.dices import DICES
 from dices_cli.families.family import Family, SourceFile, listed
 from dices_cli.families.prosocial import PROSOCIAL
@@ -73,6 +73,8 @@ class Registry(dict[str, Family]):
     def __contains__(self, name: object) -> bool:
         if super().__contains__(name):
             return True
+        if name in RESERVED_NAMES:  # "all": no declaration takes it, none is parsed for it
+            return False
         self.load()
         return super().__contains__(name)
 
@@ -159,8 +161,11 @@ def declared_family(member: str) -> Family | None:
 
 
 def family_of(member: str) -> Family:
-    """The family a stored dataset (350, 990, prosocial, a declared one) belongs to."""
-    return next(f for f in FAMILIES.values() if member in f.members)
+    """The family a stored dataset (350, 990, prosocial, a declared one) belongs to: one of
+    code of its own found without parsing the declarations (no declared dataset takes its
+    name: `register`)."""
+    coded = next((f for f in FAMILIES.coded() if member in f.members), None)
+    return coded or next(f for f in FAMILIES.values() if member in f.members)
 
 
 def all_members() -> tuple[str, ...]:

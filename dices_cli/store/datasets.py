@@ -49,7 +49,7 @@ from dices_cli.errors import (
     UsageError,
     system_reason,
 )
-from dices_cli.families import Family, all_members, family_of
+from dices_cli.families import Family, all_members, coded_members, family_of
 from dices_cli.families.schema import DATASETS, canonical_names
 from dices_cli.output import MANIFEST, STORE
 
@@ -253,8 +253,18 @@ class Store:
         return [name for name in DATASETS if self.exists(name)]
 
     def ingested(self) -> list[str]:
-        """Every dataset of every family ingested here."""
-        return [name for name in all_members() if self.exists(name)]
+        """Every dataset of every family ingested here. The declared families' datasets
+        (their declarations parsed) are looked for only when the directory holds a name
+        that no family of code of its own has."""
+        coded = coded_members()
+        try:
+            others = {name for name in os.listdir(self.root) if not name.startswith(".")}
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError:
+            others = {""}  # not listed: every family's datasets are looked for
+        members = all_members() if others - set(coded) else coded
+        return [name for name in members if self.exists(name)]
 
     def open(self, name: str) -> StoredDataset:
         """The version of `name` readers see now; inside `pinned()`, the one seen first."""

@@ -222,9 +222,22 @@ class QueryCommand(TyperCommand):
     is a large part of a small query's start: bench/queries.py)."""
 
     def __init__(self, query: Query, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
         self.query = query
+        self._help: str | None = None
+        super().__init__(**kwargs)
         self._marked_up = False
+
+    @property
+    def help(self) -> str:
+        """The command's help (`_help`), made when first read: a run does not read it, and
+        its list of datasets reads every family's queries."""
+        if self._help is None:
+            self._help = _help(self.query)
+        return self._help
+
+    @help.setter
+    def help(self, text: str | None) -> None:
+        self._help = text
 
     def marked_up(self) -> QueryCommand:
         """This command with its help texts escaped as Rich markup, for Typer to draw (once:
@@ -311,7 +324,6 @@ def query_command(query: Query) -> QueryCommand:
         name=query.name,
         callback=run,
         params=[*own, *shared, _explain_option(query), quiet_option()],
-        help=_help(query),
         options_metavar="[OPTIONS]",
         rich_markup_mode="rich",
     )
@@ -325,8 +337,8 @@ def _declared_version(args: list[str]) -> Query | None:
     from dices_cli.queries.catalog import command_queries, declared_queries
 
     own = declared_queries().get(args[0])
-    if own is None:
-        return None
+    if own is None or not any(word.startswith(("-d", "--dataset")) for word in args[1:]):
+        return None  # no dataset named (`_dataset_named`): no command built to read them
     dataset = _dataset_named(args[1:], _valued(command_queries().get(args[0])) | _valued(own))
     if dataset is None or dataset == "all":
         return None
@@ -498,10 +510,9 @@ def run_query(
     # bench/queries.py). Set before numpy is imported.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-    from dices_cli.families import all_members
     from dices_cli.output import Format, Output
     from dices_cli.runs.canned import family_asked, run_canned
-    from dices_cli.runs.common import check_choice, data_store
+    from dices_cli.runs.common import check_dataset, data_store
     from dices_cli.shape import Shape
 
     shape = Shape.parse(keep_columns, sort, limit)
@@ -509,7 +520,7 @@ def run_query(
         raise _no_chart(canned)
     inputs = read_paths(data, raters)
     store = data_store(data)  # registers the datasets declared there
-    check_choice("dataset", dataset, ("all", *all_members()))
+    check_dataset(dataset)
     family = family_asked(canned, dataset, store)
     if family is not None:  # before --raters FILE is read
         no_rater_selection(family, exclude_removed, raters, min_quality)
