@@ -50,6 +50,7 @@ from dices_cli.errors import (
     system_reason,
 )
 from dices_cli.families import Family, all_members, coded_members, family_of
+from dices_cli.families.registered import user_declarations
 from dices_cli.families.schema import DATASETS, canonical_names
 from dices_cli.output import MANIFEST, STORE
 
@@ -232,14 +233,15 @@ class StoredDataset:
 
 class Store:
     def __init__(self, root: Path) -> None:
-        from dices_cli.families import register_directory
-        from dices_cli.families.declaration import DeclarationError
-
         self.root = root
-        try:
-            register_directory(root)  # the datasets declared by the user's own files
-        except DeclarationError as error:
-            raise UsageError(str(error)) from None
+        if user_declarations(root):  # the datasets declared by the user's own files
+            from dices_cli.families import register_directory
+            from dices_cli.families.declaration import DeclarationError
+
+            try:
+                register_directory(root)
+            except DeclarationError as error:
+                raise UsageError(str(error)) from None
         self._pinned: dict[str, tuple[StoredDataset, int]] | None = None  # see `pinned`
 
     def link(self, name: str) -> Path:
