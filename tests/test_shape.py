@@ -334,6 +334,7 @@ VOCABULARY = {
         "Query",
         "catalog",
         "command_queries",
+        "command_query",
         "declared_queries",
         "family_queries",
         "usage_error",

@@ -194,13 +194,13 @@ class Data:
         dices_cli.errors.UsageError: threshold must be a number between 0 and 1 (got 2)
         """
         from dices_cli.families import declared_family
-        from dices_cli.queries.catalog import command_queries, declared_queries
+        from dices_cli.queries.catalog import command_query, declared_queries
 
         check_dataset(dataset)
         # A declared dataset's own version of the query (sql/declared/), as `dices query
         # NAME -d DATASET` runs it, with its own parameters.
         own = declared_queries().get(name) if declared_family(dataset) else None
-        canned = own or command_queries().get(name)
+        canned = own or command_query(name)
         if canned is None:
             raise UsageError(no_such_query(name))
         taken = {p.name for p in canned.parameters}

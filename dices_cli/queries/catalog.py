@@ -560,6 +560,12 @@ def command_queries() -> dict[str, Query]:
     return commands
 
 
+def command_query(name: str) -> Query | None:
+    """The query of the `dices query` command `name` (`command_queries`), or None: a DICES
+    query without reading the other families' catalogues."""
+    return catalog().get(name) or command_queries().get(name)
+
+
 def get_query(name: str) -> Query:
     queries = catalog()
     if name not in queries:

@@ -334,12 +334,14 @@ def _declared_version(args: list[str]) -> Query | None:
     --dataset names a dataset that is not DICES's or ProsocialDialog's (a declared one,
     known to the registry only once the data directory is read): it takes its own options."""
     from dices_cli.families import FAMILIES
-    from dices_cli.queries.catalog import command_queries, declared_queries
+    from dices_cli.queries.catalog import command_query, declared_queries
 
+    if not any(word.startswith(("-d", "--dataset")) for word in args[1:]):
+        return None  # no dataset named (`_dataset_named`): no catalogue read for one
     own = declared_queries().get(args[0])
-    if own is None or not any(word.startswith(("-d", "--dataset")) for word in args[1:]):
-        return None  # no dataset named (`_dataset_named`): no command built to read them
-    dataset = _dataset_named(args[1:], _valued(command_queries().get(args[0])) | _valued(own))
+    if own is None:
+        return None
+    dataset = _dataset_named(args[1:], _valued(command_query(args[0])) | _valued(own))
     if dataset is None or dataset == "all":
         return None
     known = next((f for f in FAMILIES.values() if dataset in f.members), None)
@@ -390,18 +392,18 @@ class QueryGroup(ListingGroup):
         return list(command_queries())
 
     def get_command(self, ctx: Any, cmd_name: str) -> click_core.Command | None:
-        from dices_cli.queries.catalog import command_queries
+        from dices_cli.queries.catalog import command_query
 
-        query = command_queries().get(cmd_name)
+        query = command_query(cmd_name)
         if query is None:
             return None
         command = query_command(query)
         return command.marked_up() if self.listing else command
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        from dices_cli.queries.catalog import command_queries
+        from dices_cli.queries.catalog import command_query
 
-        if not args[0].startswith("-") and args[0] not in command_queries():
+        if not args[0].startswith("-") and command_query(args[0]) is None:
             raise UsageError(_no_such_query(args[0]))
         own = _declared_version(args)
         if own is not None:  # its own options and help
