@@ -10,7 +10,6 @@ a query command is wanted, never for `dices --help`.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +21,7 @@ from typer._click.globals import get_current_context
 from typer._types import TyperChoice
 from typer.core import TyperCommand, TyperOption
 
+from dices_cli.cli.commands.answers import emit_shaped, run_query
 from dices_cli.cli.commands.listing import ListingGroup
 from dices_cli.cli.commands.options import (
     ColumnsOption,
@@ -34,19 +34,13 @@ from dices_cli.cli.commands.options import (
     OutputFormat,
     RatersFile,
     SortOption,
-    emit_shaped,
-    no_rater_selection,
-    rater_selection,
-    read_paths,
 )
 from dices_cli.cli.commands.quiet import quiet_option
-from dices_cli.cli.render import say
 from dices_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from dices_cli.cli.focus import Focus
     from dices_cli.output import Format
     from dices_cli.queries.catalog import Parameter, Query
     from dices_cli.shape import Shape
@@ -488,86 +482,6 @@ def _explain(query: Query) -> None:
         lines.append(f"Then computed in Python by: {query.compute}")
     with Output.build(None, None).open() as handle:
         handle.write(("\n".join(lines) + "\n").encode("utf-8"))
-
-
-def run_query(
-    canned: Query,
-    given: dict[str, Any],
-    dataset: str,
-    exclude_removed: bool,
-    raters: str | None,
-    min_quality: float | None,
-    show_sql: bool,
-    keep_columns: str | None,
-    sort: str | None,
-    limit: int | None,
-    data: Path | None,
-    fmt: Format | None,
-    output: Path | None,
-    force: bool,
-) -> None:
-    """Run `canned` with the values `given` to its parameters (None: not given)."""
-    # One BLAS thread, as in `dices evaluate`: a compute step's matrix products are small, and
-    # OpenBLAS's threads only fight for the cores (the bootstrap of a query with --by;
-    # bench/queries.py). Set before numpy is imported.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-    from dices_cli.output import Format, Output
-    from dices_cli.runs.canned import family_asked, run_canned
-    from dices_cli.runs.common import check_dataset, data_store
-    from dices_cli.shape import Shape
-
-    shape = Shape.parse(keep_columns, sort, limit)
-    if fmt is Format.CHART and canned.chart is None:  # before the work
-        raise _no_chart(canned)
-    inputs = read_paths(data, raters)
-    store = data_store(data)  # registers the datasets declared there
-    check_dataset(dataset)
-    family = family_asked(canned, dataset, store)
-    if family is not None:  # before --raters FILE is read
-        no_rater_selection(family, exclude_removed, raters, min_quality)
-    written = Output.build(fmt, output, force, inputs, chart=True)
-    # A repeated option's values come as a tuple, () when not given.
-    given = {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}
-    selection = rater_selection(exclude_removed, raters, min_quality)
-    run = run_canned(
-        store,
-        canned,
-        given,
-        dataset,
-        selection,
-        typed=written.format is Format.PARQUET,
-        tell=say,
-        show_sql=say if show_sql else None,
-    )
-    if run.parameters is None:  # another family's own query: no chart, no group columns
-        emit_shaped(
-            run.result, shape, fmt, output, canned.name, force, inputs, focus=_focus(run.query, {})
-        )
-        return
-    chart = canned.chart.resolved(run.parameters) if canned.chart is not None else None
-    focus = _focus(canned, run.parameters)
-    emit_shaped(run.result, shape, fmt, output, canned.name, force, inputs, chart, focus)
-
-
-def _focus(query: Query, parameters: dict[str, Any]) -> Focus:
-    """What a table of the result always shows: its group columns (with their sizes) and its
-    answer."""
-    from dices_cli.cli.focus import Focus
-
-    groups = tuple(query.group_columns(parameters))
-    return Focus.grouped(groups, tuple(query.expanded_answer(parameters)))
-
-
-def _no_chart(canned: Query) -> UsageError:
-    """--format chart for a query whose header declares no chart: the ones that do."""
-    from dices_cli.queries.catalog import catalog
-
-    charted = [q.name for q in catalog().values() if q.chart is not None]
-    drawn_by = f"the queries {', '.join(charted)} and " if charted else ""
-    return UsageError(
-        f"--format chart: {canned.name} has no chart; {drawn_by}dices evaluate draw one"
-    )
 
 
 def register(app: typer.Typer) -> None:
