@@ -332,6 +332,7 @@ VOCABULARY = {
         "Parameter",
         "ParameterError",
         "Query",
+        "SQL_DIR_VARIABLE",
         "catalog",
         "command_queries",
         "command_query",

@@ -7,7 +7,8 @@ The answer is Typer's path's own: the same function runs (`answers.run_query`,
 `answers.answer_sql`) with the values Typer would give it, and the same functions say a
 failure and end the process (`dices_cli.cli.failures`). Any other command line, or a value
 Typer would check or refuse (a data directory that is not a readable one, a format it does
-not name, a query that is not the catalogue's or requires an option), is left to Typer.
+not name, a query that is not the packaged catalogue's or requires an option), is left to
+Typer.
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ def answer(args: list[str]) -> None:
         from dices_cli.cli.commands.answers import answer_sql
 
         _answered(command, lambda: answer_sql(first, **_sql_defaults(), **values))
-    from dices_cli.queries.catalog import command_query
+    from dices_cli.queries.catalog import SQL_DIR_VARIABLE, command_query
 
+    if os.environ.get(SQL_DIR_VARIABLE):  # a catalogue of the user's: Typer checks its headers
+        return
     try:
         query = command_query(first)
     except Exception:  # a catalogue that does not parse: Typer's path says so

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from dices_cli.cli import quick
-from dices_cli.cli.commands.canned import _options_every_query_takes
+from dices_cli.cli.commands.canned import _options_every_query_takes, query_command
 from dices_cli.cli.commands.sql import sql
+from dices_cli.queries.catalog import SQL_DIR_VARIABLE, command_queries
+from dices_cli.queries.own_sql import packaged_sql_directory
 
 # `dices ARGS` through `dices_cli.cli.MODULE.run` (launch: the console script; main: Typer's
 # path alone): what it writes, and the top-level packages it loaded, after a marker line.
@@ -59,6 +61,22 @@ def test_the_defaults_are_typers() -> None:
     assert quick._sql_defaults() == defaults(sql, "statement", "data", "fmt")
 
 
+def test_typer_takes_every_packaged_querys_defaults() -> None:
+    """A query answered here gets no option: Click checks nothing but its defaults, which
+    it takes for every query of the packaged catalogue (a user's, $DICES_SQL_DIR, is
+    Typer's to check)."""
+    for query in command_queries().values():
+        if not any(parameter.required for parameter in query.parameters):
+            context = query_command(query).make_context(query.name, [])
+            assert all(name in context.params for name in ("data", "fmt")), query.name
+
+
+def test_a_catalogue_of_the_users_is_typers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SQL_DIR_VARIABLE, str(packaged_sql_directory()))
+    monkeypatch.setattr(quick, "_answered", not_answered)
+    assert quick.answer(["query", "overview"]) is None  # returned: left to Typer
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [
@@ -97,9 +115,14 @@ def test_every_other_command_line_is_typers(args: list[str]) -> None:
     assert quick.quick_words(args) is None
 
 
+def not_answered(command: str, run: object) -> None:
+    raise AssertionError(f"{command} answered without Typer")
+
+
 def test_a_completion_request_is_typers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(quick.COMPLETION, "bash_complete")
-    assert quick.answer(["query", "overview"]) is None  # returned: not answered, not ended
+    monkeypatch.setattr(quick, "_answered", not_answered)
+    assert quick.answer(["query", "overview"]) is None  # returned: left to Typer
 
 
 @pytest.mark.parametrize(
