@@ -40,7 +40,7 @@ from dices_cli.api.raters import RaterFilterResult, selection_of
 from dices_cli.errors import Option, UsageError
 from dices_cli.families import SCORED_BY_DEFAULT
 from dices_cli.runs.canned import no_such_query, run_canned
-from dices_cli.runs.common import check_choice
+from dices_cli.runs.common import check_choice, check_dataset
 from dices_cli.runs.evaluation import run_evaluate
 from dices_cli.runs.raters import run_rater_filter
 from dices_cli.runs.report import run_report
@@ -193,14 +193,14 @@ class Data:
         ...
         dices_cli.errors.UsageError: threshold must be a number between 0 and 1 (got 2)
         """
-        from dices_cli.families import all_members, declared_family
-        from dices_cli.queries.catalog import command_queries, declared_queries
+        from dices_cli.families import declared_family
+        from dices_cli.queries.catalog import command_query, declared_queries
 
-        check_choice("dataset", dataset, ("all", *all_members()))
+        check_dataset(dataset)
         # A declared dataset's own version of the query (sql/declared/), as `dices query
         # NAME -d DATASET` runs it, with its own parameters.
         own = declared_queries().get(name) if declared_family(dataset) else None
-        canned = own or command_queries().get(name)
+        canned = own or command_query(name)
         if canned is None:
             raise UsageError(no_such_query(name))
         taken = {p.name for p in canned.parameters}

@@ -1,4 +1,5 @@
-"""The console script `dices`: answers `dices --help` from its stored drawing, and hands
+"""The console script `dices`: answers `dices --help` from its stored drawing, the simplest
+`dices query NAME` and `dices sql STATEMENT` without Typer (`dices_cli.cli.quick`), and hands
 everything else to `dices_cli.cli.main.run`.
 
 Typer, Click and Rich take many times the interpreter's own start to import and draw the
@@ -76,6 +77,9 @@ def run() -> None:
         _write(f"dices {__version__}\n".encode())
     drawing = stored_help(sys.argv[1:])
     if drawing is None:
+        from dices_cli.cli.quick import answer
+
+        answer(sys.argv[1:])  # ends the process when it answers without Typer
         from dices_cli.cli.main import run as run_dices
 
         run_dices()

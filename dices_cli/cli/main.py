@@ -6,12 +6,8 @@ Heavy libraries (Polars, DuckDB) are imported inside the commands that need them
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import importlib
-import os
-import sys
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal
 
 import typer
 from typer.core import TyperCommand
@@ -19,13 +15,8 @@ from typer.core import TyperCommand
 from dices_cli import __version__
 from dices_cli.cli.commands.listing import ListingGroup, unwrapped
 from dices_cli.cli.commands.quiet import quiet_option
-from dices_cli.cli.commands.wording import worded
-from dices_cli.errors import DicesError, InvalidInputError, UsageError
+from dices_cli.cli.failures import failed, run_and_leave
 
-# DuckDB (2.0) reports Ctrl-C during a statement as RuntimeError("Query interrupted"), not as
-# KeyboardInterrupt (`dices sql` said "unexpected RuntimeError ... a bug in dices", exit 1).
-DUCKDB_INTERRUPTED = "Query interrupted"
-STDOUT_FAILURES = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
 RICH_MARKUP_MODE: Literal["rich"] = "rich"
 
 # Every command, in the order `dices --help` lists them: its name, the module of
@@ -135,74 +126,10 @@ class DicesGroup(ListingGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except DicesError as error:
-            _refused(error, ctx.invoked_subcommand)
         except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
             raise  # Typer's own exits and usage errors (exit 2) stay as they are
-        except BrokenPipeError:
-            # The reader went away (`| head`): stop quietly, and stop Python complaining
-            # about the unflushable stdout at exit.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise typer.Exit(0) from None
-        except OSError as error:
-            _stdout_failed(error)
-        except MemoryError:
-            _not_enough_memory()
         except Exception as error:
-            _unexpected(error)
-
-
-def _refused(error: DicesError, subcommand: str | None) -> NoReturn:
-    """Our own error, said on stderr; a usage error with where to find help, bad input with
-    its problems."""
-    from dices_cli.cli.render import report_problems, say, set_quiet
-
-    set_quiet(False)
-    say(f"Error: {worded(error)}")
-    if isinstance(error, UsageError):
-        say(f"Try '{' '.join(filter(None, ['dices', subcommand]))} -h' for help.")
-    if isinstance(error, InvalidInputError):
-        report_problems(error.report, error.report.errors)
-    raise typer.Exit(error.exit_code) from None
-
-
-def _stdout_failed(error: OSError) -> NoReturn:
-    """Help and usage text that Click writes itself could not be written: every other write
-    of ours reports its own failure, naming the file."""
-    if error.errno not in STDOUT_FAILURES:
-        raise error
-    from dices_cli.cli.render import say
-    from dices_cli.errors import system_reason
-
-    say(f"Error: cannot write to standard output: {system_reason(error)}")
-    raise typer.Exit(1) from None
-
-
-def _unexpected(error: Exception) -> NoReturn:
-    """An error dices did not foresee: a bug, said as one (the traceback with DICES_DEBUG)."""
-    if isinstance(error, RuntimeError) and str(error) == DUCKDB_INTERRUPTED:
-        raise typer.Exit(130) from None  # Ctrl-C, as Typer answers KeyboardInterrupt
-    duckdb = sys.modules.get("duckdb")  # loaded, if it raised
-    if duckdb is not None and isinstance(error, duckdb.OutOfMemoryException):
-        # DuckDB's own MemoryError (`sql --table` of a 20 MiB value under a 2 GiB
-        # address-space cap said "a bug in dices").
-        _not_enough_memory()
-    if os.environ.get("DICES_DEBUG"):
-        raise error
-    from dices_cli.cli.render import say, set_quiet
-
-    set_quiet(False)
-    say(f"Error: unexpected {type(error).__name__}: {error}")
-    say("This is a bug in dices; rerun with DICES_DEBUG=1 for the traceback and report it.")
-    raise typer.Exit(1) from None
-
-
-def _not_enough_memory() -> NoReturn:
-    from dices_cli.cli.render import say, set_quiet
-
-    set_quiet(False)
-    say("Error: not enough memory to finish; nothing was written")
-    raise typer.Exit(1) from None
+            raise typer.Exit(failed(error, ctx.invoked_subcommand)) from None
 
 
 app = typer.Typer(
@@ -238,31 +165,6 @@ def main(
 
 
 def run() -> None:
-    """The console script: run the command, then leave without the interpreter's teardown.
-
-    Freeing Polars' and DuckDB's memory and unloading their modules is a visible part of a
-    short command (bench/startup.py). Every file a command writes is closed (and synced)
-    before it returns, so only our own output is left to flush.
-    """
-    # Arrow's default memory pool (mimalloc) reserves a large block of address space at its
-    # first allocation: under `ulimit -v` (clusters set one), a command could abort on a
-    # small input. The system allocator reserves none and is as fast, in less memory
-    # (bench/output.py, bench/prosocial.py). Set before Arrow is loaded; a user's choice stays.
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    try:
-        app()
-        code = 0
-    except SystemExit as done:  # Click always exits with an int status, or None for 0
-        code = done.code if isinstance(done.code, int) else 0
-    except BrokenPipeError:  # help or usage text to a reader that went away
-        code = 0
-    except OSError as error:  # help or usage text to a full disk, written before our handler
-        from dices_cli.errors import system_reason
-
-        print(f"Error: cannot write to standard output: {system_reason(error)}", file=sys.stderr)
-        code = 1
-    # A reader that went away (`| head`) may have left stdout broken or closed.
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    """The console script: Typer's app, ended as every command line ends
+    (`dices_cli.cli.failures.run_and_leave`)."""
+    run_and_leave(app)

@@ -21,14 +21,16 @@ import importlib
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dices_cli.families.declaration import DatasetDeclaration, DeclarationError
 from dices_cli.families.dices import DICES
 from dices_cli.families.family import Family, SourceFile, listed
 from dices_cli.families.prosocial import PROSOCIAL
 from dices_cli.families.registered import BUILT_IN, built_in, family_from, user_declarations
-from dices_cli.families.schema import SCORED_BY_DEFAULT
+from dices_cli.families.schema import RESERVED_NAMES, SCORED_BY_DEFAULT
+
+if TYPE_CHECKING:  # the declarations' reader is imported when one is read
+    from dices_cli.families.declaration import DatasetDeclaration
 
 __all__ = [
     "FAMILIES",
@@ -73,6 +75,8 @@ class Registry(dict[str, Family]):
     def __contains__(self, name: object) -> bool:
         if super().__contains__(name):
             return True
+        if name in RESERVED_NAMES:  # "all": no declaration takes it, none is parsed for it
+            return False
         self.load()
         return super().__contains__(name)
 
@@ -118,6 +122,8 @@ def register(declared: list[DatasetDeclaration]) -> list[Family]:
     """Add declared datasets to the registry, and return them. A user's declaration
     replaces an earlier one of the same name (edited and given again); a name that a family
     of dices's own uses (DICES, ProsocialDialog, a built-in declaration) is refused."""
+    from dices_cli.families.declaration import DeclarationError
+
     added = []
     for one in declared:
         known = FAMILIES.get(one.name) or next(
@@ -159,8 +165,11 @@ def declared_family(member: str) -> Family | None:
 
 
 def family_of(member: str) -> Family:
-    """The family a stored dataset (350, 990, prosocial, a declared one) belongs to."""
-    return next(f for f in FAMILIES.values() if member in f.members)
+    """The family a stored dataset (350, 990, prosocial, a declared one) belongs to: one of
+    code of its own found without parsing the declarations (no declared dataset takes its
+    name: `register`)."""
+    coded = next((f for f in FAMILIES.coded() if member in f.members), None)
+    return coded or next(f for f in FAMILIES.values() if member in f.members)
 
 
 def all_members() -> tuple[str, ...]:

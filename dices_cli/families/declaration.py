@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from dices_cli.families.schema import RESERVED_NAMES
+
 # A declaration is a small text file: larger is a mistake (a data file given in its place).
 MAX_DECLARATION_BYTES = 1 << 20
 FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
@@ -46,7 +48,6 @@ SCALE_KINDS = ("binary", "nominal", "ordinal")
 # A stored dataset's name: a folder of the data directory and the commands' dataset choice.
 # It names SQL views too, so: no "-".
 NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-RESERVED_NAMES = frozenset({"all", "auto"})
 # The column roles a file may give, each a list of columns (or a table: stored name ->
 # column); a nested JSON field is written "outer/inner".
 LIST_ROLES = ("labels", "text", "item_attributes", "rater_attributes", "answers")

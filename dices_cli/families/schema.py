@@ -12,6 +12,9 @@ from enum import StrEnum
 from typing import Literal
 
 SCHEMA_VERSION = 1
+# The commands' dataset choices that name no stored dataset (every one; the family found):
+# no declared dataset takes one as its name.
+RESERVED_NAMES = frozenset({"all", "auto"})
 
 
 class Entity(StrEnum):

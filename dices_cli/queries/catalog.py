@@ -541,15 +541,29 @@ def declared_queries() -> dict[str, Query]:
 
 def command_queries() -> dict[str, Query]:
     """Every query that is a `dices query` command: the DICES catalogue, then the queries
-    that only another family has (by the name of the first family that has it)."""
+    that only another family has (by the name of the first family that has it).
+
+    The declared families (after those of code of their own) all have the declared
+    datasets' queries: their declarations are parsed only when no built-in one exists (a
+    declaration file declares at least one dataset), so a query's run does not parse them."""
     from dices_cli.families import FAMILIES
+    from dices_cli.families.registered import BUILT_IN
 
     commands = dict(catalog())
-    for family in FAMILIES:
-        if family != "dices":
-            for name, query in family_queries(family).items():
+    for family in FAMILIES.coded():
+        if family.name != "dices":
+            for name, query in family_queries(family.name).items():
                 commands.setdefault(name, query)
+    if any(BUILT_IN.glob("*.toml")) or any(f.declared is not None for f in FAMILIES.values()):
+        for name, query in declared_queries().items():
+            commands.setdefault(name, query)
     return commands
+
+
+def command_query(name: str) -> Query | None:
+    """The query of the `dices query` command `name` (`command_queries`), or None: a DICES
+    query without reading the other families' catalogues."""
+    return catalog().get(name) or command_queries().get(name)
 
 
 def get_query(name: str) -> Query:

@@ -122,8 +122,8 @@ def run_canned(
                 "showing the datasets it applies to"
             )
         tell(f"note: {note}")
-    if dataset == "all":
-        ingested = set(store.ingested())
+    ingested = set(store.ingested()) if dataset == "all" else set()
+    if ingested - set(DATASETS):  # another family's dataset is ingested too
         for other in other_families():
             if ingested & set(other.members) and offers(other, canned.name):
                 tell(

@@ -86,6 +86,15 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
         raise UsageError(Option(name), f" must be one of: {', '.join(choices)} (got {value!r})")
 
 
+def check_dataset(dataset: str) -> None:
+    """`dataset` is all or a stored dataset of some family. The declared families' are
+    listed (their declarations parsed) only for a name no family of code of its own has."""
+    from dices_cli.families import all_members, coded_members
+
+    if dataset not in ("all", *coded_members()):
+        check_choice("dataset", dataset, ("all", *all_members()))
+
+
 def in_range(name: str, value: float, low: float, high: float) -> None:
     if not low <= value <= high:  # False for NaN
         raise UsageError(Option(name), f" must be between {low:g} and {high:g} (got {value:g})")

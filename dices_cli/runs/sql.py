@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from dices_cli.errors import Option, UsageError
-from dices_cli.runs.common import check_choice, chooses, refuse_rater_selection
+from dices_cli.runs.common import check_dataset, chooses, refuse_rater_selection
 
 if TYPE_CHECKING:
     from dices_cli.output import Result
@@ -34,12 +34,12 @@ def run_sql(
     that the statement may name. Read the result inside the `with` block: the time limit
     holds until it ends (`dices_cli.queries.sandbox.run_sql`: `small_cells`, `stuck`).
     A family without raters takes no rater selection."""
-    from dices_cli.families import FAMILIES, all_members
+    from dices_cli.families import FAMILIES
     from dices_cli.queries import sandbox
     from dices_cli.queries.family import session_for
     from dices_cli.raters.selection import rater_selection, resolve
 
-    check_choice("dataset", dataset, ("all", *all_members()))
+    check_dataset(dataset)
     if (statement is None) == (not schema):
         raise UsageError("give either one SELECT statement or ", Option("schema"))
     family = FAMILIES.get(dataset)

@@ -49,7 +49,8 @@ from dices_cli.errors import (
     UsageError,
     system_reason,
 )
-from dices_cli.families import Family, all_members, family_of
+from dices_cli.families import Family, all_members, coded_members, family_of
+from dices_cli.families.registered import user_declarations
 from dices_cli.families.schema import DATASETS, canonical_names
 from dices_cli.output import MANIFEST, STORE
 
@@ -232,14 +233,15 @@ class StoredDataset:
 
 class Store:
     def __init__(self, root: Path) -> None:
-        from dices_cli.families import register_directory
-        from dices_cli.families.declaration import DeclarationError
-
         self.root = root
-        try:
-            register_directory(root)  # the datasets declared by the user's own files
-        except DeclarationError as error:
-            raise UsageError(str(error)) from None
+        if user_declarations(root):  # the datasets declared by the user's own files
+            from dices_cli.families import register_directory
+            from dices_cli.families.declaration import DeclarationError
+
+            try:
+                register_directory(root)
+            except DeclarationError as error:
+                raise UsageError(str(error)) from None
         self._pinned: dict[str, tuple[StoredDataset, int]] | None = None  # see `pinned`
 
     def link(self, name: str) -> Path:
@@ -253,8 +255,18 @@ class Store:
         return [name for name in DATASETS if self.exists(name)]
 
     def ingested(self) -> list[str]:
-        """Every dataset of every family ingested here."""
-        return [name for name in all_members() if self.exists(name)]
+        """Every dataset of every family ingested here. The declared families' datasets
+        (their declarations parsed) are looked for only when the directory holds a name
+        that no family of code of its own has."""
+        coded = coded_members()
+        try:
+            others = {name for name in os.listdir(self.root) if not name.startswith(".")}
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError:
+            others = {""}  # not listed: every family's datasets are looked for
+        members = all_members() if others - set(coded) else coded
+        return [name for name in members if self.exists(name)]
 
     def open(self, name: str) -> StoredDataset:
         """The version of `name` readers see now; inside `pinned()`, the one seen first."""

@@ -10,7 +10,6 @@ a query command is wanted, never for `dices --help`.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +21,7 @@ from typer._click.globals import get_current_context
 from typer._types import TyperChoice
 from typer.core import TyperCommand, TyperOption
 
+from dices_cli.cli.commands.answers import emit_shaped, run_query
 from dices_cli.cli.commands.listing import ListingGroup
 from dices_cli.cli.commands.options import (
     ColumnsOption,
@@ -34,19 +34,13 @@ from dices_cli.cli.commands.options import (
     OutputFormat,
     RatersFile,
     SortOption,
-    emit_shaped,
-    no_rater_selection,
-    rater_selection,
-    read_paths,
 )
 from dices_cli.cli.commands.quiet import quiet_option
-from dices_cli.cli.render import say
 from dices_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from dices_cli.cli.focus import Focus
     from dices_cli.output import Format
     from dices_cli.queries.catalog import Parameter, Query
     from dices_cli.shape import Shape
@@ -222,9 +216,22 @@ class QueryCommand(TyperCommand):
     is a large part of a small query's start: bench/queries.py)."""
 
     def __init__(self, query: Query, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
         self.query = query
+        self._help: str | None = None
+        super().__init__(**kwargs)
         self._marked_up = False
+
+    @property
+    def help(self) -> str:
+        """The command's help (`_help`), made when first read: a run does not read it, and
+        its list of datasets reads every family's queries."""
+        if self._help is None:
+            self._help = _help(self.query)
+        return self._help
+
+    @help.setter
+    def help(self, text: str | None) -> None:
+        self._help = text
 
     def marked_up(self) -> QueryCommand:
         """This command with its help texts escaped as Rich markup, for Typer to draw (once:
@@ -311,7 +318,6 @@ def query_command(query: Query) -> QueryCommand:
         name=query.name,
         callback=run,
         params=[*own, *shared, _explain_option(query), quiet_option()],
-        help=_help(query),
         options_metavar="[OPTIONS]",
         rich_markup_mode="rich",
     )
@@ -322,12 +328,14 @@ def _declared_version(args: list[str]) -> Query | None:
     --dataset names a dataset that is not DICES's or ProsocialDialog's (a declared one,
     known to the registry only once the data directory is read): it takes its own options."""
     from dices_cli.families import FAMILIES
-    from dices_cli.queries.catalog import command_queries, declared_queries
+    from dices_cli.queries.catalog import command_query, declared_queries
 
+    if not any(word.startswith(("-d", "--dataset")) for word in args[1:]):
+        return None  # no dataset named (`_dataset_named`): no catalogue read for one
     own = declared_queries().get(args[0])
     if own is None:
         return None
-    dataset = _dataset_named(args[1:], _valued(command_queries().get(args[0])) | _valued(own))
+    dataset = _dataset_named(args[1:], _valued(command_query(args[0])) | _valued(own))
     if dataset is None or dataset == "all":
         return None
     known = next((f for f in FAMILIES.values() if dataset in f.members), None)
@@ -378,18 +386,18 @@ class QueryGroup(ListingGroup):
         return list(command_queries())
 
     def get_command(self, ctx: Any, cmd_name: str) -> click_core.Command | None:
-        from dices_cli.queries.catalog import command_queries
+        from dices_cli.queries.catalog import command_query
 
-        query = command_queries().get(cmd_name)
+        query = command_query(cmd_name)
         if query is None:
             return None
         command = query_command(query)
         return command.marked_up() if self.listing else command
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        from dices_cli.queries.catalog import command_queries
+        from dices_cli.queries.catalog import command_query
 
-        if not args[0].startswith("-") and args[0] not in command_queries():
+        if not args[0].startswith("-") and command_query(args[0]) is None:
             raise UsageError(_no_such_query(args[0]))
         own = _declared_version(args)
         if own is not None:  # its own options and help
@@ -474,87 +482,6 @@ def _explain(query: Query) -> None:
         lines.append(f"Then computed in Python by: {query.compute}")
     with Output.build(None, None).open() as handle:
         handle.write(("\n".join(lines) + "\n").encode("utf-8"))
-
-
-def run_query(
-    canned: Query,
-    given: dict[str, Any],
-    dataset: str,
-    exclude_removed: bool,
-    raters: str | None,
-    min_quality: float | None,
-    show_sql: bool,
-    keep_columns: str | None,
-    sort: str | None,
-    limit: int | None,
-    data: Path | None,
-    fmt: Format | None,
-    output: Path | None,
-    force: bool,
-) -> None:
-    """Run `canned` with the values `given` to its parameters (None: not given)."""
-    # One BLAS thread, as in `dices evaluate`: a compute step's matrix products are small, and
-    # OpenBLAS's threads only fight for the cores (the bootstrap of a query with --by;
-    # bench/queries.py). Set before numpy is imported.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-    from dices_cli.families import all_members
-    from dices_cli.output import Format, Output
-    from dices_cli.runs.canned import family_asked, run_canned
-    from dices_cli.runs.common import check_choice, data_store
-    from dices_cli.shape import Shape
-
-    shape = Shape.parse(keep_columns, sort, limit)
-    if fmt is Format.CHART and canned.chart is None:  # before the work
-        raise _no_chart(canned)
-    inputs = read_paths(data, raters)
-    store = data_store(data)  # registers the datasets declared there
-    check_choice("dataset", dataset, ("all", *all_members()))
-    family = family_asked(canned, dataset, store)
-    if family is not None:  # before --raters FILE is read
-        no_rater_selection(family, exclude_removed, raters, min_quality)
-    written = Output.build(fmt, output, force, inputs, chart=True)
-    # A repeated option's values come as a tuple, () when not given.
-    given = {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}
-    selection = rater_selection(exclude_removed, raters, min_quality)
-    run = run_canned(
-        store,
-        canned,
-        given,
-        dataset,
-        selection,
-        typed=written.format is Format.PARQUET,
-        tell=say,
-        show_sql=say if show_sql else None,
-    )
-    if run.parameters is None:  # another family's own query: no chart, no group columns
-        emit_shaped(
-            run.result, shape, fmt, output, canned.name, force, inputs, focus=_focus(run.query, {})
-        )
-        return
-    chart = canned.chart.resolved(run.parameters) if canned.chart is not None else None
-    focus = _focus(canned, run.parameters)
-    emit_shaped(run.result, shape, fmt, output, canned.name, force, inputs, chart, focus)
-
-
-def _focus(query: Query, parameters: dict[str, Any]) -> Focus:
-    """What a table of the result always shows: its group columns (with their sizes) and its
-    answer."""
-    from dices_cli.cli.focus import Focus
-
-    groups = tuple(query.group_columns(parameters))
-    return Focus.grouped(groups, tuple(query.expanded_answer(parameters)))
-
-
-def _no_chart(canned: Query) -> UsageError:
-    """--format chart for a query whose header declares no chart: the ones that do."""
-    from dices_cli.queries.catalog import catalog
-
-    charted = [q.name for q in catalog().values() if q.chart is not None]
-    drawn_by = f"the queries {', '.join(charted)} and " if charted else ""
-    return UsageError(
-        f"--format chart: {canned.name} has no chart; {drawn_by}dices evaluate draw one"
-    )
 
 
 def register(app: typer.Typer) -> None:

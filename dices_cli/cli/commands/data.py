@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer._types import TyperChoice
 
+from dices_cli.cli.commands.answers import rater_selection, read_paths, show_shaped
 from dices_cli.cli.commands.options import (
     DEFAULT_MAX_SIZE,
     MEMBERS_THEN_ALL,
@@ -24,10 +25,7 @@ from dices_cli.cli.commands.options import (
     OutputFormat,
     RatersFile,
     SortOption,
-    rater_selection,
-    read_paths,
     registered,
-    show_shaped,
 )
 from dices_cli.cli.render import progress_bar, say
 from dices_cli.families import grouped_members, listed

@@ -290,7 +290,7 @@ def _show_plan(
     limit: int | None,
 ) -> None:
     """The dry run's listing, shaped, one row per file and source."""
-    from dices_cli.cli.commands.options import show_shaped
+    from dices_cli.cli.commands.answers import show_shaped
     from dices_cli.cli.focus import Focus
     from dices_cli.output import Output
     from dices_cli.shape import Shape

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from dices_cli.cli.commands.answers import emit_shaped, rater_selection, read_paths
 from dices_cli.cli.commands.options import (
     MEMBERS_THEN_ALL,
     Baseline,
@@ -31,9 +32,6 @@ from dices_cli.cli.commands.options import (
     Strict,
     Threshold,
     Ties,
-    emit_shaped,
-    rater_selection,
-    read_paths,
 )
 from dices_cli.cli.render import say
 from dices_cli.families import SCORED_BY_DEFAULT

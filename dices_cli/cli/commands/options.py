@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from typer._types import TyperChoice
 
-from dices_cli.cli.render import show
 from dices_cli.families import coded_members, grouped_members, listed, member_choices
-from dices_cli.output import Format, Output
+from dices_cli.output import Format
 from dices_cli.runs.evaluation import BOOTSTRAP, PERMUTATIONS, SEED
 
 if TYPE_CHECKING:
-    from dices_cli.cli.focus import Focus
-    from dices_cli.families import Family
-    from dices_cli.output import Result
-    from dices_cli.queries.catalog import Chart
-    from dices_cli.queries.engine import RaterSelection
-    from dices_cli.shape import Shape
+    pass
 
 DataDir = Annotated[
     Path | None,
@@ -97,16 +90,6 @@ def dices_only(dataset: str, command: str, reason: str | None = None) -> None:
     raise UsageError(reason or f"{family_of(dataset).lacks('rater ids')}; {command} needs them")
 
 
-def no_rater_selection(
-    family: Family, exclude_removed: bool, raters: str | None, min_quality: float | None
-) -> None:
-    """A usage error (exit 2) when a rater selection option is given for `family`, a family
-    whose raters cannot be chosen."""
-    from dices_cli.runs.common import refuse_rater_selection
-
-    refuse_rater_selection(family, exclude_removed or raters is not None or min_quality is not None)
-
-
 ExcludeRemoved = Annotated[
     bool,
     typer.Option(
@@ -155,68 +138,6 @@ LimitOption = Annotated[
     int | None,
     typer.Option("--limit", metavar="N", min=0, help="Keep only the first N rows (after --sort)."),
 ]
-
-
-def rater_selection(
-    exclude_removed: bool, raters: str | None, min_quality: float | None = None
-) -> RaterSelection:
-    """The rater selection every query honours, from the shared options (the ids file read
-    here, stdin for -)."""
-    from dices_cli.runs.common import selection_of
-
-    if raters is None:
-        return selection_of(exclude_removed, min_quality=min_quality)
-    if raters == "-":
-        data, source = sys.stdin.buffer.read(), "stdin"
-    else:
-        try:
-            data, source = Path(raters).read_bytes(), raters
-        except OSError as error:
-            from dices_cli.errors import DicesError
-
-            raise DicesError(f"cannot read --raters {raters}: {error.strerror}") from error
-    return selection_of(exclude_removed, data, source, min_quality)
-
-
-def read_paths(data: Path | None, raters: str | None) -> list[Path]:
-    """What a query reads, which -o must not overwrite: the data directory, --raters FILE."""
-    from dices_cli.runs.common import data_dir
-
-    return [data_dir(data), *([Path(raters)] if raters not in (None, "-") else [])]
-
-
-def emit_shaped(
-    result: Result,
-    shape: Shape,
-    fmt: Format | None,
-    output: Path | None,
-    title: str,
-    force: bool,
-    inputs: list[Path],
-    chart: Chart | None = None,
-    focus: Focus | None = None,
-) -> None:
-    """`show_shaped` to stdout or -o FILE in the format asked for (or the natural one)."""
-    written = Output.build(fmt, output, force, inputs, chart=chart is not None)
-    show_shaped(result, shape, written, title, chart, focus)
-
-
-def show_shaped(
-    result: Result,
-    shape: Shape,
-    output: Output,
-    title: str | None = None,
-    chart: Chart | None = None,
-    focus: Focus | None = None,
-) -> None:
-    """The one place a result takes its --columns/--sort/--limit shape, then is written to
-    `output` (or drawn as `chart`'s bars; a table always shows the columns of `focus`)."""
-    from dices_cli.cli.focus import Focus
-    from dices_cli.shape import apply
-
-    # What a person names (--columns, --sort) is kept on screen like the command's answer.
-    asked = (focus or Focus()).asking(*(shape.columns or ()), shape.sort)
-    show(apply(result, shape), output, title, chart, asked)
 
 
 # How a model is scored: `dices evaluate`'s options, which `dices report --predictions` takes

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from dices_cli.cli.commands.answers import show_shaped
 from dices_cli.cli.commands.options import (
     DICES_DATASETS,
     ColumnsOption,
@@ -16,7 +17,6 @@ from dices_cli.cli.commands.options import (
     OutputFormat,
     SortOption,
     registered,
-    show_shaped,
 )
 from dices_cli.cli.render import say
 from dices_cli.families import coded_members, listed

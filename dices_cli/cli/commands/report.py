@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from dices_cli.cli.commands.answers import rater_selection, read_paths
 from dices_cli.cli.commands.options import (
     Baseline,
     Bootstrap,
@@ -23,8 +24,6 @@ from dices_cli.cli.commands.options import (
     Threshold,
     Ties,
     dices_only,
-    rater_selection,
-    read_paths,
     registered,
 )
 from dices_cli.cli.render import say

@@ -3,12 +3,11 @@ queries are `dices_cli.cli.commands.canned`'s `dices query`)."""
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
+from dices_cli.cli.commands.answers import answer_sql
 from dices_cli.cli.commands.options import (
     ColumnsOption,
     DataDir,
@@ -20,12 +19,7 @@ from dices_cli.cli.commands.options import (
     OutputFormat,
     RatersFile,
     SortOption,
-    no_rater_selection,
-    rater_selection,
-    read_paths,
-    show_shaped,
 )
-from dices_cli.errors import DicesError
 
 # The families are never mixed: all is DICES's two datasets.
 SqlDataset = Annotated[
@@ -112,59 +106,23 @@ def sql(
 
         dices sql -d prosocial "SELECT source, count(*) FROM items GROUP BY 1 ORDER BY 1"
     """
-    from dices_cli.families import FAMILIES
-    from dices_cli.output import SMALL_CELLS, TEXT_FORMATS, Output
-    from dices_cli.runs.common import data_store
-    from dices_cli.runs.sql import run_sql
-    from dices_cli.shape import Shape
-
-    if dataset in FAMILIES:  # the library's refusal, before --raters FILE is read
-        no_rater_selection(FAMILIES[dataset], exclude_removed, raters, min_quality)
-    shape = Shape.parse(keep_columns, sort, limit)
-    tables = [_table(spec) for spec in table or []]
-    inputs = read_paths(data, raters) + [Path(f) for _, f in tables if f != "-"]
-    written = Output.build(fmt, output, force, inputs)  # -o FILE checked before the work
-    store = data_store(data)  # registers the datasets declared there
-    selection = rater_selection(exclude_removed, raters, min_quality)
-    # A small answer to a text format is written through Python: Arrow is not loaded.
-    small = SMALL_CELLS if written.format in TEXT_FORMATS else None
-    with run_sql(
-        store,
+    answer_sql(
         statement,
+        schema,
         dataset,
-        selection,
-        schema=schema,
-        tables=tables,
-        timeout=timeout,
-        small_cells=small,
-        stuck=_end,
-    ) as result:
-        show_shaped(result, shape, written, "sql")
-
-
-def _table(spec: str) -> tuple[str, str]:
-    """--table NAME=FILE as (NAME, FILE)."""
-    from dices_cli.errors import UsageError
-
-    name, equals, given = spec.partition("=")
-    if not equals or not given:
-        raise UsageError(f"give a table as NAME=FILE, not {spec!r}")
-    return name, given
-
-
-def _end(error: DicesError) -> NoReturn:
-    """End the process: a query stuck in one call DuckDB cannot interrupt (run_sql's
-    `stuck`, called from its timer thread) would run on for as long as the call takes."""
-    import os
-    import sys
-
-    from dices_cli.output import abandon_writes
-
-    abandon_writes()
-    with contextlib.suppress(OSError):
-        sys.stderr.write(f"Error: {error}\n")
-        sys.stderr.flush()
-    os._exit(1)
+        exclude_removed,
+        raters,
+        min_quality,
+        table,
+        timeout,
+        keep_columns,
+        sort,
+        limit,
+        data,
+        fmt,
+        output,
+        force,
+    )
 
 
 def register(app: typer.Typer) -> None:
