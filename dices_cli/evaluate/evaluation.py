@@ -30,6 +30,7 @@ from dices_cli.evaluate.group_intervals import (
 )
 from dices_cli.evaluate.groups import (
     Members,
+    group_scale,
     left_out_batches,
     members_of,
     permuted_differences,
@@ -350,8 +351,17 @@ def _clustered(
         terms = difference_rater_variance(prediction, members, settings.threshold)
         for group, term in enumerate(terms):
             figures["crowd", group, False] = replace(figures["crowd", group, False], plurality=term)
+
+    def scale(group: int, rest: bool) -> float:
+        if rest or group == POOL:
+            return math.nan
+        own = counts_of[group, False]
+        return group_scale(prediction, members, own, own + counts_of[group, True], group)
+
     return {
-        key: jackknifed(prediction, key, measured, left_out[key], counts_of[key[1:]])
+        key: jackknifed(
+            prediction, key, measured, left_out[key], counts_of[key[1:]], scale(*key[1:])
+        )
         for key, measured in figures.items()
     }
 
@@ -608,6 +618,7 @@ def _rows(
                     jackknifed,
                     metric in RECIPROCAL_SCALE,
                     overlap_of(figure, metric, jackknifed),
+                    figure.scale if metric == "jsd" else math.nan,
                 )
             )
             cells += [number(values[0]), *ends]
