@@ -315,6 +315,38 @@ def test_the_group_rows_intervals_are_both_jackknives_by_hand(tmp_path: Path) ->
     assert math.isclose(row["jsd"], estimate, rel_tol=1e-9)
     assert math.isclose(row["jsd_low"], estimate**2 / (estimate + half), rel_tol=1e-6)
     assert math.isclose(row["jsd_high"], high, rel_tol=1e-6)
+    # The difference from the rest (group 1): MOVER of the two sides, the rest's on the
+    # reciprocal scale, the own side's as above; 2 s^4 off the difference's V_raters too.
+    rest = np.flatnonzero(data.group_of_rater == 1)
+    other = jsd(rest)
+    rest_conversations = _jackknife_by_hand([jsd(rest, kept) for kept in without])
+    apart = _jackknife_by_hand([jsd(own, kept) - jsd(rest, kept) for kept in without])
+    rest_raters = _jackknife_by_hand([jsd(rest[rest != rater]) for rater in rest])
+    rest_answers = (
+        sum(
+            _jackknife_by_hand(
+                [one(score[i], np.delete(data.yes[rest, i], j).mean()) for j in range(9)]
+            )
+            for i in everything
+        )
+        / len(everything) ** 2
+    )
+    v1 = total
+    v2 = max(rest_conversations + rest_raters - rest_answers, rest_conversations, rest_raters)
+    both = max(raters + rest_raters - 2 * square**2, 0.0)
+    vd = max(apart + both - answers - rest_answers, apart, both)
+    correlation = (v1 + v2 - vd) / (2 * math.sqrt(v1 * v2))
+    df2 = v2**2 / (rest_conversations**2 / 79 + rest_raters**2 / (len(rest) - 1))
+    half2 = stats.t.ppf(0.975, df2) * math.sqrt(v2)
+    l1, u1 = estimate**2 / (estimate + half), high
+    l2, u2 = other**2 / (other + half2), other**2 / (other - half2)
+    below = (estimate - l1) ** 2 + (u2 - other) ** 2
+    below -= 2 * correlation * (estimate - l1) * (u2 - other)
+    above = (u1 - estimate) ** 2 + (other - l2) ** 2
+    above -= 2 * correlation * (u1 - estimate) * (other - l2)
+    assert math.isclose(row["difference"], estimate - other, rel_tol=1e-9)
+    assert math.isclose(row["difference_low"], estimate - other - math.sqrt(below), rel_tol=1e-6)
+    assert math.isclose(row["difference_high"], estimate - other + math.sqrt(above), rel_tol=1e-6)
     (row,) = [r for r in records[0] if r["group"] == "g0" and r["reference"] == "crowd"]
     half = stats.t.ppf(0.975, len(own) - 1) * math.sqrt(
         _jackknife_by_hand([kappa(kept) for kept in without])
