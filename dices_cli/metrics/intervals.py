@@ -42,7 +42,10 @@ persona figure) is
   interval is taken on the reciprocal scale, where that spread is about constant:
   1 / estimate +- q * sd / estimate^2, mapped back (estimate^2 / (estimate +- q * sd); the
   upper end is the figure's bound when q * sd reaches the estimate). The log scale (slope
-  1) left the shifted 20-rater group's jsd and its difference at 0.90 coverage.
+  1) left the shifted 20-rater group's jsd and its difference at 0.90 coverage. A group's
+  jsd against [not Yes, Yes] is nearly quadratic in its raters' mean effect, so its
+  interval is `curved_interval`'s: the jackknife's Efron-Stein bias taken off the lower
+  end, a noncentral chi^2_1 inverted for the upper end.
 
 Why not the percentile interval of a two-way (raters x conversations) bootstrap, as before:
 drawing a group's n raters with replacement leaves about 0.63 n distinct ones, so a
@@ -185,11 +188,10 @@ def _normal_tail_inside(root: float, shift: float) -> float:
     return 0.5 * (math.erf((root - shift) * half) - math.erf((-root - shift) * half))
 
 
-def _noncentrality_upper(statistic: float, tail: float) -> float:
-    """The upper end of the confidence interval of the noncentrality lambda of a
-    noncentral chi^2_1 draw `statistic`: the lambda under which P(chi^2 <= statistic) =
-    `tail` (0 when even lambda = 0 gives less); by bisection in sqrt(lambda)."""
-    root = math.sqrt(statistic)
+def _noncentrality_upper(root: float, tail: float) -> float:
+    """sqrt of the upper end of the confidence interval of the noncentrality lambda of a
+    noncentral chi^2_1 draw root^2: the lambda under which P(chi^2 <= root^2) = `tail` (0
+    when even lambda = 0 gives less); by bisection in sqrt(lambda)."""
     if _normal_tail_inside(root, 0.0) <= tail:
         return 0.0
     low, high = 0.0, root + 40.0
@@ -199,7 +201,7 @@ def _noncentrality_upper(statistic: float, tail: float) -> float:
             low = middle
         else:
             high = middle
-    return ((low + high) / 2) ** 2
+    return (low + high) / 2
 
 
 def curved_interval(
@@ -228,10 +230,9 @@ def curved_interval(
     if math.isnan(low) or math.isnan(conversations):
         return math.nan, math.nan
     estimate = float(values[0])
-    statistic = max(raters - overlap, 0.0) / (4 * scale * scale)
-    top = estimate - scale * statistic
-    top += scale * (1 + _noncentrality_upper(statistic, (1 - level) / 2))
-    rise = max(top - estimate, 0.0)
+    root = math.sqrt(max(raters - overlap, 0.0)) / (2 * scale)  # sqrt(W)
+    shift = _noncentrality_upper(root, (1 - level) / 2)  # sqrt(lambda_U)
+    rise = max(scale * (1 + (shift - root) * (shift + root)), 0.0)  # F + s^2 (1 + lambda_U) - e
     z = t_quantile(level, math.inf)
     return low, min(estimate + math.sqrt(rise * rise + z * z * conversations), bounds[1])
 

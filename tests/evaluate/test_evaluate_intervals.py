@@ -36,6 +36,7 @@ from dices_cli.metrics.intervals import (
     Jackknife,
     centred_interval,
     conversation_weights,
+    curved_interval,
     difference_interval,
 )
 from dices_cli.metrics.student_t import t_quantile
@@ -354,6 +355,19 @@ def test_the_group_rows_intervals_are_both_jackknives_by_hand(tmp_path: Path) ->
     assert math.isclose(row["kappa"], kappa(everything), rel_tol=1e-9)
     assert math.isclose(row["kappa_low"], row["kappa"] - half, rel_tol=1e-6)
     assert math.isclose(row["kappa_high"], min(row["kappa"] + half, 1.0), rel_tol=1e-6)
+
+
+def test_a_curved_interval_is_the_normal_one_when_the_quadratic_part_vanishes() -> None:
+    """As s^2 -> 0 the noncentral chi^2_1's upper end is sqrt(lambda_U) = sqrt(W) + z: the
+    upper end is estimate + z sqrt(V_raters - V_answers + V_conversations), and the lower
+    end the reciprocal scale's with the whole V_raters (2 s^4 is nothing)."""
+    values = np.array([0.05, 0.049, 0.052, 0.05, 0.047, 0.051])
+    conversations = 4 / 5 * float(((values[1:] - values[1:].mean()) ** 2).sum())
+    raters = (4e-5, 7.0)
+    low, high = curved_interval(values, raters, (0.0, 1.0), 0.95, 1e-5, 1e-9)
+    z = stats.norm.ppf(0.975)
+    assert math.isclose(high, 0.05 + z * math.sqrt(3e-5 + conversations), rel_tol=1e-6)
+    assert low == centred_interval(values, raters, (0.0, 1.0), True, 0.95, 1e-5)[0]
 
 
 def test_conversation_weights_leave_each_block_out_once() -> None:
