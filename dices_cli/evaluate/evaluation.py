@@ -30,10 +30,11 @@ from dices_cli.evaluate.group_intervals import (
 )
 from dices_cli.evaluate.groups import (
     Members,
-    group_scale,
     left_out_batches,
     members_of,
     permuted_differences,
+    quadratic_scale,
+    rater_spread,
 )
 from dices_cli.evaluate.measure import (
     BOUNDS,
@@ -351,17 +352,19 @@ def _clustered(
         terms = difference_rater_variance(prediction, members, settings.threshold)
         for group, term in enumerate(terms):
             figures["crowd", group, False] = replace(figures["crowd", group, False], plurality=term)
+    spread = rater_spread(members) if "crowd-share" in references else math.nan
+    sizes = np.bincount(members.group, minlength=groups)
 
-    def scale(group: int, rest: bool) -> float:
-        if rest or group == POOL:
+    def scale(reference: str, group: int, rest: bool) -> float:
+        """jsd's s^2 of a group row against shares (`group_scale`, as the personas')."""
+        if reference != "crowd-share" or rest or group == POOL:
             return math.nan
         own = counts_of[group, False]
-        return group_scale(prediction, members, own, own + counts_of[group, True], group)
+        pool = own + counts_of[group, True]
+        return quadratic_scale(prediction, own, pool, spread, int(sizes[group]))
 
     return {
-        key: jackknifed(
-            prediction, key, measured, left_out[key], counts_of[key[1:]], scale(*key[1:])
-        )
+        key: jackknifed(prediction, key, measured, left_out[key], counts_of[key[1:]], scale(*key))
         for key, measured in figures.items()
     }
 
