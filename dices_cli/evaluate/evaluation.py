@@ -33,6 +33,8 @@ from dices_cli.evaluate.groups import (
     left_out_batches,
     members_of,
     permuted_differences,
+    quadratic_scale,
+    rater_spread,
 )
 from dices_cli.evaluate.measure import (
     BOUNDS,
@@ -350,8 +352,19 @@ def _clustered(
         terms = difference_rater_variance(prediction, members, settings.threshold)
         for group, term in enumerate(terms):
             figures["crowd", group, False] = replace(figures["crowd", group, False], plurality=term)
+    spread = rater_spread(members) if "crowd-share" in references else math.nan
+    sizes = np.bincount(members.group, minlength=groups)
+
+    def scale(reference: str, group: int, rest: bool) -> float:
+        """jsd's s^2 of a group row against shares (`group_scale`, as the personas')."""
+        if reference != "crowd-share" or rest or group == POOL:
+            return math.nan
+        own = counts_of[group, False]
+        pool = own + counts_of[group, True]
+        return quadratic_scale(prediction, own, pool, spread, int(sizes[group]))
+
     return {
-        key: jackknifed(prediction, key, measured, left_out[key], counts_of[key[1:]])
+        key: jackknifed(prediction, key, measured, left_out[key], counts_of[key[1:]], scale(*key))
         for key, measured in figures.items()
     }
 
@@ -608,6 +621,7 @@ def _rows(
                     jackknifed,
                     metric in RECIPROCAL_SCALE,
                     overlap_of(figure, metric, jackknifed),
+                    figure.scale if metric == "jsd" else math.nan,
                 )
             )
             cells += [number(values[0]), *ends]

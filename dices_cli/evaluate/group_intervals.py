@@ -13,6 +13,7 @@ from dices_cli.metrics.agreement import Array
 from dices_cli.metrics.intervals import (
     Jackknife,
     centred_interval,
+    curved_interval,
     difference_bounds,
     difference_interval,
 )
@@ -43,12 +44,17 @@ def interval(
     raters: tuple[Jackknife, int] | None = None,
     reciprocal: bool = False,
     overlap: float = 0.0,
+    scale: float = math.nan,
 ) -> tuple[float | None, float | None]:
     """The centred interval of values (row 0 the estimate, then the conversation blocks
     left out), with `rater_variance`'s variance less `overlap` (V_answers); `reciprocal`:
-    on the reciprocal scale."""
+    on the reciprocal scale, or, with a group's `scale` (s^2, Measured.scale) and the
+    raters' jackknife, curved (dices_cli.metrics.intervals.curved_interval)."""
     variance = rater_variance(left_out, raters)
-    low, high = centred_interval(values, variance, bounds, reciprocal=reciprocal, overlap=overlap)
+    if reciprocal and scale > 0 and raters is not None and left_out is not None:
+        low, high = curved_interval(values, variance, bounds, 0.95, overlap, scale)
+    else:
+        low, high = centred_interval(values, variance, bounds, reciprocal, overlap=overlap)
     return number(low), number(high)
 
 
@@ -86,6 +92,7 @@ def difference_interval_of(
         (difference, rater_variance(left_out, raters)),
         BOUNDS[metric],
         overlaps=(overlap_of(own, metric, raters), overlap_of(rest, metric, raters)),
+        scale=own.scale if raters is not None and metric == "jsd" else math.nan,
     )
     return number(low), number(high)
 
@@ -96,11 +103,19 @@ def jackknifed(
     measured: Measured,
     left_out: dict[str, Array] | None,
     counts: Array,
+    scale: float = math.nan,
 ) -> Measured:
     """A group row's figures (reference key[0]) with their values with each member left out
     and, against shares, jsd's and tvd's V_answers of the side's answer `counts` [category,
-    conversation]."""
-    overlap = answer_variances(prediction, counts) if key[0] == "crowd-share" else None
+    conversation] and jsd's `scale` (Measured.scale)."""
+    shares = key[0] == "crowd-share"
+    overlap = answer_variances(prediction, counts) if shares else None
     return Measured(
-        measured.n, measured.ties, measured.values, left_out, overlap, measured.plurality
+        measured.n,
+        measured.ties,
+        measured.values,
+        left_out,
+        overlap,
+        measured.plurality,
+        scale if shares else math.nan,
     )

@@ -193,6 +193,73 @@ def answer_variance(
     return float(spread[used].sum()) / conversations**2 if conversations else math.nan
 
 
+def rater_spread(members: Members) -> float:
+    """sigma^2, the variance of the raters' effects on the logit of Yes within their
+    groups, for `quadratic_scale`: a member's share of Yes r over their c answered
+    conversations, over the mean w = pi (1 - pi) of those conversations' pool shares pi,
+    is its effect a = r / w (to first order); sigma^2 is the variance of a about its
+    group's mean (pooled over the groups), less its binomial noise, the mean of
+    1 / (c w); at least 1e-6. NaN with no two members in a group."""
+    answered = members.answers.sum(axis=1) > 0
+    yes = members.answers[:, YES, :]
+    ratings = answered.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pool = np.where(ratings > 0, yes.sum(axis=0) / ratings, np.nan)
+        bernoulli = np.nan_to_num(pool * (1 - pool))
+        conversations = answered.sum(axis=1)
+        mean_w = (answered * bernoulli).sum(axis=1) / conversations
+        effect = yes.sum(axis=1) / conversations / mean_w
+    kept = (conversations > 0) & (mean_w > 0)
+    squares, members_kept, groups = 0.0, 0, 0
+    for group in range(members.groups):
+        mine = effect[kept & (members.group == group)]
+        if mine.size:
+            squares += float(((mine - mine.mean()) ** 2).sum())
+            members_kept += mine.size
+            groups += 1
+    if members_kept <= groups:
+        return math.nan
+    noise = float((1 / (conversations[kept] * mean_w[kept])).mean())
+    return max(squares / (members_kept - groups) - noise, 1e-6)
+
+
+def quadratic_scale(
+    prediction: Prediction, counts: Array, pool: Array, spread: float, raters: int
+) -> float:
+    """s^2 = C2 sigma^2 / n of a group's jsd (dices_cli.metrics.intervals.
+    curved_interval): against [not Yes, Yes], the jsd moves with the group's mean effect u
+    on the logit of Yes as F + C2 (u - u*)^2 near its minimum u*, with C2 = 1/2 mean over
+    conversations of f''(s) w^2 (f the divergence of the model's p from the share s, at
+    the group's share clipped to [1 / 2m, 1 - 1 / 2m] of its m ratings; w = pi (1 - pi)
+    of the pool's share pi: ds / du). `counts` and `pool`: the group's and the pool's
+    answer counts [category, conversation]; `spread`: `rater_spread`'s sigma^2; `raters`:
+    n, the group's members. NaN for a model without a probability of Yes, a distribution
+    of three answers or fewer than two raters."""
+    probability = _yes_only(prediction)
+    if probability is None:
+        return math.nan
+    ratings, pool_ratings = counts.sum(axis=0), pool.sum(axis=0)
+    used = (ratings > 0) & ~np.isnan(probability)
+    m, yes = ratings[used], counts[YES][used]
+    share = np.clip(yes / m, 0.5 / m, 1 - 0.5 / m)
+    pi = pool[YES][used] / pool_ratings[used]
+    middle = (probability[used] + share) / 2
+    curvature = (-0.25 / (middle * (1 - middle)) + 0.5 / (share * (1 - share))) / math.log(
+        2
+    )  # f'' of H((p + s) / 2) - (H(p) + H(s)) / 2 in s, H in bits
+    if not used.any() or raters < 2:
+        return math.nan
+    return 0.5 * float((curvature * (pi * (1 - pi)) ** 2).mean()) * spread / raters
+
+
+def group_scale(
+    prediction: Prediction, members: Members, counts: Array, pool: Array, group: int
+) -> float:
+    """`quadratic_scale` of `members`' `group`, whose answer counts are `counts`."""
+    raters = int((members.group == group).sum())
+    return quadratic_scale(prediction, counts, pool, rater_spread(members), raters)
+
+
 def _binary_entropy_bits(share: Array) -> Array:
     """Entropy (bits) of [1 - share, share], 0 log 0 = 0."""
     with np.errstate(divide="ignore", invalid="ignore"):

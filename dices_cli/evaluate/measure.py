@@ -105,6 +105,9 @@ class Measured:
     # the rest beyond the answers' noise, and its degrees of freedom
     # (dices_cli.evaluate.plurality); None elsewhere.
     plurality: tuple[float, float] | None = None
+    # Group rows' jsd against [not Yes, Yes]: s^2, the scale of its raters' nearly quadratic
+    # part (dices_cli.evaluate.groups.quadratic_scale); NaN elsewhere.
+    scale: float = math.nan
 
 
 class Resampled:

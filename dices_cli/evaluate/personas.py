@@ -46,6 +46,7 @@ from dices_cli.evaluate.evaluation import (
 from dices_cli.evaluate.group_intervals import difference_interval_of, interval, jackknifed
 from dices_cli.evaluate.groups import (
     Members,
+    group_scale,
     labelled_batches,
     left_out_batches,
     members_of,
@@ -273,9 +274,10 @@ def _group_figures(
             for key, values in left_out.items():
                 for metric, array in values.items():
                     array[rows.start + offset] = run[key].values[metric][0]
-    own = {"own": counts[group], "rest": pool - counts[group]}
+    scale = group_scale(prediction, members, counts[group], pool, group)
+    side = {"own": (counts[group], scale), "rest": (pool - counts[group], math.nan)}
     return {
-        key: jackknifed(prediction, key, measured, left_out.get(key), own[key[1]])
+        key: jackknifed(prediction, key, measured, left_out.get(key), *side[key[1]])
         for key, measured in figures.items()
     }
 
@@ -485,11 +487,14 @@ def _row_cells(
     few: bool = False,
     scaled: bool = False,
     overlap: float = 0.0,
+    scale: float = math.nan,
 ) -> list[float | None]:
     """value, low, high of a figure: its estimate and evaluate's group-row interval
     (group_intervals.interval), none for a group of too few raters (`few`)."""
-    low, high = (None, None) if few else interval(values, bounds, left_out, raters, scaled, overlap)
-    return [_number(float(values[0])), low, high]
+    ends = (
+        (None, None) if few else interval(values, bounds, left_out, raters, scaled, overlap, scale)
+    )
+    return [_number(float(values[0])), *ends]
 
 
 def evaluate_personas(
@@ -574,6 +579,7 @@ def evaluate_personas(
                                     few[g],
                                     metric in RECIPROCAL_SCALE,
                                     (measured.overlap or {}).get(metric, 0.0),
+                                    measured.scale if metric == "jsd" else math.nan,
                                 ),
                                 None,
                                 None,

@@ -42,7 +42,10 @@ persona figure) is
   interval is taken on the reciprocal scale, where that spread is about constant:
   1 / estimate +- q * sd / estimate^2, mapped back (estimate^2 / (estimate +- q * sd); the
   upper end is the figure's bound when q * sd reaches the estimate). The log scale (slope
-  1) left the shifted 20-rater group's jsd and its difference at 0.90 coverage.
+  1) left the shifted 20-rater group's jsd and its difference at 0.90 coverage. A group's
+  jsd against [not Yes, Yes] is nearly quadratic in its raters' mean effect, so its
+  interval is `curved_interval`'s: the jackknife's Efron-Stein bias taken off the lower
+  end, a noncentral chi^2_1 inverted for the upper end.
 
 Why not the percentile interval of a two-way (raters x conversations) bootstrap, as before:
 drawing a group's n raters with replacement leaves about 0.63 n distinct ones, so a
@@ -68,6 +71,7 @@ __all__ = [
     "Jackknife",
     "centred_interval",
     "conversation_weights",
+    "curved_interval",
     "difference_bounds",
     "difference_interval",
     "total_variance",
@@ -178,6 +182,75 @@ def centred_interval(
 Figure = tuple[Array, tuple[float, float]]  # values and rater_variance, as total_variance's
 
 
+def _normal_tail_inside(root: float, shift: float) -> float:
+    """P(chi^2_1 noncentral with noncentrality shift^2 <= root^2)."""
+    half = math.sqrt(0.5)
+    return 0.5 * (math.erf((root - shift) * half) - math.erf((-root - shift) * half))
+
+
+def _noncentrality_upper(root: float, tail: float) -> float:
+    """sqrt of the upper end of the confidence interval of the noncentrality lambda of a
+    noncentral chi^2_1 draw root^2: the lambda under which P(chi^2 <= root^2) = `tail` (0
+    when even lambda = 0 gives less); by bisection in sqrt(lambda)."""
+    if _normal_tail_inside(root, 0.0) <= tail:
+        return 0.0
+    low, high = 0.0, root + 40.0
+    for _ in range(100):
+        middle = (low + high) / 2
+        if _normal_tail_inside(root, middle) > tail:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def curved_interval(
+    values: Array,
+    rater_variance: tuple[float, float],
+    bounds: tuple[float, float],
+    level: float,
+    overlap: float,
+    scale: float,
+) -> tuple[float, float]:
+    """The interval of a group's divergence whose raters' part is nearly quadratic in the
+    group's mean (docs/metrics.md, "Intervals of evaluate"): estimate = F + scale * W, W a
+    noncentral chi^2_1 draw, scale = s^2 = C2 sigma^2 / n (`dices_cli.evaluate.groups.
+    quadratic_scale`). The delete-one-rater jackknife then counts 4 s^4 W, whose mean
+    exceeds the raters' variance s^4 (2 + 4 lambda) by 2 s^4 (Efron & Stein 1981): the
+    lower end is `centred_interval`'s on the reciprocal scale with V_raters less 2 s^4 (at
+    least 0); the upper end inverts the noncentral chi^2_1: W = (V_raters - V_answers) /
+    (4 s^4), F = estimate - s^2 W, lambda_U the upper end of lambda's interval, and
+    high = estimate + sqrt((F + s^2 (1 + lambda_U) - estimate)^+^2 + z^2 V_conversations),
+    z the normal quantile. (nan, nan) when the variance is undefined."""
+    raters, df = rater_variance
+    low, _ = centred_interval(
+        values, (max(raters - 2 * scale * scale, 0.0), df), bounds, True, level, overlap
+    )
+    conversations, _ = _jackknife(np.asarray(values, dtype=np.float64)[1:])
+    if math.isnan(low) or math.isnan(conversations):
+        return math.nan, math.nan
+    estimate = float(values[0])
+    root = math.sqrt(max(raters - overlap, 0.0)) / (2 * scale)  # sqrt(W)
+    shift = _noncentrality_upper(root, (1 - level) / 2)  # sqrt(lambda_U)
+    rise = max(scale * (1 + (shift - root) * (shift + root)), 0.0)  # F + s^2 (1 + lambda_U) - e
+    z = t_quantile(level, math.inf)
+    return low, min(estimate + math.sqrt(rise * rise + z * z * conversations), bounds[1])
+
+
+def _side(
+    figure: Figure, bounds: tuple[float, float], level: float, overlap: float, scale: float
+) -> tuple[float, float]:
+    """A side's interval for `difference_interval`: curved with a scale, else reciprocal."""
+    values, raters = figure
+    if scale > 0:
+        return curved_interval(values, raters, bounds, level, overlap, scale)
+    return centred_interval(values, raters, bounds, True, level, overlap)
+
+
+def _less(raters: tuple[float, float], cut: float) -> tuple[float, float]:
+    return max(raters[0] - cut, 0.0), raters[1]
+
+
 def difference_interval(
     own: Figure,
     rest: Figure,
@@ -185,6 +258,7 @@ def difference_interval(
     bounds: tuple[float, float],
     level: float = 0.95,
     overlaps: tuple[float, float] = (0.0, 0.0),
+    scale: float = math.nan,
 ) -> tuple[float, float]:
     """The interval of own - rest, both on the reciprocal scale (centred_interval with
     `reciprocal`; `overlaps` their V_answers, the difference's their sum),
@@ -198,10 +272,15 @@ def difference_interval(
     the difference (whose values pair the same conversations and raters left out). With
     symmetric intervals it is the difference's own centred interval; with the reciprocal
     scale's it carries their asymmetry: the side a divergence can grow on is the wider.
+    `scale`: the own side's s^2 (`curved_interval`, which then gives (l1, u1)), its 2 s^4
+    taken off the own side's and the difference's V_raters; NaN or 0: none.
     `bounds`: each side's range (the difference's: `difference_bounds` of it)."""
     (own_values, own_raters), (rest_values, rest_raters) = own, rest
     o1, o2 = overlaps
-    v1, _ = total_variance(own_values, own_raters, o1)
+    scale = scale if scale > 0 else 0.0  # NaN: none
+    cut = 2 * scale * scale
+    difference = (difference[0], _less(difference[1], cut))
+    v1, _ = total_variance(own_values, _less(own_raters, cut), o1)
     v2, _ = total_variance(rest_values, rest_raters, o2)
     vd, _ = total_variance(*difference, o1 + o2)
     if math.isnan(v1 + v2 + vd) or v1 * v2 <= 0:
@@ -210,8 +289,8 @@ def difference_interval(
         )
     r = max(-1.0, min(1.0, (v1 + v2 - vd) / (2 * math.sqrt(v1 * v2))))
     e1, e2 = float(own_values[0]), float(rest_values[0])
-    l1, u1 = centred_interval(own_values, own_raters, bounds, True, level, o1)
-    l2, u2 = centred_interval(rest_values, rest_raters, bounds, True, level, o2)
+    l1, u1 = _side(own, bounds, level, o1, scale)
+    l2, u2 = _side(rest, bounds, level, o2, 0.0)
     below = (e1 - l1) ** 2 + (u2 - e2) ** 2 - 2 * r * (e1 - l1) * (u2 - e2)
     above = (u1 - e1) ** 2 + (e2 - l2) ** 2 - 2 * r * (u1 - e1) * (e2 - l2)
     low, high = difference_bounds(bounds)

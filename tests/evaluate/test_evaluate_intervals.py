@@ -13,6 +13,7 @@ import io
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -22,7 +23,7 @@ from drivers.evaluate_truth import judge, predictions_of, votes_of
 from drivers.mixed_models import MODELS, write_predictions
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy import stats
+from scipy import optimize, stats
 from scipy.spatial.distance import jensenshannon
 from typer.testing import CliRunner
 
@@ -35,6 +36,7 @@ from dices_cli.metrics.intervals import (
     Jackknife,
     centred_interval,
     conversation_weights,
+    curved_interval,
     difference_interval,
 )
 from dices_cli.metrics.student_t import t_quantile
@@ -218,17 +220,46 @@ def _jackknife_by_hand(values: list[float]) -> float:
     return (len(array) - 1) / len(array) * float(((array - array.mean()) ** 2).sum())
 
 
+def _quadratic_scale_by_hand(data: Any, score: np.ndarray, own: np.ndarray) -> float:
+    """s^2 = C2 sigma^2 / n of the raters `own`' jsd: sigma^2 the raters' shares of Yes over
+    the mean w = pi (1 - pi) of the pool's shares pi, their variance within their groups
+    less 1 / (conversations w); C2 half the mean over conversations of the second
+    difference of scipy's divergence at the group's share (kept 1 / 2n from 0 and 1) times
+    w^2."""
+    pi = data.yes.mean(axis=0)
+    w = pi * (1 - pi)
+    effect = data.yes.mean(axis=1) / w.mean()
+    groups = np.unique(data.group_of_rater)
+    squares = sum(
+        ((effect[data.group_of_rater == g] - effect[data.group_of_rater == g].mean()) ** 2).sum()
+        for g in groups
+    )
+    sigma2 = squares / (len(effect) - len(groups)) - 1 / (data.yes.shape[1] * w.mean())
+    n = len(own)
+    share = np.clip(data.yes[own].mean(axis=0), 0.5 / n, 1 - 0.5 / n)
+    h = 1e-4
+
+    def divergence(s: np.ndarray) -> np.ndarray:
+        p = np.column_stack([1 - score, score])
+        return jensenshannon(p, np.column_stack([1 - s, s]), axis=1, base=2) ** 2
+
+    second = (divergence(share + h) - 2 * divergence(share) + divergence(share - h)) / h**2
+    return float(0.5 * (second * w**2).mean() * max(sigma2, 1e-6) / n)
+
+
 def test_the_group_rows_intervals_are_both_jackknives_by_hand(tmp_path: Path) -> None:
-    """A group's jsd interval: jsd^2 / (jsd +- t * sqrt(V)), the reciprocal scale's, with
-    V = V_conversations + V_raters - V_answers: V_conversations the jackknife of scipy's
-    jsd with each conversation left out, V_raters with each rater of the group left out,
-    V_answers each conversation's jackknife with each of its answers left out, over the
-    conversations squared; t with Satterthwaite's degrees of freedom. Its
-    kappa interval: kappa +- t(raters - 1) * sqrt(V_conversations) (scikit-learn's kappa).
-    Both the same for every seed."""
+    """A group's jsd interval: low jsd^2 / (jsd + t * sqrt(V)), the reciprocal scale's, with
+    V = V_conversations + V_raters - 2 s^4 - V_answers: V_conversations the jackknife of
+    scipy's jsd with each conversation left out, V_raters with each rater of the group left
+    out, V_answers each conversation's jackknife with each of its answers left out, over the
+    conversations squared, s^2 = C2 sigma^2 / n (C2 half the mean of the divergence's second
+    difference in the share times w^2, sigma^2 the raters' effects' variance); t with
+    Satterthwaite's degrees of freedom; high: scipy's noncentral chi^2_1 inverted at
+    W = (V_raters - V_answers) / (4 s^4). Its kappa interval: kappa +- t(raters - 1) *
+    sqrt(V_conversations) (scikit-learn's kappa). Both the same for every seed."""
     from sklearn.metrics import cohen_kappa_score
 
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(6)
     data = simulate(rng, sizes=(6, 9), conversations=80)
     score = judge(data, rng)
     votes, read = votes_of(data), predictions_of(score, tmp_path)
@@ -267,15 +298,56 @@ def test_the_group_rows_intervals_are_both_jackknives_by_hand(tmp_path: Path) ->
         / len(everything) ** 2
     )
     assert answers > 0
-    total = max(conversations + raters - answers, conversations, raters)
-    df = total**2 / (conversations**2 / 79 + raters**2 / (len(own) - 1))
+    square = _quadratic_scale_by_hand(data, score, own)
+    cut = max(raters - 2 * square**2, 0.0)
+    assert 0 < cut < raters
+    total = max(conversations + cut - answers, conversations, cut)
+    df = total**2 / (conversations**2 / 79 + cut**2 / (len(own) - 1))
     half = stats.t.ppf(0.975, df) * math.sqrt(total)
-    (row,) = [r for r in records[0] if r["group"] == "g0" and r["reference"] == "crowd-share"]
+    statistic = (raters - answers) / (4 * square**2)
+    assert stats.chi2.cdf(statistic, 1) > 0.025  # the noncentrality's upper end above 0
+    noncentrality = optimize.brentq(
+        lambda x: stats.ncx2.cdf(statistic, 1, x) - 0.025, 1e-12, 10 * statistic + 100
+    )
     estimate = jsd(own)
-    assert half < estimate
+    top = estimate - square * statistic + square * (1 + noncentrality)
+    high = estimate + math.sqrt(max(top - estimate, 0) ** 2 + 1.959964**2 * conversations)
+    (row,) = [r for r in records[0] if r["group"] == "g0" and r["reference"] == "crowd-share"]
     assert math.isclose(row["jsd"], estimate, rel_tol=1e-9)
     assert math.isclose(row["jsd_low"], estimate**2 / (estimate + half), rel_tol=1e-6)
-    assert math.isclose(row["jsd_high"], estimate**2 / (estimate - half), rel_tol=1e-6)
+    assert math.isclose(row["jsd_high"], high, rel_tol=1e-6)
+    # The difference from the rest (group 1): MOVER of the two sides, the rest's on the
+    # reciprocal scale, the own side's as above; 2 s^4 off the difference's V_raters too.
+    rest = np.flatnonzero(data.group_of_rater == 1)
+    other = jsd(rest)
+    rest_conversations = _jackknife_by_hand([jsd(rest, kept) for kept in without])
+    apart = _jackknife_by_hand([jsd(own, kept) - jsd(rest, kept) for kept in without])
+    rest_raters = _jackknife_by_hand([jsd(rest[rest != rater]) for rater in rest])
+    rest_answers = (
+        sum(
+            _jackknife_by_hand(
+                [one(score[i], np.delete(data.yes[rest, i], j).mean()) for j in range(9)]
+            )
+            for i in everything
+        )
+        / len(everything) ** 2
+    )
+    v1 = total
+    v2 = max(rest_conversations + rest_raters - rest_answers, rest_conversations, rest_raters)
+    both = max(raters + rest_raters - 2 * square**2, 0.0)
+    vd = max(apart + both - answers - rest_answers, apart, both)
+    correlation = (v1 + v2 - vd) / (2 * math.sqrt(v1 * v2))
+    df2 = v2**2 / (rest_conversations**2 / 79 + rest_raters**2 / (len(rest) - 1))
+    half2 = stats.t.ppf(0.975, df2) * math.sqrt(v2)
+    l1, u1 = estimate**2 / (estimate + half), high
+    l2, u2 = other**2 / (other + half2), other**2 / (other - half2)
+    below = (estimate - l1) ** 2 + (u2 - other) ** 2
+    below -= 2 * correlation * (estimate - l1) * (u2 - other)
+    above = (u1 - estimate) ** 2 + (other - l2) ** 2
+    above -= 2 * correlation * (u1 - estimate) * (other - l2)
+    assert math.isclose(row["difference"], estimate - other, rel_tol=1e-9)
+    assert math.isclose(row["difference_low"], estimate - other - math.sqrt(below), rel_tol=1e-6)
+    assert math.isclose(row["difference_high"], estimate - other + math.sqrt(above), rel_tol=1e-6)
     (row,) = [r for r in records[0] if r["group"] == "g0" and r["reference"] == "crowd"]
     half = stats.t.ppf(0.975, len(own) - 1) * math.sqrt(
         _jackknife_by_hand([kappa(kept) for kept in without])
@@ -283,6 +355,20 @@ def test_the_group_rows_intervals_are_both_jackknives_by_hand(tmp_path: Path) ->
     assert math.isclose(row["kappa"], kappa(everything), rel_tol=1e-9)
     assert math.isclose(row["kappa_low"], row["kappa"] - half, rel_tol=1e-6)
     assert math.isclose(row["kappa_high"], min(row["kappa"] + half, 1.0), rel_tol=1e-6)
+
+
+def test_a_curved_interval_is_the_normal_one_when_the_quadratic_part_vanishes() -> None:
+    """As s^2 -> 0 the noncentral chi^2_1's upper end is sqrt(lambda_U) = sqrt(W) + z: the
+    upper end is estimate + z sqrt(V_raters - V_answers + V_conversations), and the lower
+    end the reciprocal scale's with the whole V_raters (2 s^4 is nothing)."""
+    values = np.array([0.05, 0.049, 0.052, 0.05, 0.047, 0.051])
+    conversations = 4 / 5 * float(((values[1:] - values[1:].mean()) ** 2).sum())
+    raters = (4e-5, 7.0)
+    low, high = curved_interval(values, raters, (0.0, 1.0), 0.95, 1e-5, 1e-9)
+    z = stats.norm.ppf(0.975)
+    assert math.isclose(high, 0.05 + z * math.sqrt(3e-5 + conversations), rel_tol=1e-6)
+    reciprocal = centred_interval(values, raters, (0.0, 1.0), True, 0.95, 1e-5)[0]
+    assert math.isclose(low, reciprocal, rel_tol=1e-12)
 
 
 def test_conversation_weights_leave_each_block_out_once() -> None:
