@@ -95,12 +95,6 @@ per_item AS NOT MATERIALIZED (  -- clustered or conversations (Wilson: item_coun
     WHERE $interval <> 'wilson'
     GROUP BY ALL
 ),
-item_totals AS (  -- each item over every group
-    SELECT item_id, sum(y) AS y, count(*) AS n, sum(t) AS t
-    FROM rated
-    WHERE $interval <> 'wilson'
-    GROUP BY ALL
-),
 cells AS (  -- when each cell is one rating (y is 0 or 1, n is 1), its sums are the group's
     SELECT g, sum(y * y) AS k_yy, sum(y * n) AS k_yn, sum(n * n) AS k_nn,
         sum(t * t) AS k_tt, sum(t * n) AS k_tn
@@ -132,24 +126,31 @@ groups AS (
     FROM per_rater
     GROUP BY g
 ),
+with_totals AS NOT MATERIALIZED (  -- each group's item sums beside the item's over every group
+    SELECT g, y, n, t,
+        sum(y) OVER item AS ty, sum(n) OVER item AS tn, sum(t) OVER item AS tt,
+        row_number() OVER item = 1 AS first
+    FROM per_item
+    WINDOW item AS (PARTITION BY item_id)
+),
 group_items AS (
     SELECT
         g,
         count(*) AS items,
-        sum(i.y * i.y)::BIGINT AS c_yy,
-        sum(i.y * i.n)::BIGINT AS c_yn,
-        sum(i.n * i.n)::BIGINT AS c_nn,
-        sum(i.y * t.y)::BIGINT AS x_yy,
-        sum(i.y * t.n)::BIGINT AS x_yn,
-        sum(i.n * t.y)::BIGINT AS x_ny,
-        sum(i.n * t.n)::BIGINT AS x_nn,
-        sum(i.t * i.t)::BIGINT AS c_tt,
-        sum(i.t * i.n)::BIGINT AS c_tn,
-        sum(i.t * t.t)::BIGINT AS x_tt,
-        sum(i.t * t.n)::BIGINT AS x_tn,
-        sum(i.n * t.t)::BIGINT AS x_nt
-    FROM per_item AS i
-    LEFT JOIN item_totals AS t USING (item_id)
+        sum(y * y)::BIGINT AS c_yy,
+        sum(y * n)::BIGINT AS c_yn,
+        sum(n * n)::BIGINT AS c_nn,
+        sum(y * ty)::BIGINT AS x_yy,
+        sum(y * tn)::BIGINT AS x_yn,
+        sum(n * ty)::BIGINT AS x_ny,
+        sum(n * tn)::BIGINT AS x_nn,
+        sum(t * t)::BIGINT AS c_tt,
+        sum(t * n)::BIGINT AS c_tn,
+        sum(t * tt)::BIGINT AS x_tt,
+        sum(t * tn)::BIGINT AS x_tn,
+        sum(n * tt)::BIGINT AS x_nt,
+        count(*) FILTER (first) AS f_items
+    FROM with_totals
     GROUP BY g
 ),
 item_counts AS (  -- Wilson: each group's items, counted (group_items is empty)
@@ -157,15 +158,16 @@ item_counts AS (  -- Wilson: each group's items, counted (group_items is empty)
     FROM (SELECT DISTINCT g, item_id FROM rated WHERE $interval = 'wilson')
     GROUP BY g
 ),
-family AS (  -- a declared session holds one dataset: its groups are one family
+family AS (  -- a declared session holds one dataset: its groups are one family; an
+    -- item's square over every group is the sum over the groups of theirs times it
     SELECT
-        count(*) AS f_items,
-        sum(y * y)::BIGINT AS f_yy,
-        sum(y * n)::BIGINT AS f_yn,
-        sum(n * n)::BIGINT AS f_nn,
-        sum(t * t)::BIGINT AS f_tt,
-        sum(t * n)::BIGINT AS f_tn
-    FROM item_totals
+        sum(f_items)::BIGINT AS f_items,
+        sum(x_yy)::BIGINT AS f_yy,
+        sum(x_yn)::BIGINT AS f_yn,
+        sum(x_nn)::BIGINT AS f_nn,
+        sum(x_tt)::BIGINT AS f_tt,
+        sum(x_tn)::BIGINT AS f_tn
+    FROM group_items
 )
 SELECT
     k.* EXCLUDE (g),
