@@ -22,6 +22,7 @@ import polars as pl
 
 from dices_cli.errors import DicesError
 from dices_cli.families.declaration import FileSpec
+from dices_cli.formats.declared.records_whole import PEEK_BYTES, CellCounts, header_line, whole
 from dices_cli.problems import JsonProblemType, Problem, ProblemType, Report
 from dices_cli.read.source import Source
 
@@ -88,11 +89,23 @@ def _read_delimited(source: Source, spec: FileSpec, delimiter: str, report: Repo
             missing_columns="raise",
         )
         lines = lambda: _record_lines(source, delimiter)  # noqa: E731
+        if not _whole(source, frame):  # a record padded, a blank line: csv's reader says which
+            frame, lines = _read_by_csv(source, delimiter, report)
     except pl.exceptions.PolarsError:
         frame, lines = _read_by_csv(source, delimiter, report)
     if frame.columns and frame.columns[0].startswith("\ufeff"):
         frame = frame.rename({frame.columns[0]: frame.columns[0].removeprefix("\ufeff")})
     return _shaped(ReadFile(source, spec, frame, report, _lines=lines))
+
+
+def _whole(source: Source, frame: pl.DataFrame) -> bool:
+    """Whether Polars read every record of `source` whole: it pads a short record with
+    nulls and reads a blank line as a record of nulls, which the file's bytes tell
+    (`records_whole`)."""
+    facts = source.facts()
+    cells = CellCounts(quoted=facts.quotes > 0)
+    cells.add(frame)
+    return whole(cells, facts, header_line(source.read(PEEK_BYTES)), len(frame.columns))
 
 
 def _record_lines(source: Source, delimiter: str) -> list[int]:
@@ -135,7 +148,8 @@ def _read_by_csv(
                                 start,
                                 None,
                                 None,
-                                f"{len(record)} fields, the header has {len(header)}",
+                                f"{len(record)} field{'' if len(record) == 1 else 's'}, "
+                                f"the header has {len(header)}",
                             )
                         ]
                     )
