@@ -53,6 +53,53 @@ class ByteFacts:
 
 
 @dataclass
+class CellSums:
+    """What a parser's records add up to, set against the text's ByteFacts (`adds_up`)."""
+
+    records: int = 0
+    bytes: int = 0  # of every cell's value
+    quotes: int = 0  # inside cells' values
+    line_breaks: int = 0  # inside cells' values
+    carriage_returns: int = 0  # inside cells' values
+
+
+def adds_up(
+    sums: CellSums, facts: ByteFacts, header: bytes, header_lines: int, columns: int
+) -> bool:
+    """Whether the records' cells, `columns` to a record, and the CSV syntax around them are
+    exactly the text after its `header` (its bytes, line ends included, over `header_lines`
+    lines): every line break, and every byte.
+
+    Body bytes = cell bytes + separators + line ends + quote characters, where every quoted
+    cell adds 2 quotes and every quote inside a cell is written twice. Polars silently pads
+    short records, reads a blank line as a record and drops text after a closing quote
+    (`"a"b` -> `a`); each breaks this equation.
+    """
+    if facts.has_nul or facts.has_lone_cr:
+        return False
+    records = sums.records
+    record_ends = records - (0 if facts.ends_with_newline else 1)
+    if facts.newlines != header_lines + record_ends + sums.line_breaks:
+        return False  # a line break the records do not account for
+    body_bytes = facts.text_bytes - len(header)
+    if records == 0:
+        return body_bytes == 0
+    quoting = facts.quotes - header.count(b'"') - 2 * sums.quotes  # two per quoted cell
+    if quoting < 0 or quoting % 2 or quoting // 2 > records * columns:
+        return False
+    crlf_ends = facts.carriage_returns - header.count(b"\r") - sums.carriage_returns
+    expected = (
+        sums.bytes
+        + records * (columns - 1)
+        + record_ends
+        + crlf_ends
+        + quoting
+        + sums.quotes  # the second quote of every escaped ""
+    )
+    return crlf_ends >= 0 and body_bytes == expected
+
+
+@dataclass
 class TextCounts:
     """Running counts over a CSV text, fed in chunks split anywhere."""
 

@@ -6,8 +6,8 @@ raises on a long one. The bytes say when it did: the file's body is exactly its 
 bytes, a separator between each two cells of a record, a line end after each record
 (a carriage return before it in a CRLF file), two quotes around each quoted cell and a
 second quote for each quote inside a cell. A padded record lacks separators, a blank
-line has a line end without them, and either breaks the sum. (The same sum trusts
-Polars' parse of a DICES file: `dices_cli.formats.dices.csvparse`.)
+line has a line end without them, and either breaks the sum (`checksum.adds_up`, which
+also trusts Polars' parse of a DICES file).
 
 A cell holds a quote, a line break or a carriage return only in a quoted file; those are
 counted per cell only when the file's first bytes hold a quote (`CellCounts.quoted`): a
@@ -20,21 +20,16 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from dices_cli.read.checksum import BOM, ByteFacts
+from dices_cli.read.checksum import BOM, ByteFacts, CellSums, adds_up
 
 PEEK_BYTES = 1 << 20  # the first bytes looked at for a quote
 
 
 @dataclass
-class CellCounts:
+class CellCounts(CellSums):
     """Running sums over the cells of a file's records, fed a frame of records at a time."""
 
-    quoted: bool  # whether to count the quotes, line breaks and carriage returns in cells
-    records: int = 0
-    bytes: int = 0
-    quotes: int = 0
-    line_breaks: int = 0
-    carriage_returns: int = 0
+    quoted: bool = True  # whether to count the quotes, line breaks and carriage returns in cells
 
     def add(self, frame: pl.DataFrame) -> None:
         every = pl.all().fill_null("")
@@ -75,29 +70,9 @@ def header_line(first: bytes) -> bytes:
 
 def whole(cells: CellCounts, facts: ByteFacts, header: bytes, columns: int) -> bool:
     """Whether `cells`, `columns` to a record, and the syntax around them are exactly the
-    file's bytes, line breaks and quotes."""
-    if facts.has_nul or facts.has_lone_cr or (facts.quotes and not cells.quoted):
-        return False
-    if not header.endswith(b"\n"):
-        return cells.records == 0 and facts.text_bytes == len(header)
-    records = cells.records
-    body_bytes = facts.text_bytes - len(header)
-    body_quotes = facts.quotes - header.count(b'"')
-    crlf_ends = facts.carriage_returns - header.count(b"\r") - cells.carriage_returns
-    record_ends = records - (0 if facts.ends_with_newline else 1)
-    if records == 0:
-        return body_bytes == 0
-    if facts.newlines != 1 + record_ends + cells.line_breaks:
-        return False
-    quoting = body_quotes - 2 * cells.quotes  # two per quoted cell
-    if quoting < 0 or quoting % 2 or quoting // 2 > records * columns:
-        return False
-    expected = (
-        cells.bytes
-        + records * (columns - 1)
-        + record_ends
-        + crlf_ends
-        + quoting
-        + cells.quotes  # the second quote of every escaped ""
-    )
-    return crlf_ends >= 0 and body_bytes == expected
+    file's bytes, line breaks and quotes (`checksum.adds_up`)."""
+    if facts.quotes and not cells.quoted:
+        return False  # quotes the cells were not counted for
+    if not header.endswith(b"\n") and cells.records:
+        return False  # no header line ends within the bytes looked at
+    return adds_up(cells, facts, header, 1, columns)

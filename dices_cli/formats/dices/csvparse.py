@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from dices_cli.problems import SHOWN_VALUE_CHARS, Problem, ProblemType, Report, shortened
-from dices_cli.read.checksum import BOM, ByteFacts
+from dices_cli.read.checksum import BOM, ByteFacts, CellSums, adds_up
 from dices_cli.read.csv_records import csv_records, record_too_long
 from dices_cli.read.source import Source
 
@@ -327,40 +327,6 @@ def _cell_totals(frame: pl.DataFrame, categories: pl.Categories) -> _CellTotals:
     return _CellTotals(totals["bytes"], totals["quotes"], totals["carriage_returns"], multiline)
 
 
-def _accounts_for_every_byte(
-    frame: pl.DataFrame, cells: _CellTotals, facts: ByteFacts, header: Header
-) -> bool:
-    """Whether the parsed cells plus CSV syntax add up to exactly the file's bytes.
-
-    Body bytes = cell bytes + separators + line ends + quote characters, where every
-    quoted cell adds 2 quotes and every quote inside a cell is written twice. Polars
-    silently pads short records and drops text after a closing quote (`"a"b` -> `a`);
-    either breaks this equation.
-    """
-    names = [n for n in frame.columns if n not in (LINE, LINE_COUNT)]
-    records = frame.height
-    body_bytes = facts.text_bytes - len(header.raw)
-    body_quotes = facts.quotes - header.raw.count(b'"')
-    body_crs = facts.carriage_returns - header.raw.count(b"\r")
-    line_ends = int(frame.get_column(LINE_COUNT).sum()) - records  # inside cells
-    record_ends = records - (0 if facts.ends_with_newline else 1)
-    quoting = body_quotes - 2 * cells.quotes  # two per quoted cell
-    if records == 0:
-        return body_bytes == 0 or facts.text_bytes == len(header.raw)
-    if quoting < 0 or quoting % 2 or quoting // 2 > records * len(names):
-        return False
-    crlf_ends = body_crs - cells.carriage_returns  # CRs of CRLF record ends
-    expected = (
-        cells.bytes
-        + records * (len(names) - 1)
-        + record_ends
-        + crlf_ends
-        + quoting
-        + cells.quotes  # the second quote of every escaped ""
-    )
-    return line_ends >= 0 and body_bytes == expected
-
-
 def _trusted(
     frame: pl.DataFrame | None, facts: ByteFacts, header: Header, categories: pl.Categories
 ) -> ParsedFile | None:
@@ -370,14 +336,19 @@ def _trusted(
     cells = _cell_totals(frame, categories)
     lines_per_record = pl.sum_horizontal(pl.repeat(1, pl.len(), dtype=pl.Int64), *cells.line_breaks)
     start = header.lines + 1 + lines_per_record.cum_sum() - lines_per_record
+    columns = frame.width
     frame = frame.with_columns(
         start.cast(pl.Int64).alias(LINE), lines_per_record.cast(pl.Int64).alias(LINE_COUNT)
     )
-    record_lines = int(frame.get_column(LINE_COUNT).sum())
-    if facts.newlines != header.lines + record_lines - (0 if facts.ends_with_newline else 1):
-        return None  # a line break Polars did not account for: only the strict path can say
-    if not _accounts_for_every_byte(frame, cells, facts, header):
-        return None  # padded, dropped or misquoted bytes: only the strict path can say where
+    sums = CellSums(
+        records=frame.height,
+        bytes=cells.bytes,
+        quotes=cells.quotes,
+        line_breaks=int(frame.get_column(LINE_COUNT).sum()) - frame.height,
+        carriage_returns=cells.carriage_returns,
+    )
+    if not adds_up(sums, facts, header.raw, header.lines, columns):
+        return None  # a line break or bytes Polars did not account for: the strict path says
     return ParsedFile(frame)
 
 
