@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from dices_cli.formats.declared.records_whole import (
     CellCounts,
-    first_bytes_quoted,
     header_line,
     whole,
 )
@@ -39,7 +38,7 @@ def judged(text: bytes, tmp_path: Path) -> bool | None:
         frame = pl.read_csv(path, infer_schema=False, raise_if_empty=False, extra_columns="raise")
     except pl.exceptions.PolarsError:
         return None
-    cells = CellCounts(quoted=first_bytes_quoted(text))
+    cells = CellCounts(quoted=b'"' in text)
     cells.add(frame)
     counts = TextCounts()
     counts.add(text)

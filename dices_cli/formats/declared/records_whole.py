@@ -56,11 +56,6 @@ class CellCounts(CellSums):
         self.carriage_returns += sums["carriage_returns"]
 
 
-def first_bytes_quoted(first: bytes) -> bool:
-    """Whether the file's first bytes hold a quote (its cells are then counted in full)."""
-    return b'"' in first
-
-
 def header_line(first: bytes) -> bytes:
     """The header's line as stored, its line end included, without a byte-order mark."""
     first = first.removeprefix(BOM)

@@ -36,13 +36,7 @@ import polars as pl
 from dices_cli.families.declaration import DatasetDeclaration, FileSpec
 from dices_cli.formats.declared.build import ITEM_SEPARATOR, Built, label_read, typed, with_positive
 from dices_cli.formats.declared.read import ITEM, RATER, ROW
-from dices_cli.formats.declared.records_whole import (
-    PEEK_BYTES,
-    CellCounts,
-    first_bytes_quoted,
-    header_line,
-    whole,
-)
+from dices_cli.formats.declared.records_whole import PEEK_BYTES, CellCounts, header_line, whole
 from dices_cli.read.source import Source
 
 RATINGS_FILE = "ratings.parquet"  # in the folder `stream` is given
@@ -81,8 +75,9 @@ def stream(
         if not header or any(c not in header for c in spec.required()):
             return None
         first = source.read(PEEK_BYTES)
-        reading = _Reading(declared, spec, source.display_name, header)
-        reading.cells = CellCounts(quoted=first_bytes_quoted(first))
+        # The cells' quotes, line breaks and CRs are counted when the first bytes hold a quote.
+        cells = CellCounts(quoted=b'"' in first)
+        reading = _Reading(declared, spec, source.display_name, header, cells)
         batches = scan.collect_batches(chunk_size=BATCH_ROWS)
         sink = pl.io.plugins.register_io_source(
             lambda *_: reading.batches(batches), schema=reading.schema
@@ -131,10 +126,15 @@ class _Reading:
     """The batches of one file read by its declaration, tallied as they pass."""
 
     def __init__(
-        self, declared: DatasetDeclaration, spec: FileSpec, name: str, header: list[str]
+        self,
+        declared: DatasetDeclaration,
+        spec: FileSpec,
+        name: str,
+        header: list[str],
+        cells: CellCounts,
     ) -> None:
         self.tally = _Tally(missing=dict.fromkeys(spec.labels, 0))
-        self.cells = CellCounts(quoted=True)
+        self.cells = cells  # summed over every batch's cells
         self.named = [_from_name(p, name).alias(c) for c, p in spec.from_name.items()]
         self.reads = {
             label: label_read(f"_raw_{label}", label, declared.scales[label], stripped=True)
