@@ -451,7 +451,9 @@ def test_requests_are_spread_over_several_base_urls(
         )
         assert result.exit_code == 0, result.output
         assert len(server.bodies) + len(other.bodies) == 20
-        assert len(server.bodies) >= 5 and len(other.bodies) >= 5
+        # How many each gets depends on which answers first (the least busy is picked):
+        # the balance's rule is test_the_least_busy_url_is_picked_and_ties_take_turns.
+        assert server.bodies and other.bodies
 
 
 def test_evaluate_reads_what_judge_writes(

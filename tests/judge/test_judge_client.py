@@ -58,3 +58,14 @@ def test_a_worker_keeps_its_connection_to_each_endpoint() -> None:
     assert replies == {i: answer_for(f"q{i}") for i in range(40)}
     assert min(bodies) >= 10 and sum(bodies) == 40
     assert [len(c) <= 4 for c in connections] == [True, True]
+
+
+def test_the_least_busy_url_is_picked_and_ties_take_turns() -> None:
+    from dices_cli.judge.client import _Balance
+
+    balance = _Balance(dict.fromkeys(["a", "b", "c"], 0))
+    assert [balance.pick() for _ in range(6)] == ["b", "c", "a", "b", "c", "a"]
+    balance.in_flight.update(a=2, b=1, c=1)
+    assert [balance.pick() for _ in range(2)] == ["b", "c"]
+    balance.in_flight.update(a=0, b=3, c=3)
+    assert [balance.pick() for _ in range(3)] == ["a", "a", "a"]
